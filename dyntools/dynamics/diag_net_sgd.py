@@ -107,10 +107,13 @@ def _advance_path(p, U, V, MU, MV, state, diverged_at, perm, pos, Xs, ys, Rtr, z
     g_row = sched_of[p]
     X = Xs[s]
     y = ys[s]
-    u = U[p]
-    v = V[p]
-    mu = MU[p]
-    mv = MV[p]
+    # Thread-local working copies, written back at the end: a row of U starts wherever the array
+    # does (16-byte alignment), so neighbouring paths' rows share a cache line at each boundary and
+    # two threads updating them every step would fight over it (false sharing).
+    u = U[p].copy()
+    v = V[p].copy()
+    mu = MU[p].copy()
+    mv = MV[p].copy()
     beta = np.empty(d)
     k = np.searchsorted(record_steps, t0)
     if fused:
@@ -210,6 +213,10 @@ def _advance_path(p, U, V, MU, MV, state, diverged_at, perm, pos, Xs, ys, Rtr, z
                 break
     state[p, :] = st[0, :]
     pos[p] = cur
+    U[p, :] = u
+    V[p, :] = v
+    MU[p, :] = mu
+    MV[p, :] = mv
     if record_final and diverged_at[p] < 0 and k < n_rec and record_steps[k] == t1:
         _record(p, k, s, u, v, beta, Rtr, ztr, ctr, Rte, zte, cte, train_rec, test_rec, u_rec, v_rec)
 

@@ -36,6 +36,27 @@ def advance_run(theta, states, r, perm, X, y, etas_r, batch, full_batch, t0, t1,
                 widths, w_off, b_off, bound, record_final):
     """Advance run ``r`` (parameters ``theta``, in place) from step ``t0`` to ``t1``.
 
+    The run works on private copies of its parameters, stream state and permutation and writes them
+    back at the end: rows of neighbouring runs share a cache line at their boundaries (a stream
+    state is 32 bytes, two to a line), and threads updating them every step would contend for it
+    (false sharing). Returns the divergence step, or −1.
+    """
+    own_theta = theta.copy()
+    own_state = states[r:r + 1].copy()
+    own_perm = perm.copy()
+    out = _advance_run_private(own_theta, own_state, own_perm, X, y, etas_r, batch, full_batch, t0, t1,
+                               record_steps, theta_rec_r, widths, w_off, b_off, bound, record_final)
+    theta[:] = own_theta
+    states[r, :] = own_state[0, :]
+    perm[:] = own_perm
+    return out
+
+
+@njit(cache=True)
+def _advance_run_private(theta, states, perm, X, y, etas_r, batch, full_batch, t0, t1, record_steps, theta_rec_r,
+                         widths, w_off, b_off, bound, record_final):
+    """The loop of :func:`advance_run` on the run's private arrays (``states`` is its 1 × 4 state).
+
     ``perm`` (int64[n]) is the run's persistent permutation for sampling without replacement, so a
     run cut into chunks draws exactly the same samples as in one piece. Returns the divergence
     step, or −1.
@@ -58,7 +79,7 @@ def advance_run(theta, states, r, perm, X, y, etas_r, batch, full_batch, t0, t1,
             if full_batch:
                 i = b
             else:
-                j = b + rng.randbelow(states, r, n - b)
+                j = b + rng.randbelow(states, 0, n - b)
                 i = perm[j]
                 perm[j] = perm[b]
                 perm[b] = i
