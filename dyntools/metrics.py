@@ -95,24 +95,51 @@ def power_iteration(matvec, dim: int, *, iters: int = 200, tol: float = 1e-7, se
     """Dominant eigenvalue (largest ``|λ|``) of the symmetric operator ``x ↦ matvec(x) − shift·x``.
 
     Returns ``(λ, iterations)`` with λ the Rayleigh quotient ``xᵀAx`` at the last unit vector;
-    stops when it changes by less than ``tol·|λ|``.
+    stops when it changes by less than ``tol·|λ|``. (One operator: :func:`power_iteration_batch`.)
+    """
+    lam, used, _ = power_iteration_batch(lambda Z, rows: matvec(Z[0])[None, :], dim, 1, iters=iters, tol=tol,
+                                         seed=seed, shift=shift)
+    return float(lam[0]), int(used[0])
+
+
+def power_iteration_batch(matvec, dim: int, batch: int, *, iters: int = 200, tol: float = 1e-7, seed: int = 0,
+                          shift=0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Power iteration on ``batch`` symmetric operators at once (e.g. one Hessian per recorded step).
+
+    ``matvec(Z, rows)`` returns ``A_r z_r`` for each row ``z_r`` of ``Z`` (k × dim), operator ``r``
+    taken from the index array ``rows``; only the operators that have not converged are passed, so a
+    batch costs what its slowest member costs, in matrix products rather than a Python loop.
+    ``shift`` (scalar or one per operator) iterates on ``A − shift·I``. Each operator stops when its
+    Rayleigh quotient changes by less than ``tol·|λ|`` (or its image is 0: λ = 0).
+
+    Returns ``(λ, iterations, converged)`` arrays of length ``batch``; where ``converged`` is False
+    the last Rayleigh quotient after ``iters`` iterations is returned.
     """
     dim = validation.count("dim", dim)
+    batch = validation.count("batch", batch)
     iters = validation.count("iters", iters)
-    x = np.random.default_rng(seed).standard_normal(dim)
-    x /= np.linalg.norm(x)
-    lam = 0.0
+    shift = np.broadcast_to(np.asarray(shift, dtype=np.float64), (batch,))
+    Z = np.random.default_rng(seed).standard_normal((batch, dim))
+    Z /= np.linalg.norm(Z, axis=1, keepdims=True)
+    lam = np.zeros(batch)
+    used = np.full(batch, iters, dtype=np.int64)
+    converged = np.zeros(batch, dtype=bool)
+    active = np.arange(batch)
     for it in range(1, iters + 1):
-        ax = matvec(x) - shift * x
-        new = float(x @ ax)
-        norm = np.linalg.norm(ax)
-        if norm == 0.0:
-            return 0.0, it
-        x = ax / norm
-        if it > 1 and abs(new - lam) <= tol * abs(new):
-            return new, it
-        lam = new
-    return lam, iters
+        z = Z[active]
+        az = matvec(z, active) - shift[active, None] * z
+        new = np.einsum("ij,ij->i", z, az)
+        norm = np.linalg.norm(az, axis=1)
+        zero = norm == 0.0
+        stop = zero | ((it > 1) & (np.abs(new - lam[active]) <= tol * np.abs(new)))
+        lam[active] = np.where(zero, 0.0, new)
+        Z[active] = az / np.where(zero, 1.0, norm)[:, None]
+        converged[active[stop]] = True
+        used[active[stop]] = it
+        active = active[~stop]
+        if active.size == 0:
+            break
+    return lam, used, converged
 
 
 def sharpness(hvp, dim: int, *, iters: int = 200, tol: float = 1e-7, seed: int = 0) -> float:
@@ -121,13 +148,27 @@ def sharpness(hvp, dim: int, *, iters: int = 200, tol: float = 1e-7, seed: int =
 
     Power iteration finds the eigenvalue of largest magnitude ``μ``; if it is negative, a second
     run on ``H − μI`` (whose spectrum is ``λ − μ ≥ 0``) finds ``λ_max − μ``. Compare with ``2/η``:
-    GD on a quadratic is stable iff ``η < 2/λ_max``.
+    GD on a quadratic is stable iff ``η < 2/λ_max``. (Many Hessians at once: :func:`sharpness_batch`.)
     """
-    mu, _ = power_iteration(hvp, dim, iters=iters, tol=tol, seed=seed)
-    if mu >= 0:
-        return mu
-    lam, _ = power_iteration(hvp, dim, iters=iters, tol=tol, seed=seed + 1, shift=mu)
-    return lam + mu
+    lam, _ = sharpness_batch(lambda Z, rows: hvp(Z[0])[None, :], dim, 1, iters=iters, tol=tol, seed=seed)
+    return float(lam[0])
+
+
+def sharpness_batch(hvp, dim: int, batch: int, *, iters: int = 200, tol: float = 1e-7,
+                    seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """``λ_max`` of ``batch`` symmetric Hessians given by batched products ``hvp(Z, rows)`` (the
+    form of :func:`power_iteration_batch`), with the shifted second run of :func:`sharpness` for
+    those whose dominant eigenvalue is negative. Returns ``(λ_max, converged)``.
+    """
+    mu, _, converged = power_iteration_batch(hvp, dim, batch, iters=iters, tol=tol, seed=seed)
+    out = mu.copy()
+    neg = np.flatnonzero(mu < 0)
+    if neg.size:
+        lam, _, conv = power_iteration_batch(lambda Z, rows: hvp(Z, neg[rows]), dim, neg.size, iters=iters,
+                                             tol=tol, seed=seed + 1, shift=mu[neg])
+        out[neg] = lam + mu[neg]
+        converged[neg] &= conv
+    return out, converged
 
 
 # ============================================================================================

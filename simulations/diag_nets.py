@@ -98,7 +98,7 @@ def resolve(preset: str | None = "paper-sgd", **overrides) -> dict:
     """The preset's parameters with ``overrides`` applied (``None`` values are ignored)."""
     base = dict(PAPER_SGD if preset is None else PRESETS[validation.one_of("preset", preset, tuple(PRESETS))])
     unknown = set(overrides) - set(PAPER_SGD) - {"bound", "rank_threshold", "l0_threshold", "keep_params",
-                                                   "data", "u0", "v0", "indices"}
+                                                   "sharpness_iters", "data", "u0", "v0", "indices"}
     if unknown:
         raise TypeError(f"unknown parameters: {', '.join(sorted(unknown))}")
     base.update({k: v for k, v in overrides.items() if v is not None})
@@ -133,7 +133,7 @@ def run_experiment(preset: str | None = "paper-sgd", *, seed: int = 0, progress:
         keep_params=p.get("keep_params", False), bound=p.get("bound", 1e6),
         u0=p.get("u0"), v0=p.get("v0"), indices=p.get("indices"),
         rank_threshold=p.get("rank_threshold", RANK_THRESHOLD),
-        l0_threshold=p.get("l0_threshold", L0_THRESHOLD),
+        l0_threshold=p.get("l0_threshold", L0_THRESHOLD), sharpness_iters=p.get("sharpness_iters", 1000),
         seed=seed, chunks=chunks, progress=progress)
     result.config.update({"preset": preset, "r": p["r"], "noise": p["noise"], "eta_small": p["eta_small"],
                           "eta_large": p["eta_large"], "decay_at": list(p["decay_at"]),
@@ -192,7 +192,9 @@ def reproduce(ctx):
         numbers[name] = {lab: {"diverged": runs[lab]["diverged"], "seeds": runs[lab]["seeds"],
                                "test_loss_median": runs[lab]["test_loss"]["median"],
                                "l0_median": runs[lab]["l0"]["median"],
-                               "rank_median": runs[lab]["rank"]["median"]}
+                               "rank_median": runs[lab]["rank"]["median"],
+                               "sharpness_final_median": runs[lab]["sharpness"]["median"],
+                               "sharpness_unconverged": runs[lab]["sharpness_unconverged"]}
                          for lab in labels}
         # Headline check (the paper's claim): the longer the large step is kept, the sparser the
         # final predictor — the 50%-decay run ends with a lower median ℓ0(β) than the small-step
@@ -212,6 +214,8 @@ def reproduce(ctx):
             else:
                 checks.append(f"(reported, not checked) rank: {b:.3g} vs {a:.3g}")
         p = result.config
+        unconverged = sum(runs[lab]["sharpness_unconverged"] for lab in labels)
+        recorded = sum(runs[lab]["sharpness_recorded"] for lab in labels)
         mostly = [lab for lab in labels if runs[lab]["diverged"] > runs[lab]["seeds"] / 2]
         remark = ""
         if mostly:
@@ -227,7 +231,10 @@ def reproduce(ctx):
             + "Final metrics: median [10%, 90%] over non-diverged seeds; ℓ0 counts |β_j| > "
             + f"{p['l0_threshold']:g}, the rank counts σ_i > {p['rank_threshold']:g}·σ_max of "
             + "φ = [X⊙v, X⊙u]; the last column is where the final step sits against 2/λ_max "
-            + "(> 1: beyond the GD stability limit of the final point).\n\n"
+            + "(> 1: beyond the GD stability limit of the final point). The last panel follows "
+            + "η_t·λ_max/2 along the run (λ_max of the full-batch Hessian at every recording, power "
+            + f"iteration on HVPs, at most {p['sharpness_iters']} iterations: "
+            + f"{unconverged} of {recorded} recordings did not converge and keep their last estimate).\n\n"
             + "Headline check (sparser with the longest large-step phase): " + "; ".join(checks) + "\n\n"
             + "\n".join(f"![{name}]({ctx.relative(q)})" for q in paths))
     return Section(TITLE, "\n\n".join(parts), numbers=numbers, figures=figures, ok=ok)

@@ -39,12 +39,15 @@ def test_simulate_json_then_plot(tmp_path):
 def test_gd_preset_and_options(tmp_path):
     out = tmp_path / "gd"
     proc = cli("simulate", "diag-net", "--preset", "paper-gd", *SMALL, "--schedules", "small,large-constant",
-               "--decay-mode", "cumulative", "--warmup", "10", "--out", out, "--json")
+               "--decay-mode", "cumulative", "--warmup", "10", "--sharpness-iters", "300", "--out", out,
+               "--json")
     assert proc.returncode == 0, proc.stderr
     res = store.load(out)
     assert res.config["method"] == "gd" and res.config["n"] == 40 and res.config["d"] == 100
+    assert res.config["sharpness_iters"] == 300
     assert [r["eta"] for r in res.config["runs"]] == [2.0, 3.51]
     assert res["etas"][1, 0] == pytest.approx(3.51 / 10)             # warm-up
+    assert res["sharpness"].shape == res["train_loss"].shape          # λ_max at every recording
     table = cli("simulate", "diag-net", "--preset", "paper-gd", *SMALL, "--schedules", "large",
                 "--decay-mode", "cumulative", "--out", tmp_path / "gd2")
     assert table.returncode == 0 and "÷4.8 at 10%, ÷3.4 at 30%, ÷1.5 at 50%" in table.stdout
@@ -72,6 +75,7 @@ BAD = [          # the issue's list; finer checks of the library's arguments are
     (["--preset", "paper-adam"], "Invalid preset"),
     (["--noise", "nan"], "Invalid noise"),
     (["--batch", "81"], "Invalid batch"),
+    (["--sharpness-iters", "0"], "Invalid sharpness-iters"),
 ]
 
 

@@ -158,15 +158,21 @@ def test_label_noise_zero_is_plain_sgd_and_nonzero_differs():
 
 def test_metrics_from_recordings_are_consistent():
     data = small_data(2)
-    res = train_diag_net(data, RUNS, steps=200, keep_params=True, sharpness_iters=200)
+    res = train_diag_net(data, RUNS, steps=200, keep_params=True, sharpness_iters=5000)
     assert res["rank"].shape == res["train_loss"].shape
     np.testing.assert_array_equal(res["beta_rec"], res["u_rec"] * res["v_rec"])
     assert np.all(res["rank"] <= 12) and np.all(res["l0"] <= 20)
     u, v = res["u_rec"][1, 0, -1], res["v_rec"][1, 0, -1]
     assert res["rank"][1, 0, -1] == metrics.jacobian_rank(diag_net.jacobian(u, v, data[0].X), 1e-4)
     assert res["l0"][1, 0, -1] == metrics.l0(u * v, 1e-3)
+    # λ_max at every recording (the whole run, not only the end) against the dense Hessian
+    assert res["sharpness"].shape == res["train_loss"].shape
+    assert res["sharpness_converged"][1, 0].all()
+    for k in range(res["steps"].size):
+        H = diag_net.hessian(res["u_rec"][1, 0, k], res["v_rec"][1, 0, k], data[0].X, data[0].y)
+        assert res["sharpness"][1, 0, k] == pytest.approx(np.linalg.eigvalsh(H)[-1], rel=1e-3)
     H = diag_net.hessian(res["u"][1, 0], res["v"][1, 0], data[0].X, data[0].y)
-    assert res["sharpness"][1, 0] == pytest.approx(np.linalg.eigvalsh(H)[-1], rel=1e-3)
+    assert res["sharpness"][1, 0, -1] == pytest.approx(np.linalg.eigvalsh(H)[-1], rel=1e-3)
     assert res["train_loss"][0, 0, 0] == pytest.approx(diag_net.loss(np.full(20, 0.1), np.zeros(20),
                                                                      data[0].X, data[0].y))
 

@@ -161,6 +161,40 @@ def test_sharpness_by_power_iteration_matches_eigvalsh(seed):
     assert est == pytest.approx(lam[-1], rel=1e-5, abs=1e-7)
 
 
+@SETTINGS
+@given(st.integers(0, 10_000))
+def test_batched_hvp_and_sharpness_match_one_point_at_a_time(seed):
+    """A stack of K points through hvp_operator / sharpness_batch gives each point's own answer."""
+    rng = np.random.default_rng(seed)
+    u, v, X, y = problem(seed, n=6, d=4)
+    U, V = u + 0.3 * rng.standard_normal((5, 4)), v + 0.3 * rng.standard_normal((5, 4))
+    Z = rng.standard_normal((5, 8))
+    batched = diag_net.hvp_operator(U, V, X, y)(Z)
+    rows = np.array([3, 1])
+    np.testing.assert_allclose(diag_net.hvp_operator(U, V, X, y)(Z[rows], rows), batched[rows], rtol=1e-12,
+                               atol=1e-14)
+    for k in range(5):
+        hu, hv = diag_net.hvp(U[k], V[k], X, y, Z[k, :4], Z[k, 4:])
+        np.testing.assert_allclose(np.concatenate([hu, hv]), batched[k], rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(diag_net.hessian(U[k], V[k], X, y) @ Z[k], batched[k], rtol=1e-10,
+                                   atol=1e-12)
+    lam, conv = metrics.sharpness_batch(diag_net.hvp_operator(U, V, X, y), 8, 5, iters=5000, tol=1e-13)
+    exact = [np.linalg.eigvalsh(diag_net.hessian(U[k], V[k], X, y))[-1] for k in range(5)]
+    np.testing.assert_allclose(lam, exact, rtol=1e-5, atol=1e-7)
+    assert conv.all()
+
+
+def test_power_iteration_batch_reports_operators_that_did_not_converge():
+    # eigenvalues 1 and 0.999: convergence of the Rayleigh quotient is far slower than 10 iterations
+    slow = np.diag([1.0, 0.999, 0.1])
+    fast = np.diag([1.0, 0.01, 0.01])
+    ops = np.stack([slow, fast])
+    lam, used, conv = metrics.power_iteration_batch(lambda Z, rows: np.einsum("kij,kj->ki", ops[rows], Z), 3, 2,
+                                                    iters=10, tol=1e-12)
+    assert conv.tolist() == [False, True] and used[0] == 10 and used[1] < 10
+    assert lam[1] == pytest.approx(1.0, rel=1e-10)
+
+
 def test_sharpness_of_an_indefinite_operator_is_the_top_eigenvalue_not_the_largest_magnitude():
     A = np.diag([-5.0, 1.0, 2.0])
     assert metrics.sharpness(lambda z: A @ z, 3, iters=3000, tol=1e-14) == pytest.approx(2.0, rel=1e-6)

@@ -78,6 +78,8 @@ def add_arguments(p) -> None:
     g.add_argument("--l0-threshold", type=float, default=None, help="|beta_j| above this counts in l0 (1e-3)")
     g.add_argument("--bound", type=float, default=None,
                    help="divergence when |u|_1 + |v|_1 exceeds this (1e6)")
+    g.add_argument("--sharpness-iters", type=int, default=None,
+                   help="power iterations per recording for lambda_max of the Hessian (1000)")
     g.add_argument("--keep-params", action="store_true", help="also save u and v at every recording")
 
 
@@ -120,7 +122,8 @@ def _overrides(args) -> dict:
            "decay_mode": args.decay_mode, "warmup": args.warmup, "init": args.init, "alpha": args.alpha,
            "init_scale": args.init_scale, "records": args.records, "grid": args.grid,
            "dense_start": args.dense_start, "rank_threshold": args.rank_threshold,
-           "l0_threshold": args.l0_threshold, "bound": args.bound, "keep_params": args.keep_params or None}
+           "l0_threshold": args.l0_threshold, "bound": args.bound, "keep_params": args.keep_params or None,
+           "sharpness_iters": args.sharpness_iters}
     if args.schedules is not None:
         out["schedules"] = tuple(s.strip() for s in args.schedules.split(",") if s.strip())
     p = diag_nets.resolve(args.preset, **out)
@@ -142,6 +145,8 @@ def _overrides(args) -> dict:
         validation.non_negative("l0-threshold", args.l0_threshold)
     if args.bound is not None:
         validation.positive("bound", args.bound)
+    if args.sharpness_iters is not None:
+        validation.count("sharpness-iters", args.sharpness_iters)
     diag_nets.build_runs(p["eta_small"], p["eta_large"], p["decay_at"], p["decay_factors"], p["decay_mode"],
                          p["warmup"], p["schedules"])
     if args.data is not None:

@@ -516,7 +516,7 @@ def train_diag_net(datasets, runs, *, steps: int, method: str = "sgd", batch: in
                    record_steps=None, records: int = 350, grid: str = "log", dense_start: int = 10,
                    keep_params: bool = False, indices=None, bound: float = 1e6,
                    rank_threshold: float = RANK_THRESHOLD, l0_threshold: float = L0_THRESHOLD,
-                   sharpness_iters: int = 100, seed: int = 0, chunks: int = 1, progress: bool = False,
+                   sharpness_iters: int = 1000, seed: int = 0, chunks: int = 1, progress: bool = False,
                    kernel: str = "numba", workers: int | None = None):
     """Train diagonal networks for every (run, data set) pair and measure them.
 
@@ -542,8 +542,10 @@ def train_diag_net(datasets, runs, *, steps: int, method: str = "sgd", batch: in
 
     Returns a :class:`~dyntools.result.RunResult` of kind ``"diag-net"``; arrays are indexed
     ``[run, seed, record]``: ``train_loss``, ``test_loss``, ``rank``, ``l0``, ``l1``,
-    ``balancedness``, ``precision``, ``recall``; per path ``diverged_at`` (−1 never),
-    ``sharpness`` (λ_max of the final full-batch Hessian), final ``u``, ``v``; ``steps``, ``etas``.
+    ``balancedness``, ``precision``, ``recall``, ``sharpness`` (λ_max of the full-batch Hessian, by
+    power iteration on HVPs with at most ``sharpness_iters`` iterations) and ``sharpness_converged``
+    (False where the power iteration ran out of iterations; the last estimate is kept); per path
+    ``diverged_at`` (−1 never), final ``u``, ``v``; ``steps``, ``etas``.
     """
     from dyntools import metrics, recording, seeding
     from dyntools.models import diag_net
@@ -559,6 +561,7 @@ def train_diag_net(datasets, runs, *, steps: int, method: str = "sgd", batch: in
     momentum = validation.in_interval("momentum", momentum, 0.0, 1.0)
     weight_decay = validation.non_negative("weight_decay", weight_decay)
     bound = validation.positive("bound", bound)
+    sharpness_iters = validation.count("sharpness_iters", sharpness_iters)
     validation.in_interval("rank_threshold", rank_threshold, metrics.GRAM_MIN_THRESHOLD, 1.0,
                            closed_high=True)
     validation.non_negative("l0_threshold", l0_threshold)
@@ -656,11 +659,8 @@ def train_diag_net(datasets, runs, *, steps: int, method: str = "sgd", batch: in
     with timed(timings, "metrics"):
         out = recorded_metrics(u_rec, v_rec, Xs, data_of, np.stack([ds.beta_star for ds in datasets]),
                                rank_threshold=rank_threshold, l0_threshold=l0_threshold)
-        sharp = np.full(P, np.nan)
-        for p in range(P):
-            if diverged_at[p] < 0:
-                ds = datasets[data_of[p]]
-                sharp[p] = final_sharpness(U[p], V[p], ds.X, ds.y, iters=sharpness_iters, seed=p)
+        out["sharpness"], out["sharpness_converged"] = recorded_sharpness(
+            u_rec, v_rec, Xs, ys, data_of, iters=sharpness_iters)
 
     def shape(a):
         return a.reshape((G, S) + a.shape[1:])
@@ -668,7 +668,7 @@ def train_diag_net(datasets, runs, *, steps: int, method: str = "sgd", batch: in
     arrays = {"steps": record_steps, "etas": etas,
               "train_loss": shape(train_rec), "test_loss": shape(test_rec),
               **{k: shape(v) for k, v in out.items()}, "diverged_at": shape(diverged_at),
-              "sharpness": shape(sharp), "u": shape(U), "v": shape(V),
+              "u": shape(U), "v": shape(V),
               "beta_star": np.stack([ds.beta_star for ds in datasets])}
     if keep_params:
         arrays["u_rec"], arrays["v_rec"] = shape(u_rec), shape(v_rec)
@@ -679,7 +679,8 @@ def train_diag_net(datasets, runs, *, steps: int, method: str = "sgd", batch: in
               "label_noise": label_noise, "momentum": momentum, "weight_decay": weight_decay,
               "init": "given" if u0 is not None else init, "alpha": alpha, "init_scale": init_scale,
               "bound": bound, "rank_threshold": rank_threshold, "l0_threshold": l0_threshold,
-              "replayed": indices is not None, "kernel": kernel, "records": int(K)}
+              "replayed": indices is not None, "kernel": kernel, "records": int(K),
+              "sharpness_iters": sharpness_iters}
     result = RunResult("diag-net", config, arrays, "", "", seed=seed, timings=timings)
     result.status, result.message = _classify(result)
     result.summary = summarize(result)
@@ -737,18 +738,29 @@ def recorded_metrics(u_rec, v_rec, Xs, data_of, beta_stars, *, rank_threshold=RA
     return out
 
 
-def final_sharpness(u, v, X, y, *, iters: int = 100, seed: int = 0) -> float:
-    """``λ_max`` of the full-batch Hessian at (u, v), by power iteration on HVPs."""
+def recorded_sharpness(u_rec, v_rec, Xs, ys, data_of, *, iters: int = 1000, tol: float = 1e-6):
+    """``λ_max`` of the full-batch Hessian ``∇²L(u, v)`` at every recording of every path, by power
+    iteration on Hessian–vector products (:func:`dyntools.models.diag_net.hvp_operator`; no dense
+    2d × 2d matrix), all recordings of a path iterated together (:func:`dyntools.metrics.sharpness_batch`).
+
+    Returns ``(sharpness, converged)``, both (P, K); NaN / False where nothing was recorded. Set
+    against ``2/η_t``: GD at step η is stable on the local quadratic only if ``η λ_max / 2 < 1``.
+    """
     from dyntools import metrics
     from dyntools.models import diag_net
 
-    d = u.shape[0]
-
-    def matvec(z):
-        hu, hv = diag_net.hvp(u, v, X, y, z[:d], z[d:])
-        return np.concatenate([hu, hv])
-
-    return metrics.sharpness(matvec, 2 * d, iters=iters, tol=1e-6, seed=seed)
+    P, K, d = u_rec.shape
+    sharp = np.full((P, K), np.nan)
+    converged = np.zeros((P, K), dtype=bool)
+    for p in range(P):
+        ok = np.flatnonzero(np.isfinite(u_rec[p]).all(axis=1) & np.isfinite(v_rec[p]).all(axis=1))
+        if ok.size == 0:
+            continue
+        s = data_of[p]
+        hvp = diag_net.hvp_operator(u_rec[p, ok], v_rec[p, ok], Xs[s], ys[s])
+        sharp[p, ok], converged[p, ok] = metrics.sharpness_batch(hvp, 2 * d, ok.size, iters=iters, tol=tol,
+                                                                 seed=p)
+    return sharp, converged
 
 
 def _classify(result) -> tuple[str, str]:
@@ -775,12 +787,14 @@ def summarize(result) -> dict:
         alive = result["diverged_at"][g] < 0
         row = {"eta": spec["eta"], "seeds": int(alive.size), "diverged": int((~alive).sum()),
                "diverged_at": [int(s) for s in result["diverged_at"][g][~alive]]}
-        for key in ("train_loss", "test_loss", "l0", "rank", "precision", "recall", "l1", "balancedness"):
+        for key in ("train_loss", "test_loss", "l0", "rank", "precision", "recall", "l1", "balancedness",
+                    "sharpness"):
             vals = result[key][g][alive, -1]
             vals = vals[np.isfinite(vals)]
             row[key] = _stats(vals)
-        vals = result["sharpness"][g][alive]
-        row["sharpness"] = _stats(vals[np.isfinite(vals)])
+        recorded = np.isfinite(result["sharpness"][g])
+        row["sharpness_unconverged"] = int(np.sum(recorded & ~result["sharpness_converged"][g]))
+        row["sharpness_recorded"] = int(np.sum(recorded))
         rows[spec["label"]] = row
     return {"status": result.status, "message": result.message, "runs": rows}
 

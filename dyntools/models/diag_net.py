@@ -95,12 +95,35 @@ def hvp(u, v, X, y, du, dv) -> tuple[np.ndarray, np.ndarray]:
 
         q = Xᵀ X (du ⊙ v + u ⊙ dv) / n,   g = Xᵀ(X(u ⊙ v) − y) / n
         H(du, dv) = (dv ⊙ g + v ⊙ q,  du ⊙ g + u ⊙ q)
+
+    Every argument but ``X`` and ``y`` may carry leading batch axes ``(…, d)``: a stack of points
+    (u, v), each with its own direction, is done in two matrix products.
+    """
+    d = np.shape(u)[-1]
+    out = hvp_operator(u, v, X, y)(np.concatenate(np.broadcast_arrays(du, dv), axis=-1))
+    return out[..., :d], out[..., d:]
+
+
+def hvp_operator(u, v, X, y):
+    """``z ↦ ∇²L(u, v) z`` on stacked directions ``z = (du, dv)`` of length 2d, for one point
+    (u, v: (d,)) or a stack of K points (u, v: (K, d)); the gradient ``g`` is computed once.
+
+    The returned ``matvec(Z, rows=None)`` takes ``Z`` of shape (k, 2d) and the indices ``rows`` of
+    the points its rows belong to (all K points when ``rows`` is None): the form
+    :func:`dyntools.metrics.sharpness_batch` expects.
     """
     X = np.asarray(X)
-    n = X.shape[0]
-    g = X.T @ (X @ (u * v) - y) / n
-    q = X.T @ (X @ (du * v + u * dv)) / n
-    return dv * g + v * q, du * g + u * q
+    n, d = X.shape
+    u, v = np.asarray(u, dtype=np.float64), np.asarray(v, dtype=np.float64)
+    g = ((u * v) @ X.T - y) @ X / n
+
+    def matvec(Z, rows=None):
+        uu, vv, gg = (u, v, g) if rows is None else (u[rows], v[rows], g[rows])
+        du, dv = Z[..., :d], Z[..., d:]
+        q = ((du * vv + uu * dv) @ X.T) @ X / n
+        return np.concatenate([dv * gg + vv * q, du * gg + uu * q], axis=-1)
+
+    return matvec
 
 
 def hessian(u, v, X, y) -> np.ndarray:

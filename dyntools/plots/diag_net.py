@@ -1,8 +1,10 @@
-"""Figures of diagonal-network runs (kind ``"diag-net"``): the paper's four panels.
+"""Figures of diagonal-network runs (kind ``"diag-net"``): the paper's four panels and the sharpness.
 
 Train loss (the stabilization plateau of the large steps), test loss, Jacobian rank and feature
-sparsity ‖β‖₀ against the iteration; one colour per schedule, the median over the non-diverged
-seeds with a 10–90% band; dotted vertical lines where a schedule decays its step.
+sparsity ‖β‖₀ against the iteration, then where the step sits against the curvature:
+``η_t λ_max(t) / 2`` with ``λ_max`` the top eigenvalue of the full-batch Hessian at the recorded
+point (1 is GD's stability limit ``η = 2/λ_max``). One colour per schedule, the median over the
+non-diverged seeds with a 10–90% band; dotted vertical lines where a schedule decays its step.
 """
 
 from __future__ import annotations
@@ -17,7 +19,22 @@ from dyntools import plots
 PANELS = (("train_loss", "train loss  ‖Xβ − y‖²/2n", True),
           ("test_loss", "test loss", True),
           ("rank", "rank of φ(X) = [X⊙v, X⊙u]", False),
-          ("l0", "feature sparsity ‖β‖₀", False))
+          ("l0", "feature sparsity ‖β‖₀", False),
+          ("edge", "η_t · λ_max(∇²L) / 2", True))
+
+
+def eta_at_records(result, g: int) -> np.ndarray:
+    """The step size ``η_t`` of schedule ``g`` at each recorded step (the last one for ``t = T``)."""
+    etas = result["etas"][g]
+    steps = result["steps"].astype(np.int64)
+    return etas[np.minimum(steps, etas.size - 1)] if etas.size > 1 else np.full(steps.size, etas[0])
+
+
+def panel_values(result, g: int, key: str) -> np.ndarray:
+    """(seeds, records) values of one panel for schedule ``g``."""
+    if key == "edge":
+        return result["sharpness"][g] * eta_at_records(result, g)[None, :] / 2
+    return result[key][g]
 
 
 def band(values: np.ndarray, alive: np.ndarray):
@@ -36,7 +53,7 @@ def plot_result(result, out_dir: Path, formats: Sequence[str] = ("png", "pdf"),
     steps = result["steps"].astype(float)
     x = np.maximum(steps, 0.5)  # step 0 drawn at 0.5 on the log axis
     runs = result.config["runs"]
-    fig, axes = plots.figure(ncols=4, nrows=1, width=3.4, height=2.9)
+    fig, axes = plots.figure(ncols=len(PANELS), nrows=1, width=3.3, height=2.9)
     axes = axes[0]
     T = result.config["steps"]
     for g, spec in enumerate(runs):
@@ -45,7 +62,7 @@ def plot_result(result, out_dir: Path, formats: Sequence[str] = ("png", "pdf"),
         n_div = int((~alive).sum())
         label = spec["label"] + (f" ({n_div}/{alive.size} diverged)" if n_div else "")
         for ax, (key, _, _) in zip(axes, PANELS):
-            med, lo, hi = band(result[key][g], alive)
+            med, lo, hi = band(panel_values(result, g, key), alive)
             ax.plot(x, med, color=colour, lw=1.3, label=label)
             ax.fill_between(x, lo, hi, color=colour, alpha=0.18, lw=0)
         etas = result["etas"][g]
@@ -69,6 +86,8 @@ def plot_result(result, out_dir: Path, formats: Sequence[str] = ("png", "pdf"),
     if r:
         axes[3].axhline(r, color="0.5", lw=0.8, ls="--")
         axes[3].text(1, r, " r = ‖β*‖₀", va="bottom", color="0.4", fontsize=7)
+    axes[4].axhline(1.0, color="0.5", lw=0.8, ls="--")
+    axes[4].text(1, 1.0, " η = 2/λ_max", va="bottom", color="0.4", fontsize=7)
     axes[0].legend(loc="lower left", fontsize=6.5, frameon=False)
     method = cfg["method"].upper() + (f" (batch {cfg['batch']})" if cfg["method"] != "gd" else "")
     fig.suptitle(f"Diagonal linear network, {method}: n={cfg['n']}, d={cfg['d']}, r={r}, "
