@@ -199,3 +199,18 @@ def test_bad_data():
         train_diag_net([type(ds)(X, ds.y, ds.X_test, ds.y_test, ds.beta_star)], RUNS, steps=10)
     with pytest.raises(ValueError, match="Invalid r"):
         sparse_regression(5, 4, 6)
+
+
+def test_figure_has_the_sharpness_panel_and_still_plots_runs_saved_without_it(tmp_path):
+    from dyntools.plots import diag_net as diag_plots
+
+    res = train_diag_net(small_data(2), RUNS, steps=100, sharpness_iters=50)
+    edge = diag_plots.panel_values(res, 1, "edge")
+    assert edge.shape == res["train_loss"][1].shape
+    np.testing.assert_allclose(edge[:, 0], res["sharpness"][1, :, 0] * res["etas"][1, 0] / 2)
+    (png,) = diag_plots.plot_result(res, tmp_path, ("png",))
+    assert png.stat().st_size > 10_000
+    res.arrays["sharpness"] = res["sharpness"][..., -1]           # the earlier format: final point only
+    assert np.isnan(diag_plots.panel_values(res, 1, "edge")).all()
+    (png,) = diag_plots.plot_result(res, tmp_path, ("png",), stem="old")
+    assert png.exists()

@@ -9,6 +9,7 @@ non-diverged seeds with a 10–90% band; dotted vertical lines where a schedule 
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -33,7 +34,10 @@ def eta_at_records(result, g: int) -> np.ndarray:
 def panel_values(result, g: int, key: str) -> np.ndarray:
     """(seeds, records) values of one panel for schedule ``g``."""
     if key == "edge":
-        return result["sharpness"][g] * eta_at_records(result, g)[None, :] / 2
+        sharp = result["sharpness"][g]
+        if sharp.ndim == 1:       # a run saved before the sharpness was recorded along the run
+            return np.full(result[PANELS[0][0]][g].shape, np.nan)
+        return sharp * eta_at_records(result, g)[None, :] / 2
     return result[key][g]
 
 
@@ -43,7 +47,8 @@ def band(values: np.ndarray, alive: np.ndarray):
     if vals.shape[0] == 0:
         nan = np.full(values.shape[-1], np.nan)
         return nan, nan, nan
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)      # all-NaN columns (nothing recorded) stay NaN
         q10, med, q90 = np.nanquantile(vals, [0.1, 0.5, 0.9], axis=0)
     return med, q10, q90
 
