@@ -61,6 +61,8 @@ class GridConfig:
     normalized_wd: bool = False
     threshold: float = 0.9
     dataset: str = "spirals"
+    plateau_factor: float = 0.5        # schedule "plateau": multiply the lr by this ...
+    plateau_patience: int = 5          # ... after this many epochs without improvement
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self):
@@ -95,6 +97,9 @@ class GridConfig:
         validation.one_of("schedule", self.schedule, SCHEDULES)
         self.momentum = validation.in_interval("momentum", self.momentum, 0.0, 1.0)
         self.threshold = validation.in_interval("threshold", self.threshold, 0.0, 1.0, closed_high=True)
+        self.plateau_factor = validation.in_interval("plateau_factor", self.plateau_factor, 0.0, 1.0,
+                                                     closed_low=False)
+        self.plateau_patience = validation.count("plateau_patience", self.plateau_patience, minimum=0)
         self.steps  # noqa: B018 - validates
 
     @property
@@ -195,7 +200,8 @@ def train_cell(config: dict, cell: dict, seed: int, index: int) -> dict:
     opt = make_optimizer(cell["optimizer"], cell["lr"], effective_wd(config, cell["wd"]), config["momentum"])
     mults = make_schedule(config["schedule"], steps).multipliers(steps)
     record_every = max(1, steps // 20)
-    plateau = (S.ReduceLROnPlateau(factor=0.5, patience=5, threshold=1e-3)
+    plateau = (S.ReduceLROnPlateau(factor=config.get("plateau_factor", 0.5),
+                                   patience=config.get("plateau_patience", 5), threshold=1e-3)
                if config["schedule"] == "plateau" else None)       # stepped once per epoch
     theta, curve, div = M.train_compiled(model, theta0, d.X, d.y, batches, opt, mults, record_every,
                                          plateau=plateau)

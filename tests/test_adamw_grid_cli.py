@@ -53,6 +53,8 @@ def test_sweep_writes_a_result_resumes_and_plots(tmp_path):
     (["--hidden", "32,x"], "Invalid --hidden"),
     (["--batch-size", "0"], "Invalid batch_size"),
     (["--schedule", "linear"], "Invalid schedule"),
+    (["--schedule", "plateau", "--plateau-factor", "1.5"], "Invalid plateau_factor"),
+    (["--schedule", "plateau", "--plateau-patience", "-1"], "Invalid plateau_patience"),
     (["--scheduler", "localhost:8786"], "Invalid --scheduler"),
     (["--scheduler", "tcp://127.0.0.1:9", "--connect-timeout", "1"], "Invalid --scheduler: cannot reach"),
 ])

@@ -60,3 +60,17 @@ def test_normalized_weight_decay_axis():
     cfg = H.GridConfig(normalized_wd=True, n=1000, batch_size=64, epochs=128).as_json()
     assert H.effective_wd(cfg, 0.05) == pytest.approx(0.05 * (64 / (1000 * 128)) ** 0.5, rel=1e-15)
     assert H.effective_wd({**cfg, "normalized_wd": False}, 0.05) == 0.05
+
+
+def test_plateau_options_reach_the_schedule():
+    """--plateau-factor / --plateau-patience change the run; a config without them (saved before they
+    existed) means the old fixed values 0.5 / 5."""
+    base = H.GridConfig(n=80, n_val=80, hidden=(8, 8, 8), batch_size=16, epochs=40, schedule="plateau")
+    cell = {"optimizer": "adam", "lr": 0.05, "wd": 1e-3}
+    default = H.train_cell(base.as_json(), cell, 0, 0)
+    legacy = base.as_json()
+    del legacy["plateau_factor"], legacy["plateau_patience"]
+    np.testing.assert_array_equal(H.train_cell(legacy, cell, 0, 0)["curve"], default["curve"])
+    eager = H.GridConfig(**{**base.as_json(), "plateau_factor": 0.1, "plateau_patience": 0,
+                            "optimizers": ("adam",), "wd_range": (1e-6, 1.0), "hidden": (8, 8, 8)})
+    assert not np.array_equal(H.train_cell(eager.as_json(), cell, 0, 0)["curve"], default["curve"])

@@ -33,6 +33,10 @@ def add_arguments(p) -> None:
     p.add_argument("--epochs", type=float, default=128, help="epochs (default 128 = 2000 steps at n=1000)")
     p.add_argument("--schedule", default="constant",
                    help="constant, cosine, warmup-cosine, sgdr or plateau (default constant)")
+    p.add_argument("--plateau-factor", type=float, default=0.5,
+                   help="schedule plateau: lr multiplier when the training loss stalls, in (0, 1) (default 0.5)")
+    p.add_argument("--plateau-patience", type=int, default=5,
+                   help="schedule plateau: epochs without improvement before reducing (default 5)")
     p.add_argument("--momentum", type=float, default=0.9, help="momentum of sgd/sgdw (default 0.9)")
     p.add_argument("--threshold", type=float, default=0.9,
                    help="'good cell' validation accuracy (default 0.9)")
@@ -59,7 +63,8 @@ def build_config(args):
                       hidden=parse_list("--hidden", args.hidden, int, minimum=1),
                       batch_size=args.batch_size, epochs=args.epochs,
                       schedule=args.schedule, momentum=args.momentum, normalized_wd=args.normalized_wd,
-                      threshold=args.threshold, dataset=args.dataset)
+                      threshold=args.threshold, dataset=args.dataset, plateau_factor=args.plateau_factor,
+                      plateau_patience=args.plateau_patience)
 
 
 def run(args, progress: bool) -> CommandOutput:
