@@ -149,25 +149,81 @@ def final_etas(result) -> np.ndarray:
     return result["etas"][:, -1]
 
 
+def _fmt(stats: dict, digits: int = 3) -> str:
+    """``median [q10, q90]`` of :func:`~dyntools.dynamics.diag_net_sgd.summarize` stats, or ``—``."""
+    if stats["median"] is None:
+        return "—"
+    return f"{stats['median']:.{digits}g} [{stats['q10']:.{digits}g}, {stats['q90']:.{digits}g}]"
+
+
 def table_rows(result) -> list[dict]:
     """One row per schedule: final metrics as ``median [q10, q90]`` over non-diverged seeds."""
     rows = []
     eta_end = final_etas(result)
     for g, spec in enumerate(result.config["runs"]):
         s = result.summary["runs"][spec["label"]]
-
-        def fmt(key, digits=3, s=s):
-            st = s[key]
-            if st["median"] is None:
-                return "—"
-            return f"{st['median']:.{digits}g} [{st['q10']:.{digits}g}, {st['q90']:.{digits}g}]"
-
         rows.append({"schedule": spec["label"], "diverged": f"{s['diverged']}/{s['seeds']}",
                      "diverged at": ", ".join(str(x) for x in sorted(s["diverged_at"])) or "—",
-                     "train loss": fmt("train_loss"), "test loss": fmt("test_loss"), "ℓ0(β)": fmt("l0"),
-                     "rank φ": fmt("rank"), "recall": fmt("recall", 2), "precision": fmt("precision", 2),
+                     "train loss": _fmt(s["train_loss"]), "test loss": _fmt(s["test_loss"]),
+                     "ℓ0(β)": _fmt(s["l0"]), "rank φ": _fmt(s["rank"]), "recall": _fmt(s["recall"], 2),
+                     "precision": _fmt(s["precision"], 2),
                      "λ_max · η_end / 2": (f"{s['sharpness']['median'] * eta_end[g] / 2:.3g}"
                                            if s["sharpness"]["median"] is not None else "—")})
+    return rows
+
+
+def sparser_check(result, key: str = "l0", min_alive: int = 3, judge: bool = True) -> tuple[bool | None, str]:
+    """The paper's claim on one result: the last large-step run (the longest large-step phase) ends
+    with a lower median ``key`` than the small-step run (the first). ``None`` (not checkable) when
+    fewer than ``min_alive`` seeds of either survived; ``judge=False`` leaves the verdict out of the text."""
+    runs = result.summary["runs"]
+    labels = [r["label"] for r in result.config["runs"]]
+    small, last = labels[0], labels[-1]
+    a, b = runs[small][key]["median"], runs[last][key]["median"]
+    alive = min(runs[lab]["seeds"] - runs[lab]["diverged"] for lab in (small, last))
+    name = "ℓ0" if key == "l0" else key
+    if a is None or b is None or alive < min_alive:
+        return None, f"{name}: not checkable (too few non-diverged seeds)"
+    holds = bool(b < a)
+    text = f"{name}: {b:.3g} ({last}) vs {a:.3g} ({small})"
+    return holds, text + (f" — {'holds' if holds else 'FAILS'}" if judge else "")
+
+
+#: Multipliers of both step sizes in the step-size scan (1.0 is the paper's pair).
+SCAN_SCALES = (0.6, 0.7, 0.8, 0.9, 1.0)
+
+
+def step_scan(preset: str = "paper-sgd", scales=SCAN_SCALES, *, seed: int = 0, progress: bool = False,
+              reuse: dict | None = None, **overrides) -> list[tuple[float, object]]:
+    """The preset with both step sizes multiplied by each ``scale`` — same data sets, SGD streams,
+    initial points and decays — to locate the edge of stability and see whether the sparsity effect
+    survives below it. Returns ``[(scale, RunResult)]``; ``reuse`` maps a scale to a result already
+    computed with exactly these settings (e.g. the paper's pair at 1.0). The sharpness is skipped
+    unless ``sharpness_iters`` is given (the scan reports final metrics).
+    """
+    p = resolve(preset, **overrides)
+    out = []
+    for c in scales:
+        c = validation.positive("scale", c)
+        if reuse and c in reuse:
+            out.append((c, reuse[c]))
+            continue
+        kw = {"sharpness_iters": 0, **overrides, "eta_small": p["eta_small"] * c, "eta_large": p["eta_large"] * c}
+        out.append((c, run_experiment(preset, seed=seed, progress=progress, **kw)))
+    return out
+
+
+def scan_rows(scan) -> list[dict]:
+    """One row per (scale, schedule): divergences and final metrics (median [10%, 90%])."""
+    from dyntools.plots.diag_net import schedule_name
+
+    rows = []
+    for c, res in scan:
+        for spec in res.config["runs"]:
+            s = res.summary["runs"][spec["label"]]
+            rows.append({"scale c": f"{c:g}", "schedule": schedule_name(spec["label"]), "η": f"{spec['eta']:.4g}",
+                         "diverged": f"{s['diverged']}/{s['seeds']}", "ℓ0(β)": _fmt(s["l0"]),
+                         "rank φ": _fmt(s["rank"]), "test loss": _fmt(s["test_loss"])})
     return rows
 
 
@@ -180,6 +236,7 @@ def reproduce(ctx):
 
     parts, numbers, figures = [], {}, []
     ok = True
+    paper_sgd = None
     for name in ("paper-sgd", "paper-gd"):
         overrides = QUICK[name] if ctx.quick else {}
         result = run_experiment(name, seed=ctx.seed, progress=ctx.progress, **overrides)
@@ -188,7 +245,6 @@ def reproduce(ctx):
         figures += [ctx.relative(p) for p in paths]
         runs = result.summary["runs"]
         labels = [r["label"] for r in result.config["runs"]]
-        small, large = labels[0], labels[1:]
         numbers[name] = {lab: {"diverged": runs[lab]["diverged"], "seeds": runs[lab]["seeds"],
                                "test_loss_median": runs[lab]["test_loss"]["median"],
                                "l0_median": runs[lab]["l0"]["median"],
@@ -199,20 +255,11 @@ def reproduce(ctx):
         # Headline check (the paper's claim): the longer the large step is kept, the sparser the
         # final predictor — the 50%-decay run ends with a lower median ℓ0(β) than the small-step
         # run (checked only where at least 3 seeds of each survived). The rank is reported beside it.
-        last = large[-1]
-        checks = []
-        for key in ("l0", "rank"):
-            a, b = runs[small][key]["median"], runs[last][key]["median"]
-            alive = min(runs[lab]["seeds"] - runs[lab]["diverged"] for lab in (small, last))
-            if a is None or b is None or alive < 3:
-                checks.append(f"{key}: not checkable (too few non-diverged seeds)")
-                continue
-            holds = b < a
-            if key == "l0":
-                ok &= holds
-                checks.append(f"ℓ0: {b:.3g} ({last}) vs {a:.3g} ({small}) — {'holds' if holds else 'FAILS'}")
-            else:
-                checks.append(f"(reported, not checked) rank: {b:.3g} vs {a:.3g}")
+        holds, l0_text = sparser_check(result, "l0")
+        ok &= holds is not False
+        checks = [l0_text, "(reported, not checked) " + sparser_check(result, "rank", judge=False)[1]]
+        if name == "paper-sgd":
+            paper_sgd = result
         p = result.config
         unconverged = sum(runs[lab]["sharpness_unconverged"] for lab in labels)
         recorded = sum(runs[lab]["sharpness_recorded"] for lab in labels)
@@ -237,4 +284,33 @@ def reproduce(ctx):
             + f"{unconverged} of {recorded} recordings did not converge and keep their last estimate).\n\n"
             + "Headline check (sparser with the longest large-step phase): " + "; ".join(checks) + "\n\n"
             + "\n".join(f"![{name}]({ctx.relative(q)})" for q in paths))
+
+    # The step-size scan: where is the edge for SGD, and does the effect need it? (reported, not gated)
+    overrides = {**(QUICK["paper-sgd"] if ctx.quick else {}), "records": 30}
+    scan = step_scan("paper-sgd", seed=ctx.seed, progress=ctx.progress, reuse={1.0: paper_sgd}, **overrides)
+    for c, res in scan:
+        if c != 1.0:
+            store.save(res, ctx.out_dir / "runs" / "paper-sgd-scan" / f"c{c:g}")
+    scan_paths = diag_plots.plot_scan(scan, ctx.figure_dir, ("png",), stem="diag_net_paper-sgd_scan")
+    figures += [ctx.relative(q) for q in scan_paths]
+    verdicts = [(c, *sparser_check(res, "l0")) for c, res in scan]
+    schedule_name = diag_plots.schedule_name
+    numbers["paper-sgd-scan"] = {
+        f"{c:g}": {"verdict": {True: "holds", False: "fails", None: "not checkable"}[v],
+                   **{schedule_name(lab): {"diverged": res.summary["runs"][lab]["diverged"],
+                                           "l0_median": res.summary["runs"][lab]["l0"]["median"],
+                                           "test_loss_median": res.summary["runs"][lab]["test_loss"]["median"]}
+                      for lab in (r["label"] for r in res.config["runs"])}}
+        for (c, res), (_, v, _) in zip(scan, verdicts)}
+    checkable = [v for _, v, _ in verdicts if v is not None]
+    parts.append(
+        "### Step-size scan: paper-sgd with both steps × c\n\n"
+        "At the paper's pair (c = 1) most seeds diverge. The scan multiplies both step sizes by c, with "
+        "the same data sets, SGD streams, initial points and decays, to show where the edge of stability "
+        "lies and whether the sparsity effect needs it (final metrics; median [10%, 90%] over "
+        "non-diverged seeds).\n\n" + markdown_table(scan_rows(scan)) + "\n\n"
+        + "Sparser with the longest large-step phase, per scale (reported, not gated): "
+        + "; ".join(f"c = {c:g}: {text}" for c, _, text in verdicts)
+        + f". It holds at {sum(checkable)} of {len(checkable)} checkable scales.\n\n"
+        + "\n".join(f"![step-size scan]({ctx.relative(q)})" for q in scan_paths))
     return Section(TITLE, "\n\n".join(parts), numbers=numbers, figures=figures, ok=ok)

@@ -214,3 +214,44 @@ def test_figure_has_the_sharpness_panel_and_still_plots_runs_saved_without_it(tm
     assert np.isnan(diag_plots.panel_values(res, 1, "edge")).all()
     (png,) = diag_plots.plot_result(res, tmp_path, ("png",), stem="old")
     assert png.exists()
+
+
+def test_step_scan_scales_both_steps_and_shares_data_and_streams():
+    from simulations import diag_nets
+
+    small = dict(n=12, d=20, r=3, n_test=50, steps=300, seeds=3, records=10)
+    scan = diag_nets.step_scan("paper-sgd", scales=(0.5, 1.0), seed=4, **small)
+    (c0, half), (c1, full) = scan
+    assert (c0, c1) == (0.5, 1.0)
+    assert [r["eta"] for r in half.config["runs"]] == pytest.approx([0.125, 0.141, 0.141, 0.141])
+    assert [r["eta"] for r in full.config["runs"]] == pytest.approx([0.25, 0.282, 0.282, 0.282])
+    np.testing.assert_array_equal(half["beta_star"], full["beta_star"])        # same data sets
+    assert np.isnan(half["sharpness"]).all()                                   # skipped by default
+    # the scale-1 run is exactly the preset's own run (same seed ⇒ same streams)
+    direct = diag_nets.run_experiment("paper-sgd", seed=4, sharpness_iters=0, **small)
+    np.testing.assert_array_equal(direct["train_loss"], full["train_loss"])
+    reused = diag_nets.step_scan("paper-sgd", scales=(1.0,), seed=4, reuse={1.0: direct}, **small)
+    assert reused[0][1] is direct
+    rows = diag_nets.scan_rows(scan)
+    assert len(rows) == 8 and rows[0]["schedule"] == "small" and rows[1]["schedule"] == "large, ÷4.8 at 10%"
+    verdict, text = diag_nets.sparser_check(full)
+    assert verdict in (True, False, None) and text.startswith("ℓ0")
+
+
+def test_sparser_check_verdicts():
+    from simulations import diag_nets
+
+    def fake(l0_small, l0_large, alive=(5, 5)):
+        class R:
+            config = {"runs": [{"label": "s"}, {"label": "L"}]}
+            summary = {"runs": {
+                "s": {"seeds": 5, "diverged": 5 - alive[0], "l0": {"median": l0_small}},
+                "L": {"seeds": 5, "diverged": 5 - alive[1], "l0": {"median": l0_large}}}}
+        return R()
+
+    assert diag_nets.sparser_check(fake(40.0, 30.0))[0] is True
+    assert diag_nets.sparser_check(fake(30.0, 30.0))[0] is False          # not sparser: refuted
+    assert diag_nets.sparser_check(fake(40.0, 30.0, alive=(5, 2)))[0] is None
+    assert diag_nets.sparser_check(fake(None, 30.0))[0] is None
+    assert "FAILS" in diag_nets.sparser_check(fake(20.0, 30.0))[1]
+    assert "holds" not in diag_nets.sparser_check(fake(40.0, 30.0), judge=False)[1]

@@ -79,7 +79,7 @@ def add_arguments(p) -> None:
     g.add_argument("--bound", type=float, default=None,
                    help="divergence when |u|_1 + |v|_1 exceeds this (1e6)")
     g.add_argument("--sharpness-iters", type=int, default=None,
-                   help="power iterations per recording for lambda_max of the Hessian (1000)")
+                   help="power iterations per recording for lambda_max of the Hessian (1000; 0 skips it)")
     g.add_argument("--keep-params", action="store_true", help="also save u and v at every recording")
 
 
@@ -146,7 +146,7 @@ def _overrides(args) -> dict:
     if args.bound is not None:
         validation.positive("bound", args.bound)
     if args.sharpness_iters is not None:
-        validation.count("sharpness-iters", args.sharpness_iters)
+        validation.count("sharpness-iters", args.sharpness_iters, minimum=0)
     diag_nets.build_runs(p["eta_small"], p["eta_large"], p["decay_at"], p["decay_factors"], p["decay_mode"],
                          p["warmup"], p["schedules"])
     if args.data is not None:

@@ -543,8 +543,9 @@ def train_diag_net(datasets, runs, *, steps: int, method: str = "sgd", batch: in
     Returns a :class:`~dyntools.result.RunResult` of kind ``"diag-net"``; arrays are indexed
     ``[run, seed, record]``: ``train_loss``, ``test_loss``, ``rank``, ``l0``, ``l1``,
     ``balancedness``, ``precision``, ``recall``, ``sharpness`` (λ_max of the full-batch Hessian, by
-    power iteration on HVPs with at most ``sharpness_iters`` iterations) and ``sharpness_converged``
-    (False where the power iteration ran out of iterations; the last estimate is kept); per path
+    power iteration on HVPs with at most ``sharpness_iters`` iterations; 0 skips it: NaN) and
+    ``sharpness_converged`` (False where the power iteration ran out of iterations; the last estimate
+    is kept); per path
     ``diverged_at`` (−1 never), final ``u``, ``v``; ``steps``, ``etas``.
     """
     from dyntools import metrics, recording, seeding
@@ -561,7 +562,7 @@ def train_diag_net(datasets, runs, *, steps: int, method: str = "sgd", batch: in
     momentum = validation.in_interval("momentum", momentum, 0.0, 1.0)
     weight_decay = validation.non_negative("weight_decay", weight_decay)
     bound = validation.positive("bound", bound)
-    sharpness_iters = validation.count("sharpness_iters", sharpness_iters)
+    sharpness_iters = validation.count("sharpness_iters", sharpness_iters, minimum=0)
     validation.in_interval("rank_threshold", rank_threshold, metrics.GRAM_MIN_THRESHOLD, 1.0,
                            closed_high=True)
     validation.non_negative("l0_threshold", l0_threshold)
@@ -659,8 +660,11 @@ def train_diag_net(datasets, runs, *, steps: int, method: str = "sgd", batch: in
     with timed(timings, "metrics"):
         out = recorded_metrics(u_rec, v_rec, Xs, data_of, np.stack([ds.beta_star for ds in datasets]),
                                rank_threshold=rank_threshold, l0_threshold=l0_threshold)
-        out["sharpness"], out["sharpness_converged"] = recorded_sharpness(
-            u_rec, v_rec, Xs, ys, data_of, iters=sharpness_iters)
+        if sharpness_iters:
+            out["sharpness"], out["sharpness_converged"] = recorded_sharpness(
+                u_rec, v_rec, Xs, ys, data_of, iters=sharpness_iters)
+        else:                                                   # skipped: NaN, "not converged"
+            out["sharpness"], out["sharpness_converged"] = np.full((P, K), np.nan), np.zeros((P, K), bool)
 
     def shape(a):
         return a.reshape((G, S) + a.shape[1:])

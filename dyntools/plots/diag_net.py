@@ -9,6 +9,7 @@ non-diverged seeds with a 10–90% band; dotted vertical lines where a schedule 
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -39,6 +40,12 @@ def panel_values(result, g: int, key: str) -> np.ndarray:
             return np.full(result[PANELS[0][0]][g].shape, np.nan)
         return sharp * eta_at_records(result, g)[None, :] / 2
     return result[key][g]
+
+
+def schedule_name(label: str) -> str:
+    """A run label without its step size (``"large η=0.282, ÷4.8 at 10%"`` → ``"large, ÷4.8 at 10%"``),
+    so that the runs of a step-size scan line up across scales."""
+    return re.sub(r" η=[^,]*", "", label)
 
 
 def band(values: np.ndarray, alive: np.ndarray):
@@ -97,4 +104,41 @@ def plot_result(result, out_dir: Path, formats: Sequence[str] = ("png", "pdf"),
     method = cfg["method"].upper() + (f" (batch {cfg['batch']})" if cfg["method"] != "gd" else "")
     fig.suptitle(f"Diagonal linear network, {method}: n={cfg['n']}, d={cfg['d']}, r={r}, "
                  f"{cfg['seeds']} seeds (median, 10–90% band over non-diverged seeds)", fontsize=9)
+    return plots.save(fig, out_dir, stem, formats)
+
+
+def plot_scan(scan, out_dir: Path, formats: Sequence[str] = ("png", "pdf"),
+              stem: str = "diag_net_scan") -> list[Path]:
+    """The step-size scan of :func:`simulations.diag_nets.step_scan`: against the multiplier ``c`` of
+    both step sizes, the final ‖β‖₀ and test loss (median, 10–90% band over non-diverged seeds) and
+    the fraction of seeds that diverged, one colour per schedule (the same colours as
+    :func:`plot_result`)."""
+    scales = np.array([c for c, _ in scan], dtype=float)
+    first = scan[0][1]
+    fig, axes = plots.figure(ncols=3, nrows=1, width=3.4, height=2.9)
+    axes = axes[0]
+    for g, spec in enumerate(first.config["runs"]):
+        colour = plots.PALETTE[g % len(plots.PALETTE)]
+        stats = {key: np.array([band(res[key][g][:, -1:], res["diverged_at"][g] < 0) for _, res in scan])[:, :, 0]
+                 for key in ("l0", "test_loss")}
+        for ax, key in zip(axes[:2], ("l0", "test_loss")):
+            med, lo, hi = stats[key].T
+            ax.plot(scales, med, "o-", color=colour, lw=1.3, ms=3.5, label=schedule_name(spec["label"]))
+            ax.fill_between(scales, lo, hi, color=colour, alpha=0.15, lw=0)
+        frac = [float(np.mean(res["diverged_at"][g] >= 0)) for _, res in scan]
+        axes[2].plot(scales, frac, "o-", color=colour, lw=1.3, ms=3.5)
+    cfg = first.config
+    axes[0].set_ylabel("final feature sparsity ‖β‖₀")
+    if cfg.get("r"):
+        axes[0].axhline(cfg["r"], color="0.5", lw=0.8, ls="--")
+    axes[1].set_ylabel("final test loss")
+    axes[1].set_yscale("log")
+    axes[2].set_ylabel("fraction of seeds diverged")
+    axes[2].set_ylim(-0.03, 1.03)
+    base = [spec["eta"] / scales[0] for spec in cfg["runs"][:1]][0]
+    for ax in axes:
+        ax.set_xlabel(f"step-size multiplier c  (small step η = {base:.3g}·c)")
+    axes[0].legend(fontsize=6.5, frameon=False)
+    fig.suptitle(f"Step-size scan, diagonal network {cfg['method'].upper()}: n={cfg['n']}, d={cfg['d']}, "
+                 f"{cfg['steps']} steps, {cfg['seeds']} seeds per point", fontsize=9)
     return plots.save(fig, out_dir, stem, formats)
