@@ -143,7 +143,7 @@ def run(quick: bool = False) -> BenchReport:
         advance(**fresh)
         return time.perf_counter() - start
 
-    for _ in range(9):            # interleaved, so a burst of load elsewhere hits both alike
+    for _ in range(15):           # interleaved, so a burst of load elsewhere hits both alike
         t_par = min(t_par, kernel_seconds())
         numba.set_num_threads(1)
         try:
