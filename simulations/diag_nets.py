@@ -198,8 +198,8 @@ def step_scan(preset: str = "paper-sgd", scales=SCAN_SCALES, *, seed: int = 0, p
     """The preset with both step sizes multiplied by each ``scale`` — same data sets, SGD streams,
     initial points and decays — to locate the edge of stability and see whether the sparsity effect
     survives below it. Returns ``[(scale, RunResult)]``; ``reuse`` maps a scale to a result already
-    computed with exactly these settings (e.g. the paper's pair at 1.0). The sharpness is skipped
-    unless ``sharpness_iters`` is given (the scan reports final metrics).
+    computed with these settings (the recording grid aside: the scan uses final metrics), e.g. the
+    paper's pair at 1.0. The sharpness is skipped unless ``sharpness_iters`` is given.
     """
     p = resolve(preset, **overrides)
     out = []
@@ -294,13 +294,15 @@ def reproduce(ctx):
     scan_paths = diag_plots.plot_scan(scan, ctx.figure_dir, ("png",), stem="diag_net_paper-sgd_scan")
     figures += [ctx.relative(q) for q in scan_paths]
     verdicts = [(c, *sparser_check(res, "l0")) for c, res in scan]
-    schedule_name = diag_plots.schedule_name
+    def scan_numbers(res):
+        runs = res.summary["runs"]
+        return {diag_plots.schedule_name(lab): {"diverged": runs[lab]["diverged"],
+                                                "l0_median": runs[lab]["l0"]["median"],
+                                                "test_loss_median": runs[lab]["test_loss"]["median"]}
+                for lab in runs}
+
     numbers["paper-sgd-scan"] = {
-        f"{c:g}": {"verdict": {True: "holds", False: "fails", None: "not checkable"}[v],
-                   **{schedule_name(lab): {"diverged": res.summary["runs"][lab]["diverged"],
-                                           "l0_median": res.summary["runs"][lab]["l0"]["median"],
-                                           "test_loss_median": res.summary["runs"][lab]["test_loss"]["median"]}
-                      for lab in (r["label"] for r in res.config["runs"])}}
+        f"{c:g}": {"verdict": {True: "holds", False: "fails", None: "not checkable"}[v], **scan_numbers(res)}
         for (c, res), (_, v, _) in zip(scan, verdicts)}
     checkable = [v for _, v, _ in verdicts if v is not None]
     parts.append(

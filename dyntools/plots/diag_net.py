@@ -135,7 +135,7 @@ def plot_scan(scan, out_dir: Path, formats: Sequence[str] = ("png", "pdf"),
     axes[1].set_yscale("log")
     axes[2].set_ylabel("fraction of seeds diverged")
     axes[2].set_ylim(-0.03, 1.03)
-    base = [spec["eta"] / scales[0] for spec in cfg["runs"][:1]][0]
+    base = cfg["runs"][0]["eta"] / scales[0]            # the small step at c = 1
     for ax in axes:
         ax.set_xlabel(f"step-size multiplier c  (small step η = {base:.3g}·c)")
     axes[0].legend(fontsize=6.5, frameon=False)
