@@ -7,7 +7,7 @@ optimizers with PyTorch semantics (:mod:`dyntools.optim`), and figures (:mod:`dy
 
 __version__ = "0.1.0"
 
-from dyntools.result import RunResult  # noqa: E402
+from dyntools.engine.result import RunResult  # noqa: E402
 from dyntools.store import load, save  # noqa: E402
 
 __all__ = ["RunResult", "load", "save", "__version__"]

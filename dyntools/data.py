@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dyntools import seeding, validation
+from dyntools import validation
+from dyntools.engine import streams
 
 # ------------------------------------------------------------------ sparse regression (seed 004)
 
@@ -42,7 +43,7 @@ def sparse_regression(n: int = 80, d: int = 200, r: int = 20, *, n_test: int = 1
     d = validation.count("d", d)
     n_test = validation.count("n_test", n_test)
     noise = validation.non_negative("noise", noise)
-    seq = seeding.root_sequence(seed, _SPARSE_REGRESSION_KEY, *stream_key)
+    seq = streams.root_sequence(seed, _SPARSE_REGRESSION_KEY, *stream_key)
     rng = np.random.Generator(np.random.PCG64(seq))
     if beta_star is None:
         r = validation.count("r", r)
@@ -120,7 +121,7 @@ def teacher_student(n: int, d: int, teacher_hidden, *, n_test: int = 1000, seed:
     if not hidden:
         raise ValueError("Invalid teacher widths: need at least one hidden layer")
     layout = Layout.mlp(d, hidden, biases=False)
-    rng = np.random.Generator(np.random.PCG64(seeding.root_sequence(seed, _TEACHER_KEY, d, *hidden)))
+    rng = np.random.Generator(np.random.PCG64(streams.root_sequence(seed, _TEACHER_KEY, d, *hidden)))
     if len(hidden) == 1:
         W = unit_sphere(hidden[0], d, rng)
         a = rng.choice(np.array([-1.0, 1.0]), size=(1, hidden[0]))
@@ -176,7 +177,7 @@ def spirals(n: int = 1000, *, classes: int = 2, turns: float = 1.5, noise: float
     turns = validation.positive("turns", turns)
     noise = validation.non_negative("noise", noise)
     n_val = n if n_val is None else validation.count("n_val", n_val, minimum=1)
-    rng = np.random.Generator(np.random.PCG64(seeding.root_sequence(seed, _SPIRALS_KEY)))
+    rng = np.random.Generator(np.random.PCG64(streams.root_sequence(seed, _SPIRALS_KEY)))
     X, y = _spiral_points(rng, n, classes, turns, noise)
     X_val, y_val = _spiral_points(rng, n_val, classes, turns, noise)
     return ClassificationData(X, y, X_val, y_val, classes)
@@ -193,7 +194,7 @@ def digits(*, n_val_fraction: float = 0.3, seed: int = 0) -> ClassificationData:
     bunch = load_digits()
     X = bunch.data.astype(np.float64) / 16.0
     y = bunch.target.astype(np.int64)
-    rng = np.random.Generator(np.random.PCG64(seeding.root_sequence(seed, _SPIRALS_KEY, 1)))
+    rng = np.random.Generator(np.random.PCG64(streams.root_sequence(seed, _SPIRALS_KEY, 1)))
     perm = rng.permutation(len(y))
     n_val = int(round(frac * len(y)))
     val, train = perm[:n_val], perm[n_val:]

@@ -91,7 +91,7 @@ def reproduce(out_dir: str | Path, *, quick: bool = False, seed: int = 0, only: 
 
 
 def render(sections: list[Section], *, quick: bool, seed: int) -> str:
-    from dyntools.result import package_versions
+    from dyntools.engine.result import package_versions
 
     versions = ", ".join(f"{k} {v}" for k, v in package_versions().items())
     lines = ["# dyntools: reproduced results", "",

@@ -24,7 +24,7 @@ import numpy as np
 from dyntools import validation
 from dyntools.dynamics import sde_models
 from dyntools.dynamics.sde import solve
-from dyntools.result import RunResult, timed
+from dyntools.engine.result import RunResult, timed
 
 #: Expected orders and the accepted deviation of the fitted slope.
 TOLERANCES = {"strong_em": (0.5, 0.15), "strong_milstein": (1.0, 0.15), "weak_em_gbm": (1.0, 0.2),

@@ -19,8 +19,8 @@ import numpy as np
 
 from dyntools import validation
 from dyntools.dynamics.toy_sgd import simulate_toy
+from dyntools.engine.result import RunResult, timed
 from dyntools.models.quadratic_toy import QuadraticToy, interval_is_empty_message
-from dyntools.result import RunResult, timed
 
 
 def check_proposition(result: RunResult, toy: QuadraticToy) -> dict:
@@ -76,7 +76,7 @@ def phase_diagram(toy: QuadraticToy, etas, *, steps: int, paths: int, theta0: fl
     Each grid cell draws its paths from ``SeedSequence(seed, key=(cell,))``, so a cell's result
     does not depend on the rest of the grid.
     """
-    from dyntools.progress import progress_bar
+    from dyntools.engine.progress import progress_bar
 
     etas = validation.finite_array("eta grid", etas, ndim=1)
     if np.any(etas <= 0):

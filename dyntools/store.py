@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from dyntools.result import RunResult
+from dyntools.engine.result import RunResult
 
 SCHEMA = "dyntools.result/1"
 META_FILE = "result.json"

@@ -3,7 +3,7 @@
 A sweep is a list of *cells* (JSON-able parameter dicts) and one *cell function*, named as
 ``"package.module:function"`` so any worker can import it, called as
 ``fn(config, cell, seed, index) -> dict``. The function draws its randomness from
-``dyntools.seeding`` keyed by the cell ``index`` (never from the worker), so a cell's result is
+``dyntools.engine.streams`` keyed by the cell ``index`` (never from the worker), so a cell's result is
 bitwise identical whoever computes it. It returns scalars/arrays plus ``status``/``message``; a
 diverged run is a *result* (``status="diverged"``), an exception is an error.
 
@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from dyntools import store, validation
-from dyntools.progress import progress_bar
+from dyntools.engine.progress import progress_bar
 
 SPEC_FILE = "sweep.json"
 CELLS_DIR = "cells"
@@ -286,9 +286,9 @@ def finalize(result, out: str | os.PathLike) -> Path:
 def demo_cell(config: dict, cell: dict, seed: int, index: int) -> dict:
     """A tiny cell function for checking a cluster: ``config["size"]`` normals from the cell's
     own stream, after sleeping ``cell["sleep"]`` seconds; ``cell["diverge"]`` marks it diverged."""
-    from dyntools import seeding
+    from dyntools.engine import streams
 
-    x = seeding.path_generators(seed, 1, 0xD3, index)[0].standard_normal(int(config.get("size", 4)))
+    x = streams.path_generators(seed, 1, 0xD3, index)[0].standard_normal(int(config.get("size", 4)))
     time.sleep(float(cell.get("sleep", 0.0)))
     if cell.get("diverge"):
         return {"x": np.full_like(x, np.nan), "pid": os.getpid(), "status": "diverged",

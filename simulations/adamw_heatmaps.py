@@ -9,7 +9,7 @@ larger. The problem set's questions are answered with numbers: the best validati
 each optimizer and the count/fraction of cells above a threshold (default 90 %).
 
 Each cell is one run of :func:`train_cell` on a :mod:`dyntools.sweep` (local processes or Dask);
-its initialization and minibatch order come from ``seeding.path_states(seed, 1, KEY, index)``.
+its initialization and minibatch order come from ``streams.path_states(seed, 1, KEY, index)``.
 """
 
 from __future__ import annotations
@@ -20,10 +20,11 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from dyntools import data, seeding, sweep, validation
+from dyntools import data, sweep, validation
+from dyntools.engine import streams
+from dyntools.engine.result import RunResult
 from dyntools.optim import optimizers as O
 from dyntools.optim import schedules as S
-from dyntools.result import RunResult
 
 KIND = "adamw-grid"
 TITLE = "AdamW vs Adam+L2: (learning rate, weight decay) heatmaps on the spirals (seed 001)"
@@ -195,7 +196,7 @@ def train_cell(config: dict, cell: dict, seed: int, index: int) -> dict:
     model = M.MLPClassifier.make(d.X.shape[1], config["hidden"], config["classes"])
     theta0 = model.init_params(seed, KEY, index)
     steps = int(math.ceil(config["epochs"] * config["n"] / config["batch_size"]))
-    batches = M.epoch_batches(seeding.path_states(seed, 1, KEY, index, 1), config["n"], steps,
+    batches = M.epoch_batches(streams.path_states(seed, 1, KEY, index, 1), config["n"], steps,
                               config["batch_size"])
     opt = make_optimizer(cell["optimizer"], cell["lr"], effective_wd(config, cell["wd"]), config["momentum"])
     mults = make_schedule(config["schedule"], steps).multipliers(steps)

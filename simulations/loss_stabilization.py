@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from dyntools import plots, recording
+from dyntools import plots
 from dyntools.dynamics.quadratic_gd import classify_gd
 from dyntools.dynamics.toy_sgd import simulate_toy
+from dyntools.engine import record as recording
 from dyntools.models.quadratic_toy import QuadraticToy, interval_is_empty_message
 from dyntools.plots import stabilization as stab_plots
 from dyntools.report import ReportContext, Section

@@ -230,7 +230,7 @@ def simulate(setting: str = "1d", *, seed: int = 0, seeds: int = 5, records: int
              progress: bool = False, **overrides):
     """Run one setting: full recordings for ``seed`` and the final numbers for ``seeds`` seeds
     (``seed, seed+1, …``). Returns a :class:`~dyntools.result.RunResult` of kind ``"relu"``."""
-    from dyntools.result import RunResult
+    from dyntools.engine.result import RunResult
 
     s = get_setting(setting, **overrides)
     seed = validation.seed(seed)

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from dyntools.result import RunResult
+from dyntools.engine.result import RunResult
 from simulations import adamw_heatmaps as H
 
 

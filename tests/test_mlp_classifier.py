@@ -5,7 +5,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dyntools import data, seeding
+from dyntools import data
+from dyntools.engine import streams
 from dyntools.models import mlp_classifier as M
 from dyntools.optim import optimizers as O
 from dyntools.optim import schedules as S
@@ -92,7 +93,7 @@ def test_gradient_matches_central_finite_differences(spiral):
 
 
 def test_init_stream_twin_and_bounds():
-    state = seeding.path_states(2, 1, 3)
+    state = streams.path_states(2, 1, 3)
     np.testing.assert_array_equal(M._uniform_pm(state.copy(), 50), M._uniform_pm_np(state.copy(), 50))
     model = M.MLPClassifier.make(2, (4, 9), 3)
     theta = model.init_params(0, 1)
@@ -102,7 +103,7 @@ def test_init_stream_twin_and_bounds():
 
 
 def test_epoch_batches_twin_and_coverage():
-    state = seeding.path_states(5, 1, 9)
+    state = streams.path_states(5, 1, 9)
     a = M.epoch_batches(state.copy(), 50, 14, 7)
     b = M.epoch_batches_np(state.copy(), 50, 14, 7)
     np.testing.assert_array_equal(a, b)
@@ -116,7 +117,7 @@ def test_epoch_batches_twin_and_coverage():
 def test_compiled_training_equals_numpy_twin(spiral, opt):
     model = M.MLPClassifier.make(2, (8, 8, 8), 2)
     theta0 = model.init_params(0, 1)
-    batches = M.epoch_batches(seeding.path_states(0, 1, 2), len(spiral.y), 40, 16)
+    batches = M.epoch_batches(streams.path_states(0, 1, 2), len(spiral.y), 40, 16)
     mults = S.CosineAnnealingLR(40).multipliers(40)
     th_c, curve_c, div_c = M.train_compiled(model, theta0, spiral.X, spiral.y, batches, opt, mults, 10)
     th_n, curve_n, div_n = M.train_np(model, theta0, spiral.X, spiral.y, batches, opt, mults, 10)
@@ -128,7 +129,7 @@ def test_compiled_training_equals_numpy_twin(spiral, opt):
 def test_training_learns_the_spirals_and_divergence_is_reported(spiral):
     model = M.MLPClassifier.make(2, (32, 32, 32), 2)
     theta0 = model.init_params(0, 1)
-    batches = M.epoch_batches(seeding.path_states(0, 1, 2), len(spiral.y), 600, 32)
+    batches = M.epoch_batches(streams.path_states(0, 1, 2), len(spiral.y), 600, 32)
     th, curve, div = M.train_compiled(model, theta0, spiral.X, spiral.y, batches, O.adam(1e-2), None, 100)
     assert div == -1 and curve[-1] < 0.5 * curve[0]
     loss, acc = M.evaluate(th, model.sizes_array, model.offsets, spiral.X_val, spiral.y_val)
@@ -156,7 +157,7 @@ def test_plateau_schedule_in_chunks_equals_replayed_multipliers(spiral):
     """Chunked training with ReduceLROnPlateau equals one run with the multipliers it produced."""
     model = M.MLPClassifier.make(2, (8, 8, 8), 2)
     theta0 = model.init_params(0, 1)
-    batches = M.epoch_batches(seeding.path_states(0, 1, 2), len(spiral.y), 120, 20)
+    batches = M.epoch_batches(streams.path_states(0, 1, 2), len(spiral.y), 120, 20)
     plateau = S.ReduceLROnPlateau(factor=0.5, patience=1, threshold=0.05)
     opt = O.adam(2e-2)
     th_p, curve_p, div = M.train_compiled(model, theta0, spiral.X, spiral.y, batches, opt, None, 10,

@@ -3,7 +3,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numba import njit
 
-from dyntools import rng, seeding
+from dyntools.engine import rng, streams
 
 
 @njit
@@ -23,7 +23,7 @@ def _draw(state, kind, count):
 @settings(max_examples=20, deadline=None)
 @given(st.integers(0, 2**32), st.integers(1, 6), st.sampled_from([0, 1, 2]))
 def test_numba_stream_equals_numpy_twin(seed, paths, kind):
-    s1 = seeding.path_states(seed, paths)
+    s1 = streams.path_states(seed, paths)
     s2 = s1.copy()
     fast = _draw(s1, kind, 50)
     twin_fn = [rng.uniform01_np, lambda s: rng.randbelow_np(s, 7), rng.normal_np][kind]
@@ -43,15 +43,15 @@ def test_xoshiro_reference_vector():
 
 
 def test_path_stream_does_not_depend_on_number_of_paths():
-    a = seeding.path_states(7, 3)
-    b = seeding.path_states(7, 10)
+    a = streams.path_states(7, 3)
+    b = streams.path_states(7, 10)
     np.testing.assert_array_equal(a, b[:3])
-    assert not np.array_equal(seeding.path_states(7, 3, 1), a)     # keyed streams differ
-    assert not np.array_equal(seeding.path_states(8, 3), a)
+    assert not np.array_equal(streams.path_states(7, 3, 1), a)     # keyed streams differ
+    assert not np.array_equal(streams.path_states(8, 3), a)
 
 
 def test_draws_have_the_right_distribution():
-    state = seeding.path_states(0, 4)
+    state = streams.path_states(0, 4)
     u = _draw(state, 0, 20_000)
     assert 0.0 <= u.min() and u.max() < 1.0
     assert abs(u.mean() - 0.5) < 0.01

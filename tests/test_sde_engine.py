@@ -7,9 +7,9 @@ from hypothesis import strategies as st
 from numba import njit
 from scipy import stats
 
-from dyntools import seeding
-from dyntools.dynamics import brownian, sde_models
+from dyntools.dynamics import sde_models
 from dyntools.dynamics.sde import SDE, solve
+from dyntools.engine import streams, ziggurat
 from dyntools.models.quadratic_toy import QuadraticToy
 from dyntools.sde_studies import TOLERANCES, convergence_study
 
@@ -19,28 +19,28 @@ def _draw(state, k):
     out = np.empty((state.shape[0], k))
     for p in range(state.shape[0]):
         for j in range(k):
-            out[p, j] = brownian.normal(state, p)
+            out[p, j] = ziggurat.normal(state, p)
     return out
 
 
 def test_ziggurat_matches_numpy_twin_bitwise_including_tails():
-    a_state = seeding.path_states(3, 8)
+    a_state = streams.path_states(3, 8)
     b_state = a_state.copy()
     a = _draw(a_state, 5000)
-    b = np.stack([brownian.normal_np(b_state) for _ in range(5000)], axis=1)
+    b = np.stack([ziggurat.normal_np(b_state) for _ in range(5000)], axis=1)
     assert np.array_equal(a, b) and np.array_equal(a_state, b_state)
-    assert (np.abs(a) > brownian.ZIG_R).sum() >= 3          # the tail branch was exercised
+    assert (np.abs(a) > ziggurat.ZIG_R).sum() >= 3          # the tail branch was exercised
 
 
 def test_ziggurat_is_standard_normal():
-    z = _draw(seeding.path_states(0, 4), 50_000).ravel()
+    z = _draw(streams.path_states(0, 4), 50_000).ravel()
     assert stats.kstest(z, "norm").pvalue > 1e-3
     assert abs(z.mean()) < 4 / np.sqrt(z.size) and abs(z.var() - 1) < 0.02
     assert (np.abs(z) > 4.0).mean() == pytest.approx(2 * stats.norm.sf(4.0), rel=0.5)
 
 
 def test_false_control_uniforms_are_not_normal():
-    u = np.array([brownian.rng.uniform01_np(seeding.path_states(0, 1000)) for _ in range(20)]).ravel()
+    u = np.array([ziggurat.rng.uniform01_np(streams.path_states(0, 1000)) for _ in range(20)]).ravel()
     assert stats.kstest(u, "norm").pvalue < 1e-6
 
 

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from dyntools import store
-from dyntools.result import RunResult
+from dyntools.engine.result import RunResult
 
 
 def make_result(**arrays):

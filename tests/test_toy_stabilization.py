@@ -3,8 +3,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dyntools import recording
 from dyntools.dynamics.toy_sgd import simulate_toy
+from dyntools.engine import record as recording
 from dyntools.models.quadratic_toy import QuadraticToy
 from dyntools.optim.schedules import PiecewiseDecay
 from dyntools.stabilization import check_proposition, phase_diagram

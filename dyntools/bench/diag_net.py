@@ -61,9 +61,10 @@ def sgd_flops_per_step(d: int, n: int, m: int, records: int, steps: int) -> tupl
 
 
 def _setup(n_paths, steps, records, seed=0):
-    from dyntools import recording, seeding
     from dyntools.data import sparse_regression
     from dyntools.dynamics.diag_net_sgd import stacked_factors
+    from dyntools.engine import record as recording
+    from dyntools.engine import streams
     from dyntools.optim.schedules import PiecewiseDecay
 
     datasets = [sparse_regression(80, 200, 20, seed=seed, stream_key=(i,)) for i in range(n_paths)]
@@ -73,7 +74,7 @@ def _setup(n_paths, steps, records, seed=0):
     P = n_paths
     args = dict(
         U=np.full((P, d), 0.1), V=np.zeros((P, d)), MU=np.zeros((P, d)), MV=np.zeros((P, d)),
-        state=seeding.path_states(seed, P, 0xBE7C), diverged_at=np.full(P, -1, dtype=np.int64),
+        state=streams.path_states(seed, P, 0xBE7C), diverged_at=np.full(P, -1, dtype=np.int64),
         perm=np.tile(np.arange(80, dtype=np.int64), (P, 1)), pos=np.full(P, 80, dtype=np.int64),
         Xs=np.stack([ds.X for ds in datasets]), ys=np.stack([ds.y for ds in datasets]),
         **dict(zip(("Rtr", "ztr", "ctr"), stacked_factors([(ds.X, ds.y) for ds in datasets]))),

@@ -28,8 +28,8 @@ import importlib.util
 
 import numpy as np
 
-from dyntools import seeding
 from dyntools.bench import BenchReport, Target, best_time
+from dyntools.engine import streams
 
 
 def _numpy_em(model: str, params: tuple, paths: int, steps: int, h: float, rng: np.random.Generator):
@@ -76,9 +76,9 @@ def _low_dim(report: BenchReport, quick: bool) -> None:
     h = 1.0 / steps
     solve(models["gbm"][0], 1.0, t1=10 * h, h=h, paths=4, records=2)        # compile / load the cache
     for paths, goal in ((100, 10.0), (1000 if quick else 10_000, 3.0)):
-        state = seeding.path_states(0, paths)
+        state = streams.path_states(0, paths)
         report.measurements[f"per-path seeding (SeedSequence → xoshiro), {paths} paths: s"] = best_time(
-            lambda p=paths: seeding.path_states(0, p), repeats=3)
+            lambda p=paths: streams.path_states(0, p), repeats=3)
         # 100 paths: a kernel call is a few ms, so it is repeated more often than the NumPy loop
         rounds, fast_reps = (3, 3) if paths > 1000 else (5, 5)
         for name, (sde, params) in models.items():
@@ -160,7 +160,7 @@ def _diag_net(report: BenchReport, quick: bool) -> None:
     best_matmul = float("inf")
     for paths, steps in ((16, 200 if quick else 2000), (1000, 10 if quick else 60)):
         U0 = np.full((paths, d), 0.5)
-        state0 = seeding.path_states(0, paths)
+        state0 = streams.path_states(0, paths)
 
         def fast(U0=U0, state0=state0, steps=steps, paths=paths):
             empty = np.empty((0, 0, 0))
@@ -233,7 +233,7 @@ def _torchsde(report: BenchReport, quick: bool) -> None:
     eta, delta, h = 0.05, 1e-3, 0.005
     paths, steps = 16, (50 if quick else 400)
     U0 = np.full((paths, d), 0.5)
-    state0 = seeding.path_states(0, paths)
+    state0 = streams.path_states(0, paths)
 
     def fast():
         empty = np.empty((0, 0, 0))

@@ -16,8 +16,9 @@ import time
 
 import numpy as np
 
-from dyntools import data, seeding
+from dyntools import data
 from dyntools.bench import BenchReport, Target, best_time
+from dyntools.engine import streams
 from dyntools.models import mlp_classifier as M
 from dyntools.optim import optimizers as O
 
@@ -96,7 +97,7 @@ def run(quick: bool = False) -> BenchReport:
     d = data.spirals(1000, seed=0)
     model = M.MLPClassifier.make(2, (32, 32, 32), 2)
     theta0 = model.init_params(0, 1)
-    batches = M.epoch_batches(seeding.path_states(0, 1, 2), 1000, steps, 64)
+    batches = M.epoch_batches(streams.path_states(0, 1, 2), 1000, steps, 64)
     opt = O.adamw(1e-3, weight_decay=1e-2)
     M.train_compiled(model, theta0, d.X, d.y, batches[:5], opt)               # compile / load cache
     t_numba = best_time(lambda: M.train_compiled(model, theta0, d.X, d.y, batches, opt), repeats=3)

@@ -45,7 +45,7 @@ def run(args, progress: bool) -> CommandOutput:
     md = render.check_output_file(args.md, "--md") if args.md else None
     tex = render.check_output_file(args.latex, "--latex") if args.latex else None
 
-    from dyntools.progress import progress_bar
+    from dyntools.engine.progress import progress_bar
 
     with progress_bar(len(claims), "claims", enabled=progress) as bar:
         results = registry.run(claims, progress=lambda r: bar.update(1))

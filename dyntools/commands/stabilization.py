@@ -106,8 +106,8 @@ def _validate(args):
 
 
 def run(args, progress: bool) -> CommandOutput:
-    from dyntools import recording
     from dyntools.dynamics.toy_sgd import simulate_toy
+    from dyntools.engine import record as recording
     from dyntools.stabilization import check_proposition, phase_diagram
 
     toy, grid, schedule, indices = _validate(args)     # everything checked before any writing

@@ -35,7 +35,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from numba import njit
 
-from dyntools import rng, validation
+from dyntools import validation
+from dyntools.engine import rng
 
 FULL, REPLACE, SHUFFLE = 0, 1, 2
 MODES = {"gd": FULL, "sgd": REPLACE, "sgd-noreplace": SHUFFLE}
@@ -548,10 +549,12 @@ def train_diag_net(datasets, runs, *, steps: int, method: str = "sgd", batch: in
     is kept); per path
     ``diverged_at`` (−1 never), final ``u``, ``v``; ``steps``, ``etas``.
     """
-    from dyntools import metrics, recording, seeding
+    from dyntools import metrics
+    from dyntools.engine import record as recording
+    from dyntools.engine import streams
+    from dyntools.engine.progress import progress_bar
+    from dyntools.engine.result import RunResult, timed
     from dyntools.models import diag_net
-    from dyntools.progress import progress_bar
-    from dyntools.result import RunResult, timed
 
     timings: dict[str, float] = {}
     steps = validation.count("steps", steps)
@@ -604,7 +607,7 @@ def train_diag_net(datasets, runs, *, steps: int, method: str = "sgd", batch: in
                 raise ValueError(f"Invalid {name}: expected shape ({d},) or ({S}, {d}), got {arr.shape}")
         u_init, v_init = np.broadcast_to(u_init, (S, d)), np.broadcast_to(v_init, (S, d))
     else:
-        gens = seeding.path_generators(seed, S, _INIT_KEY)
+        gens = streams.path_generators(seed, S, _INIT_KEY)
         pairs = [diag_net.initial_params(d, init, alpha=alpha, scale=init_scale, rng=g) for g in gens]
         u_init = np.stack([p_[0] for p_ in pairs])
         v_init = np.stack([p_[1] for p_ in pairs])
@@ -633,7 +636,7 @@ def train_diag_net(datasets, runs, *, steps: int, method: str = "sgd", batch: in
     Rte, zte, cte = stacked_factors([(ds.X_test, ds.y_test) for ds in datasets])
     data_of = np.tile(np.arange(S, dtype=np.int64), G)
     sched_of = np.repeat(np.arange(G, dtype=np.int64), S)
-    state = np.concatenate([seeding.path_states(seed, S, _SGD_KEY, g) for g in range(G)])
+    state = np.concatenate([streams.path_states(seed, S, _SGD_KEY, g) for g in range(G)])
     diverged_at = np.full(P, -1, dtype=np.int64)
     perm = np.tile(np.arange(n, dtype=np.int64), (P, 1))
     pos = np.full(P, n, dtype=np.int64)

@@ -7,7 +7,7 @@ advance together, one per ``prange`` thread. Run ``r`` takes the steps
 
 the gradient of the paper's loss ``(1/B) Σ_{i∈I_t} (h(x_i) − y_i)²`` on a mini-batch ``I_t`` of
 ``B`` distinct examples (batch 1 by default) drawn uniformly without replacement from a
-xoshiro256** stream (:mod:`dyntools.rng`; a partial Fisher–Yates shuffle, one uniform draw per
+xoshiro256** stream (:mod:`dyntools.engine.rng`; a partial Fisher–Yates shuffle, one uniform draw per
 example; by default all runs start from the same stream state, so they see the same samples), or
 on the whole training set for GD (``I_t = {1, …, n}``, ``B = n``).
 
@@ -25,7 +25,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from dyntools import rng, validation
+from dyntools import validation
+from dyntools.engine import rng
 from dyntools.models.relu_net import Layout, _buffers, backward, forward, forward_np, jacobian
 
 _STREAM_KEY = 0x5E1
@@ -215,8 +216,9 @@ def train(layout: Layout, theta0, X, y, etas, *, steps: int, batch: int = 1, met
     """
     import time
 
-    from dyntools import recording, seeding
-    from dyntools.progress import progress_bar
+    from dyntools.engine import record as recording
+    from dyntools.engine import streams
+    from dyntools.engine.progress import progress_bar
 
     steps = validation.count("steps", steps)
     method = validation.one_of("method", method, ("sgd", "gd"))
@@ -246,9 +248,9 @@ def train(layout: Layout, theta0, X, y, etas, *, steps: int, batch: int = 1, met
     record_steps = recording.validate_steps(record_steps, steps)
     bound = validation.positive("bound", bound)
     if common_stream:
-        states = np.repeat(seeding.path_states(seed, 1, _STREAM_KEY, *stream_key), n_runs, axis=0)
+        states = np.repeat(streams.path_states(seed, 1, _STREAM_KEY, *stream_key), n_runs, axis=0)
     else:
-        states = seeding.path_states(seed, n_runs, _STREAM_KEY, *stream_key)
+        states = streams.path_states(seed, n_runs, _STREAM_KEY, *stream_key)
     theta_rec = np.full((n_runs, record_steps.size, p), np.nan)
     perms = np.tile(np.arange(X.shape[0], dtype=np.int64), (n_runs, 1))
     diverged_at = np.full(n_runs, -1, dtype=np.int64)

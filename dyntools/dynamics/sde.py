@@ -35,8 +35,8 @@ Before the loop the terms are evaluated once at ``x0`` by a bounds-checked compi
 Python source: a term that indexes outside its output, or leaves part of it unwritten, is a
 "wrong shape" error naming the term.
 
-**Brownian increments** come from one xoshiro256** stream per path (:func:`dyntools.seeding.path_states`)
-through the ziggurat normal of :mod:`dyntools.dynamics.brownian`. With ``substeps = r`` every
+**Brownian increments** come from one xoshiro256** stream per path (:func:`dyntools.engine.streams.path_states`)
+through the ziggurat normal of :mod:`dyntools.engine.ziggurat`. With ``substeps = r`` every
 step of size ``h`` sums ``r`` fine increments of size ``h/r`` (fine step outer, noise dimension
 inner), so runs at ``h`` with ``r`` sub-steps and at ``h/r`` with one sub-step see the same fine
 Brownian path — the increment over ``2h`` is the sum of the two increments over ``h``, which is what
@@ -60,10 +60,10 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from dyntools import seeding, validation
-from dyntools.dynamics import brownian
-from dyntools.dynamics.brownian import normal, normal_reg
-from dyntools.result import RunResult, package_versions, timed
+from dyntools import validation
+from dyntools.engine import streams, ziggurat
+from dyntools.engine.result import RunResult, package_versions, timed
+from dyntools.engine.ziggurat import normal, normal_reg
 
 
 @functools.cache
@@ -527,7 +527,7 @@ def solve(sde: SDE, x0, *, t1: float, h: float, t0: float = 0.0, paths: int = 1,
     n_steps, save_steps = save_grid(t0, t1, h, save_at, records)
     check_terms(sde, x0, t0, scheme)
 
-    state = seeding.path_states(seed, paths, *stream_key)
+    state = streams.path_states(seed, paths, *stream_key)
     out = np.full((paths, save_steps.size, sde.dim), np.nan)
     w_out = np.full((paths, save_steps.size, sde.noise_dim), np.nan) if record_brownian else np.empty((0, 0,
                                                                                                        0))
@@ -600,7 +600,7 @@ def solve_numpy(sde: SDE, args, x0, state, t0, h, n_steps, substeps, scheme, dia
         dw = np.zeros((idx.size, m))
         for _ in range(substeps):
             for j in range(m):
-                dw[:, j] += brownian.normal_np(sub)
+                dw[:, j] += ziggurat.normal_np(sub)
         state[idx] = sub
         dw *= sq_fine
         w[idx] += dw

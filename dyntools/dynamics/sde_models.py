@@ -42,9 +42,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from dyntools import seeding, validation
-from dyntools.dynamics import brownian
-from dyntools.dynamics.brownian import normal_reg
+from dyntools import validation
 from dyntools.dynamics.sde import (
     GBM,
     OU,
@@ -55,7 +53,9 @@ from dyntools.dynamics.sde import (
     builtin_drift,
     versions,
 )
-from dyntools.result import RunResult, timed
+from dyntools.engine import streams, ziggurat
+from dyntools.engine.result import RunResult, timed
+from dyntools.engine.ziggurat import normal_reg
 
 MODELS = ("gbm", "ou", "toy", "diag-net")
 
@@ -412,7 +412,7 @@ def diag_net_numpy(U, V, X, XT, y, a_coefs, g_coefs, n_steps, substeps, state, s
         gs = g / np.sqrt(substeps)
         for _ in range(substeps):
             for i in range(n):
-                Z[idx, i] += gs * brownian.normal_np(sub)
+                Z[idx, i] += gs * ziggurat.normal_np(sub)
         state[idx] = sub
         Z[~alive] = 0.0
         G = Z @ X
@@ -506,7 +506,7 @@ def simulate_diag_net(data, *, eta: float, delta: float, tau: float, h: float | 
     U = np.full((padded, d), alpha)
     V = np.full((padded, d), alpha)
     substeps = validation.count("substeps", substeps)
-    state = seeding.path_states(seed, padded, 0xD1A6, *stream_key)
+    state = streams.path_states(seed, padded, 0xD1A6, *stream_key)
     K = save_steps.size
     shape = (padded, K, d) if record_params else (0, 0, 0)
     u_out, v_out = np.full(shape, np.nan), np.full(shape, np.nan)

@@ -4,7 +4,7 @@ The compiled kernel advances ``P`` independent paths (``prange``) of
 
     θ_{t+1} = θ_t + η_t θ_t x_{i_t} (y_{i_t} − x_{i_t} θ_t²),
 
-with ``i_t`` drawn from the path's own xoshiro256** stream (:mod:`dyntools.rng`) or read from a
+with ``i_t`` drawn from the path's own xoshiro256** stream (:mod:`dyntools.engine.rng`) or read from a
 user-given index array (exact replay). Full-batch GD is the same recursion on the one-point data
 set ``x = √E[x²]``. A path stops at the first step where θ is non-finite or ``|θ| > bound``, and
 that step is reported.
@@ -26,7 +26,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from dyntools import rng, validation
+from dyntools import validation
+from dyntools.engine import rng
 
 # Columns of the per-path counters array.
 IN_BAND, BOUNCES, ENTRY, DIVERGED_AT = 0, 1, 2, 3
@@ -182,10 +183,11 @@ def simulate_toy(toy, eta: float, *, steps: int, paths: int = 1, theta0=0.5, see
     ``in_band``/``bounces``/``entry`` (P,) and ``etas``; ``status`` is "diverged" if any path
     diverged, else "converged" or "stabilized" from the late losses.
     """
-    from dyntools import recording, seeding
+    from dyntools.engine import record as recording
+    from dyntools.engine import streams
+    from dyntools.engine.progress import progress_bar
+    from dyntools.engine.result import RunResult, timed
     from dyntools.optim.schedules import Constant
-    from dyntools.progress import progress_bar
-    from dyntools.result import RunResult, timed
 
     timings: dict[str, float] = {}
     eta = validation.positive("eta", eta)
@@ -223,7 +225,7 @@ def simulate_toy(toy, eta: float, *, steps: int, paths: int = 1, theta0=0.5, see
     m2 = toy.second_moment
     eps0 = toy.eps0(eta)
     band_lo, band_hi = toy.band(eta)
-    state = seeding.path_states(seed, paths, *stream_key)
+    state = streams.path_states(seed, paths, *stream_key)
     counters = np.zeros((paths, 4), dtype=np.int64)
     counters[:, DIVERGED_AT] = -1
     theta_rec = np.full((paths, record_steps.size), np.nan)

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from dyntools import rng, seeding, validation
+from dyntools import validation
+from dyntools.engine import rng, streams
 from dyntools.optim.kernels import fused_step, init_state
 
 
@@ -70,7 +71,7 @@ class MLPClassifier:
     def init_params(self, seed: int, *key: int) -> np.ndarray:
         """PyTorch's ``nn.Linear`` default: ``W, b ~ U(−1/√fan_in, 1/√fan_in)``, from the
         xoshiro stream of ``(seed, *key)`` (so a sweep cell owns its initialization)."""
-        state = seeding.path_states(seed, 1, *key)
+        state = streams.path_states(seed, 1, *key)
         bounds = np.repeat([1.0 / np.sqrt(a) for a in self.sizes[:-1]],
                            [a * b + b for a, b in zip(self.sizes[:-1], self.sizes[1:])])
         theta = _uniform_pm(state, self.n_params) * bounds
@@ -96,7 +97,7 @@ def _uniform_pm_np(state: np.ndarray, n: int) -> np.ndarray:
 @njit(cache=True)
 def epoch_batches(state, n, steps, batch):
     """``int64[steps, batch]`` sample indices: consecutive chunks of a stream of random
-    permutations of ``0..n−1`` (Fisher–Yates with :func:`dyntools.rng.randbelow`), so every
+    permutations of ``0..n−1`` (Fisher–Yates with :func:`dyntools.engine.rng.randbelow`), so every
     epoch sees every point once."""
     out = np.empty((steps, batch), dtype=np.int64)
     perm = np.arange(n)

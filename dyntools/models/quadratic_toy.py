@@ -23,7 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dyntools import seeding, validation
+from dyntools import validation
+from dyntools.engine import streams
 
 #: Constants of the proposition (in units of θ*): the iterates end up alternating between
 #: (LOW, 1 − ε₀) and (1 − ε₀, HIGH), and the loss stays in (ε₀ θ*², BAND_HIGH θ*²).
@@ -50,7 +51,7 @@ class QuadraticToy:
         theta_star = validation.positive("theta_star", theta_star)
         x_min, x_max = _check_support(x_min, x_max)
         n = validation.count("n", n)
-        rng = np.random.Generator(np.random.PCG64(seeding.root_sequence(seed, 0x7A11)))
+        rng = np.random.Generator(np.random.PCG64(streams.root_sequence(seed, 0x7A11)))
         return cls(rng.uniform(x_min, x_max, size=n), theta_star, x_min, x_max)
 
     @classmethod

@@ -38,7 +38,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from dyntools import seeding, validation
+from dyntools import validation
+from dyntools.engine import streams
 
 # ------------------------------------------------------------------------------------------ layout
 
@@ -152,7 +153,7 @@ def init_gaussian(layout: Layout, scales, *, seed: int = 0, key: tuple[int, ...]
     scales = np.broadcast_to(np.asarray(scales, dtype=np.float64), (layout.n_layers,))
     for l, s in enumerate(scales):
         validation.non_negative(f"init scale of layer {l + 1}", float(s))
-    rng = np.random.Generator(np.random.PCG64(seeding.root_sequence(seed, _INIT_KEY, *key)))
+    rng = np.random.Generator(np.random.PCG64(streams.root_sequence(seed, _INIT_KEY, *key)))
     layers = []
     for l in range(layout.n_layers):
         W = scales[l] * rng.standard_normal((layout.widths[l + 1], layout.widths[l]))
@@ -168,7 +169,7 @@ def init_regression_1d(layout: Layout, scale: float, *, seed: int = 0,
     if layout.n_layers != 2 or layout.widths[0] != 1 or not layout.biases[0]:
         raise ValueError("Invalid layout: the 1-D regression init needs a two-layer network with d = 1 "
                          "and first-layer biases")
-    rng = np.random.Generator(np.random.PCG64(seeding.root_sequence(seed, _INIT_KEY + 1, *key)))
+    rng = np.random.Generator(np.random.PCG64(streams.root_sequence(seed, _INIT_KEY + 1, *key)))
     m = layout.widths[1]
     W1 = 2.5 * scale * rng.choice(np.array([-1.0, 1.0]), size=(m, 1))
     b1 = 2.5 * scale * rng.standard_normal(m)

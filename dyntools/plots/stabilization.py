@@ -10,7 +10,7 @@ import numpy as np
 from matplotlib.ticker import MaxNLocator
 
 from dyntools import plots
-from dyntools.result import RunResult
+from dyntools.engine.result import RunResult
 
 
 def loss_curves(result: RunResult, ax, max_paths: int = 8) -> None:

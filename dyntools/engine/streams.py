@@ -34,7 +34,7 @@ def path_generators(seed: int, n_paths: int, *key: int) -> list[np.random.Genera
 
 def path_states(seed: int, n_paths: int, *key: int) -> np.ndarray:
     """Initial xoshiro256** states (``uint64[n_paths, 4]``) for the compiled kernels,
-    one per path, each drawn from that path's SeedSequence (see :mod:`dyntools.rng`)."""
+    one per path, each drawn from that path's SeedSequence (see :mod:`dyntools.engine.rng`)."""
     states = np.empty((validation.count("paths", n_paths), 4), dtype=np.uint64)
     for i, seq in enumerate(path_sequences(seed, n_paths, *key)):
         state = seq.generate_state(4, dtype=np.uint64)

@@ -6,7 +6,7 @@ general-purpose choice for simulation (``numpy.random.SFC64``/``PCG64`` are not 
 numba on a per-path state array, which is what ``prange`` ensembles need).
 
 Each path owns one row of a ``uint64[P, 4]`` state array, seeded from that path's
-``SeedSequence`` (:func:`dyntools.seeding.path_states`), so a path's draws do not depend on
+``SeedSequence`` (:func:`dyntools.engine.streams.path_states`), so a path's draws do not depend on
 which thread ran it. The NumPy twins (``*_np``) advance many states at once with the same
 arithmetic and produce bitwise-identical streams; the tests hold the two together.
 

@@ -1,11 +1,11 @@
 """Gaussian increments for the SDE engine: a ziggurat normal on the per-path xoshiro streams.
 
-Why not :func:`dyntools.rng.normal`?  Box–Muller costs a ``log``, a ``sqrt`` and a ``cos`` per
+Why not :func:`dyntools.engine.rng.normal`?  Box–Muller costs a ``log``, a ``sqrt`` and a ``cos`` per
 normal (measured ≈ 45 ns per normal per core here), which makes drawing increments slower than
 NumPy's own ziggurat and the engine slower than a vectorized NumPy Euler–Maruyama. This module
 draws standard normals by the ziggurat method of Marsaglia & Tsang (2000, "The ziggurat method
 for generating random variables", J. Stat. Softw. 5(8)) with 256 layers, on the same
-xoshiro256** per-path streams (:func:`dyntools.rng.next_u64`):
+xoshiro256** per-path streams (:func:`dyntools.engine.rng.next_u64`):
 
 * one 64-bit draw ``u``: layer ``i = u & 255``, sign bit ``(u >> 8) & 1``, and a 53-bit uniform
   ``U = (u >> 11) 2⁻⁵³``; the candidate is ``z = U x_i``;
@@ -36,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from dyntools import rng
+from dyntools.engine import rng
 
 ZIG_R = 3.6541528853610088
 ZIG_V = 4.92867323399e-3
@@ -65,7 +65,7 @@ ZIG_XS = ZIG_X * _INV_2_53
 @njit(inline="always")
 def normal_reg(s0, s1, s2, s3):
     """Register form of :func:`normal`: ``(z, s0, s1, s2, s3)`` from a xoshiro256** state held in
-    local variables (see :func:`dyntools.rng.xoshiro_next`). The common case (≈ 98.8 %: one 64-bit
+    local variables (see :func:`dyntools.engine.rng.xoshiro_next`). The common case (≈ 98.8 %: one 64-bit
     draw, ``z < x_{i+1}``) is inlined into the caller's loop; the rest goes to :func:`_normal_slow`,
     which continues the same stream, so the draws are those of :func:`normal`."""
     u, s0, s1, s2, s3 = rng.xoshiro_next(s0, s1, s2, s3)
