@@ -1,0 +1,152 @@
+"""The numerical engine against golden arrays captured before the engine refactor (CLI cases).
+
+The cases, their argv and the capture live in ``tests/goldens/engine/make_engine_goldens.py``; each case
+is re-run in-process into ``tmp_path`` and every golden array is compared: integer/bool/string arrays
+exactly, float arrays bitwise (``np.array_equal(..., equal_nan=True)``) unless stated otherwise below.
+
+Deliberate differences are stated HERE, in one place, each with its reason:
+
+* ``RENAMES``: golden key -> key in the new run (``"<case>:<key>"`` for one case, or ``"<key>"`` for
+  every case). Keys are ``<result dir relative to --out>/<array name>``, e.g. ``./loss`` or
+  ``cells/cell_00003/curve``.
+* ``TOLERANT``: ``"<case>"`` or ``"<case>:<key>"`` -> relative tolerance, for floats whose order of
+  arithmetic changed (compared with ``|a - b| <= rtol * max(|a|, |b|)``, NaN/inf positions exact).
+* ``CHANGED``: ``"<case>"`` or ``"<case>:<key>"`` -> reason, for arrays that changed on purpose (e.g. a
+  random-stream key was re-assigned); they are skipped and the reason is printed. A whole-case entry (or
+  ``"<case>:status"``) also skips the check of the result statuses recorded in ``cases.json``.
+
+Arrays that are missing from the new run (after renames) fail; new extra arrays are allowed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+RENAMES: dict[str, str] = {}
+TOLERANT: dict[str, float] = {}
+CHANGED: dict[str, str] = {}
+
+GOLDEN_DIR = Path(__file__).parent / "goldens" / "engine"
+
+
+def _load_maker():
+    spec = importlib.util.spec_from_file_location("make_engine_goldens", GOLDEN_DIR / "make_engine_goldens.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+maker = _load_maker()
+CASE_NAMES = [name for name, _ in maker.CASES]
+
+
+def _lookup(table: dict, case: str, key: str):
+    """The entry for ``case:key``, else for ``case``, else ``None``."""
+    for k in (f"{case}:{key}", case):
+        if k in table:
+            return table[k]
+    return None
+
+
+def _renamed(case: str, key: str) -> str:
+    return RENAMES.get(f"{case}:{key}", RENAMES.get(key, key))
+
+
+def _describe(case: str, key: str, golden: np.ndarray, new: np.ndarray, mismatch: np.ndarray) -> str:
+    first = tuple(int(i) for i in np.argwhere(mismatch)[0]) if golden.ndim else ()
+    text = [f"{case}: array {key!r} differs at {int(mismatch.sum())} of {mismatch.size} entries; "
+            f"first differing index {first}: golden {golden[first].tolist()!r}, new {new[first].tolist()!r}"]
+    if np.issubdtype(golden.dtype, np.number) and not np.issubdtype(golden.dtype, np.bool_):
+        g, n = golden.astype(np.float64), new.astype(np.float64)
+        both = np.isfinite(g) & np.isfinite(n)
+        if both.any():
+            diff = np.abs(g - n)[both]
+            scale = np.maximum(np.abs(g), np.abs(n))[both]
+            rel = np.divide(diff, scale, out=np.zeros_like(diff), where=scale > 0)
+            text.append(f"max abs diff {diff.max():.3e}, max rel diff {rel.max():.3e} (finite entries)")
+        nonfinite = (~np.isfinite(g) | ~np.isfinite(n)) & mismatch
+        if nonfinite.any():
+            text.append(f"{int(nonfinite.sum())} differing entries involve NaN/inf")
+    return "; ".join(text)
+
+
+def compare_array(case: str, key: str, golden: np.ndarray, new: np.ndarray) -> str | None:
+    """``None`` when ``new`` matches ``golden`` (bitwise, or within the TOLERANT rtol); else a message."""
+    if golden.shape != new.shape:
+        return f"{case}: array {key!r} has shape {new.shape}, golden {golden.shape}"
+    if golden.dtype.kind != new.dtype.kind:
+        return f"{case}: array {key!r} has dtype {new.dtype}, golden {golden.dtype}"
+    if golden.dtype.kind in "fc":
+        rtol = _lookup(TOLERANT, case, key)
+        if rtol is None:
+            if np.array_equal(golden, new, equal_nan=True):
+                return None
+            mismatch = ~((golden == new) | (np.isnan(golden) & np.isnan(new)))
+        else:
+            with np.errstate(invalid="ignore", over="ignore"):
+                close = np.abs(golden - new) <= rtol * np.maximum(np.abs(golden), np.abs(new))
+            same_nonfinite = np.array_equal(~np.isfinite(golden), ~np.isfinite(new)) and np.array_equal(
+                golden[~np.isfinite(golden)], new[~np.isfinite(new)], equal_nan=True)
+            close |= ~np.isfinite(golden) & ~np.isfinite(new)
+            if same_nonfinite and close.all():
+                return None
+            mismatch = ~close | (np.isfinite(golden) != np.isfinite(new))
+            return _describe(case, key, golden, new, mismatch) + f" (tolerance rtol={rtol:g})"
+    else:
+        if np.array_equal(golden, new):
+            return None
+        mismatch = golden != new
+    return _describe(case, key, golden, new, np.asarray(mismatch))
+
+
+def compare_case(case: str, golden: dict[str, np.ndarray], new: dict[str, np.ndarray]) -> tuple[list, list]:
+    """(failure messages, skipped-with-reason messages) for one case."""
+    failures, skipped = [], []
+    for key in sorted(golden):
+        reason = _lookup(CHANGED, case, key)
+        if reason is not None:
+            skipped.append(f"{case}: {key} skipped (CHANGED: {reason})")
+            continue
+        new_key = _renamed(case, key)
+        if new_key not in new:
+            failures.append(f"{case}: golden array {key!r} is missing from the new run"
+                            + (f" (renamed to {new_key!r})" if new_key != key else ""))
+            continue
+        message = compare_array(case, key, golden[key], new[new_key])
+        if message is not None:
+            failures.append(message)
+    return failures, skipped
+
+
+def load_golden(case: str) -> dict[str, np.ndarray]:
+    with np.load(GOLDEN_DIR / f"{case}.npz", allow_pickle=False) as z:
+        return {k: z[k] for k in z.files}
+
+
+def test_cases_file_matches_the_case_list():
+    cases = json.loads((GOLDEN_DIR / "cases.json").read_text(encoding="utf-8"))
+    assert list(cases) == CASE_NAMES
+    for name, argv in maker.CASES:
+        assert cases[name]["argv"] == argv, f"{name}: argv changed since the goldens were captured"
+
+
+@pytest.mark.parametrize("case", CASE_NAMES)
+def test_engine_golden(case, tmp_path, capsys):
+    golden = load_golden(case)
+    new, statuses = maker.run_case(case, tmp_path)
+    failures, skipped = compare_case(case, golden, new)
+    if skipped:
+        with capsys.disabled():
+            print("\n" + "\n".join(skipped))
+    expected_status = json.loads((GOLDEN_DIR / "cases.json").read_text(encoding="utf-8"))[case]["status"]
+    if not _lookup(CHANGED, case, "status"):
+        for directory, status in expected_status.items():
+            if statuses.get(directory) != status:
+                failures.append(f"{case}: result {directory!r} has status {statuses.get(directory)!r}, "
+                                f"golden {status!r}")
+    assert not failures, "\n".join(failures)
