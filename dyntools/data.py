@@ -15,7 +15,7 @@ from dyntools.engine import streams
 
 # ------------------------------------------------------------------ sparse regression (seed 004)
 
-_SPARSE_REGRESSION_KEY = 0x5EA1
+_SPARSE_REGRESSION_KEY = streams.KEYS["data.sparse-regression"]
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ def sparse_regression(n: int = 80, d: int = 200, r: int = 20, *, n_test: int = 1
 
 # ------------------------------------------------ ReLU-network regression (issue 7, seed 004)
 
-_TEACHER_KEY = 0x7EAC
+_TEACHER_KEY = streams.KEYS["data.teacher"]
 
 #: Inputs and labels of the paper's 1-D regression task (12 points).
 REGRESSION_1D_X = (np.arange(12) - 5.5) / 4.0 + 0.07
@@ -139,7 +139,7 @@ def teacher_student(n: int, d: int, teacher_hidden, *, n_test: int = 1000, seed:
 
 # ------------------------------------------------------------------ interleaved spirals (seed 001)
 
-_SPIRALS_KEY = 0x5917
+_SPIRALS_KEY = streams.KEYS["data.spirals"]
 
 
 @dataclass(frozen=True)

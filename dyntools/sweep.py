@@ -81,7 +81,7 @@ def resolve(path: str) -> Callable:
 def run_cell(cell_fn: str, config: dict, cell: dict, seed: int, index: int) -> dict:
     """Executed on the workers: import and call the cell function."""
     out = dict(resolve(cell_fn)(config, cell, seed, index))
-    out.setdefault("status", "ok")
+    out.setdefault("status", "completed")
     out.setdefault("message", "")
     return out
 
@@ -288,9 +288,10 @@ def demo_cell(config: dict, cell: dict, seed: int, index: int) -> dict:
     own stream, after sleeping ``cell["sleep"]`` seconds; ``cell["diverge"]`` marks it diverged."""
     from dyntools.engine import streams
 
-    x = streams.path_generators(seed, 1, 0xD3, index)[0].standard_normal(int(config.get("size", 4)))
+    gen = streams.path_generators(seed, 1, streams.KEYS["sweep.demo"], index)[0]
+    x = gen.standard_normal(int(config.get("size", 4)))
     time.sleep(float(cell.get("sleep", 0.0)))
     if cell.get("diverge"):
         return {"x": np.full_like(x, np.nan), "pid": os.getpid(), "status": "diverged",
                 "message": "diverged at step 0"}
-    return {"x": x, "pid": os.getpid(), "status": "ok", "message": ""}
+    return {"x": x, "pid": os.getpid(), "status": "completed", "message": ""}

@@ -28,7 +28,7 @@ from dyntools.optim import schedules as S
 
 KIND = "adamw-grid"
 TITLE = "AdamW vs Adam+L2: (learning rate, weight decay) heatmaps on the spirals (seed 001)"
-KEY = 0xADA3
+KEY = streams.KEYS["sweep.adamw-grid"]
 SCHEDULES = ("constant", "cosine", "warmup-cosine", "sgdr", "plateau")
 DATASETS = ("spirals", "digits")
 DEFAULT_RANGES = {  # (lr range, wd range) per optimizer family, log-spaced
@@ -214,7 +214,7 @@ def train_cell(config: dict, cell: dict, seed: int, index: int) -> dict:
     sizes, offs = model.sizes_array, model.offsets
     out["train_loss"], out["train_acc"] = M.evaluate(theta, sizes, offs, d.X, d.y)
     out["val_loss"], out["val_acc"] = M.evaluate(theta, sizes, offs, d.X_val, d.y_val)
-    out.update(status="ok", message="trained")
+    out.update(status="completed", message="trained")
     return out
 
 

@@ -25,7 +25,7 @@ def test_simulate_gbm_milstein_then_plot(tmp_path):
                    "--out", str(out), "--json")
     assert proc.returncode == 0, proc.stderr
     summary = json.loads(proc.stdout)
-    assert summary["status"] == "ok" and summary["kind"] == "sde"
+    assert summary["status"] == "completed" and summary["kind"] == "sde"
     res = store.load(out)
     assert res["x"].shape == (50, 101, 1) and res.config["scheme"] == "milstein"
     proc = run_cli("plot", str(out), "--format", "png")

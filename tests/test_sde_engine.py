@@ -54,7 +54,7 @@ def test_builtin_kernel_equals_numpy_twin(model, scheme, dim):
     a = solve(sde, 0.8, **kw)
     b = solve(sde, 0.8, kernel="numpy", **kw)
     assert np.array_equal(a["x"], b["x"]) and np.array_equal(a["W"], b["W"])
-    assert a.status == "ok" and np.isfinite(a["x"]).all()
+    assert a.status == "completed" and np.isfinite(a["x"]).all()
 
 
 @pytest.mark.parametrize("substeps,scheme", [(1, "em"), (2, "milstein")])

@@ -98,7 +98,7 @@ def test_killed_sweep_resumes(tmp_path):
 
 def test_diverged_cell_is_a_result_not_an_error(tmp_path):
     res = sweep.run_sweep(demo_spec(n=4, diverge=(2,)), tmp_path / "d", workers=1)
-    assert [c["status"] for c in res.cells] == ["ok", "ok", "diverged", "ok"]
+    assert [c["status"] for c in res.cells] == ["completed", "completed", "diverged", "completed"]
     assert res.cells[2]["message"] == "diverged at step 0"
 
 

@@ -74,7 +74,7 @@ def _setup(n_paths, steps, records, seed=0):
     P = n_paths
     args = dict(
         U=np.full((P, d), 0.1), V=np.zeros((P, d)), MU=np.zeros((P, d)), MV=np.zeros((P, d)),
-        state=streams.path_states(seed, P, 0xBE7C), diverged_at=np.full(P, -1, dtype=np.int64),
+        state=streams.path_states(seed, P, streams.KEYS["bench"]), diverged_at=np.full(P, -1, dtype=np.int64),
         perm=np.tile(np.arange(80, dtype=np.int64), (P, 1)), pos=np.full(P, 80, dtype=np.int64),
         Xs=np.stack([ds.X for ds in datasets]), ys=np.stack([ds.y for ds in datasets]),
         **dict(zip(("Rtr", "ztr", "ctr"), stacked_factors([(ds.X, ds.y) for ds in datasets]))),

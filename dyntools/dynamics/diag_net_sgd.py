@@ -36,7 +36,7 @@ import numpy as np
 from numba import njit
 
 from dyntools import validation
-from dyntools.engine import rng
+from dyntools.engine import rng, streams
 
 FULL, REPLACE, SHUFFLE = 0, 1, 2
 MODES = {"gd": FULL, "sgd": REPLACE, "sgd-noreplace": SHUFFLE}
@@ -714,8 +714,8 @@ def check_data(X, y, xname: str = "X", yname: str = "y") -> None:
                          f"the {X.shape[0]} rows of {xname}")
 
 
-_INIT_KEY = 0xD1A6
-_SGD_KEY = 0xD1A7
+_INIT_KEY = streams.KEYS["diag-net.init"]
+_SGD_KEY = streams.KEYS["diag-net.sampling"]
 
 
 def recorded_metrics(u_rec, v_rec, Xs, data_of, beta_stars, *, rank_threshold=RANK_THRESHOLD,

@@ -26,10 +26,10 @@ import numpy as np
 from numba import njit, prange
 
 from dyntools import validation
-from dyntools.engine import rng
+from dyntools.engine import rng, streams
 from dyntools.models.relu_net import Layout, _buffers, backward, forward, forward_np, jacobian
 
-_STREAM_KEY = 0x5E1
+_STREAM_KEY = streams.KEYS["mlp.sampling"]
 
 
 @njit(cache=True)

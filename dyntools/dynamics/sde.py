@@ -510,7 +510,7 @@ def solve(sde: SDE, x0, *, t1: float, h: float, t0: float = 0.0, paths: int = 1,
     kernel : "numba" (parallel over paths) or "numpy" (the twin)
 
     Returns a :class:`RunResult` of kind ``"sde"``: arrays ``t`` (K,), ``x`` (paths, K, p),
-    ``stopped_at`` (paths,) step index (−1: never) and ``stopped_time``; status "ok" or "diverged".
+    ``stopped_at`` (paths,) step index (−1: never) and ``stopped_time``; status "completed" or "diverged".
     """
     timings: dict[str, float] = {}
     h = validation.positive("h", h)
@@ -547,7 +547,7 @@ def solve(sde: SDE, x0, *, t1: float, h: float, t0: float = 0.0, paths: int = 1,
                                        f"(first at t = {first:g}); "
                                        "they were stopped and their later values are NaN")
     else:
-        status, message = "ok", f"{paths} paths integrated to t = {t1:g} with {scheme} (h = {h:g})"
+        status, message = "completed", f"{paths} paths integrated to t = {t1:g} with {scheme} (h = {h:g})"
     arrays = {"t": times, "x": out, "stopped_at": stopped,
               "stopped_time": np.where(stopped >= 0, t0 + stopped * h, np.nan)}
     if record_brownian:

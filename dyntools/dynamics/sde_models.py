@@ -525,7 +525,7 @@ def simulate_diag_net(data, *, eta: float, delta: float, tau: float, h: float | 
         status, message = "diverged", (f"{n_bad} of {paths} paths blew up (|u|, |v| > {bound:g}; first at "
                                        f"tau = {first:g}); they were stopped")
     else:
-        status, message = "ok", f"{paths} {method.upper()} paths to tau = {step_tau[-1]:g} ({n_steps} steps)"
+        status, message = "completed", f"{paths} {method.upper()} paths to tau = {step_tau[-1]:g} ({n_steps} steps)"
     arrays = {"tau": step_tau[save_steps], "loss": loss_out, "stopped_at": stopped,
               "beta_star": data.beta_star, "X": X, "y": y}
     if record_params:

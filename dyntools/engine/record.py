@@ -1,4 +1,4 @@
-"""Which steps a long run records.
+"""Which steps a long run records, and the compiled test "is this step recorded".
 
 Runs never keep every step: they record at a sorted array of step numbers (step 0 is the
 initial point, step ``t`` the iterate after ``t`` updates). Memory is then
@@ -8,8 +8,26 @@ O(records × paths), independent of the number of steps.
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from dyntools import validation
+
+
+@njit(inline="always")
+def due(record_steps, k, t):
+    """Is step ``t`` the next recording? ``k`` is the index of the next unwritten recording
+    (start it at ``np.searchsorted(record_steps, t0)``; advance it after each recording)."""
+    return k < record_steps.shape[0] and record_steps[k] == t
+
+
+def due_np(record_steps, k: int, t: int) -> bool:
+    """NumPy twin of :func:`due`."""
+    return bool(k < record_steps.shape[0] and record_steps[k] == t)
+
+
+def start_index(record_steps, t0: int) -> int:
+    """Index of the first recording at or after step ``t0`` (where a chunk starting at ``t0`` resumes)."""
+    return int(np.searchsorted(record_steps, t0))
 
 
 def linear_grid(steps: int, records: int) -> np.ndarray:

@@ -1,10 +1,23 @@
-"""The one object a run returns.
+"""The one object a run returns, and the one status vocabulary.
 
 In the spirit of ``scipy.optimize.OptimizeResult`` and ``solve_ivp``'s result: the inputs
 (``config``), the outputs (``arrays``, plus scalar ``summary`` numbers), and an explicit
-``status``/``message`` pair ("stabilized", "diverged at step k", …) so that no failure is a
-silent NaN. ``kind`` names the model/experiment, which is how :mod:`dyntools.plots` and
-:mod:`dyntools.store` know what they are holding.
+``status``/``message`` pair so that no failure is a silent NaN. ``kind`` names the
+model/experiment, which is how :mod:`dyntools.plots` and :mod:`dyntools.store` know what they hold.
+
+Statuses (:data:`STATUSES`; every runner uses these words and no others):
+
+=============  ==================================================================================
+converged      every path reached its target (loss below the model's tolerance)
+stabilized     no path diverged and the loss neither converged nor diverged (it stays in a band)
+diverged       at least one path diverged: ``diverged_at`` holds the step (see :mod:`.guard`)
+completed      the run finished without divergence; it makes no claim of convergence
+failed         the run finished but a check it was asked to make does not hold (e.g. a fitted
+               convergence order outside its tolerance); the message says which
+=============  ==================================================================================
+
+Messages come from :data:`MESSAGES` through :func:`message`, so the same situation reads the same
+in every runner.
 """
 
 from __future__ import annotations
@@ -17,6 +30,47 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+STATUSES = ("converged", "stabilized", "diverged", "completed", "failed")
+
+#: The sentence of each status; ``{…}`` fields are filled by :func:`message`.
+MESSAGES = {
+    "converged": "all {paths} {what} converged ({detail})",
+    "stabilized": "loss neither converged nor diverged after {steps} steps: {detail}",
+    "diverged": "{diverged} of {paths} {what} diverged (first at step {first}){detail}",
+    "completed": "{paths} {what} finished: {detail}",
+    "failed": "check failed: {detail}",
+}
+
+#: Words written by dyntools before the vocabulary was fixed, read back as these statuses.
+LEGACY_STATUSES = {"ok": "completed", "verified": "completed", "order-mismatch": "failed",
+                   "shrinking": "completed", "not-shrinking": "completed", "sparse-recovery": "completed",
+                   "no-recovery": "completed"}
+
+
+def message(status: str, **fields) -> str:
+    """The one sentence for ``status`` (see :data:`MESSAGES`), with ``fields`` filled in.
+
+    ``what`` defaults to "paths" and ``detail`` to "" (for "diverged", a non-empty detail is
+    appended after an em dash)."""
+    if status not in MESSAGES:
+        raise ValueError(f"Invalid status: {status!r} (expected one of {', '.join(STATUSES)})")
+    fields.setdefault("what", "paths")
+    detail = fields.get("detail", "")
+    if status == "diverged":
+        fields["detail"] = f" — {detail}" if detail else ""
+    else:
+        fields.setdefault("detail", "")
+    return MESSAGES[status].format(**fields)
+
+
+def check_status(status: str) -> str:
+    """``status`` if it is one of :data:`STATUSES` (legacy words are translated), else ``ValueError``."""
+    status = LEGACY_STATUSES.get(status, status)
+    if status not in STATUSES:
+        raise ValueError(f"Invalid status: {status!r} (expected one of {', '.join(STATUSES)})")
+    return status
+
 
 _TRACKED_PACKAGES = ("dyntools", "numpy", "scipy", "numba", "sympy", "matplotlib")
 
@@ -41,7 +95,7 @@ class RunResult:
     kind : str            what was run, e.g. ``"stabilization"``
     config : dict         every parameter needed to run it again (JSON-serializable)
     arrays : dict         named NumPy arrays (recorded steps, iterates, losses, …)
-    status : str          a short machine-readable word: "stabilized", "converged", "diverged", …
+    status : str          one of :data:`STATUSES`
     message : str         one human sentence explaining the status
     seed : int | None     the root seed (``None`` for deterministic runs)
     summary : dict        scalar results (JSON-serializable)
@@ -58,6 +112,9 @@ class RunResult:
     summary: dict[str, Any] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
     versions: dict[str, str] = field(default_factory=package_versions)
+
+    def __post_init__(self):
+        self.status = check_status(self.status) if self.status else self.status
 
     def __getitem__(self, name: str) -> np.ndarray:
         return self.arrays[name]

@@ -1,8 +1,14 @@
-"""Explicit, worker-independent randomness.
+"""Explicit, worker-independent randomness, and the one table of stream keys.
 
 One ``numpy.random.SeedSequence`` built from the user's seed is spawned into one child per
-path (or per grid cell). A path's stream depends only on (seed, path index), never on how many
-workers or chunks computed it, so the same seed gives bitwise-identical arrays.
+path (or per grid cell). A path's stream depends only on (seed, purpose, path index), never on how
+many workers or chunks computed it, so the same seed gives bitwise-identical arrays.
+
+Every *purpose* that draws random numbers (an initialization, a sampler, label noise, Brownian
+increments, a data set, …) has its own key word in :data:`KEYS`, the only place key numbers are
+written: its streams are ``SeedSequence(seed, spawn_key=(KEYS[purpose], …, path))``, so two purposes
+never share a stream for the same seed. ``tests/test_engine.py`` checks that no two purposes share
+a key and that no module outside the engine writes one.
 """
 
 from __future__ import annotations
@@ -10,6 +16,33 @@ from __future__ import annotations
 import numpy as np
 
 from dyntools import validation
+
+#: purpose → SeedSequence key word (unique). Values are kept from earlier versions where a
+#: purpose owned one, so that results stay reproducible across versions.
+KEYS: dict[str, int] = {
+    "toy.data": 0x7A11,              # samples x_i of the quadratic toy
+    "toy.sampling": 0x7A12,          # the toy's SGD sample indices
+    "diag-net.init": 0xD1A6,         # Gaussian initializations of diagonal networks
+    "diag-net.sampling": 0xD1A7,     # SGD indices and label noise of diagonal networks
+    "mlp.init": 0x4E11,              # MLP initializations (Gaussian scheme)
+    "mlp.init-1d": 0x4E12,           # MLP initialization of the 1-D regression network
+    "mlp.sampling": 0x05E1,          # MLP SGD sample indices
+    "data.sparse-regression": 0x5EA1,
+    "data.teacher": 0x7EAC,
+    "data.spirals": 0x5917,
+    "sde.brownian": 0xB20A,          # Brownian increments of dyntools.dynamics.sde.solve
+    "sde.label-noise": 0xB20B,       # Brownian increments of the label-noise SDE / GD with label noise
+    "sweep.adamw-grid": 0xADA3,      # cells of the (lr, weight decay) heatmap sweep
+    "sweep.demo": 0xD3,              # the sweep machinery's own test cell
+    "bench": 0xBE7C,                 # benchmark inputs
+}
+
+
+def key(purpose: str) -> int:
+    """The key word of ``purpose`` (``ValueError`` listing the purposes otherwise)."""
+    if purpose not in KEYS:
+        raise ValueError(f"Invalid stream purpose: {purpose!r} (expected one of {', '.join(KEYS)})")
+    return KEYS[purpose]
 
 
 def root_sequence(seed: int, *key: int) -> np.random.SeedSequence:

@@ -51,7 +51,7 @@ class QuadraticToy:
         theta_star = validation.positive("theta_star", theta_star)
         x_min, x_max = _check_support(x_min, x_max)
         n = validation.count("n", n)
-        rng = np.random.Generator(np.random.PCG64(streams.root_sequence(seed, 0x7A11)))
+        rng = np.random.Generator(np.random.PCG64(streams.root_sequence(seed, streams.KEYS["toy.data"])))
         return cls(rng.uniform(x_min, x_max, size=n), theta_star, x_min, x_max)
 
     @classmethod

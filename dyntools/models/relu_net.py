@@ -144,7 +144,7 @@ class Layout:
 
 # ----------------------------------------------------------------------------------- initializations
 
-_INIT_KEY = 0x4E11
+_INIT_KEY = streams.KEYS["mlp.init"]
 
 
 def init_gaussian(layout: Layout, scales, *, seed: int = 0, key: tuple[int, ...] = ()) -> np.ndarray:
@@ -169,7 +169,7 @@ def init_regression_1d(layout: Layout, scale: float, *, seed: int = 0,
     if layout.n_layers != 2 or layout.widths[0] != 1 or not layout.biases[0]:
         raise ValueError("Invalid layout: the 1-D regression init needs a two-layer network with d = 1 "
                          "and first-layer biases")
-    rng = np.random.Generator(np.random.PCG64(streams.root_sequence(seed, _INIT_KEY + 1, *key)))
+    rng = np.random.Generator(np.random.PCG64(streams.root_sequence(seed, streams.KEYS["mlp.init-1d"], *key)))
     m = layout.widths[1]
     W1 = 2.5 * scale * rng.choice(np.array([-1.0, 1.0]), size=(m, 1))
     b1 = 2.5 * scale * rng.standard_normal(m)

@@ -1,0 +1,59 @@
+"""The one divergence rule.
+
+A path *diverges* at the first step ``t`` whose parameters are non-finite or whose size is beyond
+the run's ``bound``. Step ``t`` is the iterate after ``t`` updates (step 0 is the initial point), so
+an update made in loop iteration ``t`` (``θ_t → θ_{t+1}``) that blows up reports ``diverged_at =
+t + 1``; :data:`NEVER` (−1) means the path never diverged. Every runner records this convention
+in an ``int64`` array ``diverged_at`` (one entry per path) and stops the path there: its later
+recordings stay NaN.
+
+The *size* is what each model states in its docstring (``|θ|`` for the quadratic toy,
+``‖u‖₁ + ‖v‖₁`` for diagonal networks, ``|r_i|`` of the residuals for MLPs, ``|x_i|`` for SDEs); the
+test is always ``not size <= bound``, which is also true for NaN (a NaN size fails every comparison),
+so non-finite parameters are caught by the same test without a separate ``isfinite``.
+
+:func:`default_bound` is the one default: ``factor`` (10⁶) times the size at the start, floored at
+``factor`` itself (a run starting at 0 still has a finite bound).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+#: ``diverged_at`` of a path that never diverged.
+NEVER = -1
+#: Default ratio of the bound to the starting size.
+FACTOR = 1e6
+
+
+@njit(inline="always")
+def beyond(size, bound):
+    """True when ``size`` is NaN or larger than ``bound`` (compiled; see the module docstring)."""
+    return not size <= bound
+
+
+def beyond_np(size, bound) -> np.ndarray:
+    """NumPy twin of :func:`beyond`, elementwise."""
+    with np.errstate(invalid="ignore"):
+        return ~(np.asarray(size) <= bound)
+
+
+def default_bound(start_size: float, factor: float = FACTOR) -> float:
+    """``factor · max(start_size, 1)``: the bound a runner uses when none is given."""
+    start_size = float(start_size)
+    if not np.isfinite(start_size):
+        raise ValueError(f"Invalid start: the initial parameters have a non-finite size ({start_size})")
+    return factor * max(start_size, 1.0)
+
+
+def alive(diverged_at: np.ndarray) -> np.ndarray:
+    """Mask of the paths that never diverged."""
+    return np.asarray(diverged_at) == NEVER
+
+
+def summary(diverged_at: np.ndarray) -> dict:
+    """``{"diverged": count, "first": earliest step or None}`` over all paths."""
+    div = np.asarray(diverged_at)
+    bad = div[div != NEVER]
+    return {"diverged": int(bad.size), "first": int(bad.min()) if bad.size else None}
