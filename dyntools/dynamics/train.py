@@ -355,7 +355,10 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
 
 
 def _recorded_loss(model, theta_rec, Xs, ys, data_of) -> np.ndarray:
-    """Full-data loss at every recording (NaN where nothing was recorded)."""
+    """Full-data loss at every recording (NaN where nothing was recorded); a model may evaluate them
+    all at once (``model.recorded_loss``)."""
+    if hasattr(model, "recorded_loss"):
+        return model.recorded_loss(theta_rec, Xs, ys, data_of)
     P, K, _ = theta_rec.shape
     out = np.full((P, K), np.nan)
     for p in range(P):

@@ -259,3 +259,53 @@ class DiagNet(Model):
 
     def jacobian(self, theta, X):
         return jacobian(theta[:self.d], theta[self.d:], X)
+
+    def recorded_loss(self, theta_rec, Xs, ys, data_of):
+        """The loss at every recording, in the factored form of :func:`loss_factor` (compiled)."""
+        factors = [loss_factor(X, y) for X, y in zip(Xs, ys)]
+        RT = np.ascontiguousarray(np.stack([f[0].T for f in factors]))
+        z = np.ascontiguousarray(np.stack([f[1] for f in factors]))
+        c = np.array([f[2] for f in factors])
+        return factored_losses(theta_rec, RT, z, c, np.asarray(data_of, dtype=np.int64))
+
+    def fast_path(self, setting):
+        from dyntools.dynamics.fast import diag_net as fast
+
+        return fast.advance if fast.applies(setting) else None
+
+
+@njit(cache=True, fastmath=FASTMATH)
+def factored_loss(RT, z, c, beta):
+    """``½(‖Rβ − z‖² + c)`` with ``RT = Rᵀ`` (d × k, R upper trapezoidal): the loss ``‖Xβ − y‖²/(2m)``
+    of :func:`loss_factor` in about k·d − k²/2 multiply–adds, accumulated column by column
+    (``q += β_j R[:, j]``, contiguous in ``RT``) so that the loop vectorizes."""
+    d, k = RT.shape
+    q = np.empty(k)
+    for i in range(k):
+        q[i] = -z[i]
+    for j in range(d):
+        bj = beta[j]
+        for i in range(min(j + 1, k)):
+            q[i] += RT[j, i] * bj
+    tot = 0.0
+    for i in range(k):
+        tot += q[i] * q[i]
+    return 0.5 * (tot + c)
+
+
+@njit(cache=True, fastmath=FASTMATH)
+def factored_losses(theta_rec, RT, z, c, data_of):
+    """:func:`factored_loss` at every recording ``theta_rec[p, k] = [u; v]`` (NaN rows stay NaN)."""
+    P, K, p2 = theta_rec.shape
+    d = p2 // 2
+    out = np.full((P, K), np.nan)
+    beta = np.empty(d)
+    for p in range(P):
+        s = data_of[p]
+        for k in range(K):
+            if not np.isfinite(theta_rec[p, k, 0]):
+                continue
+            for j in range(d):
+                beta[j] = theta_rec[p, k, j] * theta_rec[p, k, d + j]
+            out[p, k] = factored_loss(RT[s], z[s], c[s], beta)
+    return out
