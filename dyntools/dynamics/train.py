@@ -350,6 +350,8 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
               "label_noise": label_noise, "seeds": S, "bound": bound, "records": int(K),
               "common_stream": bool(common_stream), "replayed": indices is not None, "kernel": kernel,
               "path": "tuned" if tuned is not None else "generic"}
+    for name, extra in getattr(tuned, "extras", {}).items():        # per-path arrays of a tuned loop
+        arrays[name] = shape(extra)
     summary = {"paths": P, **guard.summary(diverged_at)}
     return RunResult("train", config, arrays, status, message, seed=seed, summary=summary, timings=timings)
 
