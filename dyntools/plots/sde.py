@@ -50,7 +50,10 @@ def paths_figure(result, out_dir, formats):
     ax.set_ylabel("X_t" if result.config["model"] != "toy" else "θ_τ (toy)")
     ax.set_title(f"{result.config['model']}: h = {result.config['h']:g}, {result.status}")
     ax.legend(loc="best")
-    return plots.save(fig, out_dir, f"sde_{result.config['model']}_paths", formats)
+    model = result.config.get("model")
+    if model not in ("gbm", "ou", "toy", "diag-net"):                # a name from the file: a fixed set
+        raise ValueError(f"Invalid result: config.model {model!r} is not an SDE model of dyntools")
+    return plots.save(fig, out_dir, f"sde_{model}_paths", formats)
 
 
 def convergence_figure(result, out_dir, formats):
@@ -118,6 +121,8 @@ def diag_net_figure(result, out_dir, formats):
         ax.set_xlabel("SDE time τ")
         ax.set_ylabel("|β_j| (path 0)")
         ax.legend()
+    if cfg.get("method") not in ("sgd", "sde"):
+        raise ValueError(f"Invalid result: config.method {cfg.get('method')!r} is not sgd or sde")
     return plots.save(fig, out_dir, f"sde_diag_net_{cfg['method']}", formats)
 
 
