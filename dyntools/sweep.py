@@ -263,8 +263,23 @@ def run_sweep(spec: SweepSpec, out: str | os.PathLike, *, workers: int | None = 
     return SweepOutcome(cells, len(todo), len(done), backend, time.perf_counter() - start)
 
 
+def _exit_with_parent(parent: int, period: float = 0.5) -> None:
+    """Pool-worker initializer: a daemon thread ends this process when ``parent`` is gone (the driver was
+    killed, e.g. SIGKILL): a worker never outlives its sweep."""
+    import threading
+
+    def watch():
+        while True:
+            time.sleep(period)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="dyntools-parent-watch", daemon=True).start()
+
+
 def _run_local(spec, out, todo, bar, workers):
-    pool = ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=get_context("spawn"))
+    pool = ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=get_context("spawn"),
+                               initializer=_exit_with_parent, initargs=(os.getpid(),))
     try:
         futures = {pool.submit(run_cell, spec.cell_fn, spec.config, spec.cells[i], spec.seed, i): i
                    for i in todo}

@@ -96,6 +96,32 @@ def test_killed_sweep_resumes(tmp_path):
     same_cells(resumed.cells, sweep.run_sweep(demo_spec(n=12), tmp_path / "ref", workers=1).cells)
 
 
+def test_workers_exit_when_the_driver_is_killed(tmp_path):
+    """SIGKILL of a local sweep (2 worker processes): its workers notice and exit within seconds."""
+    out = tmp_path / "orphans"
+    code = ("from dyntools import sweep; import os, sys; "
+            "cells=[{'sleep': 0.5} for _ in range(40)]; "
+            "sweep.run_sweep(sweep.SweepSpec('demo', 'dyntools.sweep:demo_cell', {'size': 4}, cells, 3), "
+            f"{str(out)!r}, workers=2)")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-c", code], env=env)
+    deadline = time.time() + 90
+    while time.time() < deadline and not ((out / "cells").exists() and len(cell_files(out)) >= 2):
+        time.sleep(0.05)
+    children = [int(p) for p in subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True,
+                                               text=True).stdout.split()]
+    assert children, "the sweep should run worker processes"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    deadline = time.time() + 10
+    alive = children
+    while time.time() < deadline and alive:
+        time.sleep(0.2)
+        alive = [p for p in alive if os.path.exists(f"/proc/{p}") and
+                 "Z" not in open(f"/proc/{p}/stat").read().split(")")[-1].split()[0]]
+    assert not alive, f"worker processes outlived their sweep: {alive}"
+
+
 def test_diverged_cell_is_a_result_not_an_error(tmp_path):
     res = sweep.run_sweep(demo_spec(n=4, diverge=(2,)), tmp_path / "d", workers=1)
     assert [c["status"] for c in res.cells] == ["completed", "completed", "diverged", "completed"]
