@@ -51,18 +51,33 @@ def check_writable(path: str | os.PathLike) -> Path:
     """Fail early (before any work) if ``path`` cannot become a result directory.
 
     ``path`` may be an existing result directory (it will be replaced), an empty directory,
-    or a new name inside a writable directory.
+    or a new name inside a writable directory. Refused with one line naming ``--out``: an empty
+    path, the current directory or a root, a name longer than the file system allows, a dangling
+    symbolic link or a link loop, a file, a foreign non-empty directory, an unwritable place.
     """
+    if str(path).strip() == "":
+        raise StoreError("Invalid --out: empty path (name a directory to write)")
     path = Path(path)
-    if path.exists():
-        if not path.is_dir():
-            raise StoreError(f"Invalid --out: {path} exists and is not a directory")
-        if any(path.iterdir()) and not (path / META_FILE).exists() and not (path / "report.md").exists():
-            raise StoreError(f"Invalid --out: {path} is a non-empty directory that dyntools did not write")
-    parent = path.resolve().parent
-    probe_dir = parent
-    while not probe_dir.exists():
-        probe_dir = probe_dir.parent
+    try:
+        resolved = path.resolve()
+        if resolved == Path.cwd().resolve() or resolved.parent == resolved:
+            raise StoreError(f"Invalid --out: {str(path)!r} is the current directory or a root; name a new "
+                             "directory inside it")
+        for part in resolved.parts[1:]:
+            if len(os.fsencode(part)) > 255:
+                raise StoreError(f"Invalid --out: a path component of {path} is longer than 255 bytes")
+        if path.is_symlink() and not path.exists():
+            raise StoreError(f"Invalid --out: {path} is a dangling symbolic link")
+        if path.exists():
+            if not path.is_dir():
+                raise StoreError(f"Invalid --out: {path} exists and is not a directory")
+            if any(path.iterdir()) and not (path / META_FILE).exists() and not (path / "report.md").exists():
+                raise StoreError(f"Invalid --out: {path} is a non-empty directory that dyntools did not write")
+        probe_dir = resolved.parent
+        while not probe_dir.exists():
+            probe_dir = probe_dir.parent
+    except (OSError, RuntimeError) as exc:      # a link loop, a permission error on the way …
+        raise StoreError(f"Invalid --out: cannot use {path} ({getattr(exc, 'strerror', None) or exc})") from None
     if not probe_dir.is_dir():
         raise StoreError(f"Invalid --out: {path} lies below {probe_dir}, which is not a directory")
     if not os.access(probe_dir, os.W_OK | os.X_OK):
@@ -94,14 +109,22 @@ class _AtomicDirectory:
     def __exit__(self, exc_type, exc, tb):
         if exc_type is not None:
             shutil.rmtree(self.tmp, ignore_errors=True)
+            if isinstance(exc, OSError):          # a full disk, a quota …: one line, nothing left behind
+                raise StoreError(f"Cannot write {self.target}: {exc.strerror or exc}") from None
             return False
-        fsync_tree(self.tmp)
         old = None
-        if self.target.exists():
-            old = self.target.with_name(f".{self.target.name}.old-{os.getpid()}")
-            os.replace(self.target, old)
-        os.replace(self.tmp, self.target)
-        fsync_path(self.target.parent)
+        try:
+            fsync_tree(self.tmp)
+            if self.target.exists():
+                old = self.target.with_name(f".{self.target.name}.old-{os.getpid()}")
+                os.replace(self.target, old)
+            os.replace(self.tmp, self.target)
+            fsync_path(self.target.parent)
+        except OSError as err:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            if old is not None and not self.target.exists():
+                os.replace(old, self.target)
+            raise StoreError(f"Cannot write {self.target}: {err.strerror or err}") from None
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
         return False
@@ -128,7 +151,12 @@ def fsync_tree(directory: Path) -> None:
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     """Write a text file by temp file + fsync + ``os.replace`` (+ fsync of the directory)."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        raise StoreError(f"Invalid output file {path}: a link, a device or a directory is never replaced")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    except OSError as exc:
+        raise StoreError(f"Cannot write {path}: {exc.strerror or exc}") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
@@ -136,6 +164,9 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
             os.fsync(fh.fileno())
         os.replace(tmp, path)
         fsync_path(path.parent)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise StoreError(f"Cannot write {path}: {exc.strerror or exc}") from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

@@ -147,3 +147,53 @@ def test_plot_never_writes_outside_its_directory(tmp_path):
     (out / "result.json").write_text(json.dumps(meta))
     assert main(["plot", str(out), "--out", str(tmp_path / "figs")]) == 2
     assert not list(tmp_path.rglob("*ESCAPE*")) and not list(tmp_path.parent.glob("*ESCAPE*"))
+
+
+@pytest.mark.parametrize("make,match", [
+    (lambda t: "", "empty path"),
+    (lambda t: ".", "current directory"),
+    (lambda t: t / ("x" * 300), "longer than 255 bytes"),
+    (lambda t: (t / "dangling").symlink_to(t / "nowhere") or t / "dangling", "dangling symbolic link"),
+    (lambda t: ((t / "a").symlink_to(t / "b"), (t / "b").symlink_to(t / "a")) and t / "a" / "run", "cannot use"),
+    (lambda t: (t / "file").write_text("x") and t / "file", "not a directory"),
+])
+def test_odd_output_paths_are_refused_before_any_work(tmp_path, monkeypatch, make, match):
+    from dyntools.store import StoreError, check_writable
+
+    monkeypatch.chdir(tmp_path)
+    target = make(tmp_path)
+    with pytest.raises(StoreError, match=match):
+        check_writable(target)
+
+
+def test_a_full_disk_is_one_line_and_leaves_nothing(tmp_path):
+    import subprocess
+
+    from dyntools.engine.result import RunResult
+    from dyntools.store import StoreError, atomic_write_text, save
+
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)], capture_output=True).returncode:
+        pytest.skip("cannot mount a small tmpfs here")
+    try:
+        big = RunResult("demo", {}, {"x": np.random.default_rng(0).standard_normal(100_000)}, "completed", "")
+        with pytest.raises(StoreError, match="Cannot write .*No space left"):
+            save(big, mnt / "run")
+        with pytest.raises(StoreError, match="Cannot write .*No space left"):
+            atomic_write_text(mnt / "report.md", "x" * 200_000)
+        assert list(mnt.iterdir()) == []                  # no temporary left behind
+    finally:
+        subprocess.run(["umount", str(mnt)], capture_output=True)
+
+
+def test_text_outputs_never_replace_a_link_or_a_device(tmp_path):
+    from dyntools.store import StoreError, atomic_write_text
+
+    (tmp_path / "real.md").write_text("keep")
+    (tmp_path / "link.md").symlink_to(tmp_path / "real.md")
+    with pytest.raises(StoreError, match="never replaced"):
+        atomic_write_text(tmp_path / "link.md", "new")
+    with pytest.raises(StoreError, match="never replaced"):
+        atomic_write_text("/dev/null", "new")
+    assert (tmp_path / "real.md").read_text() == "keep" and (tmp_path / "link.md").is_symlink()
