@@ -32,9 +32,14 @@ def test_false_identity_with_points_is_refuted_with_exact_counterexample():
     assert r.counterexample == {"x": "1", "y": "2", "difference": "4"}
 
 
-def test_false_identity_without_points_is_inconclusive_not_verified():
-    r = _claim(lambda p: p.identity("wrong", sp.sin(x) ** 2, 1)).run()
+def test_false_identity_without_search_or_points_is_inconclusive_not_verified():
+    r = _claim(lambda p: p.identity("wrong", sp.sin(x) ** 2, 1, search=False)).run()
     assert r.verdict == INCONCLUSIVE and "not shown to vanish" in r.reason
+
+
+def test_false_identity_without_points_is_refuted_by_the_search():
+    r = _claim(lambda p: p.identity("wrong", sp.sin(x) ** 2, 1)).run()
+    assert r.verdict == REFUTED and r.counterexample == {"x": "0", "difference": "-1"}
 
 
 def test_error_in_derivation_is_inconclusive_with_reason():
