@@ -6,9 +6,12 @@ from fractions import Fraction
 import pytest
 
 from dyntools import report
+from dyntools.commands.prove import builtin_registry
 from dyntools.symbolic import registry
 
-ALL = registry.all_claims()
+BUILTIN = builtin_registry()
+
+ALL = BUILTIN.all_claims()
 
 
 @pytest.fixture(scope="module")
