@@ -22,10 +22,13 @@ BUILTIN_FAMILIES: dict[str, str] = {
     "sgd-weight-decay": "proofs.sgd_weight_decay",
     "adaptive-preconditioners": "proofs.adaptive_preconditioners",
     "decoupled-decay": "proofs.decoupled_decay",
+    "optimizer-code": "proofs.optimizer_code",
     "gd-quadratic": "proofs.gd_quadratic",
     "loss-stabilization": "proofs.loss_stabilization",
     "sgd-noise": "proofs.sgd_noise",
     "diagonal-nets": "proofs.diagonal_nets",
+    "relu-nets": "proofs.relu_nets",
+    "brownian": "proofs.brownian",
 }
 
 FILE_HELP = ("a Python file of your own claims (a list CLAIMS of dyntools.symbolic.Claim, or module-level "
