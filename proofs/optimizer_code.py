@@ -32,6 +32,7 @@ import numpy as np
 import sympy as sp
 
 from dyntools import optim
+from dyntools.optim import transforms
 from dyntools.symbolic import Claim
 from dyntools.symbolic.unroll import hyper_symbol, lift, step, unroll
 
@@ -67,8 +68,10 @@ def prove_momentum_buffer(proof):
     opt = optim.sgd(lr=0.1, momentum=0.9, dampening=0.1, weight_decay=0.01)
     chain, lr, _ = lift(opt)
     proof.note(f"optim.sgd with momentum μ, dampening τ, weight_decay λ: chain {' → '.join(chain.names())}.")
-    state = ((), (_one(b_prev),))
-    new, _, (_, (buf,)) = step(chain, lr, _one(th_prev), _one(g_t), state, s_ + 1)
+    is_buffer = [isinstance(tr, transforms.trace) for tr in chain.transforms]  # the momentum buffer's slot
+    state = tuple((_one(b_prev),) if b else st for b, st in zip(is_buffer, chain.init(_one(th_prev))))
+    new, _, state = step(chain, lr, _one(th_prev), _one(g_t), state, s_ + 1)
+    (buf,) = state[is_buffer.index(True)]
     proof.identity(
         "Any step t ≥ 2 of the library's SGD: the L2 gradient enters the buffer, "
         "b_t = μb_{t−1} + (1−τ)(g_t + λθ_{t−1})",
