@@ -16,11 +16,14 @@ holds for every loss.
 Which sizes are fixed, and why: the first-step and generic-step identities hold for every t
 (``t`` enters a transform only through powers β^t and the test ``t == 1``, so a step from an
 arbitrary symbolic state at a symbolic ``t = s + 1`` covers every t ≥ 2); the preconditioner
-identities M_t are checked for t = 1, 2, 3 on 2 coordinates from the unrolled code, and for every
-t ≥ 1 and any dimension for bias-corrected RMSProp by induction on t with a symbolic coordinate
-index (the transforms act elementwise, so coordinate i of the update depends on coordinate i of
-the gradients only — a fact read off the code and checked on 2 coordinates, not proved for
-arbitrary code).
+identities M_t are checked for t = 1, 2, 3 on 2 coordinates from the unrolled code (explicit
+matrices), and for every t ≥ 1 and any dimension for AdaGrad, RMSProp and bias-corrected RMSProp
+by induction on t with a symbolic coordinate index (``code-preconditioners-any-t``). The
+"any dimension" step rests on the transforms acting elementwise, so coordinate i of the update
+depends on coordinate i of the gradients only — a fact read off the code and checked on 2
+coordinates, not proved for arbitrary code. What stays at a fixed size: the two-step
+SGD/SGDW difference and the first Adam step (they are statements about those steps), and the
+explicit 3-step × 2-coordinate matrices M_t (the matrix form; the induction gives the entries).
 
 Run alone: ``python proofs/optimizer_code.py``.
 """
@@ -172,30 +175,36 @@ def prove_rmsprop_bc(proof):
              lambda t: 1 / sp.sqrt(1 - b2**t))
 
 
-def prove_rmsprop_bc_any_t(proof):
-    """Induction on t for one generic coordinate i (any dimension)."""
+def _any_t(proof, name, opt, weight, scale):
+    """Induction on t for one generic coordinate i (any dimension): the first state slot of the
+    library's preconditioner is diag(G_t)_ii = Σ_{k≤t} w(t, k) g_{k,i}², and the direction is
+    g_{t,i}/(scale_t √diag(G_t)_ii + ε)."""
     t = sp.Symbol("t", integer=True, positive=True)
     i, k = sp.symbols("i k", integer=True, positive=True)
     g = sp.IndexedBase("g", real=True)
-    term = lambda tt, kk: (1 - b2) * b2 ** (tt - kk) * g[kk, i] ** 2
-    G = lambda tt: sp.Sum(term(tt, k), (k, 1, tt))  # diag(G_t)_ii, G_t = Σ (1−β₂)β₂^{t−k} g_k g_kᵀ
-    chain, lr, _ = lift(optim.rmsprop_bc(lr=0.1, beta2=0.999, eps=1e-8))
-    proof.note("optim.rmsprop_bc: v_t = β₂v_{t−1} + (1−β₂)g_t², u_t = g_t/(√v_t/√(1−β₂^t) + ε), coordinatewise.",
+    term = lambda tt, kk: weight(tt, kk) * g[kk, i] ** 2
+    G = lambda tt: sp.Sum(term(tt, k), (k, 1, tt))
+    chain, lr, _ = lift(opt)
+    (first, *rest), = chain.init(_one(0))  # one transform; its first slot is the accumulator
+    proof.note(f"{name}: chain {' → '.join(chain.names())}; claimed accumulator of coordinate i:",
                (sp.Symbol(r"G_{t,ii}"), G(t)))
-    _, _, ((v1,),) = step(chain, lr, _one(0), _one(g[1, i]), chain.init(_one(0)), 1)
-    proof.identity("Base case t = 1: the library's state after one step is diag(G₁)_ii", v1[0], G(1).doit())
-    _, u, ((vt,),) = step(chain, lr, _one(0), _one(g[t, i]), ((_one(G(t - 1)),),), t)
-    proof.note("Induction step (t ≥ 2): feed the state v_{t−1} = diag(G_{t−1})_ii and g_t to the library's "
-               "transform; peeling the last term off the sum (definition of Σ) G_t = Σ_{k<t}(…) + (1−β₂)g_t²:",
-               (G(t), sp.Sum(term(t, k), (k, 1, t - 1)) + term(t, t)))
-    proof.identity("… the transform's new state equals diag(G_t)_ii",
-                   vt[0], sp.Sum(term(t, k), (k, 1, t - 1)) + term(t, t))
-    proof.identity(
-        "… and its direction is (M_t g_t)_i = g_{t,i}/(√(diag(G_t)_ii)/√(1−β₂^t) + ε), with diag(G_t)_ii the "
-        "state just identified: M_t = (diag(G_t)^{1/2}/√(1−β₂^t) + εI)^{−1} for every t ≥ 1",
-        u[0],
-        g[t, i] / (sp.sqrt(vt[0]) / sp.sqrt(1 - b2**t) + eps),
-    )
+    _, _, ((acc1, *_),) = step(chain, lr, _one(0), _one(g[1, i]), chain.init(_one(0)), 1)
+    proof.identity(f"{name}, base case t = 1: the library's accumulator is diag(G₁)_ii", acc1[0], G(1).doit())
+    state = ((_one(G(t - 1)), *rest),)
+    _, u, ((acct, *_),) = step(chain, lr, _one(0), _one(g[t, i]), state, t)
+    peeled = sp.Sum(term(t, k), (k, 1, t - 1)) + term(t, t)  # definition of Σ: split off k = t
+    proof.identity(f"{name}, induction step: from diag(G_{{t−1}})_ii and g_t the library's accumulator is "
+                   "Σ_{k<t} w(t,k)g_k² + w(t,t)g_t² = diag(G_t)_ii", acct[0], peeled)
+    proof.identity(f"{name}: its direction is g_{{t,i}}/(scale_t·√diag(G_t)_ii + ε) = (M_t g_t)_i for every t ≥ 1",
+                   u[0], g[t, i] / (scale(t) * sp.sqrt(acct[0]) + eps))
+
+
+def prove_preconditioners_any_t(proof):
+    _any_t(proof, "optim.adagrad", optim.adagrad(lr=0.1, eps=1e-10), lambda tt, kk: 1, lambda tt: 1)
+    _any_t(proof, "optim.rmsprop", optim.rmsprop(lr=0.1, alpha=0.99, eps=1e-8),
+           lambda tt, kk: (1 - alpha) * alpha ** (tt - kk), lambda tt: 1)
+    _any_t(proof, "optim.rmsprop_bc", optim.rmsprop_bc(lr=0.1, beta2=0.999, eps=1e-8),
+           lambda tt, kk: (1 - b2) * b2 ** (tt - kk), lambda tt: 1 / sp.sqrt(1 - b2**tt))
     grads = _grads()[:2]
     run = unroll(optim.rmsprop_bc(lr=0.1, beta2=0.999, eps=1e-8), 2, grads=grads, dim=N)
     cross = run.iterates[2][0].diff(grads[0][1]), run.iterates[2][0].diff(grads[1][1])
@@ -302,13 +311,14 @@ CLAIMS = [
         domains=BETAS,
     ),
     Claim(
-        "code-preconditioner-rmsprop-bc-any-t",
-        "optim.rmsprop_bc's M_t for every t ≥ 1 and any dimension (induction, from the code)",
-        "By induction on t, for a generic coordinate i: the library's bias-corrected RMSProp state is "
-        "diag(G_t)_ii and its direction (M_t g_t)_i, M_t = (diag(G_t)^{1/2}/√(1−β₂^t) + εI)^{−1}.",
+        "code-preconditioners-any-t",
+        "M_t of optim.adagrad, optim.rmsprop, optim.rmsprop_bc for every t ≥ 1 and any dimension (induction)",
+        "By induction on t, for a generic coordinate i: the library's accumulator is diag(G_t)_ii and its "
+        "direction (M_t g_t)_i — AdaGrad G_t = Σ g gᵀ, RMSProp the EMA of outer products, bias-corrected "
+        "RMSProp M_t = (diag(G_t)^{1/2}/√(1−β₂^t) + εI)^{−1}.",
         r"\forall t \ge 1:\ u_t = \left(\frac{\operatorname{diag}(G_t)^{1/2}}{\sqrt{1-\beta_2^t}} + "
         r"\varepsilon I\right)^{-1} g_t",
-        prove_rmsprop_bc_any_t,
+        prove_preconditioners_any_t,
         {r"\beta_2": "(0, 1)", "t": r"\ge 1 \text{ (symbolic)}", "i": "generic coordinate"},
         "seed 001 (Q1.b.a) on dyntools.optim.rmsprop_bc",
         domains=BETAS,

@@ -6,6 +6,11 @@ The SDE dθ = −∇f dτ + √η Σ^{1/2} dB has the Euler–Maruyama step of s
 θ⁺ = θ − η∇f + √η Σ^{1/2}(B_{τ+η} − B_τ) = θ − η∇f + ηΣ^{1/2}Z, Z ∼ N(0, I).
 (Seed 004 prints the scheme as "θ̂_t = θ̂_t + ηb + ησZ"; the left side is θ̂_{t+1}.)
 
+Sizes: ``sgd-noise-covariance-any-size`` proves E[V] = 0 and Cov(V) = ηΣ for symbolic n and p
+(generic entry); ``sgd-noise-moments`` keeps the explicit matrix check at n = 3, p = 2, and the
+Euler–Maruyama comparison stays at p = 2 because it goes through a symbolic Cholesky factor,
+which sympy computes only for an explicit matrix.
+
 Run alone: ``python proofs/sgd_noise.py``.
 """
 
