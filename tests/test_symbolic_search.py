@@ -136,3 +136,10 @@ def test_a_perturbed_polynomial_identity_is_always_refuted_exactly(coeffs, c, po
     assert found is not None
     value = (c * x**power * (y**2 + 1)).subs(found.point)
     assert value == found.value and value != 0
+
+
+def test_piecewise_branch_excluded_by_the_domain_is_dropped():
+    """Σ_{i<t} β^i(1−β)/(1−β^t) = 1: sympy's sum has an Eq(β, 1) branch, decided False on (0, 1)."""
+    weights = sp.Sum(beta**i * (1 - beta) / (1 - beta**t), (i, 0, t - 1))
+    assert Claim.equation("w", weights, 1, domains={beta: sp.Interval.open(0, 1)}).run().verdict == VERIFIED
+    assert Claim.equation("w", weights, 1).run().verdict == INCONCLUSIVE  # β = 1 is allowed: undecided

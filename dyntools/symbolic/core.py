@@ -32,7 +32,14 @@ from typing import Any
 import sympy as sp
 
 from dyntools.symbolic.budget import ProofTimeout, remaining, time_limit
-from dyntools.symbolic.search import DomainError, as_domain, exact_nonzero, find_counterexample, substitute
+from dyntools.symbolic.search import (
+    DomainError,
+    as_domain,
+    exact_nonzero,
+    find_counterexample,
+    refine_piecewise,
+    substitute,
+)
 
 VERIFIED = "verified"
 REFUTED = "refuted"
@@ -183,6 +190,12 @@ class Proof:
         reduced = diff.applyfunc(simplifier) if isinstance(diff, sp.MatrixBase) else simplifier(diff)
         if _is_zero(reduced):
             return self._record(text, formula, True, "difference simplifies to 0")
+        refined = refine_piecewise(reduced, domains)
+        if refined != reduced:  # branches excluded by the domains (e.g. β = 1 when β ∈ (0, 1))
+            reduced = refined.applyfunc(simplifier) if isinstance(refined, sp.MatrixBase) else simplifier(refined)
+            if _is_zero(reduced):
+                return self._record(text, formula, True,
+                                    "difference simplifies to 0 (Piecewise branches decided by the domains)")
         if search:
             found = find_counterexample(diff, domains, limit=400, seconds=min(3.0, remaining()),
                                         seed=self.claim.name if self.claim else "")

@@ -298,3 +298,33 @@ def domain_of(variable, domains: dict) -> sp.Set:
         if key in domains:
             return as_domain(variable, domains[key]).intersect(base)
     return base
+
+
+def refine_piecewise(expr, domains: dict):
+    """Replace the conditions of ``Piecewise`` branches that the domains decide: a relation in one
+    symbol that holds for no value of its domain becomes False, for all of them True (e.g. sympy's
+    ``Eq(beta, 1)`` branch of a geometric sum when β ∈ (0, 1)). Sound: only decided conditions
+    are replaced."""
+    if isinstance(expr, sp.MatrixBase):
+        return expr.applyfunc(lambda e: refine_piecewise(e, domains))
+    expr = sp.sympify(expr)
+    if not expr.has(sp.Piecewise):
+        return expr
+    decided = {}
+    for pw in expr.atoms(sp.Piecewise):
+        for _, cond in pw.args:
+            for rel in cond.atoms(sp.core.relational.Relational):
+                syms = [x for x in rel.free_symbols if isinstance(x, sp.Symbol)]
+                if len(syms) != 1 or rel in decided:
+                    continue
+                domain = domain_of(syms[0], domains)
+                dummy = sp.Dummy("x", real=True)
+                try:
+                    where = rel.subs(syms[0], dummy).as_set().intersect(domain)
+                except Exception:
+                    continue
+                if where is sp.S.EmptySet:
+                    decided[rel] = sp.false
+                elif where == domain:
+                    decided[rel] = sp.true
+    return expr.xreplace(decided) if decided else expr
