@@ -247,7 +247,7 @@ def _value_of(value):
         return value
     if value.is_Float:
         return sp.nsimplify(value)
-    return value if value.is_Rational else sp.radsimp(value)
+    return value if value.is_Rational else sp.expand(sp.radsimp(value))
 
 
 def find_counterexample(expr, domains: dict | None = None, *, limit: int = 200, inner_limit: int = 16,
