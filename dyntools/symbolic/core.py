@@ -4,9 +4,10 @@ A :class:`Claim` is a named mathematical statement (plain text and LaTeX), the d
 symbols, where it comes from, and a ``prove(proof)`` function that writes the derivation into a
 :class:`Proof`. Every step of a derivation is recorded for the reader; *checking* steps are exact:
 
-* :meth:`Proof.identity` — ``simplify(lhs − rhs) == 0`` (entrywise for matrices); when the
-  difference does not vanish, exact rational substitutions are tried and a non-zero value is a
-  counterexample;
+* :meth:`Proof.identity` — ``lhs == rhs`` (entrywise for matrices): exact rational points first
+  (the ones given, then a counterexample search within the claim's ``domains``,
+  :mod:`dyntools.symbolic.search`; sums are evaluated after the substitution), a provably non-zero
+  value being a counterexample; then ``simplify(lhs − rhs) == 0``;
 * :meth:`Proof.solve` — the solution set of equations for the unknowns (sympy ``solve`` /
   ``linsolve`` / ``solveset``), compared with the expected set;
 * :meth:`Proof.holds` — a sympy truth value (``is_positive``, a relational, an interval
@@ -14,9 +15,11 @@ symbols, where it comes from, and a ``prove(proof)`` function that writes the de
 * :meth:`Proof.certify` — an inequality over a box by certified interval arithmetic
   (:mod:`dyntools.symbolic.interval`).
 
-The verdict is **verified** when every check passed, **refuted** when the proof recorded a
-counterexample (:meth:`Proof.refute`), and **inconclusive** otherwise (with the reason: the first
-check that could not be decided, or the error raised). Random sampling never decides a verdict;
+Every claim runs under a time budget (:mod:`dyntools.symbolic.budget`): an overrun is
+*inconclusive (timed out after N s)*, never a hang. The verdict is **verified** when every check
+passed, **refuted** when the proof recorded a counterexample (:meth:`Proof.refute`), and
+**inconclusive** otherwise (with the reason: the first check that could not be decided, or the
+error raised). Random sampling never decides a verdict;
 :meth:`Proof.sanity` records such a check, labelled, outside the verdict.
 """
 

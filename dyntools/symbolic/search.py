@@ -131,6 +131,8 @@ def candidates(domain: sp.Set, *, count: int = 8, seed: str = "") -> list:
                 break
         return out
     lo, hi = domain.inf, domain.sup
+    lo = lo if lo.is_number else -sp.oo  # a symbolic bound: search as if unbounded (points are then
+    hi = hi if hi.is_number else sp.oo   # filtered by membership, which fails unless decided)
     for end in (lo, hi):
         if end.is_finite and end.is_Rational:
             add(end)  # only when the endpoint belongs to the domain
@@ -272,16 +274,17 @@ def find_counterexample(expr, domains: dict | None = None, *, limit: int = 200, 
             return None
         try:
             value = substitute(expr, point)
-        except (ZeroDivisionError, ValueError, TypeError):
+        except Exception:  # undefined at this point, or sympy cannot evaluate it: not a counterexample
             continue
         inner = _indexed_variables(value)
         inner_lists = [candidates(domain_of(v, domains), count=6, seed=seed + str(v)) for v in inner]
         for extra in ranked_points(inner, inner_lists, inner_limit if inner else 1):
             try:
                 final = value.subs(extra) if extra else value
-            except (ZeroDivisionError, ValueError, TypeError):
+                nonzero = exact_nonzero(final)
+            except Exception:
                 continue
-            if exact_nonzero(final) is True:
+            if nonzero is True:
                 return Counterexample({**point, **extra}, _value_of(final))
             if time.perf_counter() - start > seconds:
                 return None
