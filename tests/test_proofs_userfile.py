@@ -144,3 +144,26 @@ def test_library_prove_takes_claim_objects():
     assert report.summary()["counts"] == {"verified": 1, "refuted": 1, "inconclusive": 0}
     with pytest.raises(TypeError, match="Claim objects"):
         dyntools.prove(["not a claim"])
+
+
+def test_overrunning_file_claim_is_inconclusive_timed_out(tmp_path, capsys):
+    path = _write(tmp_path, """
+        from dyntools.symbolic import Claim
+
+        def spin(proof):
+            while True:
+                pass
+
+        CLAIMS = [Claim("forever", "t", "s", "x", spin)]
+        """)
+    assert main(["prove", "--file", str(path), "--timeout", "0.5", "--json"]) == 1
+    [claim] = json.loads(capsys.readouterr().out)["claims"]
+    assert claim["verdict"] == "inconclusive" and claim["reason"] == "timed out after 0.5 s"
+    assert claim["seconds"] < 2
+
+
+def test_markdown_shows_the_domains(tmp_path, capsys):
+    path = _write(tmp_path, CLAIMS_FILE)
+    md = tmp_path / "out.md"
+    main(["prove", "--file", str(path), "--md", str(md)])
+    assert "`beta` ∈ `Interval.open(0, 1)`" in md.read_text()

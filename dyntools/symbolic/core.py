@@ -424,6 +424,7 @@ class ClaimResult:
             "statement": c.statement,
             "latex": c.latex,
             "assumptions": c.assumptions,
+            "domains": {str(k): sp.sstr(v) for k, v in c.domains.items()},
             "source": c.source,
             "control": c.control,
             "expected": c.expected,
