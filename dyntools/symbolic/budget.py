@@ -12,6 +12,7 @@ and :func:`remaining` still lets loops such as the counterexample search stop on
 
 from __future__ import annotations
 
+import math
 import signal
 import threading
 import time
@@ -37,8 +38,8 @@ def remaining(default: float = float("inf")) -> float:
 
 @contextmanager
 def time_limit(seconds: float | None):
-    """Interrupt the block with :class:`ProofTimeout` after ``seconds`` (None or ≤ 0: no limit)."""
-    if not seconds or seconds <= 0:
+    """Interrupt the block with :class:`ProofTimeout` after ``seconds`` (None, ≤ 0 or ∞: no limit)."""
+    if not seconds or seconds <= 0 or not math.isfinite(seconds):
         yield
         return
     seconds = max(min(seconds, remaining()), 1e-3)  # a nested budget never outlives the enclosing one
