@@ -143,3 +143,16 @@ def test_piecewise_branch_excluded_by_the_domain_is_dropped():
     weights = sp.Sum(beta**i * (1 - beta) / (1 - beta**t), (i, 0, t - 1))
     assert Claim.equation("w", weights, 1, domains={beta: sp.Interval.open(0, 1)}).run().verdict == VERIFIED
     assert Claim.equation("w", weights, 1).run().verdict == INCONCLUSIVE  # β = 1 is allowed: undecided
+
+
+def test_matrix_claims_explicit_and_of_symbolic_size():
+    n = sp.Symbol("n", integer=True, positive=True)
+    A, B = sp.MatrixSymbol("A", n, n), sp.MatrixSymbol("B", n, n)
+    commute = Claim.equation("commute", A * B, B * A).run()
+    assert commute.verdict == REFUTED and commute.counterexample["n"] == "2"
+    shown = commute.counterexample["difference"]
+    assert shown.startswith("Matrix([[") and "\n" not in shown
+    assert Claim.equation("transpose", (A * B).T, B.T * A.T).run().verdict == VERIFIED
+    a = sp.Matrix(2, 2, sp.symbols("a:4", real=True))
+    b = sp.Matrix(2, 2, sp.symbols("b:4", real=True))
+    assert Claim.equation("explicit", a * b, b * a).run().verdict == REFUTED

@@ -117,6 +117,8 @@ def latex_of(value) -> str:
 
 
 def _fmt(value) -> str:
+    if isinstance(value, sp.MatrixBase):  # one line
+        return "Matrix(" + sp.sstr(value.tolist()) + ")"
     if isinstance(value, sp.Basic):
         return sp.sstr(value)
     return str(value)
@@ -450,6 +452,8 @@ def _difference(lhs, rhs):
 def _is_zero(value) -> bool:
     if isinstance(value, sp.MatrixBase):
         return all(_is_zero(v) for v in value)
+    if isinstance(value, sp.MatrixExpr):  # matrix symbols of symbolic size: A*B - B*A, ...
+        return bool(value.is_ZeroMatrix)
     return sp.sympify(value) == 0
 
 

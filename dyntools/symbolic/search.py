@@ -39,6 +39,7 @@ from dataclasses import dataclass
 
 import sympy as sp
 from sympy.core.function import AppliedUndef
+from sympy.matrices.expressions.matexpr import MatrixElement
 
 #: simple numbers in the order they are tried (smallest first)
 _SIMPLE = [sp.Integer(0), sp.Integer(1), sp.Integer(-1), sp.Rational(1, 2), sp.Integer(2), sp.Integer(-2),
@@ -183,10 +184,15 @@ def _compositions(total: int, sizes: list[int]):
 
 def substitute(expr, point: dict):
     """``expr`` at ``point``, with sums/products/derivatives evaluated *after* the substitution
-    (and the point applied again to indexed symbols the evaluation produced)."""
+    (and the point applied again to indexed symbols the evaluation produced). A matrix expression
+    whose shape became numbers (``MatrixSymbol("A", n, n)`` at n = 2) is made explicit."""
     if isinstance(expr, sp.MatrixBase):
         return expr.applyfunc(lambda e: substitute(e, point))
     value = sp.sympify(expr).subs(point)
+    if isinstance(value, sp.MatrixExpr):
+        if not all(dim.is_Integer for dim in value.shape):
+            raise ValueError("the point leaves a matrix dimension symbolic")
+        return substitute(value.as_explicit(), point)
     if value.has(sp.Sum, sp.Product, sp.Derivative, sp.Integral):
         value = value.doit()
     return value.subs(point) if point else value
@@ -197,13 +203,16 @@ def search_variables(expr) -> list:
     sorted by name for reproducibility."""
     expr_atoms = expr if not isinstance(expr, sp.MatrixBase) else sp.Tuple(*expr)
     labels = {b.label for b in expr_atoms.atoms(sp.IndexedBase)}
-    syms = [s for s in expr_atoms.free_symbols if isinstance(s, sp.Symbol) and s not in labels]
+    syms = {s for s in expr_atoms.free_symbols if isinstance(s, sp.Symbol) and s not in labels}
+    for m in expr_atoms.atoms(sp.MatrixSymbol):  # symbolic dimensions of matrix symbols
+        syms |= {s for dim in m.shape for s in sp.sympify(dim).free_symbols}
     return sorted(syms, key=lambda s: s.name)
 
 
 def _indexed_variables(value) -> list:
     atoms = value if not isinstance(value, sp.MatrixBase) else sp.Tuple(*value)
     found = [a for a in atoms.atoms(sp.Indexed) if all(ix.is_Integer for ix in a.indices)]
+    found += [a for a in atoms.atoms(MatrixElement) if a.i.is_Integer and a.j.is_Integer]
     return sorted(found, key=sp.default_sort_key)
 
 
@@ -252,7 +261,7 @@ def _value_of(value):
     return value if value.is_Rational else sp.expand(sp.radsimp(value))
 
 
-def find_counterexample(expr, domains: dict | None = None, *, limit: int = 200, inner_limit: int = 16,
+def find_counterexample(expr, domains: dict | None = None, *, limit: int = 200, inner_limit: int = 64,
                         seconds: float = 1.0, seed: str = "") -> Counterexample | None:
     """Search exact points where ``expr`` (an expression or matrix) is a provably non-zero number.
 
