@@ -23,6 +23,10 @@ The point is applied *before* ``doit()``: with ``t = 2`` the symbolic sum
 that appear are assigned values in a second stage (same rule, from the domain of the
 ``IndexedBase`` ``g`` when one is given).
 
+Matrix symbols of symbolic size (``MatrixSymbol("A", n, n)``) are handled the same way: the
+dimension ``n`` is a first-stage symbol, the matrix is made explicit at ``n = 2`` and its entries
+``A[i, j]`` are second-stage variables.
+
 Exactness
 ---------
 A value is accepted as non-zero only when it is a non-zero sympy ``Rational`` or when a certified
