@@ -27,7 +27,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-RENAMES: dict[str, str] = {}
+RENAMES: dict[str, str] = {
+    # SDE runner (dynamics/sde.py solve): the name of the step of divergence
+    # of every runner (dyntools.engine.guard)
+    **{f"{case}:./stopped_at": "./diverged_at" for case in ("sde-gbm-milstein", "sde-gbm-em-substeps", "sde-toy")},
+    **{f"{case}:./stopped_time": "./diverged_time" for case in ("sde-gbm-milstein", "sde-gbm-em-substeps",
+                                                               "sde-toy")},
+}
 TOLERANT: dict[str, float] = {}
 CHANGED: dict[str, str] = {}
 #: Status words of the goldens read in the fixed vocabulary of dyntools.engine.result (the engine
