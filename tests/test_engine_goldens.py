@@ -27,24 +27,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-RENAMES: dict[str, str] = {
-    # SDE runners (dynamics/sde.py solve, sde_models.simulate_diag_net): the name of the step of divergence
-    # of every runner (dyntools.engine.guard)
-    **{f"{case}:./stopped_at": "./diverged_at" for case in ("sde-gbm-milstein", "sde-gbm-em-substeps", "sde-toy",
-                                                           "sde-dn-sgd", "sde-dn-sde")},
-    **{f"{case}:./stopped_time": "./diverged_time" for case in ("sde-gbm-milstein", "sde-gbm-em-substeps",
-                                                               "sde-toy")},
-}
-TOLERANT: dict[str, float] = {
-    # Label-noise GD on the diagonal net (sde_models.simulate_diag_net, method "sgd"): δ is now the label-noise
-    # std at the API and the CLI/studies pass n·√δ̃ for their SDE intensity δ̃; the GD noise coefficient
-    # η·√((δ/n)²) then differs from η·√δ̃ in the last bit (the SDE side stays bitwise).
-    "sde-dn-sgd:./loss": 1e-14, "sde-dn-sgd:./u": 1e-14, "sde-dn-sgd:./v": 1e-14,
-    "sde-sgd-vs-sde:./loss_mean_sgd": 1e-14, "sde-sgd-vs-sde:./loss_var_sgd": 1e-14,
-    "sde-sgd-vs-sde:./beta_mean_sgd": 1e-14, "sde-sgd-vs-sde:./beta_var_sgd": 1e-14,
-    # differences of GD and SDE means: the same last-bit change relative to a smaller number
-    "sde-sgd-vs-sde:./gap_loss": 1e-13, "sde-sgd-vs-sde:./gap_beta": 1e-13, "sde-sgd-vs-sde:./gap_se": 1e-13,
-}
+RENAMES: dict[str, str] = {}
+TOLERANT: dict[str, float] = {}
 CHANGED: dict[str, str] = {}
 #: Status words of the goldens read in the fixed vocabulary of dyntools.engine.result (the engine
 #: refactor replaced free-text statuses such as "ok" by one vocabulary; the words map one to one).

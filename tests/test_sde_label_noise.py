@@ -7,7 +7,7 @@ from dyntools.data import sparse_regression
 from dyntools.dynamics import sde_models
 from dyntools.dynamics.sde import builtin_drift, solve
 from dyntools.dynamics.train import train
-from dyntools.engine import guard, streams
+from dyntools.engine import guard
 from dyntools.models import diag_net
 from dyntools.models.diag_net import DiagNet
 from dyntools.models.quadratic_toy import QuadraticToy
@@ -53,8 +53,7 @@ def test_general_label_noise_sde_equals_diag_net_kernel_pathwise():
     spec = sde_models.simulate_diag_net(DATA, eta=0.2, delta=1.0, tau=1.0, h=0.02, paths=5, records=6)
     sde = sde_models.label_noise_sde(sde_models.diag_net_model, DATA.X, DATA.y, 40, 0.2, 1.0)
     x0 = np.concatenate([np.full(20, 0.1), np.zeros(20)])           # the default "paper" init
-    gen = solve(sde, x0, t1=1.0, h=0.02, paths=5, save_at=spec["tau"],
-                stream_key=(streams.KEYS["diag-net.init"],))
+    gen = solve(sde, x0, t1=1.0, h=0.02, paths=5, save_at=spec["tau"], stream="sde.label-noise")
     np.testing.assert_allclose(gen["x"][:, :, :20], spec["u"], rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(gen["x"][:, :, 20:], spec["v"], rtol=1e-10, atol=1e-12)
 

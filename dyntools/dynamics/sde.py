@@ -49,7 +49,11 @@ never), ``diverged_time`` the time ``t0 + k h``, and the result's status is "div
 after that are NaN *and* flagged, never a silent NaN. Whether step ``k`` is saved is
 :func:`dyntools.engine.record.due` on the saved step indices.
 
-**Streams.** Path ``i`` draws from ``SeedSequence(seed, (*stream_key, i))``.
+**Streams.** Path ``i`` draws from ``SeedSequence(seed, (KEYS[stream], *stream_key, i))`` with
+``stream = "sde.brownian"`` by default (:data:`dyntools.engine.streams.KEYS`), so no other purpose of
+the same seed (an initialization, a sampler, label noise) shares its increments; a caller that must
+see another purpose's increments (a test coupling the general label-noise SDE with the diagonal-net
+kernel) names that purpose.
 
 Memory is O(saved times × paths × p) (plus ``× m`` with ``record_brownian``).
 :func:`solve_numpy` is the plain NumPy twin (a Python loop over steps and paths) used by the tests.
@@ -502,8 +506,8 @@ def save_grid(t0: float, t1: float, h: float, save_at=None, records: int = 101) 
 
 def solve(sde: SDE, x0, *, t1: float, h: float, t0: float = 0.0, paths: int = 1, scheme: str = "em",
           seed: int = 0, save_at=None, records: int = 101, substeps: int = 1, bound: float = 1e10,
-          record_brownian: bool = False, kernel: str = "numba", stream_key: tuple[int,
-                                                                                  ...] = ()) -> RunResult:
+          record_brownian: bool = False, kernel: str = "numba", stream: str = "sde.brownian",
+          stream_key: tuple[int, ...] = ()) -> RunResult:
     """Integrate ``sde`` for ``paths`` independent paths from ``x0`` on ``[t0, t1]`` with step ``h``.
 
     x0 : float or float64[p] or float64[paths, p]   initial state(s), finite
@@ -512,7 +516,8 @@ def solve(sde: SDE, x0, *, t1: float, h: float, t0: float = 0.0, paths: int = 1,
     bound : a path diverges (and stops) when some |x_i| is beyond it or NaN (see the module docstring)
     record_brownian : also return W at the saved times (``arrays["W"]``, shape (paths, K, m))
     kernel : "numba" (parallel over paths) or "numpy" (the twin)
-    stream_key : extra key words of the paths' streams (see the module docstring)
+    stream, stream_key : the increments' purpose (a key of :data:`dyntools.engine.streams.KEYS`) and extra
+        key words: path i draws from ``SeedSequence(seed, (KEYS[stream], *stream_key, i))``
 
     Returns a :class:`~dyntools.engine.result.RunResult` of kind ``"sde"``: arrays ``t`` (K,), ``x``
     (paths, K, p), ``diverged_at`` (paths,) the step of divergence (−1: never) and ``diverged_time``
@@ -533,7 +538,7 @@ def solve(sde: SDE, x0, *, t1: float, h: float, t0: float = 0.0, paths: int = 1,
     n_steps, save_steps = save_grid(t0, t1, h, save_at, records)
     check_terms(sde, x0, t0, scheme)
 
-    state = streams.path_states(seed, paths, *stream_key)
+    state = streams.path_states(seed, paths, streams.key(stream), *stream_key)
     out = np.full((paths, save_steps.size, sde.dim), np.nan)
     w_out = np.full((paths, save_steps.size, sde.noise_dim), np.nan) if record_brownian else np.empty((0, 0,
                                                                                                        0))
@@ -562,7 +567,8 @@ def solve(sde: SDE, x0, *, t1: float, h: float, t0: float = 0.0, paths: int = 1,
         arrays["W"] = w_out
     config = {"model": sde.name, "scheme": scheme, "h": h, "t0": t0, "t1": t1, "paths": paths,
               "substeps": substeps, "bound": bound, "dim": sde.dim, "noise_dim": sde.noise_dim,
-              "noise": sde.noise, "args": sde.args.tolist(), "kernel": kernel}
+              "noise": sde.noise, "args": sde.args.tolist(), "kernel": kernel,
+              "stream": stream, "stream_key": [int(k) for k in stream_key]}
     summary = {"paths": paths, "steps": n_steps, "diverged": n_bad,
                "final_mean": np.nanmean(out[:, -1, :], axis=0).tolist() if n_bad < paths else None}
     return RunResult("sde", config, arrays, status, text, seed=seed, summary=summary, timings=timings,

@@ -486,8 +486,9 @@ def simulate_diag_net(data, *, eta: float, delta: float, tau: float, h: float | 
     "gaussian" (u₀, v₀ i.i.d. N(0, init_scale²), path i drawn as DiagNet's seed i), or "balanced"
     ``u₀ = v₀ = α·1``.
     ``substeps = r`` aggregates r fine Brownian increments per step; both methods draw from the
-    same per-path streams, so GD at η with r sub-steps and the SDE at h = η/r share one Brownian
-    path (coupled comparison: the difference of the means then has small Monte-Carlo noise).
+    same per-path streams (``SeedSequence(seed, (KEYS["sde.label-noise"], *stream_key, i))``), so GD
+    at η with r sub-steps and the SDE at h = η/r share one Brownian path (coupled comparison: the
+    difference of the means then has small Monte-Carlo noise).
     ``save_tau``: the SDE times to save (each saved at the first step at or after it); default
     ``records`` even times.
     ``eta_after``/``switch_tau``: from SDE time ``switch_tau`` on, the step (and with it the noise
@@ -546,7 +547,7 @@ def simulate_diag_net(data, *, eta: float, delta: float, tau: float, h: float | 
     padded = -(-paths // _BLOCK) * _BLOCK       # rows beyond `paths`: extra streams, dropped below
     U, V = _initial_uv(init, padded, d, alpha, init_scale, seed)
     substeps = validation.count("substeps", substeps)
-    state = streams.path_states(seed, padded, streams.key("diag-net.init"), *stream_key)
+    state = streams.path_states(seed, padded, streams.key("sde.label-noise"), *stream_key)
     K = save_steps.size
     shape = (padded, K, d) if record_params else (0, 0, 0)
     u_out, v_out = np.full(shape, np.nan), np.full(shape, np.nan)
