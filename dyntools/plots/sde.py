@@ -106,7 +106,10 @@ def diag_net_figure(result, out_dir, formats):
     ax.semilogy(tau, np.nanmedian(loss, axis=0), color=plots.PALETTE[1], lw=1.6, label="median over paths")
     ax.set_xlabel("SDE time τ = tη")
     ax.set_ylabel("training loss L = (1/2n)‖Xβ − y‖²")
-    ax.set_title(f"diag net, {cfg['method'].upper()}: η = {cfg['eta']:g}, δ = {cfg['delta']:g}")
+    # δ is the label-noise std and δ̃ = δ²/n² the SDE's intensity (results written before "delta_sde"
+    # existed stored the intensity as "delta")
+    noise = f"δ = {cfg['delta']:g}, δ̃ = {cfg['delta_sde']:.3g}" if "delta_sde" in cfg else f"δ̃ = {cfg['delta']:g}"
+    ax.set_title(f"diag net, {cfg['method'].upper()}: η = {cfg['eta']:g}, {noise}")
     ax.legend()
     ax = axes[0, 1]
     if "u" in result.arrays:
