@@ -7,7 +7,7 @@ from dyntools.data import sparse_regression
 from dyntools.dynamics import sde_models
 from dyntools.dynamics.sde import builtin_drift, solve
 from dyntools.models.quadratic_toy import QuadraticToy
-from dyntools.sde_studies import sgd_vs_sde, sparsity_mechanism
+from simulations.sde_label_noise import sgd_vs_sde, sparsity_mechanism
 
 DATA = sparse_regression(n=10, d=20, r=3, seed=1)
 

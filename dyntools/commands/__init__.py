@@ -1,13 +1,9 @@
-"""Registries that plug capabilities into the ``dyntools`` command.
+"""The command-line layer: one module per command, imported lazily so ``dyntools --help`` stays fast.
 
-Each entry maps a name to the module that implements it; modules are imported lazily, so
-``dyntools --help`` stays fast and a capability is one line here plus its own module.
-
-A *command module* (``SIMULATE``, ``SWEEP``) defines:
-
-* ``HELP`` (one line) and ``EXAMPLE`` (a full command line),
-* ``add_arguments(parser)`` — its options (``--seed``/``--out``/``--json`` are added by the CLI),
-* ``run(args, progress: bool) -> CommandOutput`` — validates *before* writing anything.
+``simulate``/``sweep`` have no module per experiment: :mod:`dyntools.commands.experiment` generates
+them from the experiment specs that :mod:`dyntools.commands.registry` finds in ``simulations/``.
+A command module defines ``run(args, progress: bool) -> CommandOutput`` and validates *before*
+writing anything.
 """
 
 from __future__ import annotations
@@ -15,18 +11,6 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass, field
 from typing import Any
-
-SIMULATE: dict[str, str] = {
-    "stabilization": "dyntools.commands.stabilization",
-    "relu": "dyntools.commands.relu",
-    "sde": "dyntools.commands.sde",
-    "diag-net": "dyntools.commands.diag_net",
-}
-
-SWEEP: dict[str, str] = {
-    "adamw-grid": "dyntools.commands.adamw_grid",
-}
-
 
 @dataclass
 class CommandOutput:
