@@ -12,6 +12,7 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Any
 
+
 @dataclass
 class CommandOutput:
     """What a command hands back to the CLI: a JSON-able summary and a human table."""

@@ -19,9 +19,9 @@ _TYPES = {"int": int, "float": float}
 DEST = "param:"          # namespace of the parameters in argparse's result (``simulate``'s own dest is "model")
 
 
-def _show(value) -> str:
+def _show(value, kind: str = "") -> str:
     if isinstance(value, tuple):
-        return ",".join(_show(v) for v in value) if value and not isinstance(value[0], tuple) else str(value)
+        return (":" if kind == "grid" else ",").join(_show(v) for v in value)
     if isinstance(value, float):
         return f"{value:g}"
     return str(value)
@@ -31,8 +31,8 @@ def help_text(f, p: spec.Param, presets: dict[str, dict]) -> str:
     """The option's help: its text, then (range; default; the presets that change it)."""
     bits = [p.range_text()] if p.range_text() and not p.choices else []
     if p.kind != "flag" and f.default is not None:
-        bits.append(f"default {_show(f.default)}")
-    bits += [f"{name}: {_show(values[f.name])}" for name, values in presets.items() if f.name in values]
+        bits.append(f"default {_show(f.default, p.kind)}")
+    bits += [f"{name}: {_show(values[f.name], p.kind)}" for name, values in presets.items() if f.name in values]
     return p.help + (f" ({'; '.join(bits)})" if bits else "")
 
 
