@@ -48,6 +48,7 @@ class Param:
     metavar: str | None = None
     flag: str | None = None            # the command-line option; default ``--field-name``
     group: str | None = None           # a heading in ``--help``
+    label: str | None = None           # the name in error messages; default the field's name
 
     def range_text(self) -> str:
         """``> 0``, ``in [0, 1)``, ``>= 2``, ``one of a | b`` … ('' when unbounded)."""
@@ -70,7 +71,7 @@ def _num(x: float) -> str:
 def param(default: Any, *, help: str, kind: str | None = None, low: float | None = None,  # noqa: A002
           high: float | None = None, low_open: bool = False, high_open: bool = False,
           choices: tuple[str, ...] | None = None, metavar: str | None = None, flag: str | None = None,
-          group: str | None = None):
+          group: str | None = None, label: str | None = None):
     """A dataclass field carrying its :class:`Param` declaration (see the module docstring)."""
     if kind is None:
         kind = {bool: "flag", int: "int", float: "float", str: "str"}.get(type(default))
@@ -81,7 +82,7 @@ def param(default: Any, *, help: str, kind: str | None = None, low: float | None
     if isinstance(default, list):
         default = tuple(default)
     meta = Param(help, kind, low, high, low_open, high_open, tuple(choices) if choices else None, metavar,
-                 flag, group)
+                 flag, group, label)
     return field(default=default, metadata={"param": meta})
 
 
@@ -99,7 +100,8 @@ def flag_of(f: dataclasses.Field, p: Param) -> str:
 def coerce(name: str, p: Param, text: str, flag: str | None = None):
     """The value of a command-line string for a list, grid or file parameter (others pass through).
 
-    Malformed text is a ``ValueError`` naming the option, e.g. ``Invalid --hidden: '32,x' (...)``."""
+    Malformed text (or a list entry out of range) is a ``ValueError`` naming the option, e.g.
+    ``Invalid --hidden: '32,x' (...)``."""
     where = flag or name
     if p.kind in _LISTS:
         cast = _LISTS[p.kind]
@@ -111,7 +113,7 @@ def coerce(name: str, p: Param, text: str, flag: str | None = None):
                              + (f", e.g. {p.metavar}" if p.metavar else "") + ")") from None
         if not values:
             raise ValueError(f"Invalid {where}: {text!r} (expected comma-separated {what})")
-        return values
+        return check_value(where, p, values)
     if p.kind == "grid":
         parts = str(text).split(":")
         try:
@@ -177,7 +179,7 @@ def _check_scalar(name: str, p: Param, value, kind: str):
 def validate(params):
     """Check every declared field of ``params`` against its declaration (one-line ``ValueError``s
     naming the parameter and the allowed range); returns ``params`` with ints/floats normalized."""
-    changes = {f.name: check_value(f.name, p, getattr(params, f.name)) for f, p in params_of(params)}
+    changes = {f.name: check_value(p.label or f.name, p, getattr(params, f.name)) for f, p in params_of(params)}
     return dataclasses.replace(params, **changes)
 
 

@@ -93,7 +93,7 @@ class DiagNetParams:
                                        help="|beta_j| above this counts in l0 (default: train_diag_net's, 1e-3)")
     bound: float | None = param(None, kind="float", low=0.0, low_open=True, group=REC,
                                 help="divergence when |u|_1 + |v|_1 exceeds this (default: train_diag_net's, 1e6)")
-    sharpness_iters: int | None = param(None, kind="int", low=0, group=REC,
+    sharpness_iters: int | None = param(None, kind="int", low=0, group=REC, label="sharpness-iters",
                                         help="power iterations per recording for lambda_max of the Hessian "
                                              "(0 skips it; default: train_diag_net's, 1000)")
     keep_params: bool = param(False, group=REC, help="also save u and v at every recording")

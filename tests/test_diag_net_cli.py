@@ -75,7 +75,7 @@ BAD = [          # the issue's list; finer checks of the library's arguments are
     (["--preset", "paper-adam"], "Invalid preset"),
     (["--noise", "nan"], "Invalid noise"),
     (["--batch", "81"], "Invalid batch"),
-    (["--sharpness-iters", "-1"], "Invalid sharpness_iters"),
+    (["--sharpness-iters", "-1"], "Invalid sharpness-iters"),
 ]
 
 
