@@ -139,7 +139,11 @@ def check_value(name: str, p: Param, value):
         if not isinstance(value, bool):
             raise TypeError(f"{name} must be True or False, got {value!r}")
         return value
-    if p.kind in ("str", "file"):
+    if p.kind == "file":
+        if not Path(value).is_file() or not os.access(value, os.R_OK):
+            raise ValueError(f"Invalid {name}: {value} is not a readable file")
+        return Path(value)
+    if p.kind == "str":
         if p.choices is not None:
             validation.one_of(name, value, p.choices)
         return value

@@ -87,15 +87,15 @@ class DiagNetParams:
     grid: str = param("log", choices=("log", "linear"), group=REC, help="recording grid (log: with a dense start)")
     dense_start: int = param(10, low=0, group=REC, help="record every step up to this one")
     rank_threshold: float | None = param(None, kind="float", low=1e-6, high=1.0, group=REC,
-                                         help="relative singular-value threshold of the Jacobian rank "
-                                              "(default: train_diag_net's, 1e-4)")
+                                         help="relative singular-value threshold of the Jacobian rank; "
+                                              "default train_diag_net's, 1e-4")
     l0_threshold: float | None = param(None, kind="float", low=0.0, group=REC,
-                                       help="|beta_j| above this counts in l0 (default: train_diag_net's, 1e-3)")
+                                       help="|beta_j| above this counts in l0; default train_diag_net's, 1e-3")
     bound: float | None = param(None, kind="float", low=0.0, low_open=True, group=REC,
-                                help="divergence when |u|_1 + |v|_1 exceeds this (default: train_diag_net's, 1e6)")
+                                help="divergence when |u|_1 + |v|_1 exceeds this; default train_diag_net's, 1e6")
     sharpness_iters: int | None = param(None, kind="int", low=0, group=REC, label="sharpness-iters",
-                                        help="power iterations per recording for lambda_max of the Hessian "
-                                             "(0 skips it; default: train_diag_net's, 1000)")
+                                        help="power iterations per recording for lambda_max of the Hessian; "
+                                             "0 skips it; default train_diag_net's, 1000")
     keep_params: bool = param(False, group=REC, help="also save u and v at every recording")
 
 

@@ -44,10 +44,10 @@ class StabilizationParams:
     eta_grid: tuple | None = param(None, kind="grid", metavar="START:STOP:N",
                                    help="phase diagram over N step sizes instead of one run")
     theta_star: float = param(1.0, help="θ*", low=0.0, low_open=True)
-    x_min: float | None = param(None, kind="float", help=f"lower end of the data support, > 0 (default {X_MIN}; "
-                                "with --samples: min x)")
-    x_max: float | None = param(None, kind="float", help=f"upper end of the data support (default {X_MAX}; "
-                                "with --samples: max x)")
+    x_min: float | None = param(None, kind="float", low=0.0, low_open=True,
+                                help=f"lower end of the data support; default {X_MIN:g}, or min x with --samples")
+    x_max: float | None = param(None, kind="float", low=0.0, low_open=True,
+                                help=f"upper end of the data support; default {X_MAX:g}, or max x with --samples")
     n: int = param(1000, help="number of data points drawn uniformly", low=1)
     samples: Path | None = param(None, kind="file", metavar="FILE",
                                  help="use these x samples (.npy or whitespace-separated text) instead of uniform "

@@ -35,24 +35,24 @@ class SDEParams:
     """The options of ``dyntools simulate sde``."""
 
     model: str = param("gbm", choices=("gbm", "ou", "toy", "diag-net"), help="the SDE")
-    scheme: str = param("em", choices=("em", "milstein"), help="scheme (milstein: diagonal noise only)")
+    scheme: str = param("em", choices=("em", "milstein"), help="scheme; milstein needs diagonal noise")
     convergence: bool = param(False, help="order study instead of one run: strong/weak errors on GBM and OU "
                                           "vs exact solutions")
     levels: str = param("4:8", metavar="J0:J1", help="order study: h = T 2^-j for j in J0..J1, 0 <= J0 < J1 <= 14")
     study: str = param("none", choices=("none", "sgd-vs-sde", "sparsity"), help="diag-net only: a study")
     h: float | None = param(None, kind="float", low=0.0, low_open=True,
-                            help=f"time step (default {H:g}; diag-net: eta/10)")
+                            help=f"time step; default {H:g}, diag-net eta/10")
     t1: float | None = param(None, kind="float", low=0.0, low_open=True,
-                             help=f"final time (default {T1:g}; diag-net {TAU:g})")
+                             help=f"final time; default {T1:g}, diag-net {TAU:g}")
     paths: int = param(256, low=1, help="independent paths")
     records: int = param(101, low=2, help="saved times")
     substeps: int = param(1, low=1, help="fine Brownian increments per step")
-    x0: float | None = param(None, kind="float", help=f"initial state (default {X0['gbm']:g}; toy {X0['toy']:g})")
+    x0: float | None = param(None, kind="float", help=f"initial state; default {X0['gbm']:g}, toy {X0['toy']:g}")
     mu: float | None = param(None, kind="float",
-                             help=f"GBM drift (default {MU['gbm']:g}) / OU mean (default {MU['ou']:g})")
+                             help=f"GBM drift / OU mean; default {MU['gbm']:g} / {MU['ou']:g}")
     sigma: float = param(0.3, low=0.0, help="GBM/OU volatility")
     theta: float = param(1.0, low=0.0, low_open=True, help="OU mean-reversion rate")
-    eta: float = param(0.1, low=0.0, help="SGD step eta in the label-noise SDE (> 0 for diag-net)")
+    eta: float = param(0.1, low=0.0, help="SGD step eta in the label-noise SDE; > 0 for diag-net")
     delta: float = param(0.05, low=0.0, help="label-noise level delta")
     method: str = param("sde", choices=("sde", "sgd"), help="diag-net: sde (EM of the SDE) | sgd (label-noise GD)")
     n: int = param(40, low=1, help="diag-net samples / toy data points")

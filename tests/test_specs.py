@@ -84,6 +84,18 @@ def test_presets_name_only_fields():
         spec.with_preset(P, {"ok": {}}, "nope")
 
 
+def test_building_the_command_line_stays_light():
+    """``dyntools --help`` imports every spec module: none may pull in numba, matplotlib, scipy or sympy."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from dyntools.cli import build_parser; build_parser(); "
+            "print(sorted(m for m in ('numba', 'matplotlib', 'scipy', 'sympy', 'dask') if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
+
+
 def test_simulations_declare_no_options_of_their_own():
     """No argparse in simulations/ outside ``if __name__ == "__main__":`` blocks: flags come from the specs."""
     for path in sorted((ROOT / "simulations").glob("*.py")):

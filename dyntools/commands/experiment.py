@@ -10,6 +10,7 @@ experiment's cross-field ``check``) → ``--out`` checked → run → result sav
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from dyntools import spec, store, validation
@@ -28,8 +29,14 @@ def _show(value, kind: str = "") -> str:
 
 
 def help_text(f, p: spec.Param, presets: dict[str, dict]) -> str:
-    """The option's help: its text, then (range; default; the presets that change it)."""
-    bits = [p.range_text()] if p.range_text() and not p.choices else []
+    """The option's help: its text, then (type and range; default; the presets that change it)."""
+    kind = {"int": "integer", "float": "number", "ints": "integers", "floats": "numbers", "strs": "names",
+            "file": "a readable file"}.get(p.kind, "")
+    if p.choices:                               # a str's metavar lists them
+        kind = "names among " + " | ".join(p.choices) if p.kind == "strs" else ""
+    elif p.range_text():
+        kind = f"{kind} {p.range_text()}".strip()
+    bits = [kind] if kind else []
     if p.kind != "flag" and f.default is not None:
         bits.append(f"default {_show(f.default, p.kind)}")
     bits += [f"{name}: {_show(values[f.name], p.kind)}" for name, values in presets.items() if f.name in values]
@@ -46,9 +53,9 @@ def add_parser(sub, exp: spec.Experiment, formatter) -> argparse.ArgumentParser:
                             "overrides it")
     groups: dict[str, argparse._ArgumentGroup] = {}
     for f, prm in spec.params_of(exp.params):
-        target = p
-        if prm.group:
-            target = groups.get(prm.group) or groups.setdefault(prm.group, p.add_argument_group(prm.group))
+        if prm.group and prm.group not in groups:
+            groups[prm.group] = p.add_argument_group(prm.group)
+        target = groups[prm.group] if prm.group else p
         kwargs = {"dest": DEST + f.name, "default": argparse.SUPPRESS, "help": help_text(f, prm, exp.presets)}
         if prm.kind == "flag":
             kwargs["action"] = "store_true"
@@ -60,14 +67,8 @@ def add_parser(sub, exp: spec.Experiment, formatter) -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, default=Path(f"runs/{exp.name}"), metavar="DIR",
                    help=f"directory to write (default runs/{exp.name})")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object on stdout")
-    p.set_defaults(_module=_this(), _experiment=exp)
+    p.set_defaults(_module=sys.modules[__name__], _experiment=exp)
     return p
-
-
-def _this():
-    import sys
-
-    return sys.modules[__name__]
 
 
 def params_from_args(exp: spec.Experiment, args):
