@@ -100,8 +100,8 @@ def flag_of(f: dataclasses.Field, p: Param) -> str:
 def coerce(name: str, p: Param, text: str, flag: str | None = None):
     """The value of a command-line string for a list, grid or file parameter (others pass through).
 
-    Malformed text (or a list entry out of range) is a ``ValueError`` naming the option, e.g.
-    ``Invalid --hidden: '32,x' (...)``."""
+    Malformed text (or a list entry out of range) is a ``ValueError`` naming the option (a list entry:
+    the parameter's ``label`` if it has one), e.g. ``Invalid --hidden: '32,x' (...)``."""
     where = flag or name
     if p.kind in _LISTS:
         cast = _LISTS[p.kind]
@@ -113,7 +113,7 @@ def coerce(name: str, p: Param, text: str, flag: str | None = None):
                              + (f", e.g. {p.metavar}" if p.metavar else "") + ")") from None
         if not values:
             raise ValueError(f"Invalid {where}: {text!r} (expected comma-separated {what})")
-        return check_value(where, p, values)
+        return check_value(p.label or where, p, values)
     if p.kind == "grid":
         parts = str(text).split(":")
         try:

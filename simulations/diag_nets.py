@@ -62,7 +62,7 @@ class DiagNetParams:
     seeds: int = param(16, low=1, group=TRAIN,
                        help="independent seeds (data set + SGD stream) per schedule")
     schedules: tuple = param(("small", "large"), kind="strs", choices=SCHEDULE_NAMES, metavar="NAMES", group=SCHED,
-                             help="comma-separated runs")
+                             label="schedule", help="comma-separated runs")
     eta_small: float = param(0.25, low=0.0, low_open=True, group=SCHED, help="small constant step")
     eta_large: float = param(0.282, low=0.0, low_open=True, group=SCHED, help="large initial step")
     decay_at: tuple = param((0.1, 0.3, 0.5), kind="floats", metavar="FRACS", group=SCHED,
