@@ -3,11 +3,61 @@
 Symbolic derivations checked by a machine (:mod:`dyntools.symbolic`, ``proofs/``), numba
 simulators of the stochastic dynamics (:mod:`dyntools.dynamics`, :mod:`dyntools.models`),
 optimizers with PyTorch semantics (:mod:`dyntools.optim`), and figures (:mod:`dyntools.plots`).
+
+The public API, ``import dyntools as dt``::
+
+    dt.train(model, data, optimizer, *, steps, schedule, batch, sampler, label_noise, record_steps, seed, …)
+    dt.solve(sde, x0, *, t1, h, paths, scheme, seed, …)          # SDEs (Euler–Maruyama / Milstein)
+    dt.prove(claims)                                               # exact verdicts of symbolic claims
+    dt.load(dir), dt.save(result, dir), dt.RunResult               # results on disk
+    dt.DiagNet, dt.QuadraticToy, dt.ToyModel, dt.Model              # models (dt.models: every module)
+    dt.sgd, dt.sgdw, dt.adam, dt.adamw, dt.adagrad, dt.rmsprop, …   # optimizers; dt.schedules
+    dt.metrics, dt.data                                            # measurements and data sets
+
+Names are imported on first use, so ``import dyntools`` stays light (no numba, no sympy).
 """
+
+from __future__ import annotations
+
+import importlib
 
 __version__ = "0.1.0"
 
 from dyntools.engine.result import RunResult  # noqa: E402
 from dyntools.store import load, save  # noqa: E402
 
-__all__ = ["RunResult", "load", "save", "__version__"]
+#: public name → (module, attribute or None for the module itself)
+_LAZY = {
+    "train": ("dyntools.dynamics.train", "train"),
+    "prove": ("dyntools.symbolic.api", "prove"),
+    "solve": ("dyntools.dynamics.sde", "solve"),
+    "SDE": ("dyntools.dynamics.sde", "SDE"),
+    "Model": ("dyntools.models.base", "Model"),
+    "DiagNet": ("dyntools.models.diag_net", "DiagNet"),
+    "QuadraticToy": ("dyntools.models.quadratic_toy", "QuadraticToy"),
+    "ToyModel": ("dyntools.models.quadratic_toy", "ToyModel"),
+    "optim": ("dyntools.optim", None),
+    "schedules": ("dyntools.optim.schedules", None),
+    "metrics": ("dyntools.metrics", None),
+    "data": ("dyntools.data", None),
+    "models": ("dyntools.models", None),
+    "plots": ("dyntools.plots", None),
+    **{name: ("dyntools.optim", name) for name in ("sgd", "sgdw", "adam", "adamw", "adamw_l1", "adamw_l1l2",
+                                                   "adagrad", "rmsprop", "rmsprop_bc", "Optimizer")},
+}
+
+__all__ = ["RunResult", "load", "save", "__version__", *_LAZY]
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'dyntools' has no attribute {name!r}")
+    module, attr = _LAZY[name]
+    value = importlib.import_module(module)
+    value = value if attr is None else getattr(value, attr)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

@@ -53,7 +53,7 @@ class SDEParams:
     sigma: float = param(0.3, low=0.0, help="GBM/OU volatility")
     theta: float = param(1.0, low=0.0, low_open=True, help="OU mean-reversion rate")
     eta: float = param(0.1, low=0.0, help="SGD step eta in the label-noise SDE; > 0 for diag-net")
-    delta: float = param(0.05, low=0.0, help="label-noise level delta")
+    delta: float = param(0.05, low=0.0, help="SDE noise intensity delta: label noise of std n*sqrt(delta)")
     method: str = param("sde", choices=("sde", "sgd"), help="diag-net: sde (EM of the SDE) | sgd (label-noise GD)")
     n: int = param(40, low=1, help="diag-net samples / toy data points")
     d: int = param(100, low=1, help="diag-net dimension")
@@ -110,9 +110,10 @@ def run(p: SDEParams, ctx: RunContext):
             return sde_label_noise.sparsity_mechanism(data, eta=p.eta, delta=p.delta, tau=tau, h=p.h,
                                                       paths=p.paths, alpha=p.alpha, seed=seed, records=p.records,
                                                       eta_after=p.eta / STEP_DROP)
-        return sde_models.simulate_diag_net(data, eta=p.eta, delta=p.delta, tau=tau, h=p.h, method=p.method,
-                                            paths=p.paths, alpha=p.alpha, seed=seed, records=p.records,
-                                            bound=p.bound, substeps=p.substeps)
+        return sde_models.simulate_diag_net(data, eta=p.eta, tau=tau, h=p.h,
+                                            delta=sde_models.label_noise_std(p.delta, p.n), method=p.method,
+                                            paths=p.paths, init="balanced", alpha=p.alpha, seed=seed,
+                                            records=p.records, bound=p.bound, substeps=p.substeps)
     mu = MU.get(p.model) if p.mu is None else p.mu
     x0 = X0[p.model] if p.x0 is None else p.x0
     if p.model == "gbm":
@@ -120,7 +121,8 @@ def run(p: SDEParams, ctx: RunContext):
     elif p.model == "ou":
         sde = sde_models.ou(p.theta, mu, p.sigma)
     else:
-        sde = sde_models.toy_sde(QuadraticToy.uniform(n=p.n, seed=seed), p.eta, p.delta)
+        toy = QuadraticToy.uniform(n=p.n, seed=seed)
+        sde = sde_models.toy_sde(toy, p.eta, sde_models.label_noise_std(p.delta, toy.x.size, sde_models.TOY_SCALE))
     result = solve(sde, x0, t1=T1 if p.t1 is None else p.t1, h=H if p.h is None else p.h, paths=p.paths,
                    scheme=p.scheme, seed=seed, records=p.records, substeps=p.substeps, bound=p.bound)
     result.config["x0"] = x0

@@ -28,8 +28,20 @@ import numpy as np
 import pytest
 
 RENAMES: dict[str, str] = {}
-TOLERANT: dict[str, float] = {}
-CHANGED: dict[str, str] = {}
+# The diagonal-network paths other than the paper's batch-1 SGD now take the optimizer step of
+# dyntools.optim (PyTorch's SGD: θ − η·g rounded twice) instead of an inline loop compiled with
+# fast-math contraction (a fused multiply-add, rounded once): the last bit of an update can differ
+# whenever η is not a power of two. With momentum, decay and label noise (dn-options, 2000 steps) the
+# differences stay below 1.5e-12 relative in the losses and 1.3e-10 in the final parameters of paths
+# that reached |u| ~ 1e10; GD at the edge of stability (dn-paper-gd, η = 3.51 > 2/λ_max) is chaotic and
+# amplifies them (relative 3.6e-3 in the train loss after 1000 steps). Its η = 2 run (a power of two,
+# so no rounding difference) stays bitwise: tests/test_diag_net_dynamics.py checks that part against
+# these goldens.
+TOLERANT: dict[str, float] = {"dn-options": 2e-10}
+CHANGED: dict[str, str] = {
+    "dn-paper-gd": "GD at the edge of stability amplifies the optimizer step's rounding (see above); "
+                   "the power-of-two run is checked bitwise in test_diag_net_dynamics.py",
+}
 #: Status words of the goldens read in the fixed vocabulary of dyntools.engine.result (the engine
 #: refactor replaced free-text statuses such as "ok" by one vocabulary; the words map one to one).
 STATUS_RENAMES: dict[str, str] = {"ok": "completed", "verified": "completed", "order-mismatch": "failed",

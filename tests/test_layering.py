@@ -21,10 +21,9 @@ ROOT = Path(__file__).resolve().parents[1]
 FORBIDDEN = ("simulations", "proofs")
 COMMAND_LINE = ("dyntools/cli.py", "dyntools/commands/")
 
-#: Known violations being fixed elsewhere. Each entry must still violate (else: delete it here).
-PENDING = {
-    "dyntools/symbolic/registry.py",    # removed when branch issue15 merges
-}
+#: Known violations being fixed elsewhere (``"dyntools/<file>.py"``). Each entry must still violate (else:
+#: delete it here). Was {"dyntools/symbolic/registry.py"} until branch issue15 merged.
+PENDING: set[str] = set()
 
 _MODULE_PATH = re.compile(r"^(simulations|proofs)(\.[A-Za-z_]\w*)*(:[A-Za-z_]\w*)?$")
 

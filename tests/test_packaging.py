@@ -37,3 +37,15 @@ def test_ruff_is_clean():
     ruff = shutil.which("ruff") or str(Path(sys.executable).parent / "ruff")
     proc = subprocess.run([ruff, "check", str(ROOT)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_readme_python_api_blocks_run(tmp_path, monkeypatch):
+    """The README's Python API section is code a user pastes: every block must run as printed."""
+    text = (ROOT / "README.md").read_text()
+    section = text.split("## The Python API", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```python\n(.*?)\n```", section, flags=re.S)
+    assert blocks and "dt.train(" in section
+    monkeypatch.chdir(tmp_path)
+    for block in blocks:
+        exec(compile(block, "README.md", "exec"), {})
+    assert (tmp_path / "runs" / "adam-diag" / "result.json").exists()

@@ -61,47 +61,62 @@ def sgd_flops_per_step(d: int, n: int, m: int, records: int, steps: int) -> tupl
 
 
 def _setup(n_paths, steps, records, seed=0):
+    """The arguments of the paper-setting fused loop (:mod:`dyntools.dynamics.fast.diag_net`) for
+    ``n_paths`` seeds, each with its own data set, plus the loss factors of the recordings."""
     from dyntools.data import sparse_regression
-    from dyntools.dynamics.diag_net_sgd import stacked_factors
     from dyntools.engine import record as recording
     from dyntools.engine import streams
+    from dyntools.models.diag_net import loss_factor
     from dyntools.optim.schedules import PiecewiseDecay
 
     datasets = [sparse_regression(80, 200, 20, seed=seed, stream_key=(i,)) for i in range(n_paths)]
     d = 200
-    etas = PiecewiseDecay((0.1,), (4.8,)).etas(0.2, steps)[None, :]   # a stable step (no seed diverges)
+    lrs = PiecewiseDecay((0.1,), (4.8,)).etas(0.2, steps)[None, :]   # a stable step (no seed diverges)
     rec = recording.log_grid(steps, records)
     P = n_paths
+    thetas = np.zeros((P, 2 * d))
+    thetas[:, :d] = 0.1
     args = dict(
-        U=np.full((P, d), 0.1), V=np.zeros((P, d)), MU=np.zeros((P, d)), MV=np.zeros((P, d)),
-        state=streams.path_states(seed, P, streams.KEYS["bench"]), diverged_at=np.full(P, -1, dtype=np.int64),
-        perm=np.tile(np.arange(80, dtype=np.int64), (P, 1)), pos=np.full(P, 80, dtype=np.int64),
-        Xs=np.stack([ds.X for ds in datasets]), ys=np.stack([ds.y for ds in datasets]),
-        **dict(zip(("Rtr", "ztr", "ctr"), stacked_factors([(ds.X, ds.y) for ds in datasets]))),
-        **dict(zip(("Rte", "zte", "cte"), stacked_factors([(ds.X_test, ds.y_test) for ds in datasets]))),
-        data_of=np.arange(P, dtype=np.int64), etas=np.ascontiguousarray(etas),
-        sched_of=np.zeros(P, dtype=np.int64),
-        mode=1, batch=1, label_noise=0.0, momentum=0.0, weight_decay=0.0,
-        indices=np.zeros((0, 0), dtype=np.int64), t0=0, t1=steps, record_steps=rec,
-        train_rec=np.full((P, rec.size), np.nan), test_rec=np.full((P, rec.size), np.nan),
-        u_rec=np.full((P, rec.size, d), np.nan), v_rec=np.full((P, rec.size, d), np.nan),
-        bound=1e6, record_final=True)
-    return args, datasets
+        thetas=thetas, opt_states=np.zeros((P, 3, 0)), Xs=np.stack([ds.X for ds in datasets]),
+        ys=np.stack([ds.y for ds in datasets]), data_of=np.arange(P, dtype=np.int64),
+        iargs=np.array([d]), fargs=np.zeros(0), ws_size=d, sampler=1, batch=1, drop_last=True,
+        replay=np.zeros((0, 0), dtype=np.int64), states=streams.path_states(seed, P, streams.KEYS["bench"]),
+        perms=np.zeros((P, 0), dtype=np.int64), pos=np.zeros(P, dtype=np.int64), label_noise=0.0,
+        precond_of=np.zeros(1, dtype=np.int64), hps=np.zeros((1, 8)), lrs=np.ascontiguousarray(lrs),
+        run_of=np.zeros(P, dtype=np.int64), t0=0, t1=steps, record_steps=rec,
+        theta_rec=np.full((P, rec.size, 2 * d), np.nan), bound=1e6, diverged_at=np.full(P, -1, dtype=np.int64),
+        record_final=True)
+    factors = {}
+    for split, pairs in (("train", [(ds.X, ds.y) for ds in datasets]),
+                         ("test", [(ds.X_test, ds.y_test) for ds in datasets])):
+        fac = [loss_factor(X, y) for X, y in pairs]
+        factors[split] = (np.ascontiguousarray(np.stack([f[0].T for f in fac])),
+                          np.ascontiguousarray(np.stack([f[1] for f in fac])), np.array([f[2] for f in fac]))
+    return args, datasets, factors
 
 
 def _fresh(args):
     """Copies of the arrays a run modifies (so every timed call starts from the same state)."""
     out = dict(args)
-    for k in ("U", "V", "MU", "MV", "state", "diverged_at", "perm", "pos", "train_rec", "test_rec",
-              "u_rec", "v_rec"):
+    for k in ("thetas", "states", "diverged_at", "theta_rec"):
         out[k] = args[k].copy()
     return out
+
+
+def _run(args, factors):
+    """One fused run and its recorded train/test losses (what the NumPy loop computes too)."""
+    from dyntools.dynamics.fast.diag_net import advance
+    from dyntools.models.diag_net import factored_losses
+
+    advance(**args)
+    losses = [factored_losses(args["theta_rec"], *factors[split], args["data_of"]) for split in ("train", "test")]
+    return args, losses
 
 
 def run(quick: bool = False) -> BenchReport:
     import numba
 
-    from dyntools.dynamics.diag_net_sgd import advance, jacobian_ranks, sgd_reference_loop
+    from dyntools.dynamics.diag_net_sgd import jacobian_ranks, sgd_reference_loop
 
     steps = 2_000 if quick else 100_000
     records = 350
@@ -109,24 +124,24 @@ def run(quick: bool = False) -> BenchReport:
 
     # 1. one paper-setting run: the straightforward NumPy loop (drawing its own indices), then the
     #    kernel replaying exactly those indices; the two runs are compared.
-    one, (ds,) = _setup(1, steps, records)
+    one, (ds,), fac1 = _setup(1, steps, records)
     rec = one["record_steps"]
-    eta_steps = np.broadcast_to(one["etas"][0], (steps,))
+    eta_steps = np.broadcast_to(one["lrs"][0], (steps,))
     t0 = time.perf_counter()
-    tr, te, u_ref, _, idx = sgd_reference_loop(ds.X, ds.y, ds.X_test, ds.y_test, one["U"][0], one["V"][0],
-                                               eta_steps, rec, seed=1)
+    tr, te, u_ref, _, idx = sgd_reference_loop(ds.X, ds.y, ds.X_test, ds.y_test, one["thetas"][0, :200],
+                                               one["thetas"][0, 200:], eta_steps, rec, seed=1)
     t_ref = time.perf_counter() - t0
-    one["indices"] = idx[None, :]
+    one["replay"] = idx[None, :]
+    one["sampler"] = 4
     warm = _fresh(one)
     warm["t1"] = 50
-    advance(**warm)                                                     # compile / load the cache
-    t_kernel = best_time(lambda: advance(**_fresh(one)), repeats=5)
-    own = dict(one, indices=np.zeros((0, 0), dtype=np.int64))
-    t_kernel_own = best_time(lambda: advance(**_fresh(own)), repeats=5)
-    check = _fresh(one)
-    advance(**check)
+    _run(warm, fac1)                                                    # compile / load the cache
+    t_kernel = best_time(lambda: _run(_fresh(one), fac1), repeats=5)
+    own = dict(one, replay=np.zeros((0, 0), dtype=np.int64), sampler=1)
+    t_kernel_own = best_time(lambda: _run(_fresh(own), fac1), repeats=5)
+    check, (train_rec, _) = _run(_fresh(one), fac1)
     n_cmp = int(np.sum(rec < 2000))          # before chaos amplifies rounding differences
-    agree = float(np.max(np.abs(check["train_rec"][0, :n_cmp] - tr[:n_cmp]) / tr[:n_cmp]))
+    agree = float(np.max(np.abs(train_rec[0, :n_cmp] - tr[:n_cmp]) / tr[:n_cmp]))
     report.measurements.update({"steps": steps, "records": int(rec.size), "kernel_seconds_replay": t_kernel,
                                 "kernel_seconds_own_rng": t_kernel_own, "numpy_loop_seconds": t_ref,
                                 "kernel_vs_loop_max_rel_diff_first_2000_steps": agree})
@@ -134,10 +149,13 @@ def run(quick: bool = False) -> BenchReport:
                                  100.0))
 
     # 2. 32-seed ensemble: all threads vs one thread (the kernel draws its own indices)
-    ens, _ = _setup(32, steps, records)
+    from dyntools.dynamics.fast.diag_net import advance
+
+    ens, _, _ = _setup(32, steps, records)
     threads = numba.get_num_threads()
     t_par = t_one = float("inf")
     advance(**_fresh(ens))
+
     def kernel_seconds():
         fresh = _fresh(ens)                 # copying the state is set-up, not part of the timing
         start = time.perf_counter()
@@ -157,7 +175,8 @@ def run(quick: bool = False) -> BenchReport:
     report.targets.append(Target(f"32-seed ensemble: {threads} threads vs 1", t_one / t_par, 1.7))
 
     # 3. Jacobian rank at every recording of one run (u, v recorded by the kernel above)
-    ur, vr = check["u_rec"], check["v_rec"]
+    ur = np.ascontiguousarray(check["theta_rec"][..., :200])
+    vr = np.ascontiguousarray(check["theta_rec"][..., 200:])
     jacobian_ranks(check["Xs"], check["data_of"], ur[:, :2].copy(), vr[:, :2].copy(), 1e-4)   # warm-up
     t_rank = best_time(lambda: jacobian_ranks(check["Xs"], check["data_of"], ur, vr, 1e-4), repeats=3)
     report.measurements["rank_seconds_all_records"] = t_rank
@@ -171,10 +190,7 @@ def run(quick: bool = False) -> BenchReport:
     # the step alone: a run without recordings
     bare = _fresh(one)
     bare["record_steps"] = np.array([steps + 1], dtype=np.int64)
-    bare["train_rec"] = np.full((1, 1), np.nan)
-    bare["test_rec"] = np.full((1, 1), np.nan)
-    bare["u_rec"] = np.full((1, 1, 200), np.nan)
-    bare["v_rec"] = np.full((1, 1, 200), np.nan)
+    bare["theta_rec"] = np.full((1, 1, 400), np.nan)
     bare["record_final"] = False
     t_bare = best_time(lambda: advance(**_fresh(bare)), repeats=5)
     step_rate = f_step * steps / t_bare

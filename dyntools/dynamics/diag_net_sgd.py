@@ -1,351 +1,36 @@
-"""Training loops for diagonal linear networks (:mod:`dyntools.models.diag_net`), many paths at once.
+"""Diagonal linear networks (:mod:`dyntools.models.diag_net`) trained over schedules and seeds, with
+the paper's metrics at every recording.
 
-One compiled kernel, :func:`advance`, moves ``P`` independent paths in parallel; a path is one
-(schedule, seed) pair with its own data set, step sizes and xoshiro256** stream. Each step draws a
-batch ``B_t`` and applies, with ``β = u ⊙ v``,
+:func:`train_diag_net` is the diagonal-network runner on the engine: it builds the model
+(:class:`~dyntools.models.diag_net.DiagNet`, ``θ = [u; v]``), one ``dyntools.optim.sgd`` optimizer per
+compared run (step η, heavy-ball momentum μ, coupled L2 weight decay λ — PyTorch's SGD) with its
+schedule, and trains every (run, seed) path with :func:`dyntools.dynamics.train.train`:
 
     g_t = (1/|B_t|) Σ_{i∈B_t} (⟨x_i, β_t⟩ − y_i − δ ξ_{t,i}) x_i               (ξ ~ N(0,1) fresh)
     d_u = v_t ⊙ g_t + λ u_t,          d_v = u_t ⊙ g_t + λ v_t                  (weight decay λ)
     m_u ← μ m_u + d_u  (m_u = d_u at t = 0),  likewise m_v                      (heavy ball, PyTorch)
     u_{t+1} = u_t − η_t m_u,          v_{t+1} = v_t − η_t m_v                   (μ = 0: m = d)
 
-which is the gradient of the mini-batch loss ``(1/2|B|) Σ_i (⟨x_i, β⟩ − y_i)²``: with the full batch
-(``mode = FULL``) it is GD on ``L = ‖X(u⊙v) − y‖²/(2n)``; with ``|B| = 1`` it is the paper's SGD
-(``u ← u − η (⟨x_i, β⟩ − y_i) x_i ⊙ v``); ``δ > 0`` is label-noise SGD (labels ``y_i + δ ξ``).
-Batches are drawn with replacement (``REPLACE``: ``b`` independent uniform indices) or without
-(``SHUFFLE``: an epoch permutation by Fisher–Yates consumed ``b`` at a time, reshuffled when fewer
-than ``b`` remain — PyTorch's ``shuffle=True, drop_last=True``), or replayed from a given index
-array. ``η_t = etas[schedule, t]`` (one column = constant) comes from :mod:`dyntools.optim.schedules`.
-
-At each step in ``record_steps`` (before the update; ``t = T`` after the last) the kernel records
-the train loss ``‖Xβ − y‖²/(2n)`` and the test loss ``‖X_test β − y_test‖²/(2m)`` and, on request,
-``u`` and ``v``. A path stops at the first step after which ``‖u‖₁ + ‖v‖₁`` is non-finite or
-above ``bound``; that step is reported (``diverged_at``, −1 while alive) and its
-later recordings stay NaN (a NaN fails the test ``‖u‖₁ + ‖v‖₁ ≤ bound``).
-
-:func:`advance_numpy` is the plain NumPy twin (one path at a time, a Python loop over steps,
-vectorized over coordinates; same random draws in the same order) used by the tests and, in
-replay mode, as the benchmark's straightforward-NumPy baseline.
+the gradient of the mini-batch loss ``(1/2|B|) Σ_i (⟨x_i, β⟩ − y_i)²``: full batch (``method="gd"``) is
+GD on ``L = ‖X(u⊙v) − y‖²/(2n)``; ``|B| = 1`` is the paper's SGD (the trainer then takes the fused
+loop of :mod:`dyntools.dynamics.fast.diag_net`); δ > 0 is label-noise SGD. Batches are drawn with
+replacement, without (epoch shuffling with ``drop_last``), or replayed (:mod:`dyntools.engine.samplers`).
+A path stops at the first step whose ``‖u‖₁ + ‖v‖₁`` is non-finite or above ``bound``
+(:mod:`dyntools.engine.guard`). After the run it evaluates, at every recording, the train and test
+losses (factored form), the Jacobian rank, ‖β‖₀, ‖β‖₁, balancedness, support recovery and the sharpness.
 """
 
 from __future__ import annotations
-
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from numba import njit
 
 from dyntools import validation
-from dyntools.engine import rng, streams
 
-FULL, REPLACE, SHUFFLE = 0, 1, 2
-MODES = {"gd": FULL, "sgd": REPLACE, "sgd-noreplace": SHUFFLE}
+MODES = {"gd": "full", "sgd": "with-replacement", "sgd-noreplace": "epoch"}
 
 # Reassociation lets LLVM vectorize the dot products; no nnan/ninf (divergence checks need NaN).
 _FASTMATH = {"reassoc", "contract", "nsz"}
-
-
-@njit(cache=True, fastmath=_FASTMATH)
-def _factored_loss(RT, z, c, beta):
-    """``½(‖Rβ − z‖² + c)`` with ``RT = Rᵀ`` (d × k, R upper trapezoidal): the loss ``‖Xβ − y‖²/(2m)``
-    of :func:`dyntools.models.diag_net.loss_factor` in about k·d − k²/2 multiply–adds, accumulated
-    column by column (``q += β_j R[:, j]``, contiguous in ``RT``) so that the loop vectorizes."""
-    d, k = RT.shape
-    q = np.empty(k)
-    for i in range(k):
-        q[i] = -z[i]
-    for j in range(d):
-        bj = beta[j]
-        for i in range(min(j + 1, k)):
-            q[i] += RT[j, i] * bj
-    tot = 0.0
-    for i in range(k):
-        tot += q[i] * q[i]
-    return 0.5 * (tot + c)
-
-
-@njit(cache=True)
-def _shuffle(perm, p, st):
-    n = perm.shape[1]
-    for j in range(n - 1, 0, -1):
-        k = rng.randbelow(st, 0, j + 1)
-        tmp = perm[p, j]
-        perm[p, j] = perm[p, k]
-        perm[p, k] = tmp
-
-
-@njit(cache=True, fastmath=_FASTMATH)
-def _record(p, k, s, u, v, beta, Rtr, ztr, ctr, Rte, zte, cte, train_rec, test_rec, u_rec, v_rec):
-    for j in range(u.shape[0]):
-        beta[j] = u[j] * v[j]
-    train_rec[p, k] = _factored_loss(Rtr[s], ztr[s], ctr[s], beta)
-    test_rec[p, k] = _factored_loss(Rte[s], zte[s], cte[s], beta)
-    if u_rec.shape[1] > 0:
-        u_rec[p, k, :] = u
-        v_rec[p, k, :] = v
-
-
-@njit(cache=True, fastmath=_FASTMATH)
-def _advance_path(p, U, V, MU, MV, state, diverged_at, perm, pos, Xs, ys, Rtr, ztr, ctr, Rte, zte, cte,
-                  data_of, etas, sched_of, mode, batch, label_noise, momentum, weight_decay, indices, t0,
-                  t1, record_steps, train_rec, test_rec, u_rec, v_rec, bound, record_final):
-    """One path of :func:`advance` (a plain serial compiled function: its loops vectorize)."""
-    n_paths, d = U.shape
-    n = Xs.shape[1]
-    n_rec = record_steps.shape[0]
-    const_eta = etas.shape[1] == 1
-    replay = indices.shape[0] > 0
-    row_stride = 0 if indices.shape[0] == 1 else 1
-    b = n if mode == FULL else batch
-    inv_b = 1.0 / b
-    has_mom = momentum != 0.0
-    fused = (mode == REPLACE and b == 1 and label_noise == 0.0 and not has_mom and weight_decay == 0.0)
-    if diverged_at[p] >= 0:
-        return
-    st = state[p:p + 1].copy()      # thread-local copies: rows of neighbouring paths share cache lines
-    cur = pos[p]
-    s = data_of[p]
-    g_row = sched_of[p]
-    X = Xs[s]
-    y = ys[s]
-    # Thread-local working copies, written back at the end: a row of U starts wherever the array
-    # does (16-byte alignment), so neighbouring paths' rows share a cache line at each boundary and
-    # two threads updating them every step would fight over it (false sharing).
-    u = U[p].copy()
-    v = V[p].copy()
-    mu = MU[p].copy()
-    mv = MV[p].copy()
-    beta = np.empty(d)
-    k = np.searchsorted(record_steps, t0)
-    if fused:
-        if t0 < t1:
-            i = indices[p * row_stride, t0] if replay else rng.randbelow(st, 0, n)
-            r = -y[i]
-            for j in range(d):
-                r += X[i, j] * (u[j] * v[j])
-        for t in range(t0, t1):
-            if k < n_rec and record_steps[k] == t:
-                _record(p, k, s, u, v, beta, Rtr, ztr, ctr, Rte, zte, cte, train_rec, test_rec,
-                        u_rec, v_rec)
-                k += 1
-            eta = etas[g_row, 0] if const_eta else etas[g_row, t]
-            c = eta * r
-            big = 0.0
-            if t + 1 < t1:
-                i2 = indices[p * row_stride, t + 1] if replay else rng.randbelow(st, 0, n)
-                r2 = -y[i2]
-                for j in range(d):
-                    sj = c * X[i, j]
-                    uj = u[j]
-                    vj = v[j]
-                    uj2 = uj - sj * vj
-                    vj2 = vj - sj * uj
-                    u[j] = uj2
-                    v[j] = vj2
-                    r2 += X[i2, j] * (uj2 * vj2)
-                    big += abs(uj2) + abs(vj2)
-                i = i2
-                r = r2
-            else:
-                for j in range(d):
-                    sj = c * X[i, j]
-                    uj = u[j]
-                    u[j] = uj - sj * v[j]
-                    v[j] = v[j] - sj * uj
-                    big += abs(u[j]) + abs(v[j])
-            if not big <= bound:  # also true for NaN
-                diverged_at[p] = t + 1
-                break
-    else:
-        gb = np.empty(d)
-        for t in range(t0, t1):
-            if k < n_rec and record_steps[k] == t:
-                _record(p, k, s, u, v, beta, Rtr, ztr, ctr, Rte, zte, cte, train_rec, test_rec,
-                        u_rec, v_rec)
-                k += 1
-            for j in range(d):
-                gb[j] = 0.0
-            for q in range(b):
-                if mode == FULL:
-                    i = q
-                elif replay:
-                    i = indices[p * row_stride, t * b + q]
-                elif mode == REPLACE:
-                    i = rng.randbelow(st, 0, n)
-                else:
-                    if cur + 1 > n:
-                        _shuffle(perm, p, st)
-                        cur = 0
-                    i = perm[p, cur]
-                    cur += 1
-                r = -y[i]
-                if label_noise != 0.0:
-                    r -= label_noise * rng.normal(st, 0)
-                for j in range(d):
-                    r += X[i, j] * (u[j] * v[j])
-                for j in range(d):
-                    gb[j] += r * X[i, j]
-            if mode == SHUFFLE and not replay and cur + b > n:
-                cur = n  # drop_last: reshuffle before the next batch
-            eta = etas[g_row, 0] if const_eta else etas[g_row, t]
-            big = 0.0
-            if has_mom:
-                for j in range(d):
-                    du = gb[j] * inv_b * v[j] + weight_decay * u[j]
-                    dv = gb[j] * inv_b * u[j] + weight_decay * v[j]
-                    if t == 0:
-                        mu[j] = du
-                        mv[j] = dv
-                    else:
-                        mu[j] = momentum * mu[j] + du
-                        mv[j] = momentum * mv[j] + dv
-                    u[j] -= eta * mu[j]
-                    v[j] -= eta * mv[j]
-                    big += abs(u[j]) + abs(v[j])
-            else:
-                for j in range(d):
-                    c = gb[j] * inv_b
-                    uj = u[j]
-                    u[j] = uj - eta * (c * v[j] + weight_decay * uj)
-                    v[j] = v[j] - eta * (c * uj + weight_decay * v[j])
-                    big += abs(u[j]) + abs(v[j])
-            if not big <= bound:  # also true for NaN
-                diverged_at[p] = t + 1
-                break
-    state[p, :] = st[0, :]
-    pos[p] = cur
-    U[p, :] = u
-    V[p, :] = v
-    MU[p, :] = mu
-    MV[p, :] = mv
-    if record_final and diverged_at[p] < 0 and k < n_rec and record_steps[k] == t1:
-        _record(p, k, s, u, v, beta, Rtr, ztr, ctr, Rte, zte, cte, train_rec, test_rec, u_rec, v_rec)
-
-
-@njit(cache=True, nogil=True)
-def _advance_paths(paths, U, V, MU, MV, state, diverged_at, perm, pos, Xs, ys, Rtr, ztr, ctr, Rte, zte, cte,
-                   data_of, etas, sched_of, mode, batch, label_noise, momentum, weight_decay, indices, t0, t1,
-                   record_steps, train_rec, test_rec, u_rec, v_rec, bound, record_final):
-    for p in paths:
-        _advance_path(p, U, V, MU, MV, state, diverged_at, perm, pos, Xs, ys, Rtr, ztr, ctr, Rte, zte, cte,
-                      data_of, etas, sched_of, mode, batch, label_noise, momentum, weight_decay, indices,
-                      t0, t1, record_steps, train_rec, test_rec, u_rec, v_rec, bound, record_final)
-
-
-def advance(U, V, MU, MV, state, diverged_at, perm, pos, Xs, ys, Rtr, ztr, ctr, Rte, zte, cte, data_of,
-            etas, sched_of, mode, batch, label_noise, momentum, weight_decay, indices, t0, t1, record_steps,
-            train_rec, test_rec, u_rec, v_rec, bound, record_final, workers=None):
-    """Advance every live path from step ``t0`` to ``t1`` in place (see the module docstring).
-
-    U, V, MU, MV : float64[P, d]     parameters and momentum buffers
-    state : uint64[P, 4]             xoshiro256** states; diverged_at : int64[P] (−1 alive)
-    perm : int64[P, n], pos : int64[P]   epoch permutation and position (mode SHUFFLE)
-    Xs, ys : float64[S, n, d], [S, n]    training sets; data_of : int64[P] picks one per path
-    Rtr, ztr, ctr / Rte, zte, cte        train / test losses in factored form, per data set: Rᵀ
-                                         (d × k), z, c of :func:`dyntools.models.diag_net.loss_factor`
-    etas : float64[G, 1 or T]; sched_of : int64[P]
-    mode : FULL | REPLACE | SHUFFLE; batch : int (ignored for FULL)
-    indices : int64[P or 1, T·batch] replayed sample indices, or an empty (0, 0) array
-    record_steps : int64[K]; train_rec, test_rec : float64[P, K]; u_rec, v_rec : float64[P, K, d]
-    or empty (P, 0, d) arrays to skip parameter recording
-
-    The paper's case (batch 1 drawn with replacement or replayed, no label noise, momentum or
-    weight decay) takes a fused path: the update of step t and the residual of step t+1 share one
-    pass over the coordinates (the index of step t+1 is drawn first; the stream is the same).
-
-    Paths run in parallel on ``workers`` threads (default ``numba.get_num_threads()``): the compiled
-    per-path loop releases the GIL, and each path is one job taken by the next free thread. Each path owns its
-    stream and its rows, so the result does not depend on the number of workers (it is bitwise the
-    same for the same chunking; a different ``t0/t1`` chunking changes the last bits only, because the
-    fused residual is recomputed at each chunk start). (Threads over a
-    ``nogil`` kernel rather than ``prange``: the same parallelism, at a third of the compile time.)
-    """
-    import numba
-
-    n_paths = U.shape[0]
-    workers = max(1, min(n_paths, numba.get_num_threads() if workers is None else int(workers)))
-    args = (U, V, MU, MV, state, diverged_at, perm, pos, Xs, ys, Rtr, ztr, ctr, Rte, zte, cte, data_of,
-            etas, sched_of, mode, batch, label_noise, momentum, weight_decay, indices, int(t0), int(t1),
-            record_steps, train_rec, test_rec, u_rec, v_rec, float(bound), bool(record_final))
-    if workers == 1:
-        _advance_paths(np.arange(n_paths, dtype=np.int64), *args)
-        return
-    # One job per path, handed out as threads free up: paths that diverge early (and stop) do not
-    # leave a thread idle, as a fixed split of the paths would.
-    with ThreadPoolExecutor(workers) as pool:
-        jobs = [pool.submit(_advance_paths, np.array([p], dtype=np.int64), *args) for p in range(n_paths)]
-        for job in jobs:
-            job.result()
-
-
-def advance_numpy(U, V, MU, MV, state, diverged_at, perm, pos, Xs, ys, Rtr, ztr, ctr, Rte, zte, cte, data_of,
-                  etas, sched_of, mode, batch, label_noise, momentum, weight_decay, indices, t0, t1,
-                  record_steps, train_rec, test_rec, u_rec, v_rec, bound, record_final):
-    """NumPy twin of :func:`advance`: same arguments, same draws, same in-place updates."""
-    n_paths, d = U.shape
-    n = Xs.shape[1]
-    b = n if mode == FULL else batch
-    rec_index = {int(s): j for j, s in enumerate(record_steps)}
-    keep = u_rec.shape[1] > 0
-
-    def record(p, j, s, u, v):
-        beta = u * v
-        train_rec[p, j] = 0.5 * (np.sum((Rtr[s].T @ beta - ztr[s]) ** 2) + ctr[s])
-        test_rec[p, j] = 0.5 * (np.sum((Rte[s].T @ beta - zte[s]) ** 2) + cte[s])
-        if keep:
-            u_rec[p, j], v_rec[p, j] = u, v
-
-    for p in range(n_paths):
-        if diverged_at[p] >= 0:
-            continue
-        s, g_row = data_of[p], sched_of[p]
-        X, y = Xs[s], ys[s]
-        u, v, mu, mv = U[p], V[p], MU[p], MV[p]
-        st = state[p:p + 1]
-        for t in range(t0, t1):
-            if t in rec_index:
-                record(p, rec_index[t], s, u, v)
-            if mode == FULL:
-                idx = np.arange(n)
-            elif indices.shape[0] > 0:
-                row = 0 if indices.shape[0] == 1 else p
-                idx = indices[row, t * b:(t + 1) * b]
-            else:
-                idx = np.empty(b, dtype=np.int64)
-            noise = np.zeros(b)
-            for q in range(b):
-                if mode == REPLACE and indices.shape[0] == 0:
-                    idx[q] = rng.randbelow_np(st, n)[0]
-                elif mode == SHUFFLE and indices.shape[0] == 0:
-                    if pos[p] + 1 > n:
-                        for j in range(n - 1, 0, -1):
-                            kk = rng.randbelow_np(st, j + 1)[0]
-                            perm[p, j], perm[p, kk] = perm[p, kk], perm[p, j]
-                        pos[p] = 0
-                    idx[q] = perm[p, pos[p]]
-                    pos[p] += 1
-                if label_noise != 0.0:
-                    noise[q] = rng.normal_np(st)[0]
-            if mode == SHUFFLE and indices.shape[0] == 0 and pos[p] + b > n:
-                pos[p] = n
-            res = X[idx] @ (u * v) - y[idx] - label_noise * noise
-            c = X[idx].T @ res / b
-            eta = etas[g_row, 0] if etas.shape[1] == 1 else etas[g_row, t]
-            du = c * v + weight_decay * u
-            dv = c * u + weight_decay * v
-            if momentum != 0.0:
-                mu[:] = du if t == 0 else momentum * mu + du
-                mv[:] = dv if t == 0 else momentum * mv + dv
-                du, dv = mu, mv
-            with np.errstate(over="ignore", invalid="ignore"):
-                u -= eta * du
-                v -= eta * dv
-                big = np.sum(np.abs(u)) + np.sum(np.abs(v))
-            if not big <= bound:
-                diverged_at[p] = t + 1
-                break
-        if record_final and diverged_at[p] < 0 and t1 in rec_index:
-            record(p, rec_index[t1], s, u, v)
 
 
 def sgd_reference_loop(X, y, X_test, y_test, u0, v0, eta_steps, record_steps, indices=None, seed=0):
@@ -550,13 +235,12 @@ def train_diag_net(datasets, runs, *, steps: int, method: str = "sgd", batch: in
     ``diverged_at`` (−1 never), final ``u``, ``v``; ``steps``, ``etas``.
     """
     from dyntools import metrics
+    from dyntools.dynamics.train import train
     from dyntools.engine import record as recording
-    from dyntools.engine import streams
-    from dyntools.engine.progress import progress_bar
     from dyntools.engine.result import RunResult, timed
-    from dyntools.models import diag_net
+    from dyntools.models.diag_net import DiagNet
+    from dyntools.optim import optimizers as O
 
-    timings: dict[str, float] = {}
     steps = validation.count("steps", steps)
     method = validation.one_of("method", method, tuple(MODES))
     kernel = validation.one_of("kernel", kernel, ("numba", "numpy"))
@@ -583,21 +267,21 @@ def train_diag_net(datasets, runs, *, steps: int, method: str = "sgd", batch: in
                              f"and X_test of shape ({m}, {d})")
     if method != "gd" and batch > n:
         raise ValueError(f"Invalid batch: {batch} (must be <= n = {n})")
+    if indices is not None and method == "gd":
+        raise ValueError("Invalid indices: replay is for SGD (GD uses every sample)")
     b = n if method == "gd" else batch
-    mode = MODES[method]
     G, S = len(runs), len(datasets)
-    P = G * S
-    mults = [sched.etas(eta, steps) for _, eta, sched in runs]
-    length = steps if any(e.size > 1 for e in mults) else 1
-    etas = np.stack([np.broadcast_to(e, (length,)) for e in mults])
-    etas = np.ascontiguousarray(etas, dtype=np.float64)
+    for _, eta, _ in runs:
+        validation.positive("eta", eta)
+    opts = [O.sgd(float(eta), momentum=momentum, weight_decay=weight_decay) for _, eta, _ in runs]
     if record_steps is None:
         record_steps = recording.make_grid(grid, steps, records, dense_start)
     record_steps = recording.validate_steps(record_steps, steps)
     K = record_steps.size
 
-    # initial points: one per path (the same for every run of a seed: paired comparisons)
-    if u0 is not None or v0 is not None:
+    model = DiagNet(d, init=init, alpha=alpha, init_scale=init_scale)
+    theta0 = None
+    if u0 is not None or v0 is not None:           # initial points: the same for every run of a seed
         if u0 is None or v0 is None:
             raise ValueError("Invalid u0/v0: give both or neither")
         u_init = validation.finite_array("u0", u0)
@@ -605,60 +289,19 @@ def train_diag_net(datasets, runs, *, steps: int, method: str = "sgd", batch: in
         for name, arr in (("u0", u_init), ("v0", v_init)):
             if arr.shape not in ((d,), (S, d)):
                 raise ValueError(f"Invalid {name}: expected shape ({d},) or ({S}, {d}), got {arr.shape}")
-        u_init, v_init = np.broadcast_to(u_init, (S, d)), np.broadcast_to(v_init, (S, d))
-    else:
-        gens = streams.path_generators(seed, S, _INIT_KEY)
-        pairs = [diag_net.initial_params(d, init, alpha=alpha, scale=init_scale, rng=g) for g in gens]
-        u_init = np.stack([p_[0] for p_ in pairs])
-        v_init = np.stack([p_[1] for p_ in pairs])
-    U = np.ascontiguousarray(np.tile(u_init, (G, 1)), dtype=np.float64)
-    V = np.ascontiguousarray(np.tile(v_init, (G, 1)), dtype=np.float64)
-    MU, MV = np.zeros_like(U), np.zeros_like(V)
+        theta0 = np.concatenate([np.broadcast_to(u_init, (S, d)), np.broadcast_to(v_init, (S, d))], axis=1)
 
-    replay = np.zeros((0, 0), dtype=np.int64)
-    if indices is not None:
-        if method == "gd":
-            raise ValueError("Invalid indices: replay is for SGD (GD uses every sample)")
-        replay = np.asarray(indices)
-        if not np.issubdtype(replay.dtype, np.integer):
-            raise ValueError("Invalid indices: must be integers")
-        if replay.ndim == 1:
-            replay = replay[None, :]
-        if replay.shape[1] != steps * b or replay.shape[0] not in (1, P):
-            raise ValueError(f"Invalid indices: expected shape ({steps * b},) or ({P}, {steps * b})")
-        if replay.min() < 0 or replay.max() >= n:
-            raise ValueError(f"Invalid indices: must lie in [0, {n - 1}]")
-        replay = np.ascontiguousarray(replay, dtype=np.int64)
-
-    Xs = np.ascontiguousarray(np.stack([ds.X for ds in datasets]))
-    ys = np.ascontiguousarray(np.stack([ds.y for ds in datasets]))
-    Rtr, ztr, ctr = stacked_factors([(ds.X, ds.y) for ds in datasets])
-    Rte, zte, cte = stacked_factors([(ds.X_test, ds.y_test) for ds in datasets])
+    res = train(model, list(datasets), opts, schedule=[sch for _, _, sch in runs], steps=steps, batch=b,
+                sampler="replay" if indices is not None else MODES[method], drop_last=True,
+                label_noise=label_noise, record_steps=record_steps, seed=seed, theta0=theta0, bound=bound,
+                indices=indices, chunks=chunks, progress=progress, kernel=kernel, workers=workers,
+                labels=[lab for lab, _, _ in runs])
+    timings = dict(res.timings)
+    theta_rec = res["theta"].reshape(G * S, K, 2 * d)
+    u_rec, v_rec = theta_rec[..., :d], theta_rec[..., d:]
+    Xs = np.stack([ds.X for ds in datasets])
+    ys = np.stack([ds.y for ds in datasets])
     data_of = np.tile(np.arange(S, dtype=np.int64), G)
-    sched_of = np.repeat(np.arange(G, dtype=np.int64), S)
-    state = np.concatenate([streams.path_states(seed, S, _SGD_KEY, g) for g in range(G)])
-    diverged_at = np.full(P, -1, dtype=np.int64)
-    perm = np.tile(np.arange(n, dtype=np.int64), (P, 1))
-    pos = np.full(P, n, dtype=np.int64)
-    train_rec = np.full((P, K), np.nan)
-    test_rec = np.full((P, K), np.nan)
-    u_rec = np.full((P, K, d), np.nan)
-    v_rec = np.full((P, K, d), np.nan)
-    if kernel == "numba":
-        def step_fn(*args):
-            advance(*args, workers=workers)
-    else:
-        step_fn = advance_numpy
-    cuts = np.linspace(0, steps, validation.count("chunks", chunks) + 1).astype(np.int64)
-    with timed(timings, "simulate"), progress_bar(steps * P, method.upper(), enabled=progress,
-                                                  unit="path-step") as bar:
-        for a, c in zip(cuts[:-1], cuts[1:]):
-            step_fn(U, V, MU, MV, state, diverged_at, perm, pos, Xs, ys, Rtr, ztr, ctr, Rte, zte, cte,
-                    data_of,
-                    etas, sched_of,
-                    mode, b, label_noise, momentum, weight_decay, replay, int(a), int(c), record_steps,
-                    train_rec, test_rec, u_rec, v_rec, bound, bool(c == steps))
-            bar.update(int(c - a) * P)
 
     with timed(timings, "metrics"):
         out = recorded_metrics(u_rec, v_rec, Xs, data_of, np.stack([ds.beta_star for ds in datasets]),
@@ -667,15 +310,17 @@ def train_diag_net(datasets, runs, *, steps: int, method: str = "sgd", batch: in
             out["sharpness"], out["sharpness_converged"] = recorded_sharpness(
                 u_rec, v_rec, Xs, ys, data_of, iters=sharpness_iters)
         else:                                                   # skipped: NaN, "not converged"
-            out["sharpness"], out["sharpness_converged"] = np.full((P, K), np.nan), np.zeros((P, K), bool)
+            out["sharpness"], out["sharpness_converged"] = (np.full((G * S, K), np.nan),
+                                                            np.zeros((G * S, K), bool))
 
     def shape(a):
         return a.reshape((G, S) + a.shape[1:])
 
-    arrays = {"steps": record_steps, "etas": etas,
-              "train_loss": shape(train_rec), "test_loss": shape(test_rec),
-              **{k: shape(v) for k, v in out.items()}, "diverged_at": shape(diverged_at),
-              "u": shape(U), "v": shape(V),
+    final = res["final_theta"]
+    arrays = {"steps": record_steps, "etas": res["lrs"],
+              "train_loss": res["train_loss"], "test_loss": res["test_loss"],
+              **{k: shape(v) for k, v in out.items()}, "diverged_at": res["diverged_at"],
+              "u": np.ascontiguousarray(final[..., :d]), "v": np.ascontiguousarray(final[..., d:]),
               "beta_star": np.stack([ds.beta_star for ds in datasets])}
     if keep_params:
         arrays["u_rec"], arrays["v_rec"] = shape(u_rec), shape(v_rec)
@@ -687,7 +332,7 @@ def train_diag_net(datasets, runs, *, steps: int, method: str = "sgd", batch: in
               "init": "given" if u0 is not None else init, "alpha": alpha, "init_scale": init_scale,
               "bound": bound, "rank_threshold": rank_threshold, "l0_threshold": l0_threshold,
               "replayed": indices is not None, "kernel": kernel, "records": int(K),
-              "sharpness_iters": sharpness_iters}
+              "sharpness_iters": sharpness_iters, "path": res.config["path"]}
     result = RunResult("diag-net", config, arrays, "", "", seed=seed, timings=timings)
     result.status, result.message = _classify(result)
     result.summary = summarize(result)
@@ -712,10 +357,6 @@ def check_data(X, y, xname: str = "X", yname: str = "y") -> None:
     if y.shape[0] != X.shape[0]:
         raise ValueError(f"Invalid {yname}: length {y.shape[0]} does not match "
                          f"the {X.shape[0]} rows of {xname}")
-
-
-_INIT_KEY = streams.KEYS["diag-net.init"]
-_SGD_KEY = streams.KEYS["diag-net.sampling"]
 
 
 def recorded_metrics(u_rec, v_rec, Xs, data_of, beta_stars, *, rank_threshold=RANK_THRESHOLD,

@@ -21,25 +21,29 @@ def hessian_lambda_max(X: np.ndarray) -> float:
     return 2.0 * float(np.linalg.norm(np.asarray(X, dtype=np.float64), 2) ** 2)
 
 
-def gd_quadratic(X, y, eta: float, steps: int, beta0=None) -> tuple[np.ndarray, np.ndarray]:
-    """Run GD on ``‖Xβ − y‖²``; return the loss after each step (length steps+1) and final β."""
+def gd_quadratic(X, y, eta: float, steps: int, beta0=None):
+    """GD on ``‖Xβ − y‖²`` through :func:`dyntools.train` (model
+    :class:`~dyntools.models.least_squares.LeastSquares`, full batch, plain SGD at step η).
+
+    Returns the :class:`~dyntools.engine.result.RunResult`; ``result["train_loss"][0, 0]`` is the loss
+    at every step 0 … ``steps`` (NaN after a divergence, reported in ``diverged_at``)."""
+    from dyntools.dynamics.train import train
+    from dyntools.models.least_squares import LeastSquares
+    from dyntools.optim import optimizers as O
+
     X = validation.finite_array("X", X, ndim=2)
     y = validation.finite_array("y", y, ndim=1)
     if X.shape[0] != y.shape[0]:
         raise ValueError(f"Invalid y: length {y.shape[0]} does not match X's {X.shape[0]} rows")
     eta = validation.positive("eta", eta)
     steps = validation.count("steps", steps)
-    beta = np.zeros(X.shape[1]) if beta0 is None else np.array(beta0, dtype=np.float64)
-    losses = np.empty(steps + 1)
-    for t in range(steps + 1):
-        r = X @ beta - y
-        losses[t] = r @ r
-        if t < steps:
-            beta = beta - eta * 2.0 * (X.T @ r)
-            if not np.all(np.isfinite(beta)):
-                losses[t + 1:] = np.inf
-                break
-    return losses, beta
+    return train(LeastSquares(X.shape[1]), _Data(X, y), O.sgd(eta), steps=steps, sampler="full",
+                 record_steps=np.arange(steps + 1), theta0=beta0)
+
+
+class _Data:
+    def __init__(self, X, y):
+        self.X, self.y = X, y
 
 
 def classify_gd(X, y, factors=(0.5, 0.9, 1.0, 1.1), steps: int = 400) -> list[dict]:
@@ -56,7 +60,7 @@ def classify_gd(X, y, factors=(0.5, 0.9, 1.0, 1.1), steps: int = 400) -> list[di
     rows = []
     for factor in factors:
         eta = float(factor) * 2.0 / lam
-        losses, _ = gd_quadratic(X, y, eta, steps)
+        losses = gd_quadratic(X, y, eta, steps)["train_loss"][0, 0]
         excess = losses - f_min
         first, last = excess[0], excess[-1]
         if not np.isfinite(last) or last > 10 * max(first, 1e-300):

@@ -27,7 +27,7 @@ import numpy as np
 from numba import njit, prange
 
 from dyntools import validation
-from dyntools.engine import rng
+from dyntools.engine import guard, record, samplers
 
 # Columns of the per-path counters array.
 IN_BAND, BOUNCES, ENTRY, DIVERGED_AT = 0, 1, 2, 3
@@ -61,7 +61,6 @@ def advance(theta, state, counters, x, y, etas, indices, t0, t1, record_steps, t
     const_eta = etas.shape[0] == 1
     replay = indices.shape[0] > 0
     row_stride = 0 if indices.shape[0] == 1 else 1  # one shared replay row, or one per path
-    n_rec = record_steps.shape[0]
     ts2 = theta_star * theta_star
     mid = 1.0 - eps0
     inv_ts = 1.0 / theta_star
@@ -75,18 +74,17 @@ def advance(theta, state, counters, x, y, etas, indices, t0, t1, record_steps, t
         entry = counters[p, ENTRY]
         s0, s1, s2, s3 = state[p, 0], state[p, 1], state[p, 2], state[p, 3]
         for t in range(t0, t1):
-            if k < n_rec and record_steps[k] == t:
+            if record.due(record_steps, k, t):
                 theta_rec[p, k] = th
                 k += 1
             if replay:
                 i = indices[p * row_stride, t]
             else:
-                r, s0, s1, s2, s3 = rng.xoshiro_next(s0, s1, s2, s3)
-                i = int(rng.u64_to_unit(r) * n)
+                i, s0, s1, s2, s3 = samplers.with_replacement_reg(s0, s1, s2, s3, n)
             eta = etas[0] if const_eta else etas[t]
             xi = x[i]
             new = th + eta * th * xi * (y[i] - xi * th * th)
-            if not abs(new) <= bound:  # also true for NaN
+            if guard.beyond(abs(new), bound):
                 counters[p, DIVERGED_AT] = t + 1
                 th = new
                 break
@@ -104,7 +102,7 @@ def advance(theta, state, counters, x, y, etas, indices, t0, t1, record_steps, t
         counters[p, IN_BAND] = in_band
         counters[p, BOUNCES] = bounces
         counters[p, ENTRY] = entry
-        if record_final and counters[p, DIVERGED_AT] < 0 and k < n_rec and record_steps[k] == t1:
+        if record_final and counters[p, DIVERGED_AT] < 0 and record.due(record_steps, k, t1):
             theta_rec[p, k] = th
 
 
@@ -115,25 +113,25 @@ def advance_numpy(theta, state, counters, x, y, etas, indices, t0, t1, record_st
     alive = counters[:, DIVERGED_AT] < 0
     ts2 = theta_star * theta_star
     mid = 1.0 - eps0
-    rec_index = {int(s): j for j, s in enumerate(record_steps)}
+    k = record.start_index(record_steps, t0)
     for t in range(t0, t1):
-        if t in rec_index:
-            theta_rec[alive, rec_index[t]] = theta[alive]
+        if record.due_np(record_steps, k, t):
+            theta_rec[alive, k] = theta[alive]
+            k += 1
         if indices.shape[0] > 0:
             i = indices[0 if indices.shape[0] == 1 else slice(None), t]
             i = np.broadcast_to(i, theta.shape)
         else:
             # As in the kernel, only live paths draw (and advance their streams).
-            live_states = state[alive]
             i = np.zeros(theta.shape, dtype=np.int64)
-            i[alive] = rng.randbelow_np(live_states, n)
-            state[alive] = live_states
+            for p in np.flatnonzero(alive):
+                i[p] = samplers.with_replacement_np(state[p:p + 1], n)
         eta = etas[0] if etas.shape[0] == 1 else etas[t]
         xi = x[i]
         th = theta
         with np.errstate(over="ignore", invalid="ignore"):
             new = th + eta * th * xi * (y[i] - xi * th * th)
-        blew = alive & ~(np.abs(new) <= bound)
+        blew = alive & guard.beyond_np(np.abs(new), bound)
         counters[blew, DIVERGED_AT] = t + 1
         theta[blew] = new[blew]
         ok = alive & ~blew
@@ -149,9 +147,59 @@ def advance_numpy(theta, state, counters, x, y, etas, indices, t0, t1, record_st
         counters[ok & ~bounce, ENTRY] = t + 1
         theta[ok] = new[ok]
         alive = ok
-    if record_final and t1 in rec_index:
-        theta_rec[alive, rec_index[t1]] = theta[alive]
+    if record_final and record.due_np(record_steps, k, t1):
+        theta_rec[alive, k] = theta[alive]
 
+
+
+# ------------------------------------------------------------------------------------------ fast path
+
+class FastPath:
+    """The toy's lock-step ensemble as the trainer's tuned loop (:meth:`ToyModel.fast_path`).
+
+    It applies to one run of plain SGD (no momentum or decay) with batch 1, drawn with replacement,
+    replayed, or full batch on the one-point set; it runs :func:`advance` (or its twin
+    :func:`advance_numpy` when the trainer asks for the NumPy kernel) and keeps the per-path counters
+    of the proposition across chunks; :attr:`extras` holds them for the result.
+    """
+
+    def __init__(self, toy, setting):
+        self.toy = toy
+        self.eta = float(setting["optimizers"][0].lr)
+        self.numpy = setting["kernel"] == "numpy"
+        self.counters = None
+        self.extras: dict[str, np.ndarray] = {}
+
+    @staticmethod
+    def applies(setting: dict) -> bool:
+        from dyntools.optim import optimizers as O
+
+        opts = setting["optimizers"]
+        return (len(opts) == 1 and setting["batch"] == 1 and setting["label_noise"] == 0.0
+                and setting["sampler"] in ("with-replacement", "replay", "full")
+                and all(o.precond == O.SGD_MOMENTUM and o.hparams[2] == O.NO_DECAY and o.hparams[3] == 0.0
+                        for o in opts))
+
+    def __call__(self, thetas, opt_states, Xs, ys, data_of, iargs, fargs, ws_size, sampler, batch, drop_last,
+                 replay, states, perms, pos, label_noise, precond_of, hps, lrs, run_of, t0, t1, record_steps,
+                 theta_rec, bound, diverged_at, record_final, workers=None):
+        toy = self.toy
+        P = thetas.shape[0]
+        if self.counters is None:
+            self.counters = np.zeros((P, 4), dtype=np.int64)
+            self.counters[:, DIVERGED_AT] = guard.NEVER
+        theta = np.ascontiguousarray(thetas[:, 0])
+        rec = np.ascontiguousarray(theta_rec[:, :, 0])
+        band_lo, band_hi = toy.band(self.eta)
+        step_fn = advance_numpy if self.numpy else advance
+        step_fn(theta, states, self.counters, np.ascontiguousarray(Xs[0][:, 0]), ys[0], lrs[0], replay, int(t0),
+                int(t1), record_steps, rec, toy.theta_star, toy.second_moment, band_lo, band_hi,
+                toy.eps0(self.eta), float(bound), bool(record_final))
+        thetas[:, 0] = theta
+        theta_rec[:, :, 0] = rec
+        diverged_at[:] = self.counters[:, DIVERGED_AT]
+        self.extras = {"in_band": self.counters[:, IN_BAND].copy(), "bounces": self.counters[:, BOUNCES].copy(),
+                       "entry": self.counters[:, ENTRY].copy()}
 
 
 # ------------------------------------------------------------------------------------------ runner
@@ -160,7 +208,8 @@ def simulate_toy(toy, eta: float, *, steps: int, paths: int = 1, theta0=0.5, see
                  method: str = "sgd", schedule=None, record_steps=None, records: int = 200,
                  indices=None, bound: float | None = None, chunks: int = 1, progress: bool = False,
                  kernel: str = "numba", stream_key: tuple[int, ...] = ()):
-    """Run SGD (or full-batch GD) on ``toy`` for ``paths`` independent paths.
+    """Run SGD (or full-batch GD) on ``toy`` for ``paths`` independent paths, through
+    :func:`dyntools.dynamics.train.train` (which takes the toy's lock-step fast path, :class:`FastPath`).
 
     Parameters
     ----------
@@ -178,74 +227,48 @@ def simulate_toy(toy, eta: float, *, steps: int, paths: int = 1, theta0=0.5, see
     kernel : "numba" | "numpy"  the compiled kernel or its NumPy twin
     stream_key : ints           extra SeedSequence key words (e.g. a grid-cell index)
 
-    Returns a :class:`~dyntools.result.RunResult` of kind ``"stabilization"`` with arrays
+    Returns a :class:`~dyntools.engine.result.RunResult` of kind ``"stabilization"`` with arrays
     ``steps`` (K,), ``theta`` (P, K), ``loss`` (P, K), ``diverged_at`` (P,) (−1: never),
     ``in_band``/``bounces``/``entry`` (P,) and ``etas``; ``status`` is "diverged" if any path
     diverged, else "converged" or "stabilized" from the late losses.
     """
-    from dyntools.engine import record as recording
-    from dyntools.engine import streams
-    from dyntools.engine.progress import progress_bar
-    from dyntools.engine.result import RunResult, timed
+    from dyntools.dynamics.train import train
+    from dyntools.engine.result import RunResult
+    from dyntools.models.quadratic_toy import ToyModel, toy_data
+    from dyntools.optim import optimizers as O
     from dyntools.optim.schedules import Constant
 
-    timings: dict[str, float] = {}
     eta = validation.positive("eta", eta)
     steps = validation.count("steps", steps)
     paths = validation.count("paths", paths)
     method = validation.one_of("method", method, ("sgd", "gd"))
-    kernel = validation.one_of("kernel", kernel, ("numba", "numpy"))
     theta_star = toy.theta_star
     bound = 1e6 * theta_star if bound is None else validation.positive("bound", bound)
     theta = np.broadcast_to(np.asarray(theta0, dtype=np.float64), (paths,)).copy()
     if not np.all(np.isfinite(theta)):
         raise ValueError("Invalid theta0: must be finite")
     schedule = Constant() if schedule is None else schedule
-    etas = np.ascontiguousarray(schedule.etas(eta, steps), dtype=np.float64)
-    if record_steps is None:
-        record_steps = recording.log_grid(steps, records)
-    record_steps = recording.validate_steps(record_steps, steps)
-
-    if method == "gd":
-        x = np.array([np.sqrt(toy.second_moment)])
-    else:
-        x = np.ascontiguousarray(toy.x, dtype=np.float64)
-    y = x * theta_star**2
-    if indices is None:
-        replay = np.zeros((0, 0), dtype=np.int64)
-    else:
+    ds = toy_data(toy, full_batch=method == "gd")
+    if indices is not None:
         replay = np.atleast_2d(np.asarray(indices))
-        if not np.issubdtype(replay.dtype, np.integer) or replay.shape[1] != steps \
+        if replay.dtype == bool or not np.issubdtype(replay.dtype, np.integer) or replay.shape[1] != steps \
                 or replay.shape[0] not in (1, paths):
             raise ValueError(f"Invalid indices: expected integers of shape ({steps},) or ({paths}, {steps})")
-        if replay.min() < 0 or replay.max() >= x.shape[0]:
-            raise ValueError(f"Invalid indices: must lie in [0, {x.shape[0] - 1}]")
-        replay = np.ascontiguousarray(replay, dtype=np.int64)
+        sampler = "replay"
+    else:
+        sampler = "full" if method == "gd" else "with-replacement"
 
-    m2 = toy.second_moment
-    eps0 = toy.eps0(eta)
-    band_lo, band_hi = toy.band(eta)
-    state = streams.path_states(seed, paths, *stream_key)
-    counters = np.zeros((paths, 4), dtype=np.int64)
-    counters[:, DIVERGED_AT] = -1
-    theta_rec = np.full((paths, record_steps.size), np.nan)
-    step_fn = advance if kernel == "numba" else advance_numpy
-    bounds = np.linspace(0, steps, validation.count("chunks", chunks) + 1).astype(np.int64)
-    with timed(timings, "simulate"), progress_bar(steps * paths, "SGD paths" if method == "sgd" else "GD",
-                                                  enabled=progress, unit="path-step") as bar:
-        for a, b in zip(bounds[:-1], bounds[1:]):
-            step_fn(theta, state, counters, x, y, etas, replay, int(a), int(b), record_steps, theta_rec,
-                    theta_star, m2, band_lo, band_hi, eps0, bound, bool(b == steps))
-            bar.update(int(b - a) * paths)
-
+    res = train(ToyModel(toy), ds, O.sgd(eta), schedule=schedule, steps=steps, batch=1, sampler=sampler,
+                record_steps=record_steps, records=records, seed=seed, seeds=paths, theta0=theta[:, None],
+                bound=bound, indices=indices, stream_key=stream_key, chunks=chunks, progress=progress,
+                kernel=kernel)
+    theta_rec = res["theta"][0, :, :, 0]
     loss = toy.loss(theta_rec)
-    diverged_at = counters[:, DIVERGED_AT].copy()
+    diverged_at = res["diverged_at"][0]
     status, message = _classify(loss, diverged_at, theta_star, steps)
-    arrays = {
-        "steps": record_steps, "theta": theta_rec, "loss": loss, "diverged_at": diverged_at,
-        "in_band": counters[:, IN_BAND].copy(), "bounces": counters[:, BOUNCES].copy(),
-        "entry": counters[:, ENTRY].copy(), "x": toy.x, "etas": etas,
-    }
+    arrays = {"steps": res["steps"], "theta": theta_rec, "loss": loss, "diverged_at": diverged_at,
+              **{k: res[k][0] for k in ("in_band", "bounces", "entry")}, "x": toy.x, "etas": res["lrs"][0]}
+    band_lo, band_hi = toy.band(eta)
     config = {
         "model": "quadratic-toy", "method": method, "eta": eta, "steps": steps, "paths": paths,
         "theta_star": theta_star, "x_min": toy.x_min, "x_max": toy.x_max, "n": int(toy.x.size),
@@ -254,23 +277,25 @@ def simulate_toy(toy, eta: float, *, steps: int, paths: int = 1, theta0=0.5, see
     }
     summary = {
         "paths": paths, "diverged": int((diverged_at >= 0).sum()), "regime": toy.regime(eta),
-        "eta_interval": toy.eta_interval(), "eps0": eps0, "band": [band_lo, band_hi],
+        "eta_interval": toy.eta_interval(), "eps0": toy.eps0(eta), "band": [band_lo, band_hi],
         "final_loss_median": float(np.nanmedian(loss[:, -1])) if np.isfinite(loss[:, -1]).any() else None,
     }
     return RunResult("stabilization", config, arrays, status, message, seed=seed, summary=summary,
-                     timings=timings)
+                     timings=res.timings)
 
 
 def _classify(loss, diverged_at, theta_star, steps):
-    n_div = int((diverged_at >= 0).sum())
-    if n_div:
-        first = int(diverged_at[diverged_at >= 0].min())
-        return "diverged", f"{n_div} of {diverged_at.size} paths diverged (first at step {first})"
+    from dyntools.engine.result import message
+
+    info = guard.summary(diverged_at)
+    if info["diverged"]:
+        return "diverged", message("diverged", diverged=info["diverged"], paths=diverged_at.size,
+                                   first=info["first"])
     tail = loss[:, -max(1, loss.shape[1] // 10):]
     scale = theta_star**4
     if np.all(tail[:, -1] < 1e-20 * scale):
-        return "converged", f"all {loss.shape[0]} paths converged to theta* (final loss < 1e-20 theta*^4)"
+        return "converged", message("converged", paths=loss.shape[0],
+                                    detail="to theta* (final loss < 1e-20 theta*^4)")
     level = float(np.median(tail))
-    return "stabilized", (f"loss neither converged nor diverged after {steps} steps: "
-                          f"median late loss {level:.3g}")
+    return "stabilized", message("stabilized", steps=steps, detail=f"median late loss {level:.3g}")
 

@@ -52,6 +52,13 @@ def with_replacement(st, n):
 
 
 @njit(inline="always")
+def with_replacement_reg(s0, s1, s2, s3, n):
+    """:func:`with_replacement` on a state held in locals (hot loops): ``(index, s0, s1, s2, s3)``."""
+    r, s0, s1, s2, s3 = rng.xoshiro_next(s0, s1, s2, s3)
+    return int(rng.u64_to_unit(r) * n), s0, s1, s2, s3
+
+
+@njit(inline="always")
 def shuffle(perm, st):
     """Fisher–Yates in place: for ``j = n−1 … 1`` swap ``perm[j]`` with ``perm[⌊u·(j+1)⌋]``."""
     for j in range(perm.shape[0] - 1, 0, -1):

@@ -155,3 +155,157 @@ def initial_params(d: int, init: str = "paper", *, alpha: float = 0.1, scale: fl
     if rng is None:
         raise ValueError("Invalid rng: the gaussian init needs a numpy Generator")
     return scale * rng.standard_normal(d), scale * rng.standard_normal(d)
+
+
+# ------------------------------------------------------------------------------ the model protocol
+
+from numba import njit  # noqa: E402
+
+from dyntools.models.base import Model  # noqa: E402
+
+# Reassociation lets LLVM vectorize the dot products; no nnan/ninf (divergence checks need NaN).
+FASTMATH = {"reassoc", "contract", "nsz"}
+
+
+@njit(cache=True, fastmath=FASTMATH)
+def loss_grad(theta, X, y, idx, b, noise, grad, ws, iargs, fargs):
+    """Mini-batch loss ``(1/2b) Σ_q r_q²`` and its gradient, ``θ = [u; v]`` (``p = 2d``):
+
+        r_q = ⟨x_i, u ⊙ v⟩ − (y_i + noise_q),   c = (1/b) Σ_q r_q x_i,   ∇_u = c ⊙ v,   ∇_v = c ⊙ u
+
+    for ``i = idx[q]``. ``ws`` holds ``c`` (length d). The residual is accumulated as
+    ``(−y_i − noise_q) + Σ_j x_ij u_j v_j`` and ``c`` as ``(Σ_q r_q x_i) · (1/b)``, the order of the
+    historical diagonal-net loop, so that both give the same bits."""
+    d = iargs[0]
+    for j in range(d):
+        ws[j] = 0.0
+    tot = 0.0
+    for q in range(b):
+        i = idx[q]
+        r = -y[i]
+        if noise[q] != 0.0:
+            r -= noise[q]
+        for j in range(d):
+            r += X[i, j] * (theta[j] * theta[d + j])
+        for j in range(d):
+            ws[j] += r * X[i, j]
+        tot += r * r
+    inv_b = 1.0 / b
+    for j in range(d):
+        c = ws[j] * inv_b
+        grad[j] = c * theta[d + j]
+        grad[d + j] = c * theta[j]
+    return 0.5 * tot * inv_b
+
+
+def loss_grad_np(theta, X, y, idx, b, noise, grad, ws, iargs, fargs):
+    """NumPy twin of :func:`loss_grad`."""
+    d = int(iargs[0])
+    u, v = theta[:d], theta[d:]
+    i = np.asarray(idx[:b])
+    with np.errstate(over="ignore", invalid="ignore"):
+        r = X[i] @ (u * v) - y[i] - noise[:b]
+        c = X[i].T @ r / b
+    grad[:d] = c * v
+    grad[d:] = c * u
+    return 0.5 * float(r @ r) / b
+
+
+class DiagNet(Model):
+    """The diagonal network ``h(x) = ⟨u ⊙ v, x⟩`` as a :class:`~dyntools.models.base.Model`: ``θ = [u; v]``.
+
+    ``init`` is ``"paper"`` (u₀ = α·1, v₀ = 0) or ``"gaussian"`` (both N(0, init_scale²) from the
+    ``diag-net.init`` stream of the seed). The guard's size ``‖θ‖₁ = ‖u‖₁ + ‖v‖₁``."""
+
+    name = "diag-net"
+    head = "regression"
+    init_stream = "diag-net.init"
+    sampling_stream = "diag-net.sampling"
+    loss_grad = staticmethod(loss_grad)
+    loss_grad_np = staticmethod(loss_grad_np)
+
+    def __init__(self, d: int, *, init: str = "paper", alpha: float = 0.1, init_scale: float = 0.1):
+        self.d = validation.count("d", d)
+        self.init_name = validation.one_of("init", init, INITS)
+        self.alpha = validation.finite("alpha", alpha)
+        self.init_scale = validation.positive("init_scale", init_scale)
+
+    @property
+    def n_params(self) -> int:
+        return 2 * self.d
+
+    def kernel_args(self):
+        return np.array([self.d], dtype=np.int64), np.zeros(0)
+
+    def workspace_size(self, batch: int) -> int:
+        return self.d
+
+    def init(self, seed: int, index: int = 0) -> np.ndarray:
+        from dyntools.engine import streams
+
+        gen = streams.path_generators(seed, index + 1, streams.key(self.init_stream))[index]
+        u, v = initial_params(self.d, self.init_name, alpha=self.alpha, scale=self.init_scale, rng=gen)
+        return np.concatenate([u, v])
+
+    def config(self) -> dict:
+        return {"name": self.name, "d": self.d, "init": self.init_name, "alpha": self.alpha,
+                "init_scale": self.init_scale}
+
+    def loss(self, theta, X, y) -> float:
+        return loss(theta[:self.d], theta[self.d:], X, y)
+
+    def predict(self, theta, X):
+        return predict(theta[:self.d], theta[self.d:], X)
+
+    def jacobian(self, theta, X):
+        return jacobian(theta[:self.d], theta[self.d:], X)
+
+    def recorded_loss(self, theta_rec, Xs, ys, data_of):
+        """The loss at every recording, in the factored form of :func:`loss_factor` (compiled)."""
+        factors = [loss_factor(X, y) for X, y in zip(Xs, ys)]
+        RT = np.ascontiguousarray(np.stack([f[0].T for f in factors]))
+        z = np.ascontiguousarray(np.stack([f[1] for f in factors]))
+        c = np.array([f[2] for f in factors])
+        return factored_losses(theta_rec, RT, z, c, np.asarray(data_of, dtype=np.int64))
+
+    def fast_path(self, setting):
+        from dyntools.dynamics.fast import diag_net as fast
+
+        return fast.advance if fast.applies(setting) else None
+
+
+@njit(cache=True, fastmath=FASTMATH)
+def factored_loss(RT, z, c, beta):
+    """``½(‖Rβ − z‖² + c)`` with ``RT = Rᵀ`` (d × k, R upper trapezoidal): the loss ``‖Xβ − y‖²/(2m)``
+    of :func:`loss_factor` in about k·d − k²/2 multiply–adds, accumulated column by column
+    (``q += β_j R[:, j]``, contiguous in ``RT``) so that the loop vectorizes."""
+    d, k = RT.shape
+    q = np.empty(k)
+    for i in range(k):
+        q[i] = -z[i]
+    for j in range(d):
+        bj = beta[j]
+        for i in range(min(j + 1, k)):
+            q[i] += RT[j, i] * bj
+    tot = 0.0
+    for i in range(k):
+        tot += q[i] * q[i]
+    return 0.5 * (tot + c)
+
+
+@njit(cache=True, fastmath=FASTMATH)
+def factored_losses(theta_rec, RT, z, c, data_of):
+    """:func:`factored_loss` at every recording ``theta_rec[p, k] = [u; v]`` (NaN rows stay NaN)."""
+    P, K, p2 = theta_rec.shape
+    d = p2 // 2
+    out = np.full((P, K), np.nan)
+    beta = np.empty(d)
+    for p in range(P):
+        s = data_of[p]
+        for k in range(K):
+            if not np.isfinite(theta_rec[p, k, 0]):
+                continue
+            for j in range(d):
+                beta[j] = theta_rec[p, k, j] * theta_rec[p, k, d + j]
+            out[p, k] = factored_loss(RT[s], z[s], c[s], beta)
+    return out

@@ -133,3 +133,106 @@ def interval_is_empty_message(toy: QuadraticToy) -> str:
     ratio = toy.x_max / toy.x_min
     return (f"the proposition's step range is empty for this support: x_max/x_min = {ratio:.4g} "
             f">= sqrt(1.25) = {math.sqrt(GAMMA_MAX):.4g}")
+
+
+# ------------------------------------------------------------------------------ the model protocol
+
+from numba import njit  # noqa: E402
+
+from dyntools.models.base import Model  # noqa: E402
+
+
+@njit(cache=True)
+def loss_grad(theta, X, y, idx, b, noise, grad, ws, iargs, fargs):
+    """Mini-batch loss ``(1/b) Σ_q ¼ (y_i + noise_q − x_i θ²)²`` and its derivative
+    ``−(1/b) Σ_q x_i θ (y_i + noise_q − x_i θ²)`` (θ scalar, ``x_i = X[i, 0]``)."""
+    th = theta[0]
+    tot = 0.0
+    g = 0.0
+    for q in range(b):
+        i = idx[q]
+        xi = X[i, 0]
+        r = (y[i] + noise[q]) - xi * th * th
+        tot += 0.25 * r * r
+        g -= th * xi * r
+    grad[0] = g / b
+    return tot / b
+
+
+def loss_grad_np(theta, X, y, idx, b, noise, grad, ws, iargs, fargs):
+    """NumPy twin of :func:`loss_grad` (same order of operations)."""
+    th = float(theta[0])
+    tot = 0.0
+    g = 0.0
+    for q in range(b):
+        i = int(idx[q])
+        xi = float(X[i, 0])
+        r = (float(y[i]) + float(noise[q])) - xi * th * th
+        tot += 0.25 * r * r
+        g -= th * xi * r
+    grad[0] = g / b
+    return tot / b
+
+
+class ToyModel(Model):
+    """The toy ``x θ²`` as a :class:`~dyntools.models.base.Model` (``p = 1``); its data is ``toy.data()``.
+
+    Its fast path is the lock-step ensemble of :mod:`dyntools.dynamics.toy_sgd` (plain SGD or GD, batch
+    1, one run), which also counts, over every step, the proposition's band / bounce statistics
+    (returned as extra arrays ``in_band``, ``bounces``, ``entry``)."""
+
+    name = "quadratic-toy"
+    head = "regression"
+    init_stream = "toy.data"
+    sampling_stream = "toy.sampling"
+    loss_grad = staticmethod(loss_grad)
+    loss_grad_np = staticmethod(loss_grad_np)
+
+    def __init__(self, toy: QuadraticToy, theta0: float = 0.5):
+        self.toy = toy
+        self.theta0 = validation.finite("theta0", theta0)
+
+    @property
+    def n_params(self) -> int:
+        return 1
+
+    def init(self, seed: int, index: int = 0) -> np.ndarray:
+        return np.array([self.theta0 * self.toy.theta_star])
+
+    def config(self) -> dict:
+        return {"name": self.name, "theta_star": self.toy.theta_star, "x_min": self.toy.x_min,
+                "x_max": self.toy.x_max, "n": int(self.toy.x.size)}
+
+    def loss(self, theta, X, y) -> float:
+        xs = np.asarray(X)[:, 0]
+        return float(np.mean(0.25 * (np.asarray(y) - xs * float(theta[0]) ** 2) ** 2))
+
+    def predict(self, theta, X):
+        return np.asarray(X)[:, 0] * float(theta[0]) ** 2
+
+    def recorded_loss(self, theta_rec, Xs, ys, data_of):
+        """``F(θ) = ¼ E[x²] (θ*² − θ²)²`` at every recording (the data loss, by the identity of the module
+        docstring; ``E[x²]`` of the path's data set)."""
+        m2 = np.array([np.mean(X[:, 0] ** 2) for X in Xs])[np.asarray(data_of)]
+        th = theta_rec[..., 0]
+        return 0.25 * m2[:, None] * (self.toy.theta_star**2 - th * th) ** 2
+
+    def fast_path(self, setting):
+        from dyntools.dynamics import toy_sgd
+
+        return toy_sgd.FastPath(self.toy, setting) if toy_sgd.FastPath.applies(setting) else None
+
+
+@dataclass(frozen=True)
+class ToyData:
+    """The toy's training set in the trainer's form: ``X`` (n × 1) and ``y = x θ*²``."""
+
+    X: np.ndarray
+    y: np.ndarray
+
+
+def toy_data(toy: QuadraticToy, *, full_batch: bool = False) -> ToyData:
+    """The samples of ``toy`` (or, for full-batch GD, the one-point set ``x = √E[x²]``: the full-batch
+    gradient of ``F`` is the gradient at that point)."""
+    x = np.array([np.sqrt(toy.second_moment)]) if full_batch else np.ascontiguousarray(toy.x, dtype=np.float64)
+    return ToyData(x[:, None].copy(), x * toy.theta_star**2)

@@ -1,0 +1,371 @@
+"""``dyntools.train``: any model × any sampler × any optimizer × any schedule × the recorder → a result.
+
+A training run is ``G`` *runs* (optimizer and schedule pairs: the compared settings) times ``S``
+*seeds* (initial point, sample stream and, optionally, data set); each (run, seed) pair is a *path*
+``p = g·S + s``, advanced independently. Step ``t`` of a path (``t = 0 … T−1``) is
+
+    I_t        = the sampler's examples for step t                         (dyntools.engine.samplers)
+    L, g_t     = model.loss_grad(θ_t; X[I_t], y[I_t] + δ ξ_t)               (ξ ~ N(0, 1) fresh; δ = label noise)
+    θ_{t+1}    = optimizer step of g_t at learning rate lr_t = lr · m_t    (dyntools.optim, fused kernel)
+
+with ``m_t`` the run's schedule multiplier. The iterate of step ``t`` is recorded when ``t`` is on
+the record grid (before the update; step ``T`` after the last one), and a path stops at the first
+step whose parameters are non-finite or beyond the bound, ``‖θ‖₁ > bound`` (:mod:`dyntools.engine.guard`;
+``diverged_at`` is that step, later recordings stay NaN).
+
+**Label noise δ.** Every runner and the SDE use one meaning: the targets of a step are ``y_i + δ ξ_i``
+with fresh standard normals, so δ is the *standard deviation* of the label noise. For the square loss
+``L = (1/2n) Σ (h − y)²`` a full-batch GD step with label noise is then
+``θ ← θ − η ∇L(θ) + (η δ / n) φ_θ(X)ᵀ ξ``, whose covariance per step is ``(η δ / n)² φᵀφ``; the label-noise
+SDE ``dθ = −∇L dτ + √(η δ̃) φᵀ dB_τ`` over a time ``η`` has covariance ``η · η δ̃ · φᵀφ``, so the two match
+when ``δ̃ = δ² / n²`` (:mod:`dyntools.dynamics.sde_models` states its noise in these terms).
+
+Streams: the sampler and label noise of path (g, s) draw from ``SeedSequence(seed, (KEY, g, s))`` with
+``KEY`` the model's sampling purpose (:data:`dyntools.engine.streams.KEYS`); with ``common_stream`` every
+run of a seed shares the stream of ``(KEY, s)`` (paired comparisons of schedules on the same samples).
+
+:func:`advance_path` is the compiled loop (one path; ``nogil``, paths run on a thread pool) and
+:func:`advance_path_numpy` its twin; :func:`train` validates, allocates, picks a model's tuned loop
+when one applies (``model.fast_path``), drives the chunks and returns a :class:`RunResult`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from dyntools import validation
+from dyntools.engine import drive, guard, record, rng, samplers, streams
+from dyntools.engine.result import RunResult, timed
+from dyntools.optim import kernels as optim_kernels
+from dyntools.optim import optimizers as O
+from dyntools.optim.schedules import Constant, Schedule
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def advance_path(kernel, p, thetas, opt_states, Xs, ys, data_of, iargs, fargs, ws_size, sampler, batch,
+                 drop_last, replay, states, perms, pos, label_noise, precond_of, hps, lrs, run_of, t0, t1,
+                 record_steps, theta_rec, bound, diverged_at, record_final):
+    """Advance path ``p`` from step ``t0`` to ``t1`` in place (see the module docstring).
+
+    thetas : float64[P, p]; opt_states : float64[P, 3, p]; Xs, ys : [S', n, d], [S', n] (data_of[p]
+    picks the path's data set); states : uint64[P, 4]; perms : int64[P, n]; pos : int64[P];
+    precond_of : int64[G]; hps : float64[G, 8]; lrs : float64[G, 1 or T] (lr · m_t); run_of : int64[P];
+    replay : int64[P or 1, T·b] or (0, 0); theta_rec : float64[P, K, p]; diverged_at : int64[P].
+    The path works on private copies of its rows (neighbouring rows share cache lines).
+    """
+    if diverged_at[p] != guard.NEVER:
+        return
+    theta = thetas[p].copy()
+    ostate = opt_states[p].copy()
+    st = states[p:p + 1].copy()
+    perm = perms[p].copy()
+    cur = pos[p]
+    X = Xs[data_of[p]]
+    y = ys[data_of[p]]
+    g = run_of[p]
+    precond = precond_of[g]
+    hp = hps[g]
+    n = X.shape[0]
+    n_par = theta.shape[0]
+    b = n if sampler == samplers.FULL else batch
+    idx = np.empty(b, dtype=np.int64)
+    noise = np.zeros(b)
+    grad = np.empty(n_par)
+    ws = np.zeros(ws_size)
+    const_lr = lrs.shape[1] == 1
+    row = 0 if replay.shape[0] == 1 else p
+    k = np.searchsorted(record_steps, t0)
+    for t in range(t0, t1):
+        if record.due(record_steps, k, t):
+            theta_rec[p, k, :] = theta
+            k += 1
+        for q in range(b):
+            if sampler == samplers.FULL:
+                idx[q] = q
+            elif sampler == samplers.REPLAY:
+                idx[q] = replay[row, t * b + q]
+            elif sampler == samplers.WITH_REPLACEMENT:
+                idx[q] = samplers.with_replacement(st, n)
+            elif sampler == samplers.EPOCH:
+                idx[q], cur = samplers.epoch_next(perm, cur, st)
+            else:
+                idx[q] = samplers.distinct_next(perm, q, st)
+            if label_noise != 0.0:
+                noise[q] = label_noise * rng.normal(st, 0)
+        if sampler == samplers.EPOCH:
+            cur = samplers.epoch_end_of_batch(cur, n, b, drop_last)
+        kernel(theta, X, y, idx, b, noise, grad, ws, iargs, fargs)
+        lr_t = lrs[g, 0] if const_lr else lrs[g, t]
+        optim_kernels.fused_step(precond, hp, theta, grad, ostate, t + 1, lr_t)
+        size = 0.0
+        for j in range(n_par):
+            size += abs(theta[j])
+        if guard.beyond(size, bound):
+            diverged_at[p] = t + 1
+            break
+    thetas[p, :] = theta
+    opt_states[p, :, :] = ostate
+    states[p, :] = st[0, :]
+    perms[p, :] = perm
+    pos[p] = cur
+    if record_final and diverged_at[p] == guard.NEVER and record.due(record_steps, k, t1):
+        theta_rec[p, k, :] = theta
+
+
+@njit(cache=True, nogil=True)
+def _advance_paths(paths, kernel, thetas, opt_states, Xs, ys, data_of, iargs, fargs, ws_size, sampler, batch,
+                   drop_last, replay, states, perms, pos, label_noise, precond_of, hps, lrs, run_of, t0, t1,
+                   record_steps, theta_rec, bound, diverged_at, record_final):
+    for p in paths:
+        advance_path(kernel, p, thetas, opt_states, Xs, ys, data_of, iargs, fargs, ws_size, sampler, batch,
+                     drop_last, replay, states, perms, pos, label_noise, precond_of, hps, lrs, run_of, t0, t1,
+                     record_steps, theta_rec, bound, diverged_at, record_final)
+
+
+def advance_path_numpy(kernel_np, p, thetas, opt_states, Xs, ys, data_of, iargs, fargs, ws_size, sampler, batch,
+                       drop_last, replay, states, perms, pos, label_noise, precond_of, hps, lrs, run_of, t0, t1,
+                       record_steps, theta_rec, bound, diverged_at, record_final):
+    """NumPy twin of :func:`advance_path`: the same draws in the same order; the optimizer step is the
+    readable chain's arithmetic evaluated element-wise by :func:`dyntools.optim.kernels.fused_step`'s
+    Python body (``.py_func``)."""
+    if diverged_at[p] != guard.NEVER:
+        return
+    theta, ostate, st = thetas[p], opt_states[p], states[p:p + 1]
+    perm = perms[p]
+    X, y = Xs[data_of[p]], ys[data_of[p]]
+    g = run_of[p]
+    n = X.shape[0]
+    b = n if sampler == samplers.FULL else batch
+    grad = np.empty(theta.shape[0])
+    ws = np.zeros(ws_size)
+    row = 0 if replay.shape[0] == 1 else p
+    k = record.start_index(record_steps, t0)
+    for t in range(t0, t1):
+        if record.due_np(record_steps, k, t):
+            theta_rec[p, k] = theta
+            k += 1
+        idx = np.empty(b, dtype=np.int64)
+        noise = np.zeros(b)
+        for q in range(b):
+            if sampler == samplers.FULL:
+                idx[q] = q
+            elif sampler == samplers.REPLAY:
+                idx[q] = replay[row, t * b + q]
+            elif sampler == samplers.WITH_REPLACEMENT:
+                idx[q] = samplers.with_replacement_np(st, n)
+            elif sampler == samplers.EPOCH:
+                idx[q], pos[p] = samplers.epoch_next_np(perm, int(pos[p]), st)
+            else:
+                idx[q] = samplers.distinct_next_np(perm, q, st)
+            if label_noise != 0.0:
+                noise[q] = label_noise * rng.normal_np(st)[0]
+        if sampler == samplers.EPOCH:
+            pos[p] = samplers.epoch_end_of_batch_np(int(pos[p]), n, b, drop_last)
+        kernel_np(theta, X, y, idx, b, noise, grad, ws, iargs, fargs)
+        lr_t = lrs[g, 0] if lrs.shape[1] == 1 else lrs[g, t]
+        with np.errstate(over="ignore", invalid="ignore"):
+            optim_kernels.fused_step.py_func(precond_of[g], hps[g], theta, grad, ostate, t + 1, lr_t)
+            size = np.sum(np.abs(theta))
+        if guard.beyond_np(size, bound):
+            diverged_at[p] = t + 1
+            break
+    if record_final and diverged_at[p] == guard.NEVER and record.due_np(record_steps, k, t1):
+        theta_rec[p, k] = theta
+
+
+# ------------------------------------------------------------------------------------------ runner
+
+def _as_list(value, what: str) -> list:
+    items = list(value) if isinstance(value, list | tuple) else [value]
+    if not items:
+        raise ValueError(f"Invalid {what}: need at least one")
+    return items
+
+
+def _datasets(data) -> list:
+    sets = _as_list(data, "data")
+    for ds in sets:
+        if not hasattr(ds, "X") or not hasattr(ds, "y"):
+            raise TypeError("Invalid data: expected an object with arrays X and y (or a list of them)")
+    return sets
+
+
+def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | None = None, batch: int = 1,
+          sampler: str = "with-replacement", drop_last: bool = True, label_noise: float = 0.0,
+          record_steps=None, records: int = 200, grid: str = "log", seed: int = 0, seeds: int | None = None,
+          theta0=None, bound: float | None = None, indices=None, common_stream: bool = False,
+          stream_key: tuple[int, ...] = (), chunks: int = 1, progress: bool = False, kernel: str = "numba",
+          workers: int | None = None, fast: bool = True, labels=None) -> RunResult:
+    """Train ``model`` on ``data`` with ``optimizer`` (see the module docstring for the step).
+
+    Parameters
+    ----------
+    model : :class:`dyntools.models.base.Model`
+    data : object with ``X``, ``y`` (and optionally ``X_test``, ``y_test``), or a list of them (one per seed)
+    optimizer : :class:`dyntools.optim.optimizers.Optimizer` or a list of them (one per run)
+    steps : int                   updates T
+    schedule : Schedule or list   multiplier m_t of the learning rate (default constant), one per run
+                                  (a single optimizer or schedule is shared by every run)
+    batch : int                   examples per step (ignored by the ``full`` sampler)
+    sampler : str                 one of :data:`dyntools.engine.samplers.NAMES` ("replay" needs ``indices``)
+    drop_last : bool              ``epoch`` sampler: a batch never spans two epochs
+    label_noise : float           δ ≥ 0, the standard deviation of the label noise (regression heads)
+    record_steps / records, grid  steps at which θ is recorded (default a ``grid`` grid of ``records``)
+    seed : int                    root seed; seeds : int (default: one per data set, else 1)
+    theta0 : (p,) or (S, p)       initial parameters (default ``model.init(seed, s)`` for seed s)
+    bound : float                 divergence bound on ‖θ‖₁ (default :func:`dyntools.engine.guard.default_bound`)
+    indices : int array           replayed sample indices, (T·b,) shared or (P, T·b) per path
+    common_stream : bool          every run of a seed draws the same samples
+    kernel : "numba" | "numpy"    the compiled loop or its twin; fast : allow the model's tuned loop
+    labels : list of str          names of the runs (default the optimizer names)
+
+    Returns a :class:`RunResult` of kind ``"train"``; arrays indexed ``[run, seed, …]``: ``theta``
+    (recorded parameters, K × p per path), ``train_loss`` (and ``test_loss`` when the data has a test
+    set) at the recordings, ``diverged_at``, ``final_theta``; ``steps`` (K,), ``lrs`` (G, 1 or T).
+    """
+    from dyntools.models.base import HEADS
+
+    steps = validation.count("steps", steps)
+    kernel = validation.one_of("kernel", kernel, ("numba", "numpy"))
+    sampler_code = samplers.code(sampler)
+    if model.head not in HEADS:
+        raise ValueError(f"Invalid model: head {model.head!r} (expected one of {', '.join(HEADS)})")
+    label_noise = validation.non_negative("label_noise", label_noise)
+    if label_noise and model.head != "regression":
+        raise ValueError("Invalid label_noise: label noise needs a regression head")
+    sets = _datasets(data)
+    S = validation.count("seeds", seeds) if seeds is not None else len(sets)
+    if len(sets) not in (1, S):
+        raise ValueError(f"Invalid data: {len(sets)} data sets for {S} seeds (give one, or one per seed)")
+    n, d = np.shape(sets[0].X)
+    for ds in sets:
+        X = validation.finite_array("X", ds.X, ndim=2)
+        if X.shape != (n, d) or np.shape(ds.y)[0] != n:
+            raise ValueError(f"Invalid data: every data set needs X of shape ({n}, {d}) and {n} labels")
+    batch = validation.count("batch", batch)
+    if sampler_code != samplers.FULL and batch > n:
+        raise ValueError(f"Invalid batch: {batch} (must be <= n = {n})")
+    b = n if sampler_code == samplers.FULL else batch
+
+    opts = _as_list(optimizer, "optimizer")
+    scheds = _as_list(Constant() if schedule is None else schedule, "schedule")
+    G = max(len(opts), len(scheds))
+    if len(opts) not in (1, G) or len(scheds) not in (1, G):
+        raise ValueError(f"Invalid schedule: {len(scheds)} schedules for {len(opts)} optimizers "
+                         "(give one of either, or as many of both)")
+    opts = opts * G if len(opts) == 1 else opts
+    scheds = scheds * G if len(scheds) == 1 else scheds
+    for o in opts:
+        if not isinstance(o, O.Optimizer):
+            raise TypeError(f"Invalid optimizer: {o!r} (expected a dyntools.optim optimizer)")
+    mults = [s.multipliers(steps) for s in scheds]
+    length = steps if any(m.size > 1 for m in mults) else 1
+    lrs = np.ascontiguousarray(np.stack([o.lr * np.broadcast_to(m, (length,)) for o, m in zip(opts, mults)]))
+    precond_of = np.array([o.precond for o in opts], dtype=np.int64)
+    hps = np.ascontiguousarray(np.stack([o.hparams for o in opts]), dtype=np.float64)
+    labels = [o.name for o in opts] if labels is None else [str(x) for x in labels]
+    if len(labels) != G:
+        raise ValueError(f"Invalid labels: {len(labels)} names for {G} runs")
+
+    if record_steps is None:
+        record_steps = record.make_grid(grid, steps, records)
+    record_steps = record.validate_steps(record_steps, steps)
+    K = record_steps.size
+    p_dim = model.n_params
+    P = G * S
+    if theta0 is None:
+        inits = np.stack([model.init(seed, s) for s in range(S)])
+    else:
+        inits = validation.finite_array("theta0", theta0)
+        if inits.shape not in ((p_dim,), (S, p_dim)):
+            raise ValueError(f"Invalid theta0: expected shape ({p_dim},) or ({S}, {p_dim}), got {inits.shape}")
+        inits = np.broadcast_to(inits, (S, p_dim))
+    thetas = np.ascontiguousarray(np.tile(inits, (G, 1)), dtype=np.float64)
+    bound = (guard.default_bound(np.abs(inits).sum(axis=1).max()) if bound is None
+             else validation.positive("bound", bound))
+    if sampler_code == samplers.REPLAY:
+        if indices is None:
+            raise ValueError("Invalid indices: the replay sampler needs the index sequence")
+        replay = samplers.check_replay(indices, steps=steps, batch=b, paths=P, n=n)
+    elif indices is not None:
+        raise ValueError("Invalid indices: given indices need sampler='replay'")
+    else:
+        replay = samplers.NO_REPLAY
+
+    key = streams.key(model.sampling_stream)
+    if common_stream:
+        states = np.tile(streams.path_states(seed, S, key, *stream_key), (G, 1))
+    else:
+        states = np.concatenate([streams.path_states(seed, S, key, g, *stream_key) for g in range(G)])
+    Xs = np.ascontiguousarray(np.stack([np.asarray(ds.X, dtype=np.float64) for ds in sets]))
+    y_dtype = np.float64 if model.head == "regression" else np.int64
+    ys = np.ascontiguousarray(np.stack([np.asarray(ds.y).astype(y_dtype) for ds in sets]))
+    data_of = np.tile(np.arange(S, dtype=np.int64) if len(sets) == S else np.zeros(S, dtype=np.int64), G)
+    run_of = np.repeat(np.arange(G, dtype=np.int64), S)
+    opt_states = np.ascontiguousarray(np.stack([optim_kernels.init_state(opts[g], p_dim) for g in run_of]))
+    perms = np.tile(np.arange(n, dtype=np.int64), (P, 1))
+    pos = np.full(P, n, dtype=np.int64)
+    diverged_at = np.full(P, guard.NEVER, dtype=np.int64)
+    theta_rec = np.full((P, K, p_dim), np.nan)
+    iargs, fargs = model.kernel_args()
+    ws_size = int(model.workspace_size(b))
+    args = (thetas, opt_states, Xs, ys, data_of, iargs, fargs, ws_size, sampler_code, b, bool(drop_last), replay,
+            states, perms, pos, label_noise, precond_of, hps, lrs, run_of)
+
+    setting = {"sampler": sampler, "batch": b, "label_noise": label_noise, "optimizers": opts, "kernel": kernel}
+    tuned = model.fast_path(setting) if fast else None
+    timings: dict[str, float] = {}
+
+    def advance(t0, t1, last):
+        if tuned is not None:
+            tuned(*args, t0, t1, record_steps, theta_rec, bound, diverged_at, last, workers=workers)
+        elif kernel == "numba":
+            drive.on_threads(_advance_paths, P, workers, model.loss_grad, *args, t0, t1, record_steps, theta_rec,
+                             float(bound), diverged_at, last)
+        else:
+            for p in range(P):
+                advance_path_numpy(model.loss_grad_np, p, *args, t0, t1, record_steps, theta_rec, bound,
+                                   diverged_at, last)
+
+    drive.chunked(advance, steps, chunks=chunks, work_per_step=P, desc=f"{model.name} ({sampler})",
+                  unit="path-step", progress=progress, timings=timings)
+
+    def shape(a):
+        return a.reshape((G, S) + a.shape[1:])
+
+    arrays = {"steps": record_steps, "lrs": lrs, "theta": shape(theta_rec), "final_theta": shape(thetas),
+              "diverged_at": shape(diverged_at)}
+    with timed(timings, "metrics"):
+        arrays["train_loss"] = shape(_recorded_loss(model, theta_rec, Xs, ys, data_of))
+        if all(getattr(ds, "X_test", None) is not None for ds in sets):
+            Xt = np.stack([np.asarray(ds.X_test, dtype=np.float64) for ds in sets])
+            yt = np.stack([np.asarray(ds.y_test).astype(y_dtype) for ds in sets])
+            arrays["test_loss"] = shape(_recorded_loss(model, theta_rec, Xt, yt, data_of))
+    last = arrays["train_loss"][..., -1].reshape(-1)
+    status, message = drive.classify(diverged_at, np.where(np.isfinite(last), last, np.inf), what="paths")
+    config = {"model": model.config(), "runs": [{"label": lab, "optimizer": o.name, "lr": o.lr,
+                                                 "schedule": repr(s)} for lab, o, s in zip(labels, opts, scheds)],
+              "steps": steps, "batch": b, "sampler": sampler, "drop_last": bool(drop_last),
+              "label_noise": label_noise, "seeds": S, "bound": bound, "records": int(K),
+              "common_stream": bool(common_stream), "replayed": indices is not None, "kernel": kernel,
+              "path": "tuned" if tuned is not None else "generic"}
+    for name, extra in getattr(tuned, "extras", {}).items():        # per-path arrays of a tuned loop
+        arrays[name] = shape(extra)
+    summary = {"paths": P, **guard.summary(diverged_at)}
+    return RunResult("train", config, arrays, status, message, seed=seed, summary=summary, timings=timings)
+
+
+def _recorded_loss(model, theta_rec, Xs, ys, data_of) -> np.ndarray:
+    """Full-data loss at every recording (NaN where nothing was recorded); a model may evaluate them
+    all at once (``model.recorded_loss``)."""
+    if hasattr(model, "recorded_loss"):
+        return model.recorded_loss(theta_rec, Xs, ys, data_of)
+    P, K, _ = theta_rec.shape
+    out = np.full((P, K), np.nan)
+    for p in range(P):
+        X, y = Xs[data_of[p]], ys[data_of[p]]
+        for k in range(K):
+            if np.all(np.isfinite(theta_rec[p, k])):
+                out[p, k] = model.loss(theta_rec[p, k], X, y)
+    return out

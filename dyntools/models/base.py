@@ -1,0 +1,92 @@
+"""What a model gives the engine: the model protocol.
+
+A model is a parametric predictor ``h_θ`` with a training loss, seen by the trainer
+(:func:`dyntools.train`) through one flat parameter vector ``θ ∈ R^p`` and one compiled kernel:
+
+    loss = loss_grad(θ, X, y, idx, b, noise, grad, ws, iargs, fargs)
+
+which evaluates the mini-batch loss at ``θ`` on the examples ``idx[:b]`` (labels ``y_i + noise_q``
+for regression heads: label noise enters as a perturbation of the targets) and writes its
+gradient with respect to ``θ`` into ``grad`` (``float64[p]``, overwritten, not accumulated).
+``ws`` is a scratch ``float64`` array of :meth:`Model.workspace_size` entries owned by the calling
+path; ``iargs`` (``int64``) and ``fargs`` (``float64``) carry the model's constants (layer sizes,
+offsets, θ*, …) so that the kernel is a plain function of arrays and scalars (numba compiles one
+trainer loop per kernel). ``loss_grad_np`` is its NumPy twin, same signature and same result; the
+tests compare the two on identical inputs.
+
+Subclasses set :attr:`name`, :attr:`head` (``"regression"`` or ``"cross-entropy"``), the two
+kernels, and implement :attr:`n_params`, :meth:`kernel_args`, :meth:`workspace_size` and
+:meth:`init`. Metric hooks (:meth:`loss`, :meth:`predict`, :meth:`jacobian`, :meth:`features`) are
+NumPy functions of a parameter vector used after a run on the recorded parameters; a model
+implements the ones that make sense for it. A model may also offer a tuned loop for a setting
+it knows well (:meth:`fast_path`); the trainer uses it when it applies, and the tests hold it
+equal to the generic loop.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+HEADS = ("regression", "cross-entropy")
+
+
+class Model:
+    """Base class of the models trained by :func:`dyntools.train` (see the module docstring)."""
+
+    #: short name (recorded in results)
+    name: str = "model"
+    #: "regression" (targets y: float64[n], label noise allowed) or "cross-entropy" (y: int64 labels)
+    head: str = "regression"
+    #: stream purposes (keys of :data:`dyntools.engine.streams.KEYS`) of the initialization and sampling
+    init_stream: str = "mlp.init"
+    sampling_stream: str = "mlp.sampling"
+
+    # compiled kernel and its NumPy twin (set by subclasses as staticmethods)
+    loss_grad = None
+    loss_grad_np = None
+
+    @property
+    def n_params(self) -> int:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def kernel_args(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(iargs int64[:], fargs float64[:])``: the constants the kernel reads."""
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+
+    def workspace_size(self, batch: int) -> int:
+        """Length of the scratch array the kernel needs for a batch of ``batch`` examples."""
+        return 0
+
+    def init(self, seed: int, index: int = 0) -> np.ndarray:  # pragma: no cover - abstract
+        """Initial parameters of seed ``index`` (drawn from the :attr:`init_stream` of ``seed``)."""
+        raise NotImplementedError
+
+    def config(self) -> dict:
+        """JSON description of the model (recorded in results)."""
+        return {"name": self.name, "n_params": self.n_params}
+
+    # ---------------------------------------------------------------- metric hooks (NumPy)
+    def loss(self, theta: np.ndarray, X: np.ndarray, y: np.ndarray) -> float:
+        """Full-data loss at ``theta`` (the kernel's loss with every example, no noise)."""
+        iargs, fargs = self.kernel_args()
+        n = X.shape[0]
+        grad = np.empty(self.n_params)
+        ws = np.zeros(self.workspace_size(n))
+        return float(self.loss_grad_np(np.asarray(theta, dtype=np.float64), X, y, np.arange(n), n,
+                                       np.zeros(n), grad, ws, iargs, fargs))
+
+    def predict(self, theta: np.ndarray, X: np.ndarray) -> np.ndarray:  # pragma: no cover - optional
+        raise NotImplementedError(f"{self.name} has no predict hook")
+
+    def jacobian(self, theta: np.ndarray, X: np.ndarray) -> np.ndarray:  # pragma: no cover - optional
+        """``φ_θ(X) = [∇_θ h_θ(x_i)]_i`` (n × p)."""
+        raise NotImplementedError(f"{self.name} has no jacobian hook")
+
+    def features(self, theta: np.ndarray, X: np.ndarray) -> list[np.ndarray]:  # pragma: no cover
+        """Hidden activations, one (n × width) array per hidden layer."""
+        raise NotImplementedError(f"{self.name} has no features hook")
+
+    # ---------------------------------------------------------------- tuned loops
+    def fast_path(self, setting: dict):
+        """A tuned training loop for ``setting`` (see :func:`dyntools.dynamics.train.train`), or None."""
+        return None
