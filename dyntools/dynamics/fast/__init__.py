@@ -1,0 +1,1 @@
+"""Tuned training loops that :func:`dyntools.train` selects through ``Model.fast_path``."""
