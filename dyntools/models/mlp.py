@@ -547,3 +547,14 @@ class MLP(Model):
         from dyntools.dynamics.fast import mlp as fast
 
         return fast.select(self, setting)
+
+
+def jacobian_fd(model: MLP, theta, X, eps: float = 1e-6) -> np.ndarray:
+    """Central finite differences of the regression output ``h_θ(X)`` in θ (n, p), for tests and demos."""
+    theta = np.asarray(theta, dtype=np.float64)
+    J = np.empty((len(X), theta.size))
+    for k in range(theta.size):
+        e = np.zeros_like(theta)
+        e[k] = eps
+        J[:, k] = (model.predict(theta + e, X) - model.predict(theta - e, X)) / (2 * eps)
+    return J
