@@ -56,8 +56,12 @@ def _post(hp, where, th, u, lr_t):
     return th - lr_t * (u + _decay(hp, th)) if where == 2 else th - lr_t * u
 
 
-@njit(cache=True, error_model="numpy")
+@njit(inline="always")
 def _sgd_plain(hp, where, theta, g, lr_t):
+    if where == 0:                   # plain SGD, θ − lr_t g: the loop without branches vectorizes
+        for i in range(theta.shape[0]):
+            theta[i] = theta[i] - lr_t * g[i]
+        return
     for i in range(theta.shape[0]):
         th = theta[i]
         theta[i] = _post(hp, where, th, _pre(hp, where, th, g[i]), lr_t)
@@ -137,7 +141,7 @@ def _rmsprop_bc(hp, where, theta, g, state, t, lr_t):
         theta[i] = _post(hp, where, th, u / (np.sqrt(v) / bc2_sqrt + b), lr_t)
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def fused_step(precond, hp, theta, g, state, t, lr_t):
     """One optimizer step in place on ``theta`` and ``state`` (see the module docstring).
 
