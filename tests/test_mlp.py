@@ -10,9 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dyntools import data
-from dyntools.dynamics.fast import mlp as fast
 from dyntools.dynamics.train import train
-from dyntools.engine import streams
+from dyntools.engine import guard, streams
 from dyntools.metrics import network_metrics
 from dyntools.models import mlp as MM
 from dyntools.models import mlp_gemm
@@ -337,10 +336,12 @@ def test_reactive_plateau_equals_replaying_its_multipliers(spiral):
 
 @settings(max_examples=40, deadline=None)
 @given(n=st.integers(0, 30), seed=st.integers(0, 1000))
-def test_l1_size_of_the_tuned_loop(n, seed):
+def test_l1_size_and_its_twin(n, seed):
     theta = np.random.default_rng(seed).standard_normal(n)
-    size = fast.l1_size(theta)
+    size = guard.l1_size(theta)
     assert size == pytest.approx(np.abs(theta).sum(), rel=1e-14, abs=0.0)
+    assert guard.l1_size_np(theta) == size                        # the twin: the same additions, same bits
     if n:
         theta[seed % n] = np.nan
-        assert np.isnan(fast.l1_size(theta))
+        assert np.isnan(guard.l1_size(theta))
+        assert np.isnan(guard.l1_size_np(theta))

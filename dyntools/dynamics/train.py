@@ -101,10 +101,7 @@ def advance_path(kernel, p, thetas, opt_states, Xs, ys, data_of, iargs, fargs, w
             step_losses[p, t] = loss
         lr_t = lrs[g, 0] if const_lr else lrs[g, t]
         optim_kernels.fused_step(precond, hp, theta, grad, ostate, t + 1, lr_t)
-        size = 0.0
-        for j in range(n_par):
-            size += abs(theta[j])
-        if guard.beyond(size, bound):
+        if guard.beyond(guard.l1_size(theta), bound):
             diverged_at[p] = t + 1
             break
     thetas[p, :] = theta
@@ -171,7 +168,7 @@ def advance_path_numpy(kernel_np, p, thetas, opt_states, Xs, ys, data_of, iargs,
         lr_t = lrs[g, 0] if lrs.shape[1] == 1 else lrs[g, t]
         with np.errstate(over="ignore", invalid="ignore"):
             optim_kernels.fused_step_np(precond_of[g], hps[g], theta, grad, ostate, t + 1, lr_t)
-            size = np.sum(np.abs(theta))
+            size = guard.l1_size_np(theta)
         if guard.beyond_np(size, bound):
             diverged_at[p] = t + 1
             break

@@ -10,12 +10,10 @@ sampler this module's loop does the same steps with the kernel's body written in
     stop when ‖θ‖₁ is beyond the bound (:mod:`dyntools.engine.guard`; ``diverged_at = t + 1``)
 
 and records at the same steps (:func:`dyntools.engine.record.due`). The draws come from the same
-streams in the same order, the per-example arithmetic is the kernel's (same helper functions), so
-parameters, losses and divergence steps are bitwise those of the generic loop; only ``‖θ‖₁`` is summed
-in four interleaved partial sums (``(s₀ + s₁) + (s₂ + s₃)``) instead of one running sum: with a
-network of a few hundred parameters and a step of well under a microsecond, one serial chain of
-additions would cost as much as the step itself. The two sums can differ by a rounding, which can
-only matter for a path whose size lands within 1e-16 relative of the bound.
+streams in the same order and the per-example arithmetic is the kernel's (same helper functions), so
+parameters, losses and divergence steps are bitwise those of the generic loop. What it saves is the
+kernel call, its scratch views and the batch's index and noise arrays: on a network of a few hundred
+parameters a step takes well under a microsecond, and those are a good part of it.
 
 Paths run on threads (:func:`dyntools.engine.drive.on_threads`), each on private copies of its rows.
 """
@@ -28,22 +26,6 @@ from numba import njit
 from dyntools.engine import drive, guard, record, rng, samplers
 from dyntools.models.mlp import backward, example_buffers, forward, unpack_iargs
 from dyntools.optim.kernels import fused_step
-
-
-@njit(inline="always")
-def l1_size(theta):
-    """``‖θ‖₁`` as ``(s₀ + s₁) + (s₂ + s₃)`` over the entries ``j ≡ 0, 1, 2, 3 (mod 4)`` (NaN propagates)."""
-    n = theta.shape[0]
-    n4 = n - n % 4
-    s0 = s1 = s2 = s3 = 0.0
-    for j in range(0, n4, 4):
-        s0 += abs(theta[j])
-        s1 += abs(theta[j + 1])
-        s2 += abs(theta[j + 2])
-        s3 += abs(theta[j + 3])
-    for j in range(n4, n):
-        s0 += abs(theta[j])
-    return (s0 + s1) + (s2 + s3)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -91,7 +73,7 @@ def regression_path(p, thetas, opt_states, Xs, ys, data_of, iargs, sampler, batc
         if keep_loss:
             step_losses[p, t] = tot / b
         fused_step(precond, hp, theta, grad, ostate, t + 1, lrs[g, 0] if const_lr else lrs[g, t])
-        if guard.beyond(l1_size(theta), bound):
+        if guard.beyond(guard.l1_size(theta), bound):
             diverged_at[p] = t + 1
             break
     thetas[p, :] = theta
