@@ -229,9 +229,11 @@ def test_tuned_regression_loop_equals_generic_loop_bitwise(sampler, batch, noise
           "schedule": [S.Constant(), S.CosineAnnealingLR(60)], "step_loss": True}
     tuned = train(model, ds, opt, chunks=3, **kw)
     generic = train(model, ds, opt, fast=False, **kw)
+    one_thread = train(model, ds, opt, workers=1, **kw)
     assert tuned.config["path"] == "tuned" and generic.config["path"] == "generic"
     for key in ("theta", "final_theta", "diverged_at", "step_loss", "train_loss", "test_loss"):
         np.testing.assert_array_equal(tuned[key], generic[key], err_msg=key)
+        np.testing.assert_array_equal(tuned[key], one_thread[key], err_msg=key)
     twin = train(model, ds, opt, kernel="numpy", **kw)
     np.testing.assert_allclose(twin["theta"], tuned["theta"], rtol=1e-9, atol=1e-12)
     np.testing.assert_array_equal(twin["diverged_at"], tuned["diverged_at"])
