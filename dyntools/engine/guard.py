@@ -56,13 +56,16 @@ def l1_size_np(theta) -> float:
     """NumPy twin of :func:`l1_size` (the same additions in the same order, so the same bits)."""
     a = np.abs(np.asarray(theta, dtype=np.float64))
     n4 = a.size - a.size % 4
-    s = [np.cumsum(np.concatenate([a[0:n4:4], a[n4:]]) if k == 0 else a[k:n4:4]) for k in range(4)]
-    s0, s1, s2, s3 = (float(c[-1]) if c.size else 0.0 for c in s)
+    s0, s1, s2, s3 = np.cumsum(a[:n4].reshape(-1, 4), axis=0)[-1].tolist() if n4 else (0.0, 0.0, 0.0, 0.0)
+    for x in a[n4:].tolist():                    # cumsum along axis 0 adds row after row: the same order
+        s0 += x
     return (s0 + s1) + (s2 + s3)
 
 
 def beyond_np(size, bound) -> np.ndarray:
-    """NumPy twin of :func:`beyond`, elementwise."""
+    """NumPy twin of :func:`beyond`, elementwise (a Python float gives a bool, without NumPy's overhead)."""
+    if isinstance(size, float):
+        return not size <= bound
     with np.errstate(invalid="ignore"):
         return ~(np.asarray(size) <= bound)
 

@@ -262,7 +262,7 @@ def loss_grad_regression_np(theta, X, y, idx, b, noise, grad, ws, iargs, fargs):
             pres.append(z)
             acts.append(np.maximum(z, 0.0) if l < L - 1 else z)
         res = acts[-1][:, 0] - y[i]
-        if np.any(noise[:b] != 0.0):
+        if noise[:b].any():
             res = res - noise[:b]
         delta = (2.0 * res / b)[:, None]
         for l in range(L - 1, -1, -1):
@@ -272,7 +272,7 @@ def loss_grad_regression_np(theta, X, y, idx, b, noise, grad, ws, iargs, fargs):
                 grad[b_off[l]:b_off[l] + W.shape[0]] = delta.sum(axis=0)
             if l > 0:
                 delta = (delta @ W) * (pres[l] > 0.0)
-        return float(np.mean(res * res))
+        return float(res @ res) / b
 
 
 def loss_grad_cross_entropy_np(theta, X, y, idx, b, noise, grad, ws, iargs, fargs):
