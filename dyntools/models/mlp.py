@@ -508,15 +508,13 @@ class MLP(Model):
         return J
 
     def loss(self, theta, X, y) -> float:
-        """Full-data loss: the mean squared error ``mean((h − y)²)`` or the mean cross-entropy (NumPy)."""
+        """Full-data loss: the mean squared error ``mean((h − y)²)`` (NumPy) or the mean cross-entropy
+        (:meth:`evaluate`'s compiled forward pass: no BLAS call, whose threads wait badly on a busy machine)."""
         theta = np.asarray(theta, dtype=np.float64)
         if self.head == "regression":
             with np.errstate(over="ignore", invalid="ignore"):
                 return float(np.mean((self.predict(theta, X) - np.asarray(y, dtype=np.float64)) ** 2))
-        n = len(y)
-        return loss_grad_cross_entropy_np(theta, np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.int64),
-                                          np.arange(n), n, np.zeros(n), np.zeros(self._p), None, self._iargs,
-                                          None)
+        return self.evaluate(theta, X, y)[0]
 
     def evaluate(self, theta, X, y, chunk: int = 256) -> tuple[float, float]:
         """Cross-entropy head: mean cross-entropy and accuracy on ``(X, y)``, with the compiled

@@ -8,7 +8,8 @@ block), each step of the forward and backward pass is one product:
 
     forward     z_lᵀ = Ŵ_l â_{l−1}ᵀ,    a_l = ReLU(z_l) (hidden layers), logits z_L;
     loss        ℓ = (1/B) Σ_i [log Σ_k exp z_{L,ik} − z_{L,i y_i}],  δ_L = (softmax(z_L) − onehot(y)) / B;
-    backward    ∂ℓ/∂Ŵ_l = δ_lᵀ â_{l−1}   (computed as ``â_{l−1}ᵀ δ_l`` when that has the longer rows),
+    backward    ∂ℓ/∂Ŵ_l = δ_lᵀ â_{l−1}   (computed as ``â_{l−1}ᵀ δ_l`` when that has the longer rows;
+                                       both sum over the batch in the same groups: the same bits),
                 δ_{l−1}ᵀ = (W_lᵀ δ_lᵀ) ⊙ 1[a_{l−1}ᵀ > 0].
 
 """
@@ -112,21 +113,26 @@ def forward_backward(theta, widths, w_off, b_off, X, y, idx, grad, bufs):
     for l in range(L):
         nin, nout = widths[l], widths[l + 1]
         wo, bo = w_off[l], b_off[l]
-        kd = nin + 1 if bo >= 0 else nin
-        for j in range(nout):
-            for k in range(nin):
-                Wt[j, k] = theta[wo + j * nin + k]
-            if bo >= 0:
-                Wt[j, nin] = theta[bo + j]
         A = AT[l]
-        if bo >= 0:
-            for b in range(B):
-                A[nin, b] = 1.0
         Z = AT[l + 1]
         for j in range(nout):
             for b in range(B):
                 Z[j, b] = 0.0
-        gemm(Z, Wt, A, nout, kd, B)
+        if bo >= 0 and nin % 8 == 7:              # the bias column closes a group of 8: multiply by Ŵ_l
+            for j in range(nout):
+                for k in range(nin):
+                    Wt[j, k] = theta[wo + j * nin + k]
+                Wt[j, nin] = theta[bo + j]
+            for b in range(B):
+                A[nin, b] = 1.0
+            gemm(Z, Wt, A, nout, nin + 1, B)
+        else:                                     # else it is summed last, after the groups: add b_l then
+            gemm(Z, theta[wo:wo + nout * nin].reshape((nout, nin)), A, nout, nin, B)
+            if bo >= 0:
+                for j in range(nout):
+                    bj = theta[bo + j]
+                    for b in range(B):
+                        Z[j, b] += bj
         if l < L - 1:
             for j in range(nout):
                 for b in range(B):
@@ -162,7 +168,10 @@ def forward_backward(theta, widths, w_off, b_off, X, y, idx, grad, bufs):
         kd = nin + 1 if bo >= 0 else nin
         delta = DT[cur]
         A = AT[l]
-        if nout >= nin:                           # â_{l−1}ᵀ δ_l: rows of length m_l
+        if bo >= 0:
+            for b in range(B):
+                A[nin, b] = 1.0
+        if nout > kd:                             # â_{l−1}ᵀ δ_l: rows of length m_l (the longer ones)
             for j in range(nout):
                 for b in range(B):
                     Dr[b, j] = delta[j, b]
@@ -175,7 +184,7 @@ def forward_backward(theta, widths, w_off, b_off, X, y, idx, grad, bufs):
                     grad[wo + j * nin + k] = G[k, j]
                 if bo >= 0:
                     grad[bo + j] = G[nin, j]
-        else:                                     # δ_lᵀ â_{l−1}: rows of length m_{l−1} + 1
+        else:                                     # δ_lᵀ â_{l−1}: rows of length m_{l−1} + 1, written in order
             for k in range(kd):
                 for b in range(B):
                     Ar[b, k] = A[k, b]
