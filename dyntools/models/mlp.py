@@ -48,9 +48,15 @@ larger than the bound.
   layer the draws fill ``W_lᵀ`` (in × out) row by row and then ``b_l`` (the order of the earlier
   classifier's in × out layout, kept so that its results reproduce).
 
-The streams are ``SeedSequence(seed, (KEY, *init_key))`` for seed index 0 and
-``(KEY, *init_key, index)`` for seed index ``index > 0`` (:mod:`dyntools.engine.streams`); a sweep
-gives each cell its own ``init_stream``/``init_key``.
+The stream of seed index 0 is ``SeedSequence(seed, (KEY, *init_key))`` and that of seed index
+``s > 0`` is ``(KEY, *init_key, s)`` (:mod:`dyntools.engine.streams`; ``"uniform"`` takes the xoshiro
+state of its child 0, :func:`~dyntools.engine.streams.path_states`); a sweep gives each cell its own
+``init_stream``/``init_key``.
+
+**Tuned loops** (:meth:`MLP.fast_path`, :mod:`dyntools.dynamics.fast.mlp`): with the compiled kernel,
+the regression head with the ``distinct``/``full`` samplers runs a per-example loop with the kernel
+inlined, and the cross-entropy head runs the generic step with its grouped-product kernel called
+directly; both give the generic loop's bits (tests/test_mlp.py).
 """
 
 from __future__ import annotations
