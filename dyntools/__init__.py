@@ -10,7 +10,7 @@ The public API, ``import dyntools as dt``::
     dt.solve(sde, x0, *, t1, h, paths, scheme, seed, …)          # SDEs (Euler–Maruyama / Milstein)
     dt.prove(claims)                                               # exact verdicts of symbolic claims
     dt.load(dir), dt.save(result, dir), dt.RunResult               # results on disk
-    dt.DiagNet, dt.QuadraticToy, dt.ToyModel, dt.Model              # models (dt.models: every module)
+    dt.DiagNet, dt.MLP, dt.QuadraticToy, dt.ToyModel, dt.Model             # models (dt.models: every module)
     dt.sgd, dt.sgdw, dt.adam, dt.adamw, dt.adagrad, dt.rmsprop, …   # optimizers; dt.schedules
     dt.metrics, dt.data                                            # measurements and data sets
 
@@ -34,6 +34,7 @@ _LAZY = {
     "SDE": ("dyntools.dynamics.sde", "SDE"),
     "Model": ("dyntools.models.base", "Model"),
     "DiagNet": ("dyntools.models.diag_net", "DiagNet"),
+    "MLP": ("dyntools.models.mlp", "MLP"),
     "QuadraticToy": ("dyntools.models.quadratic_toy", "QuadraticToy"),
     "ToyModel": ("dyntools.models.quadratic_toy", "ToyModel"),
     "optim": ("dyntools.optim", None),
