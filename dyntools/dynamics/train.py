@@ -42,11 +42,12 @@ from dyntools.optim import optimizers as O
 from dyntools.optim.schedules import Constant, ReduceLROnPlateau, Schedule
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
-def advance_path(kernel, p, thetas, opt_states, Xs, ys, data_of, iargs, fargs, ws_size, sampler, batch,
-                 drop_last, replay, states, perms, pos, label_noise, precond_of, hps, lrs, run_of, step_losses, t0,
-                 t1, record_steps, theta_rec, bound, diverged_at, record_final):
+@njit(inline="always", error_model="numpy")
+def advance_path(kernel, p, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final):
     """Advance path ``p`` from step ``t0`` to ``t1`` in place (see the module docstring).
+
+    ``arrays`` is the tuple ``(thetas, opt_states, Xs, ys, data_of, iargs, fargs, ws_size, sampler, batch,
+    drop_last, replay, states, perms, pos, label_noise, precond_of, hps, lrs, run_of, step_losses)``:
 
     thetas : float64[P, p]; opt_states : float64[P, 3, p]; Xs, ys : [S', n, d], [S', n] (data_of[p]
     picks the path's data set); states : uint64[P, 4]; perms : int64[P, n]; pos : int64[P];
@@ -54,7 +55,12 @@ def advance_path(kernel, p, thetas, opt_states, Xs, ys, data_of, iargs, fargs, w
     replay : int64[P or 1, T·b] or (0, 0); step_losses : float64[P, T] (the kernel's mini-batch loss
     of every step) or (P, 0); theta_rec : float64[P, K, p]; diverged_at : int64[P].
     The path works on private copies of its rows (neighbouring rows share cache lines).
+
+    It is inlined into each built-in model's cached loop (:mod:`dyntools.dynamics.loops`): a compiled
+    kernel passed as an argument cannot be cached on disk by numba, a kernel named in the body can.
     """
+    (thetas, opt_states, Xs, ys, data_of, iargs, fargs, ws_size, sampler, batch, drop_last, replay, states, perms,
+     pos, label_noise, precond_of, hps, lrs, run_of, step_losses) = arrays
     if diverged_at[p] != guard.NEVER:
         return
     theta = thetas[p].copy()
@@ -113,14 +119,12 @@ def advance_path(kernel, p, thetas, opt_states, Xs, ys, data_of, iargs, fargs, w
         theta_rec[p, k, :] = theta
 
 
-@njit(cache=True, nogil=True)
-def _advance_paths(paths, kernel, thetas, opt_states, Xs, ys, data_of, iargs, fargs, ws_size, sampler, batch,
-                   drop_last, replay, states, perms, pos, label_noise, precond_of, hps, lrs, run_of, step_losses, t0,
-                   t1, record_steps, theta_rec, bound, diverged_at, record_final):
+@njit(nogil=True, error_model="numpy")
+def _advance_paths(paths, kernel, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final):
+    """Every path in ``paths`` with ``kernel`` given as an argument: the loop of a model that does not
+    have a cached loop in :mod:`dyntools.dynamics.loops`; compiled once per process."""
     for p in paths:
-        advance_path(kernel, p, thetas, opt_states, Xs, ys, data_of, iargs, fargs, ws_size, sampler, batch,
-                     drop_last, replay, states, perms, pos, label_noise, precond_of, hps, lrs, run_of, step_losses,
-                     t0, t1, record_steps, theta_rec, bound, diverged_at, record_final)
+        advance_path(kernel, p, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final)
 
 
 def advance_path_numpy(kernel_np, p, thetas, opt_states, Xs, ys, data_of, iargs, fargs, ws_size, sampler, batch,
@@ -236,6 +240,7 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
     (recorded parameters, K × p per path), ``train_loss`` (and ``test_loss`` when the data has a test
     set) at the recordings, ``diverged_at``, ``final_theta``; ``steps`` (K,), ``lrs`` (G, 1 or T).
     """
+    from dyntools.dynamics import loops
     from dyntools.models.base import HEADS
 
     steps = validation.count("steps", steps)
@@ -327,15 +332,20 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
     args = (thetas, opt_states, Xs, ys, data_of, iargs, fargs, ws_size, sampler_code, b, bool(drop_last), replay,
             states, perms, pos, label_noise, precond_of, hps, lrs, run_of, step_losses)
 
-    setting = {"sampler": sampler, "batch": b, "label_noise": label_noise, "optimizers": opts, "kernel": kernel}
+    setting = {"sampler": sampler, "batch": b, "label_noise": label_noise, "optimizers": opts, "kernel": kernel,
+               "step_loss": step_losses.shape[1] > 0}
     tuned = model.fast_path(setting) if fast else None
+    cached = loops.for_kernel(model.loss_grad)
     timings: dict[str, float] = {}
 
     def advance(t0, t1, last):
         if tuned is not None:
             tuned(*args, t0, t1, record_steps, theta_rec, bound, diverged_at, last, workers=workers)
+        elif kernel == "numba" and cached is not None:
+            drive.on_threads(cached, P, workers, args, t0, t1, record_steps, theta_rec, float(bound), diverged_at,
+                             last)
         elif kernel == "numba":
-            drive.on_threads(_advance_paths, P, workers, model.loss_grad, *args, t0, t1, record_steps, theta_rec,
+            drive.on_threads(_advance_paths, P, workers, model.loss_grad, args, t0, t1, record_steps, theta_rec,
                              float(bound), diverged_at, last)
         else:
             for p in range(P):
