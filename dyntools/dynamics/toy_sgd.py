@@ -123,9 +123,10 @@ def advance_numpy(theta, state, counters, x, y, etas, indices, t0, t1, record_st
             i = np.broadcast_to(i, theta.shape)
         else:
             # As in the kernel, only live paths draw (and advance their streams).
+            live_states = state[alive]
             i = np.zeros(theta.shape, dtype=np.int64)
-            for p in np.flatnonzero(alive):
-                i[p] = samplers.with_replacement_np(state[p:p + 1], n)
+            i[alive] = samplers.with_replacement_rows_np(live_states, n)
+            state[alive] = live_states
         eta = etas[0] if etas.shape[0] == 1 else etas[t]
         xi = x[i]
         th = theta

@@ -24,8 +24,9 @@ Streams: the sampler and label noise of path (g, s) draw from ``SeedSequence(see
 ``KEY`` the model's sampling purpose (:data:`dyntools.engine.streams.KEYS`); with ``common_stream`` every
 run of a seed shares the stream of ``(KEY, s)`` (paired comparisons of schedules on the same samples).
 
-:func:`advance_path` is the compiled loop (one path; ``nogil``, paths run on a thread pool) and
-:func:`advance_path_numpy` its twin; :func:`train` validates, allocates, picks a model's tuned loop
+:func:`advance_path` is the compiled step loop of one path (inlined into a ``nogil`` loop over paths
+that runs on a thread pool: one per built-in model, cached on disk, in :mod:`dyntools.dynamics.loops`)
+and :func:`advance_path_numpy` its twin; :func:`train` validates, allocates, picks a model's tuned loop
 when one applies (``model.fast_path``), drives the chunks and returns a :class:`RunResult`.
 """
 
