@@ -176,13 +176,14 @@ class FastPath:
 
         opts = setting["optimizers"]
         return (len(opts) == 1 and setting["batch"] == 1 and setting["label_noise"] == 0.0
+                and not setting.get("step_loss")
                 and setting["sampler"] in ("with-replacement", "replay", "full")
                 and all(o.precond == O.SGD_MOMENTUM and o.hparams[2] == O.NO_DECAY and o.hparams[3] == 0.0
                         for o in opts))
 
     def __call__(self, thetas, opt_states, Xs, ys, data_of, iargs, fargs, ws_size, sampler, batch, drop_last,
-                 replay, states, perms, pos, label_noise, precond_of, hps, lrs, run_of, t0, t1, record_steps,
-                 theta_rec, bound, diverged_at, record_final, workers=None):
+                 replay, states, perms, pos, label_noise, precond_of, hps, lrs, run_of, step_losses, t0, t1,
+                 record_steps, theta_rec, bound, diverged_at, record_final, workers=None):
         toy = self.toy
         P = thetas.shape[0]
         if self.counters is None:
