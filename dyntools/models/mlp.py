@@ -539,7 +539,7 @@ class MLP(Model):
         for start in range(0, n, chunk):
             idx = np.arange(start, min(n, start + chunk))
             total += len(idx) * mlp_gemm.forward_backward(theta, self._widths, self._w_off, self._b_off, X, y,
-                                                          idx, empty, mlp_gemm.views(ws, self.n_layers, maxw,
+                                                          idx, empty, mlp_gemm.views_of(ws, self.n_layers, maxw,
                                                                                      len(idx)))
             logits = mlp_gemm.logits(ws, self.n_layers, maxw, len(idx), self.widths[-1])
             correct += int(np.sum(np.argmax(logits, axis=0) == y[idx]))

@@ -95,9 +95,16 @@ def views(ws, n_layers, maxw, batch):
     return AT, DT, Dr, Ar, G, Wt
 
 
+@njit(cache=True)
+def views_of(ws, n_layers, maxw, batch):
+    """:func:`views` for Python callers: compiled once and cached on disk (the inlined :func:`views`
+    called from Python would be compiled again in every process)."""
+    return views(ws, n_layers, maxw, batch)
+
+
 def logits(ws, n_layers: int, maxw: int, batch: int, classes: int) -> np.ndarray:
     """The logits ``z_Lᵀ`` (classes × batch) left in the scratch array by :func:`forward_backward`."""
-    return views(ws, n_layers, maxw, batch)[0][n_layers, :classes, :batch]
+    return views_of(ws, n_layers, maxw, batch)[0][n_layers, :classes, :batch]
 
 
 @njit(cache=True, error_model="numpy")
