@@ -52,6 +52,28 @@ def l1_size(theta):
     return (s0 + s1) + (s2 + s3)
 
 
+@njit(inline="always")
+def l1_size_clearing(theta, grad):
+    """:func:`l1_size` (the same additions in the same order) that also sets ``grad`` to zero in the same
+    pass: a loop that accumulates a fresh gradient every step saves a pass over the parameters."""
+    n = theta.shape[0]
+    n4 = n - n % 4
+    s0 = s1 = s2 = s3 = 0.0
+    for j in range(0, n4, 4):
+        s0 += abs(theta[j])
+        s1 += abs(theta[j + 1])
+        s2 += abs(theta[j + 2])
+        s3 += abs(theta[j + 3])
+        grad[j] = 0.0
+        grad[j + 1] = 0.0
+        grad[j + 2] = 0.0
+        grad[j + 3] = 0.0
+    for j in range(n4, n):
+        s0 += abs(theta[j])
+        grad[j] = 0.0
+    return (s0 + s1) + (s2 + s3)
+
+
 def l1_size_np(theta) -> float:
     """NumPy twin of :func:`l1_size` (the same additions in the same order, so the same bits)."""
     a = np.abs(np.asarray(theta, dtype=np.float64))

@@ -59,8 +59,6 @@ def regression_path(p, thetas, opt_states, Xs, ys, data_of, iargs, sampler, batc
         if record.due(record_steps, k, t):
             theta_rec[p, k, :] = theta
             k += 1
-        for j in range(n_par):
-            grad[j] = 0.0
         tot = 0.0
         for q in range(b):
             i = q if full else samplers.distinct_next(perm, q, st)
@@ -74,7 +72,7 @@ def regression_path(p, thetas, opt_states, Xs, ys, data_of, iargs, sampler, batc
         if keep_loss:
             step_losses[p, t] = tot / b
         fused_step(precond, hp, theta, grad, ostate, t + 1, lrs[g, 0] if const_lr else lrs[g, t])
-        if guard.beyond(guard.l1_size(theta), bound):
+        if guard.beyond(guard.l1_size_clearing(theta, grad), bound):      # grad cleared for the next step
             diverged_at[p] = t + 1
             break
     thetas[p, :] = theta
