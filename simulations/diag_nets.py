@@ -383,17 +383,11 @@ def reproduce(ctx):
 
 def load_data(path):
     """A user's data set from an ``.npz`` with X, y, X_test, y_test (and optionally beta_star)."""
+    from dyntools.arrays_io import load_npz
     from dyntools.data import RegressionData
     from dyntools.dynamics.diag_net_sgd import check_data
 
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            arrays = {k: z[k] for k in z.files}
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"Invalid --data: cannot read {path} ({exc})") from None
-    missing = [k for k in ("X", "y", "X_test", "y_test") if k not in arrays]
-    if missing:
-        raise ValueError(f"Invalid --data: {path} lacks {', '.join(missing)}")
+    arrays = load_npz("--data", path, ("X", "y", "X_test", "y_test"), optional=("beta_star",))
     check_data(arrays["X"], arrays["y"], "X", "y")
     check_data(arrays["X_test"], arrays["y_test"], "X_test", "y_test")
     d = arrays["X"].shape[1]
@@ -409,13 +403,9 @@ def load_data(path):
 
 def load_init(path, d: int):
     """``u0`` and ``v0`` (length ``d`` each) from an ``.npz``."""
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            arrays = {k: z[k] for k in z.files}
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"Invalid --init-file: cannot read {path} ({exc})") from None
-    if "u0" not in arrays or "v0" not in arrays:
-        raise ValueError(f"Invalid --init-file: {path} needs arrays u0 and v0")
+    from dyntools.arrays_io import load_npz
+
+    arrays = load_npz("--init-file", path, ("u0", "v0"))
     u0 = validation.finite_array("u0", arrays["u0"], ndim=1)
     v0 = validation.finite_array("v0", arrays["v0"], ndim=1)
     if u0.shape[0] != d or v0.shape[0] != d:
@@ -425,14 +415,9 @@ def load_init(path, d: int):
 
 def load_indices(path) -> np.ndarray:
     """Replayed sample indices from ``.npy`` or a text file (integers)."""
-    try:
-        arr = np.load(path, allow_pickle=False) if str(path).endswith(".npy") else np.loadtxt(path, ndmin=1)
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"Invalid --indices: cannot read {path} ({exc})") from None
-    if not np.issubdtype(arr.dtype, np.integer):
-        if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
-            raise ValueError(f"Invalid --indices: {path} must hold integers")
-    return arr.astype(np.int64)
+    from dyntools.arrays_io import load_array
+
+    return load_array("--indices", path, kind="int", ndim=(1, 2))
 
 
 def given_arrays(p: DiagNetParams) -> dict:

@@ -68,11 +68,11 @@ class StabilizationParams:
 
 
 def _load_array(name: str, path) -> np.ndarray:
-    path = Path(path)
-    try:
-        return np.load(path, allow_pickle=False) if path.suffix == ".npy" else np.loadtxt(path, ndmin=1)
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"Invalid {name}: cannot read {path} ({exc})") from None
+    from dyntools.arrays_io import load_array
+
+    if name == "--indices":
+        return load_array(name, path, kind="int", ndim=(1, 2))
+    return load_array(name, path, kind="float", ndim=1)
 
 
 def eta_values(grid) -> np.ndarray:

@@ -1,0 +1,118 @@
+"""Reading a user's array files (``.npy``, ``.npz`` members, text): exactly the dtypes and shapes asked for.
+
+Every option that takes an array file goes through :func:`load_array` / :func:`load_npz`:
+
+* the file must exist and be a regular file (``/dev/zero`` and directories are refused);
+* an ``.npy`` header is read first (:func:`numpy.lib.format.read_array_header_1_0` / ``2_0``), so a
+  header that claims more entries than :data:`MAX_ENTRIES` is refused before any data is read;
+* only real numbers are accepted: bool, complex, string, bytes, datetime, timedelta, object and
+  structured arrays are refused, naming the dtype (nothing is silently coerced: a datetime never
+  becomes days, a complex number never loses its imaginary part);
+* ``kind="int"`` also requires integral values; ``kind="float"`` finite values;
+* text files are parsed as numbers with NumPy's warnings turned into one error (an empty file is an
+  error, not a warning on stderr);
+* every error is a ``ValueError`` naming the option and the file.
+"""
+
+from __future__ import annotations
+
+import warnings
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+#: The largest array a file may hold (entries): 2**28 float64 = 2 GiB.
+MAX_ENTRIES = 2**28
+
+
+def _check_dtype(option: str, path, dtype: np.dtype) -> None:
+    if dtype.fields is not None or dtype.kind not in "iuf":
+        raise ValueError(f"Invalid {option}: {path} holds {dtype} values (expected real numbers)")
+
+
+def _check_values(option: str, path, arr: np.ndarray, kind: str, ndim) -> np.ndarray:
+    _check_dtype(option, path, arr.dtype)
+    if ndim is not None and arr.ndim not in ((ndim,) if isinstance(ndim, int) else tuple(ndim)):
+        raise ValueError(f"Invalid {option}: {path} holds an array of shape {arr.shape} "
+                         f"(expected {ndim} dimension{'s' if ndim != 1 else ''})")
+    if arr.size == 0:
+        raise ValueError(f"Invalid {option}: {path} holds no values")
+    if kind == "int":
+        if arr.dtype.kind == "f" and (not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr))):
+            raise ValueError(f"Invalid {option}: {path} must hold integers")
+        return arr.astype(np.int64)
+    arr = arr.astype(np.float64)
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"Invalid {option}: {path} holds non-finite values")
+    return arr
+
+
+def _regular_file(option: str, path) -> Path:
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"Invalid {option}: {path} is not a readable file")
+    return path
+
+
+def _npy(option: str, path: Path) -> np.ndarray:
+    with open(path, "rb") as fh:
+        try:
+            version = np.lib.format.read_magic(fh)
+            if version == (1, 0):
+                shape, _, dtype = np.lib.format.read_array_header_1_0(fh)
+            else:
+                shape, _, dtype = np.lib.format.read_array_header_2_0(fh)
+        except (ValueError, OSError) as exc:
+            raise ValueError(f"Invalid {option}: {path} is not a .npy file ({exc})") from None
+        _check_dtype(option, path, dtype)
+        if int(np.prod(shape, dtype=np.float64)) > MAX_ENTRIES:
+            raise ValueError(f"Invalid {option}: {path} claims {shape} entries (at most {MAX_ENTRIES:,})")
+    try:
+        return np.load(path, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as exc:
+        raise ValueError(f"Invalid {option}: cannot read {path} ({exc})") from None
+
+
+def load_array(option: str, path, *, kind: str = "float", ndim=1) -> np.ndarray:
+    """An array from ``path`` (``.npy``, or whitespace/comma-separated text), checked as the module
+    docstring says; ``kind`` is "float" (finite float64) or "int" (int64)."""
+    path = _regular_file(option, path)
+    if path.suffix == ".npz":
+        raise ValueError(f"Invalid {option}: {path} is an .npz archive (expected one array: .npy or text)")
+    if path.suffix == ".npy":
+        arr = _npy(option, path)
+    else:
+        if path.stat().st_size > 16 * MAX_ENTRIES:
+            raise ValueError(f"Invalid {option}: {path} is too large for a text array")
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                arr = np.loadtxt(path, ndmin=1, delimiter=None if b"," not in path.read_bytes()[:4096] else ",")
+        except (ValueError, OSError, UserWarning) as exc:
+            raise ValueError(f"Invalid {option}: cannot read {path} as numbers ({exc})") from None
+    return _check_values(option, path, arr, kind, ndim)
+
+
+def load_npz(option: str, path, names, *, optional=()) -> dict[str, np.ndarray]:
+    """The arrays ``names`` (and any of ``optional`` present) of an ``.npz`` archive, as finite float64."""
+    path = _regular_file(option, path)
+    if path.suffix == ".npy":
+        raise ValueError(f"Invalid {option}: {path} is a single .npy array (expected an .npz with "
+                         f"{', '.join(names)})")
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            if not isinstance(z, np.lib.npyio.NpzFile):
+                raise ValueError("not an .npz archive")
+            missing = [k for k in names if k not in z.files]
+            if missing:
+                raise ValueError(f"lacks {', '.join(missing)}")
+            out = {}
+            for key in [*names, *(k for k in optional if k in z.files)]:
+                member = z[key]
+                _check_dtype(option, f"{path}[{key}]", member.dtype)
+                out[key] = member
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
+        raise ValueError(f"Invalid {option}: {path} {exc}" if "lacks" in str(exc)
+                         else f"Invalid {option}: cannot read {path} ({exc})") from None
+    return {k: _check_values(option, f"{path}[{k}]", v, "float", None) for k, v in out.items()}
