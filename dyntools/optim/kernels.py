@@ -26,9 +26,23 @@ from dyntools.optim import optimizers as O
 
 def init_state(opt: O.Optimizer, n_params: int) -> np.ndarray:
     """The zero state of ``opt`` for ``n_params`` parameters (AdaGrad's accumulator at its start)."""
+    if "decay_weights" in opt.options:
+        return _grouped_state(opt, n_params)
     state = np.zeros((O.N_SLOTS, n_params))
     if opt.precond == O.ADAGRAD:
         state[0] = opt.hparams[4]
+    return state
+
+
+def _grouped_state(opt: O.Optimizer, n_params: int) -> np.ndarray:
+    """State of an optimizer with per-parameter decay (:mod:`dyntools.optim.decay_groups`): the
+    usual slots, then the decay weights (row 3) and the group indices (row 4)."""
+    w, g = opt.options["decay_weights"], opt.options["decay_groups"]
+    if len(w) != n_params:
+        raise ValueError(f"Invalid weights: {len(w)} decay weights for {n_params} parameters")
+    state = np.zeros((O.N_SLOTS + 2, n_params))
+    state[O.N_SLOTS] = w
+    state[O.N_SLOTS + 1] = g
     return state
 
 
@@ -60,8 +74,12 @@ def _post(hp, where, th, u, lr_t):
 def fused_step(precond, hp, theta, g, state, t, lr_t):
     """One optimizer step in place on ``theta`` and ``state`` (see the module docstring).
 
-    One branch-free loop per preconditioner, so that the compiler can vectorize it.
+    One branch-free loop per preconditioner, so that the compiler can vectorize it. A state with
+    more than the three slots carries per-parameter decay weights and groups: :func:`_adam_grouped`.
     """
+    if state.shape[0] > 3:
+        _adam_grouped(hp, theta, g, state, t, lr_t)
+        return
     where = int(hp[2])
     n = theta.shape[0]
     a, b, c, d = hp[3], hp[4], hp[5], hp[6]
@@ -124,6 +142,43 @@ def fused_step(precond, hp, theta, g, state, t, lr_t):
             v = state[0, i] * a + (1.0 - a) * u * u
             state[0, i] = v
             theta[i] = _post(hp, where, th, u / (np.sqrt(v) / bc2_sqrt + b), lr_t)
+
+
+@njit(cache=True, error_model="numpy")
+def _adam_grouped(hp, theta, g, state, t, lr_t):
+    """Adam with decoupled decay weighted per parameter (:mod:`dyntools.optim.decay_groups`)::
+
+        d_i = w_i λ ((1 − ρ) θ_i + ρ sign θ_i)            (hp[7] = 0)
+        d_i = w_i λ min_{j ∈ G(i)} |θ_j| sign θ_i          (hp[7] = 1, "min")
+        θ_i ← θ_i − lr_t (m̂_i / (√v̂_i + ε) + d_i)
+
+    with ``w = state[3]`` and ``G = state[4]`` (group indices) and the minima taken before the step."""
+    n = theta.shape[0]
+    a, b, c = hp[3], hp[4], hp[5]
+    lam = hp[0]
+    bc1 = 1.0 - a ** t
+    bc2_sqrt = (1.0 - b ** t) ** 0.5
+    w1 = 1.0 - a
+    use_min = hp[7] == 1.0
+    n_groups = 1
+    for i in range(n):
+        n_groups = max(n_groups, int(state[4, i]) + 1)
+    mins = np.full(n_groups, np.inf)
+    if use_min:
+        for i in range(n):
+            k = int(state[4, i])
+            mins[k] = min(mins[k], abs(theta[i]))
+    for i in range(n):
+        th = theta[i]
+        m = _lerp(state[0, i], g[i], w1)
+        v = state[1, i] * b + (1.0 - b) * g[i] * g[i]
+        state[0, i] = m
+        state[1, i] = v
+        if use_min:
+            dec = lam * (mins[int(state[4, i])] * np.sign(th))
+        else:
+            dec = _decay(hp, th)
+        theta[i] = th - lr_t * ((m / bc1) / (np.sqrt(v) / bc2_sqrt + c) + state[3, i] * dec)
 
 
 def step(opt: O.Optimizer, theta: np.ndarray, g: np.ndarray, state: np.ndarray, t: int,
