@@ -68,7 +68,7 @@ def rung_index(rung: str) -> int:
 #
 # Storage for speed: W is stored class-major (C × k, PyTorch's ``Linear.weight``) and the normalized
 # centers dimension-major (D × k), so that every loop over the k centers reads contiguous memory and
-# vectorizes; the exponentials of the softmax go through :func:`exp_nonpositive`, a vectorizable
+# vectorizes; the exponentials of the softmax go through :func:`softmax_exp`, a vectorizable
 # exp for arguments ≤ 0 (the softmax is shifted by its largest score).
 
 _LOG2E = 1.4426950408889634
@@ -79,17 +79,12 @@ _BIAS = 1023 << 52
 
 
 @njit(cache=True, fastmath={"contract"}, error_model="numpy")
-def exp_nonpositive(x, out, kbuf):
-    """``out[j] = exp(x[j])`` for ``x[j] ≤ 0`` (``kbuf``: scratch of the same length), vectorizable.
-
-    ``x = n ln 2 + r`` with ``n = round(x / ln 2)`` (by the 1.5·2^52 shift, whose low bits then
-    hold n) and ``|r| ≤ ln 2 / 2``; ``exp r`` by its Taylor polynomial of degree 13 (truncation
-    error below 2e-17 relative), and ``2^n`` built from the bits ``(n + 1023) << 52``. Arguments
-    below −708 give 0 (their true values, below 3e-308, cannot change a softmax whose largest term is 1).
-    No reassociation may be allowed here: it would fold ``(t + shift) − shift`` to ``t``."""
-    m = x.shape[0]
-    for j in range(m):
-        v = max(x[j], -708.0)
+def _exp_parts(a, sigma, m, out, kbuf):
+    """First half of :func:`softmax_exp`: ``out = exp(r)`` and the bits of ``2^n`` in ``kbuf``.
+    No reassociation may be allowed here: it would fold ``(t + shift) − shift`` to ``t``. ``a``,
+    ``out`` and ``kbuf`` must be distinct arrays (overlap would stop the loop from vectorizing)."""
+    for j in range(a.shape[0]):
+        v = max(-sigma * (a[j] - m), -708.0)
         kd = v * _LOG2E + _SHIFT
         kbuf[j] = kd
         nf = kd - _SHIFT
@@ -109,10 +104,31 @@ def exp_nonpositive(x, out, kbuf):
         p = p * r + 1.0
         out[j] = p * r + 1.0
     bits = kbuf.view(np.int64)
-    for j in range(m):
+    for j in range(a.shape[0]):
         bits[j] = (bits[j] << 52) + _BIAS
-    for j in range(m):
-        out[j] *= kbuf[j]
+
+
+@njit(cache=True, fastmath=FASTMATH, error_model="numpy")
+def softmax_exp(a, sigma, m, out, kbuf):
+    """``out[j] = exp(−σ (a[j] − m))`` for arguments ≤ 0 (``m`` the shift making the largest score 0),
+    vectorizable; returns ``Σ_j out[j]``. ``kbuf`` is scratch of the same length.
+
+    ``x = n ln 2 + r`` with ``n = round(x / ln 2)`` (by the 1.5·2^52 shift, whose low bits then
+    hold n) and ``|r| ≤ ln 2 / 2``; ``exp r`` by its Taylor polynomial of degree 13 (truncation
+    error below 2e-17 relative), and ``2^n`` built from the bits ``(n + 1023) << 52``. Arguments
+    below −708 give 0 (their true values, below 3e-308, cannot change a softmax whose largest term is 1)."""
+    _exp_parts(a, sigma, m, out, kbuf)
+    tot = 0.0
+    for j in range(a.shape[0]):
+        e = out[j] * kbuf[j]
+        out[j] = e
+        tot += e
+    return tot
+
+
+def exp_nonpositive(x, out, kbuf) -> float:
+    """``out = exp(x)`` for ``x ≤ 0`` by :func:`softmax_exp` (for tests); returns the sum."""
+    return softmax_exp(x, -1.0, 0.0, out, kbuf)
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
@@ -146,8 +162,33 @@ def _scalars(theta, iargs, fargs):
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
+def _extreme(a, k, smallest):
+    """``min a[:k]`` (or ``max``) in four independent lanes, so that the reduction vectorizes."""
+    if smallest:
+        m0 = m1 = m2 = m3 = np.inf
+        for j in range(0, k - 3, 4):
+            m0 = min(m0, a[j])
+            m1 = min(m1, a[j + 1])
+            m2 = min(m2, a[j + 2])
+            m3 = min(m3, a[j + 3])
+        for j in range(k - k % 4, k):
+            m0 = min(m0, a[j])
+        return min(min(m0, m1), min(m2, m3))
+    m0 = m1 = m2 = m3 = -np.inf
+    for j in range(0, k - 3, 4):
+        m0 = max(m0, a[j])
+        m1 = max(m1, a[j + 1])
+        m2 = max(m2, a[j + 2])
+        m3 = max(m3, a[j + 3])
+    for j in range(k - k % 4, k):
+        m0 = max(m0, a[j])
+    return max(max(m0, m1), max(m2, m3))
+
+
+@njit(cache=True, fastmath=FASTMATH, error_model="numpy")
 def _forward(x, theta, iargs, U, o, sigma, p0, p1, relu, z, a, pi, kbuf, logits):
-    """Scores of one example: fills ``z, a, π`` (length k) and ``logits`` (C)."""
+    """Scores of one example: fills ``z, a, π`` (length k) and ``logits`` (C) (the normalization of π is
+    fused with the first logit's pass over the k centers)."""
     k, C, D = iargs[_K], iargs[_C], iargs[_D]
     ow = iargs[_OW]
     for j in range(k):
@@ -164,23 +205,15 @@ def _forward(x, theta, iargs, U, o, sigma, p0, p1, relu, z, a, pi, kbuf, logits)
         for j in range(k):
             a[j] = abs(z[j])
     # softmax(−σ a) shifted by its largest score: −σ·min a when σ ≥ 0, −σ·max a otherwise
-    m = a[0]
-    if sigma >= 0.0:
-        for j in range(k):
-            m = min(m, a[j])
-    else:
-        for j in range(k):
-            m = max(m, a[j])
+    m = _extreme(a, k, sigma >= 0.0)
+    inv = 1.0 / softmax_exp(a, sigma, m, pi, kbuf)
+    s = 0.0
     for j in range(k):
-        pi[j] = -sigma * (a[j] - m)
-    exp_nonpositive(pi, pi, kbuf)
-    tot = 0.0
-    for j in range(k):
-        tot += pi[j]
-    inv = 1.0 / tot
-    for j in range(k):
-        pi[j] *= inv
-    for c in range(C):
+        p = pi[j] * inv
+        pi[j] = p
+        s += p * theta[ow + j]
+    logits[0] = s
+    for c in range(1, C):
         s = 0.0
         for j in range(k):
             s += pi[j] * theta[ow + c * k + j]
@@ -243,31 +276,39 @@ def loss_grad(theta, X, y, idx, b, noise, grad, ws, iargs, fargs):
         x = X[idx[q]]
         _forward(x, theta, iargs, U, o, sigma, p0, p1, relu, z, a, pi, kbuf, logits)
         tot += _cross_entropy(logits, y[idx[q]], delta)
+        # g_j = Σ_c W_cj δ_c / b, and Σ_j π_j g_j = Σ_c ℓ_c δ_c / b (no extra pass)
+        mean = 0.0
+        d0 = delta[0] * inv_b
+        mean += logits[0] * d0
         for j in range(k):
-            gj[j] = 0.0
-        for c in range(C):
+            grad[ow + j] += pi[j] * d0
+            gj[j] = theta[ow + j] * d0
+        for c in range(1, C):
             dc = delta[c] * inv_b
+            mean += logits[c] * dc
             for j in range(k):
                 grad[ow + c * k + j] += pi[j] * dc
                 gj[j] += theta[ow + c * k + j] * dc
-        mean = 0.0
-        for j in range(k):
-            mean += pi[j] * gj[j]
-        for j in range(k):
-            e = pi[j] * (gj[j] - mean)
-            g_s -= e * a[j]
-            h = -sigma * e
-            zj = z[j]
-            if relu:
+        if relu:
+            for j in range(k):
+                e = pi[j] * (gj[j] - mean)
+                g_s -= e * a[j]
+                h = -sigma * e
+                zj = z[j]
                 on0 = 1.0 if p0 * zj > 0.0 else 0.0
                 on1 = 1.0 if p1 * zj > 0.0 else 0.0
                 gz = h * (p0 * on0 + p1 * on1)
                 g_p0 += h * zj * on0
                 g_p1 += h * zj * on1
-            else:
-                gz = h * np.sign(zj)
-            g_o -= gz
-            gj[j] = gz
+                g_o -= gz
+                gj[j] = gz
+        else:
+            for j in range(k):
+                e = pi[j] * (gj[j] - mean)
+                g_s -= e * a[j]
+                gz = -sigma * e * np.sign(z[j])
+                g_o -= gz
+                gj[j] = gz
         if oc >= 0:
             for d in range(D):
                 xd = x[d]
