@@ -20,6 +20,7 @@ FAMILIES: dict[str, str] = {
     "loss-stabilization": "proofs.loss_stabilization",
     "sgd-noise": "proofs.sgd_noise",
     "diagonal-nets": "proofs.diagonal_nets",
+    "voronoi": "proofs.voronoi",
 }
 
 
