@@ -116,7 +116,7 @@ def softmax_exp(a, sigma, m, out, kbuf):
     ``x = n ln 2 + r`` with ``n = round(x / ln 2)`` (by the 1.5·2^52 shift, whose low bits then
     hold n) and ``|r| ≤ ln 2 / 2``; ``exp r`` by its Taylor polynomial of degree 13 (truncation
     error below 2e-17 relative), and ``2^n`` built from the bits ``(n + 1023) << 52``. Arguments
-    below −708 give 0 (their true values, below 3e-308, cannot change a softmax whose largest term is 1)."""
+    below −708 are clamped to −708 (a term of 3.3e-308 cannot change a softmax whose largest term is 1)."""
     _exp_parts(a, sigma, m, out, kbuf)
     tot = 0.0
     for j in range(a.shape[0]):

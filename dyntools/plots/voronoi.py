@@ -249,7 +249,7 @@ def ladder_curves(result, out_dir: Path, formats=("png", "pdf"), stem: str = "vo
     rungs, decays = result.config["rungs"], result.config["decays"]
     x = result["steps"].astype(float)
     trained = [i for i, r in enumerate(rungs) if r != "exact"]
-    fig, axes = plots.figure(ncols=max(len(trained), 1), nrows=2, width=3.0, height=2.6, squeeze=False)
+    fig, axes = plots.figure(ncols=max(len(trained), 1), nrows=2, width=3.0, height=2.6)
     exact = rungs.index("exact") if "exact" in rungs else None
     for col, i in enumerate(trained):
         for j, d in enumerate(decays):
