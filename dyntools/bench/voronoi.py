@@ -4,8 +4,9 @@ The run: the ``centers`` rung (2048 learned centers, D = 2, C = 2: θ has 2·204
 entries), AdamW (lr 10⁻², λ = 10⁻², decoupled L2), batch 64, 2000 steps on a 10 000-point
 environment, float64, the same replayed minibatches for everyone:
 
-* compiled: :func:`dyntools.train` (the generic loop: the model's compiled loss-and-gradient kernel and
-  the fused AdamW step), the training loop's time (``timings["simulate"]``);
+* compiled: :func:`dyntools.train` (the ladder's loop, :mod:`dyntools.dynamics.fast.voronoi`: the
+  model's compiled loss-and-gradient kernel and the fused AdamW step), the training loop's time
+  (``timings["simulate"]``);
 * NumPy twin: :func:`dyntools.models.voronoi.loss_grad_np` and the optimizer's readable chain
   (``Optimizer.step``), one vectorized NumPy evaluation per step;
 * PyTorch (one thread, float64, ``torch.optim.AdamW(foreach=False)``, the same model and initial
@@ -124,7 +125,7 @@ def run(quick: bool = False) -> BenchReport:
     final = results[-1].arrays["final_theta"][0, 0]
     report.measurements.update({
         "steps": steps, "batch": BATCH, "centers": K_CENTERS, "parameters": model.n_params,
-        "compiled training loop seconds (dt.train, generic path)": t_numba,
+        "compiled training loop seconds (dt.train)": t_numba,
         "numpy twin seconds": t_numpy,
         "compiled ms per step": 1e3 * t_numba / steps,
         "max |theta_compiled - theta_twin| / max |theta|": float(np.max(np.abs(final - theta_twin[0]))

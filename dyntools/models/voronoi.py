@@ -76,6 +76,8 @@ _LN2_HI = 0.6931471803691238        # ln 2 split in a high part with 32 bits and
 _LN2_LO = 1.9082149292705877e-10
 _SHIFT = 6755399441055744.0         # 1.5 · 2^52: adding it rounds to an integer held in the low bits
 _BIAS = 1023 << 52
+_CUT = -300.0                       # exp(−300) ≈ 5.1e−131: smaller softmax terms are set to 0
+_TINY = 5.2e-131                    # just above exp(_CUT)
 
 
 @njit(cache=True, fastmath={"contract"}, error_model="numpy")
@@ -84,7 +86,7 @@ def _exp_parts(a, sigma, m, out, kbuf):
     No reassociation may be allowed here: it would fold ``(t + shift) − shift`` to ``t``. ``a``,
     ``out`` and ``kbuf`` must be distinct arrays (overlap would stop the loop from vectorizing)."""
     for j in range(a.shape[0]):
-        v = max(-sigma * (a[j] - m), -708.0)
+        v = max(-sigma * (a[j] - m), _CUT)
         kd = v * _LOG2E + _SHIFT
         kbuf[j] = kd
         nf = kd - _SHIFT
@@ -115,12 +117,15 @@ def softmax_exp(a, sigma, m, out, kbuf):
 
     ``x = n ln 2 + r`` with ``n = round(x / ln 2)`` (by the 1.5·2^52 shift, whose low bits then
     hold n) and ``|r| ≤ ln 2 / 2``; ``exp r`` by its Taylor polynomial of degree 13 (truncation
-    error below 2e-17 relative), and ``2^n`` built from the bits ``(n + 1023) << 52``. Arguments
-    below −708 are clamped to −708 (a term of 3.3e-308 cannot change a softmax whose largest term is 1)."""
+    error below 2e-17 relative), and ``2^n`` built from the bits ``(n + 1023) << 52``. Terms with
+    arguments below −300 are set to 0: below 5.2e-131 they cannot change a softmax whose largest term
+    is 1, and keeping them would feed subnormal numbers (arithmetic ~100× slower) into the gradient
+    and Adam's second moment (g² of a gradient of 1e-160 is subnormal)."""
     _exp_parts(a, sigma, m, out, kbuf)
     tot = 0.0
     for j in range(a.shape[0]):
         e = out[j] * kbuf[j]
+        e = e if e > _TINY else 0.0
         out[j] = e
         tot += e
     return tot
@@ -633,3 +638,9 @@ class VoronoiLadder(Model):
         for p in range(theta_rec.shape[0]):
             out[p] = self.evaluate_records(theta_rec[p], Xs[data_of[p]], ys[data_of[p]])[0]
         return out
+
+    def fast_path(self, setting):
+        """The ladder's loop with the kernel bound at compile time (:mod:`dyntools.dynamics.fast.voronoi`)."""
+        from dyntools.dynamics.fast import voronoi as fast
+
+        return fast.advance if fast.applies(setting) else None
