@@ -26,6 +26,12 @@ import numpy as np
 
 from dyntools import validation
 
+try:                                     # the declarative specs (dyntools.spec) once main has them
+    from dyntools.spec import param
+except ImportError:                      # pragma: no cover - until the merge
+    def param(default, **_):
+        return default
+
 TITLE = "The Voronoi study: model ladder and AdamW decay types (seed 000)"
 
 DECAYS = ("l2", "l1", "l1l2", "min")
@@ -35,41 +41,78 @@ STUDY_LR = {"center-labels": 1e-2, "offset": 2e-3, "scale": 1e-2, "plus-minus": 
 NEAR_ZERO = 1e-3
 
 
+ENV, MODEL, TRAIN, LADDER, RUN = "environment", "model", "training", "ladder", "where the cells run"
+RUNG_NAMES = ("exact", "center-labels", "offset", "scale", "plus-minus", "centers")   # models.voronoi.RUNGS
+GROUP_NAMES = ("logits", "offset", "scale", "plus-minus", "centers")                  # models.voronoi.GROUPS
+
+
 @dataclass(frozen=True)
-class VoronoiParams:
+class _Common:
+    """The environment and training parameters shared by ``simulate voronoi`` and ``sweep voronoi-ladder``."""
+
+    n: int = param(4000, low=1, group=ENV, help="training points")
+    n_test: int = param(2000, low=1, group=ENV, help="evaluation points")
+    k: int | None = param(None, kind="int", low=1, group=ENV,
+                          help="centers of the environment (<= n; default: uniform in [k-min, k-max])")
+    k_min: int = param(100, low=1, group=ENV, help="smallest number of centers when k is drawn")
+    k_max: int = param(150, low=1, group=ENV, help="largest number of centers when k is drawn")
+    classes: int = param(2, low=2, group=ENV, help="classes C")
+    dim: int = param(2, low=1, group=ENV, help="dimension D (the plane pictures need D = 2)")
+    box: float = param(100.0, low=0.0, low_open=True, group=ENV, help="half-width s of the box [-s, s]^D")
+    rule: str = param("nearest", choices=("nearest", "projection"), group=ENV,
+                      help="how points are labelled: nearest center (Voronoi) or the seed's argmin |x.c/|c|^2 - 1|")
+    n_centers: int = param(2048, low=1, group=MODEL, help="learned centers of rung 'centers'")
+    fixed_scale: float = param(1e4, group=MODEL, help="softmax scale of rungs center-labels and offset (study: 1e4)")
+    scale_init: float = param(1.0, group=MODEL, help="initial softmax scale of rungs scale, plus-minus, centers")
+    lr: float | None = param(None, kind="float", low=0.0, low_open=True, group=TRAIN,
+                             help="AdamW learning rate (default: the study's for the rung)")
+    weight_decay: float | None = param(None, kind="float", low=0.0, group=TRAIN,
+                                       help="decay strength lambda (default 1e-2; 1.0 for min, as the study's code)")
+    l1_ratio: float = param(0.5, low=0.0, high=1.0, group=TRAIN, help="rho of the l1l2 decay")
+    no_decay: tuple = param((), kind="strs", choices=GROUP_NAMES, metavar="GROUPS", group=TRAIN,
+                            label="no_decay group", help="parameter groups without decay, e.g. offset,scale")
+    steps: int = param(2000, low=1, group=TRAIN, help="AdamW steps")
+    batch: int = param(64, low=1, group=TRAIN, help="minibatch size (epochs over the training points)")
+    frames: int = param(30, low=2, group=TRAIN, help="recorded snapshots = frames of the animations")
+
+
+@dataclass(frozen=True)
+class VoronoiParams(_Common):
     """One rung × one decay type over seeds (``dyntools simulate voronoi``)."""
 
-    rung: str = "centers"              # one of dyntools.models.voronoi.RUNGS
-    decay: str = "l2"                  # l2 | l1 | l1l2 | min
-    lr: float | None = None            # default: the study's rate for the rung (STUDY_LR)
-    weight_decay: float | None = None  # λ; default 1e-2 (1.0 for min, as the study's code)
-    l1_ratio: float = 0.5              # ρ of l1l2
-    no_decay: tuple = ()               # parameter groups without decay, e.g. ("offset", "scale")
-    n: int = 4000                      # training points
-    n_test: int = 2000                 # evaluation points
-    k: int | None = None               # centers of the environment (default: uniform in [k_min, k_max])
-    k_min: int = 100
-    k_max: int = 150
-    classes: int = 2
-    dim: int = 2
-    box: float = 100.0
-    rule: str = "nearest"              # how the environment labels its points: nearest | projection
-    n_centers: int = 2048              # learned centers (rung "centers")
-    fixed_scale: float = 1e4           # σ₀ of rungs center-labels and offset (the study's code)
-    scale_init: float = 1.0
-    steps: int = 2000
-    batch: int = 64
-    seeds: int = 1
-    frames: int = 30                   # recorded snapshots = frames of the animations (≥ 2)
+    rung: str = param("centers", choices=RUNG_NAMES, group=MODEL, help="rung of the model ladder")
+    decay: str = param("l2", choices=DECAYS, group=TRAIN,
+                       help="decoupled decay: l2 (AdamW), l1, l1l2 (proportional), min")
+    seeds: int = param(1, low=1, group=TRAIN, help="seeds (environment, initialization, minibatches)")
 
 
-def check(p: VoronoiParams) -> None:
-    """Every check that can be made before running (``ValueError`` naming the parameter)."""
+@dataclass(frozen=True)
+class LadderParams(_Common):
+    """Rungs × decay types × seeds (``dyntools sweep voronoi-ladder``)."""
+
+    rungs: tuple = param(RUNG_NAMES, kind="strs", choices=RUNG_NAMES, metavar="RUNGS", group=LADDER,
+                         label="rung", help="comma-separated rungs")
+    decays: tuple = param(DECAYS, kind="strs", choices=DECAYS, metavar="DECAYS", group=LADDER, label="decay",
+                          help="comma-separated decay types")
+    seeds: int = param(5, low=1, group=LADDER, help="seeds per (rung, decay)")
+    workers: int | None = param(None, kind="int", low=1, group=RUN, help="local worker processes (default: all cores)")
+    dask_local: int | None = param(None, kind="int", low=1, metavar="N", group=RUN,
+                                   help="run on a Dask LocalCluster of N worker processes")
+    scheduler: str | None = param(None, kind="str", metavar="tcp://HOST:PORT", group=RUN,
+                                  help="run on an existing Dask cluster")
+    connect_timeout: float = param(10.0, low=0.0, low_open=True, group=RUN, help="seconds to reach --scheduler")
+
+
+def check(p) -> None:
+    """Every check that can be made before running (``ValueError`` naming the parameter); ``p`` is a
+    :class:`VoronoiParams` or a :class:`LadderParams`."""
     from dyntools.data_voronoi import RULES, check_k_range
     from dyntools.models.voronoi import GROUPS, RUNGS
 
-    validation.one_of("rung", p.rung, RUNGS)
-    validation.one_of("decay", p.decay, DECAYS)
+    for r in getattr(p, "rungs", (getattr(p, "rung", None),)):
+        validation.one_of("rung", r, RUNGS)
+    for d in getattr(p, "decays", (getattr(p, "decay", None),)):
+        validation.one_of("decay", d, DECAYS)
     validation.one_of("rule", p.rule, RULES)
     for g in p.no_decay:
         validation.one_of("no_decay group", g, GROUPS)
@@ -509,3 +552,44 @@ def reproduce(ctx):
 
 def _file_name(path: str) -> str:
     return path.rsplit("/", 1)[-1]
+
+
+# ------------------------------------------------------------------------------------ command-line hooks
+
+def common_params(p) -> VoronoiParams:
+    """The :class:`_Common` part of ``p`` as :class:`VoronoiParams` (rung and decay at their defaults)."""
+    return VoronoiParams(**{f.name: getattr(p, f.name) for f in dataclasses.fields(_Common)})
+
+
+def check_ladder(p: LadderParams) -> None:
+    from dyntools import sweep
+
+    check(p)
+    validation.count("seeds", p.seeds)
+    sweep.check_backend(p.workers, p.dask_local, p.scheduler)
+
+
+def run_simulate(p: VoronoiParams, ctx):
+    return run_experiment(p, seed=ctx.seed, progress=ctx.progress)
+
+
+def run_sweep(p: LadderParams, ctx):
+    return run_ladder(common_params(p), ctx.out, rungs=p.rungs, decays=p.decays, seeds=p.seeds, seed=ctx.seed,
+                      workers=p.workers, dask_local=p.dask_local, scheduler=p.scheduler,
+                      connect_timeout=p.connect_timeout, progress=ctx.progress)
+
+
+def summary(p, result) -> dict:
+    return {"status": result.status, "message": result.message, **result.summary}
+
+
+def table_of(p, result) -> str:
+    if result.kind == "voronoi-ladder":
+        from dyntools.tables import key_values
+
+        return "\n".join([ladder_table(result), "", key_values({
+            "status": result.status, "message": result.message,
+            "computed / reused cells": f"{result.summary.get('computed')} / {result.summary.get('reused')}",
+            "rules disagree (cells, labels)": f"{result.summary['disagreement_cells_median']:.3f}, "
+                                              f"{result.summary['disagreement_labels_median']:.3f}"})])
+    return table(result)
