@@ -8,6 +8,7 @@ The public API, ``import dyntools as dt``::
 
     dt.train(model, data, optimizer, *, steps, schedule, batch, sampler, label_noise, record_steps, seed, …)
     dt.solve(sde, x0, *, t1, h, paths, scheme, seed, …)          # SDEs (Euler–Maruyama / Milstein)
+    dt.prove(claims)                                               # exact verdicts of symbolic claims
     dt.load(dir), dt.save(result, dir), dt.RunResult               # results on disk
     dt.DiagNet, dt.QuadraticToy, dt.ToyModel, dt.Model              # models (dt.models: every module)
     dt.sgd, dt.sgdw, dt.adam, dt.adamw, dt.adagrad, dt.rmsprop, …   # optimizers; dt.schedules
@@ -28,6 +29,7 @@ from dyntools.store import load, save  # noqa: E402
 #: public name → (module, attribute or None for the module itself)
 _LAZY = {
     "train": ("dyntools.dynamics.train", "train"),
+    "prove": ("dyntools.symbolic.api", "prove"),
     "solve": ("dyntools.dynamics.sde", "solve"),
     "SDE": ("dyntools.dynamics.sde", "SDE"),
     "Model": ("dyntools.models.base", "Model"),

@@ -70,9 +70,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("prove", help="verify the symbolic derivations of the source documents",
                        formatter_class=_formatter,
-                       description="Verify symbolic claims exactly (sympy / certified intervals).\n\n"
+                       description="Verify symbolic claims exactly (sympy / certified intervals).\n"
+                                   "Built-in claims by default; --file runs the claims of your own Python\n"
+                                   "file (it is executed: use only files you trust).\n\n"
                                    "example:\n  dyntools prove --list\n"
-                                   "  dyntools prove --md proofs.md")
+                                   "  dyntools prove --md proofs.md\n"
+                                   "  dyntools prove --file my_claims.py --json")
     commands.load({"prove": "dyntools.commands.prove"}, "prove").add_arguments(p)
     p.add_argument("--json", action="store_true", help="print the verdicts as one JSON object on stdout")
     p.set_defaults(_module=commands.load({"prove": "dyntools.commands.prove"}, "prove"))

@@ -157,8 +157,8 @@ def sgd_vs_sde(data, *, etas=(0.2, 0.1, 0.05, 0.025), delta: float = 1e-3, tau: 
     statuses = []
     with timed(timings, "simulate"):
         for e, eta in enumerate(etas):
-            common = dict(eta=float(eta), delta=delta, tau=tau, paths=paths, alpha=alpha, seed=seed,
-                          save_tau=save_tau, stream_key=(e,))
+            common = dict(eta=float(eta), delta=sde_models.label_noise_std(delta, data.X.shape[0]), tau=tau,
+                          paths=paths, init="balanced", alpha=alpha, seed=seed, save_tau=save_tau, stream_key=(e,))
             gd = sde_models.simulate_diag_net(data, method="sgd", substeps=substeps, **common)
             sde = sde_models.simulate_diag_net(data, method="sde", h=float(eta) / substeps, **common)
             statuses += [gd.status, sde.status]
@@ -210,12 +210,12 @@ def sparsity_mechanism(data, *, eta: float = 0.1, delta: float = 0.01, tau: floa
     timings: dict[str, float] = {}
     h = eta / 10 if h is None else h
     with timed(timings, "simulate"):
-        sde = sde_models.simulate_diag_net(data, method="sde", eta=eta, delta=delta, tau=tau, h=h,
-                                           paths=paths,
-                                           alpha=alpha, seed=seed, records=records, eta_after=eta_after,
-                                           switch_tau=switch_frac * tau)
+        sde = sde_models.simulate_diag_net(data, method="sde", eta=eta, tau=tau, h=h, paths=paths,
+                                           delta=sde_models.label_noise_std(delta, data.X.shape[0]),
+                                           init="balanced", alpha=alpha, seed=seed, records=records,
+                                           eta_after=eta_after, switch_tau=switch_frac * tau)
         gd = sde_models.simulate_diag_net(data, method="sde", eta=eta, delta=0.0, tau=tau, h=h, paths=1,
-                                          alpha=alpha, seed=seed, records=records)
+                                          init="balanced", alpha=alpha, seed=seed, records=records)
     support = data.beta_star != 0
     Xt, yt = data.X_test, data.y_test
 

@@ -39,7 +39,7 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, float) and not np.isfinite(value):
-        return repr(value)  # JSON has no inf/nan; keep them readable
+        return None  # JSON has no NaN/inf: null (never a "nan" string)
     return value
 
 
@@ -51,18 +51,33 @@ def check_writable(path: str | os.PathLike) -> Path:
     """Fail early (before any work) if ``path`` cannot become a result directory.
 
     ``path`` may be an existing result directory (it will be replaced), an empty directory,
-    or a new name inside a writable directory.
+    or a new name inside a writable directory. Refused with one line naming ``--out``: an empty
+    path, the current directory or a root, a name longer than the file system allows, a dangling
+    symbolic link or a link loop, a file, a foreign non-empty directory, an unwritable place.
     """
+    if str(path).strip() == "":
+        raise StoreError("Invalid --out: empty path (name a directory to write)")
     path = Path(path)
-    if path.exists():
-        if not path.is_dir():
-            raise StoreError(f"Invalid --out: {path} exists and is not a directory")
-        if any(path.iterdir()) and not (path / META_FILE).exists() and not (path / "report.md").exists():
-            raise StoreError(f"Invalid --out: {path} is a non-empty directory that dyntools did not write")
-    parent = path.resolve().parent
-    probe_dir = parent
-    while not probe_dir.exists():
-        probe_dir = probe_dir.parent
+    try:
+        resolved = path.resolve()
+        if resolved == Path.cwd().resolve() or resolved.parent == resolved:
+            raise StoreError(f"Invalid --out: {str(path)!r} is the current directory or a root; name a new "
+                             "directory inside it")
+        for part in resolved.parts[1:]:
+            if len(os.fsencode(part)) > 255:
+                raise StoreError(f"Invalid --out: a path component of {path} is longer than 255 bytes")
+        if path.is_symlink() and not path.exists():
+            raise StoreError(f"Invalid --out: {path} is a dangling symbolic link")
+        if path.exists():
+            if not path.is_dir():
+                raise StoreError(f"Invalid --out: {path} exists and is not a directory")
+            if any(path.iterdir()) and not (path / META_FILE).exists() and not (path / "report.md").exists():
+                raise StoreError(f"Invalid --out: {path} is a non-empty directory that dyntools did not write")
+        probe_dir = resolved.parent
+        while not probe_dir.exists():
+            probe_dir = probe_dir.parent
+    except (OSError, RuntimeError) as exc:      # a link loop, a permission error on the way …
+        raise StoreError(f"Invalid --out: cannot use {path} ({getattr(exc, 'strerror', None) or exc})") from None
     if not probe_dir.is_dir():
         raise StoreError(f"Invalid --out: {path} lies below {probe_dir}, which is not a directory")
     if not os.access(probe_dir, os.W_OK | os.X_OK):
@@ -94,25 +109,64 @@ class _AtomicDirectory:
     def __exit__(self, exc_type, exc, tb):
         if exc_type is not None:
             shutil.rmtree(self.tmp, ignore_errors=True)
+            if isinstance(exc, OSError):          # a full disk, a quota …: one line, nothing left behind
+                raise StoreError(f"Cannot write {self.target}: {exc.strerror or exc}") from None
             return False
         old = None
-        if self.target.exists():
-            old = self.target.with_name(f".{self.target.name}.old-{os.getpid()}")
-            os.replace(self.target, old)
-        os.replace(self.tmp, self.target)
+        try:
+            fsync_tree(self.tmp)
+            if self.target.exists():
+                old = self.target.with_name(f".{self.target.name}.old-{os.getpid()}")
+                os.replace(self.target, old)
+            os.replace(self.tmp, self.target)
+            fsync_path(self.target.parent)
+        except OSError as err:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            if old is not None and not self.target.exists():
+                os.replace(old, self.target)
+            raise StoreError(f"Cannot write {self.target}: {err.strerror or err}") from None
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
         return False
 
 
+def fsync_path(path: str | os.PathLike) -> None:
+    """Flush a file's (or a directory's entries') data to disk, so that a rename that follows cannot
+    leave an empty file after a power cut."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_tree(directory: Path) -> None:
+    """fsync every file of ``directory`` and the directory itself."""
+    for item in directory.iterdir():
+        if item.is_file():
+            fsync_path(item)
+    fsync_path(directory)
+
+
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
-    """Write a text file by temp file + ``os.replace``."""
+    """Write a text file by temp file + fsync + ``os.replace`` (+ fsync of the directory)."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        raise StoreError(f"Invalid output file {path}: a link, a device or a directory is never replaced")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    except OSError as exc:
+        raise StoreError(f"Cannot write {path}: {exc.strerror or exc}") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
         os.replace(tmp, path)
+        fsync_path(path.parent)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise StoreError(f"Cannot write {path}: {exc.strerror or exc}") from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -149,6 +203,52 @@ def is_result_dir(directory: str | os.PathLike) -> bool:
     return (Path(directory) / META_FILE).is_file()
 
 
+#: The declared schema of ``result.json``: field → (JSON type(s), required).
+FIELDS: dict[str, tuple[tuple[type, ...], bool]] = {
+    "schema": ((str,), True), "kind": ((str,), True), "status": ((str,), True), "message": ((str,), True),
+    "seed": ((int, type(None)), False), "config": ((dict,), True), "summary": ((dict,), False),
+    "timings": ((dict,), False), "versions": ((dict,), False), "arrays": ((dict,), True),
+}
+_JSON_NAMES = {str: "a string", int: "an integer", dict: "an object", list: "a list", type(None): "null",
+               float: "a number", bool: "true/false"}
+
+
+def _type_name(value) -> str:
+    return _JSON_NAMES.get(type(value), type(value).__name__)
+
+
+def validate_meta(meta, where: str) -> dict:
+    """Check a parsed ``result.json`` against :data:`FIELDS` and the array specs; ``StoreError`` naming
+    the file and the field otherwise. Returns ``meta`` with the status in the fixed vocabulary."""
+    from dyntools.engine.result import check_status
+
+    if not isinstance(meta, dict) or meta.get("schema") != SCHEMA:
+        raise StoreError(f"Invalid result directory: {where} is not a {SCHEMA} file")
+    for name, (types, required) in FIELDS.items():
+        if name not in meta:
+            if required:
+                raise StoreError(f"Damaged result {where}: field {name!r} is missing")
+            continue
+        value = meta[name]
+        if isinstance(value, bool) or not isinstance(value, types):
+            want = " or ".join(_JSON_NAMES[t] for t in types)
+            raise StoreError(f"Damaged result {where}: field {name!r} must be {want} (got {_type_name(value)})")
+    try:
+        meta["status"] = check_status(meta["status"])
+    except ValueError as exc:
+        raise StoreError(f"Damaged result {where}: {exc}") from None
+    for key, value in meta.get("timings", {}).items():
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise StoreError(f"Damaged result {where}: timings[{key!r}] must be a number")
+    for array, spec in meta["arrays"].items():
+        ok = (isinstance(spec, dict) and isinstance(spec.get("shape"), list) and isinstance(spec.get("dtype"), str)
+              and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in spec["shape"]))
+        if not ok:
+            raise StoreError(f"Damaged result {where}: arrays[{array!r}] must be {{'shape': [non-negative "
+                             "integers], 'dtype': a string}")
+    return meta
+
+
 def load(directory: str | os.PathLike) -> RunResult:
     """Load and validate a result directory written by :func:`save`."""
     directory = Path(directory)
@@ -161,11 +261,11 @@ def load(directory: str | os.PathLike) -> RunResult:
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise StoreError(f"Damaged result directory {directory}: {META_FILE} is not valid JSON ({exc})") from None
-    if not isinstance(meta, dict) or meta.get("schema") != SCHEMA:
-        raise StoreError(f"Invalid result directory: {meta_path} is not a {SCHEMA} file")
-    missing = [k for k in ("kind", "status", "message", "config", "arrays") if k not in meta]
-    if missing:
-        raise StoreError(f"Damaged result directory {directory}: {META_FILE} lacks {', '.join(missing)}")
+    except RecursionError:
+        raise StoreError(f"Damaged result directory {directory}: {META_FILE} is nested too deeply") from None
+    except OSError as exc:
+        raise StoreError(f"Invalid result directory {directory}: cannot read {META_FILE} ({exc.strerror})") from None
+    meta = validate_meta(meta, str(meta_path))
     try:
         with np.load(directory / ARRAYS_FILE, allow_pickle=False) as npz:
             arrays = {k: npz[k] for k in npz.files}

@@ -120,18 +120,36 @@ def check_out(out: str | os.PathLike) -> Path:
 
 
 def connect(scheduler: str, timeout: float):
-    """A ``distributed.Client`` for ``scheduler``; ``ValueError`` if it cannot be reached in time."""
+    """A ``distributed.Client`` for ``scheduler``; ``ValueError`` if none answers within ``timeout`` s.
+
+    The attempt runs in a daemon thread that the caller stops waiting for at the deadline: a server that
+    accepts the connection but never speaks Dask (silent, HTTP, an SSH banner) cannot hold the command
+    beyond ``timeout``, and whatever the attempt raised becomes one line naming the option."""
+    import threading
+
     try:
         from distributed import Client
     except ImportError:  # pragma: no cover - depends on the environment
         raise ValueError("Invalid --scheduler: needs dask[distributed] "
                          "(pip install 'dyntools[dist]')") from None
     check_scheduler_address(scheduler)
-    try:
-        return Client(scheduler, timeout=f"{timeout}s", set_as_default=False)
-    except (OSError, TimeoutError) as exc:
-        raise ValueError(f"Invalid --scheduler: cannot reach {scheduler} within {timeout:g} s "
-                         f"({type(exc).__name__})") from None
+    timeout = validation.positive("--connect-timeout", timeout)
+    box: dict = {}
+
+    def attempt():
+        try:
+            box["client"] = Client(scheduler, timeout=f"{timeout}s", set_as_default=False)
+        except BaseException as exc:              # noqa: BLE001 - reported below as one line
+            box["error"] = exc
+
+    thread = threading.Thread(target=attempt, name="dyntools-connect", daemon=True)
+    thread.start()
+    thread.join(timeout + 1.0)
+    if "client" in box:
+        return box["client"]
+    reason = type(box["error"]).__name__ if "error" in box else "no Dask answer"
+    raise ValueError(f"Invalid --scheduler: cannot reach a Dask scheduler at {scheduler} within {timeout:g} s "
+                     f"({reason})")
 
 
 # --------------------------------------------------------------------------------- cell files
@@ -245,8 +263,23 @@ def run_sweep(spec: SweepSpec, out: str | os.PathLike, *, workers: int | None = 
     return SweepOutcome(cells, len(todo), len(done), backend, time.perf_counter() - start)
 
 
+def _exit_with_parent(parent: int, period: float = 0.5) -> None:
+    """Pool-worker initializer: a daemon thread ends this process when ``parent`` is gone (the driver was
+    killed, e.g. SIGKILL): a worker never outlives its sweep."""
+    import threading
+
+    def watch():
+        while True:
+            time.sleep(period)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="dyntools-parent-watch", daemon=True).start()
+
+
 def _run_local(spec, out, todo, bar, workers):
-    pool = ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=get_context("spawn"))
+    pool = ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=get_context("spawn"),
+                               initializer=_exit_with_parent, initargs=(os.getpid(),))
     try:
         futures = {pool.submit(run_cell, spec.cell_fn, spec.config, spec.cells[i], spec.seed, i): i
                    for i in todo}

@@ -4,6 +4,11 @@ Seed 002 (Adam: m̂_t is a convex combination of past gradients) and seed 001 (Q
 adaptive step as θ_t = θ_{t−1} − α M_t g_t with M_t expressed through G_t, the sum / EMA of
 outer products of subgradients, diagonal part, and β₂).
 
+Sizes: the M_t identities here are explicit matrices for t = 1, 2, 3 and 2 coordinates (what
+sympy can write as a matrix). The statement for every t ≥ 1 and any dimension is proved by
+induction on t, coordinatewise, from the library's own optimizers in
+:mod:`proofs.optimizer_code` (claim ``code-preconditioners-any-t``).
+
 Run alone: ``python proofs/adaptive_preconditioners.py``.
 """
 

@@ -4,6 +4,11 @@ Square loss L(u, v) = (1/(2n)) Σ_k (h_{u,v}(x_k) − y_k)², residuals r = Xβ 
 Jacobian φ_θ(X) = [∇_θ h(x_k)ᵀ]_k ∈ ℝ^{n×2d}, θ = (u, v). The label-noise SDE of the paper is
 dθ = −∇L(θ)dτ + √(ηδ) φ_θ(X)ᵀ dB, B a standard Brownian motion in ℝⁿ.
 
+Sizes: the gradients and ``diag-net-hessian-any-size`` are proved for symbolic d and n (generic
+entries, sums over symbolic ranges); the explicit Hessian matrix and the label-noise SDE
+(Jacobian, noise covariance, δ = σ²/n) are checked at d = n = 2 because they are matrix
+identities on explicit matrices (φ_θ(X) ∈ ℝ^{n×2d}), which sympy needs at a given size.
+
 Run alone: ``python proofs/diagonal_nets.py``.
 """
 
@@ -102,6 +107,28 @@ def prove_hessian(proof):
     proof.identity("The Hessian is symmetric: ∇²_vu L = (∇²_uv L)ᵀ", Hs[D:, :D], Huv.T)
 
 
+def prove_hessian_any_size(proof):
+    """Generic entries (a, b) of the Hessian blocks for symbolic d features and n samples."""
+    n_, d_ = sp.symbols("n d", integer=True, positive=True)
+    k, j, a, b = sp.symbols("k j a b", integer=True, positive=True)
+    u, v, x, y = (sp.IndexedBase(s, real=True) for s in "uvxy")
+    r = lambda kk: sp.Sum(u[j] * v[j] * x[kk, j], (j, 1, d_)) - y[kk]  # residual of sample k
+    L = sp.Sum(r(k) ** 2, (k, 1, n_)) / (2 * n_)
+    exists = {sp.Le(a, d_): True, sp.Le(b, d_): True}  # the coordinates a, b ≤ d exist
+
+    def second(p, q):
+        e = L.diff(p).diff(q).doit()
+        return e.replace(lambda z: isinstance(z, sp.Piecewise), lambda z: sp.piecewise_fold(z).subs(exists))
+
+    gram = sp.Sum(x[k, a] * x[k, b], (k, 1, n_)) / n_  # (XᵀX/n)_ab
+    proof.note("L(u, v) = (1/(2n)) Σ_k (Σ_j u_j v_j x_{kj} − y_k)² with n, d symbolic; a, b generic coordinates.",
+               (sp.Symbol("L"), L))
+    proof.identity("(∇²_uu L)_ab = v_a (XᵀX/n)_ab v_b", second(u[a], u[b]), v[a] * gram * v[b])
+    proof.identity("(∇²_vv L)_ab = u_a (XᵀX/n)_ab u_b", second(v[a], v[b]), u[a] * gram * u[b])
+    proof.identity("(∇²_uv L)_ab = v_a (XᵀX/n)_ab u_b + δ_ab (Xᵀr/n)_a", second(u[a], v[b]),
+                   v[a] * gram * u[b] + sp.KroneckerDelta(a, b) * sp.Sum(x[k, a] * r(k), (k, 1, n_)) / n_)
+
+
 def prove_label_noise_sde(proof):
     u, v, X, y = _setup()
     theta = list(u) + list(v)
@@ -174,6 +201,17 @@ def prove_label_noise_sde(proof):
 
 
 CLAIMS = [
+    Claim(
+        "diag-net-hessian-any-size",
+        "Hessian blocks of a diagonal linear network for any d and n",
+        "For symbolic numbers of features d and samples n, entrywise: ∇²_uu L = diag(v)(XᵀX/n)diag(v), "
+        "∇²_vv L = diag(u)(XᵀX/n)diag(u), ∇²_uv L = diag(v)(XᵀX/n)diag(u) + diag(Xᵀr/n).",
+        r"\nabla^2_{uv}L = \operatorname{diag}(v)\tfrac{X^\top X}{n}\operatorname{diag}(u) + "
+        r"\operatorname{diag}(\tfrac{X^\top r}{n})\quad \forall d, n",
+        prove_hessian_any_size,
+        {"d, n": "symbolic", "a, b": "generic coordinates"},
+        "seed 004 (diagonal linear networks)",
+    ),
     Claim(
         "diag-net-gradients",
         "Diagonal linear network: ∇_u h = v ⊙ x, ∇_v h = u ⊙ x",

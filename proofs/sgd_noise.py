@@ -6,6 +6,11 @@ The SDE dθ = −∇f dτ + √η Σ^{1/2} dB has the Euler–Maruyama step of s
 θ⁺ = θ − η∇f + √η Σ^{1/2}(B_{τ+η} − B_τ) = θ − η∇f + ηΣ^{1/2}Z, Z ∼ N(0, I).
 (Seed 004 prints the scheme as "θ̂_t = θ̂_t + ηb + ησZ"; the left side is θ̂_{t+1}.)
 
+Sizes: ``sgd-noise-covariance-any-size`` proves E[V] = 0 and Cov(V) = ηΣ for symbolic n and p
+(generic entry); ``sgd-noise-moments`` keeps the explicit matrix check at n = 3, p = 2, and the
+Euler–Maruyama comparison stays at p = 2 because it goes through a symbolic Cholesky factor,
+which sympy computes only for an explicit matrix.
+
 Run alone: ``python proofs/sgd_noise.py``.
 """
 
@@ -132,7 +137,36 @@ def prove_em_moments(proof):
     )
 
 
+def prove_noise_covariance_any_size(proof):
+    """Generic entry (a, b) of Cov(V | θ) for symbolic n samples and p parameters."""
+    kk = sp.Symbol("k", integer=True, positive=True)
+    a, b = sp.symbols("a b", integer=True, positive=True)
+    g = sp.IndexedBase("g", real=True)  # g[k, c]: coordinate c of ∇f_k
+    m_a, m_b = sp.symbols("m_a m_b", real=True)  # m_c = (1/n) Σ_k g[k, c] = (∇f)_c
+    V = lambda c, m: sp.sqrt(eta) * (m - g[kk, c])  # coordinate c of V_k = √η(∇f − ∇f_k)
+    proof.note("Coordinates a, b ∈ {1, …, p} generic, n samples, m_c = (1/n)Σ_k g_{k,c} = (∇f)_c; "
+               "every average over k is (1/n)Σ_{k=1}^n.")
+    mean = sp.sqrt(eta) * (sp.Sum(m_a, (kk, 1, n)).doit() - sp.Sum(g[kk, a], (kk, 1, n))) / n  # linearity of Σ
+    proof.identity("E[V_a] = (1/n)Σ_k √η(m_a − g_{k,a}) = √η(m_a − (1/n)Σ_k g_{k,a}) = 0 (symbolic n)",
+                   mean.subs(m_a, sp.Sum(g[kk, a], (kk, 1, n)) / n), 0)
+    proof.identity("Each sample's product: V_{k,a}V_{k,b} = η(g_{k,a} − m_a)(g_{k,b} − m_b)",
+                   V(a, m_a) * V(b, m_b), eta * (g[kk, a] - m_a) * (g[kk, b] - m_b))
+    proof.note("Hence Cov(V_a, V_b) = (1/n)Σ_k V_{k,a}V_{k,b} − E[V_a]E[V_b] = η(1/n)Σ_k(g_{k,a} − m_a)(g_{k,b} − m_b) "
+               "= ηΣ_ab for every n, p and every entry (a, b).",
+               r"\mathrm{Cov}(V\mid	heta) = \eta\Sigma(	heta)")
+
+
 CLAIMS = [
+    Claim(
+        "sgd-noise-covariance-any-size",
+        "SGD noise covariance ηΣ for any number of samples n and parameters p",
+        "For symbolic n and a generic entry (a, b) of a p-dimensional parameter: E[V] = 0 and "
+        "Cov(V | θ)_ab = ηΣ_ab, Σ the covariance of the sample gradients.",
+        r"\mathrm{Cov}(V_t\mid	heta_t)_{ab} = \eta\Sigma_{ab}(	heta_t)\quad orall n, p, a, b",
+        prove_noise_covariance_any_size,
+        {"n, p": "symbolic", "a, b": "generic coordinates"},
+        "seed 004 (SGD and SDEs), Li et al. 2018",
+    ),
     Claim(
         "sgd-noise-moments",
         "SGD noise V_t = √η(∇f − ∇f_{i_t}): mean 0, covariance ηΣ",

@@ -20,8 +20,7 @@ from dyntools.optim.schedules import Constant, PiecewiseDecay
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Modules still being ported onto the engine in this refactor (emptied as each port lands).
-PENDING = {"dyntools/dynamics/sde_models.py", "dyntools/dynamics/sde.py",
-           "dyntools/dynamics/relu_sgd.py", "dyntools/models/mlp_classifier.py"}
+PENDING = {"dyntools/dynamics/relu_sgd.py", "dyntools/models/mlp_classifier.py"}
 
 
 # ----------------------------------------------------------------------------------- samplers

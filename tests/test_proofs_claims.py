@@ -6,9 +6,12 @@ from fractions import Fraction
 import pytest
 
 from dyntools import report
+from dyntools.commands.prove import builtin_registry
 from dyntools.symbolic import registry
 
-ALL = registry.all_claims()
+BUILTIN = builtin_registry()
+
+ALL = BUILTIN.all_claims()
 
 
 @pytest.fixture(scope="module")
@@ -42,6 +45,19 @@ def test_the_issue_claims_are_all_registered():
         "diag-net-gradients",
         "diag-net-hessian",
         "diag-net-label-noise-sde",  # 9
+        # issue #15: proofs about the code that runs, general sizes, seed-004 claims
+        "code-sgd-l2-is-decay",
+        "code-sgd-momentum-l2-in-buffer",
+        "code-sgdw-differs",
+        "code-adam-l2-first-step",
+        "code-preconditioner-adagrad",
+        "code-preconditioner-rmsprop",
+        "code-preconditioner-rmsprop-bc",
+        "code-preconditioners-any-t",
+        "sgd-noise-covariance-any-size",
+        "diag-net-hessian-any-size",
+        "relu-net-gradients",
+        "brownian-projection-law",
     }
     controls = {
         "adam-l2-equals-adamw",
@@ -50,6 +66,10 @@ def test_the_issue_claims_are_all_registered():
         "seed004-pushforward-misprint",
         "seed004-h-sign-misprint",
         "seed004-loss-band-as-printed",
+        "code-sgdw-equals-sgd-l2",
+        "code-adam-l2-equals-adamw",
+        "relu-gradient-without-indicator",
+        "brownian-projection-l1-norm",
     }
     assert required <= {n for n, c in ALL.items() if not c.control}
     assert controls <= {n for n, c in ALL.items() if c.control}

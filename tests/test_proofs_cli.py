@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from dyntools.symbolic import registry
+from dyntools.commands.prove import builtin_registry
+
+BUILTIN = builtin_registry()
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
@@ -30,7 +32,7 @@ def test_list_shows_claims_and_controls():
     assert proc.returncode == 0, proc.stderr
     rows = json.loads(proc.stdout)["claims"]
     names = {r["claim"] for r in rows}
-    assert set(registry.all_claims()) == names
+    assert set(BUILTIN.all_claims()) == names
     assert any(r["kind"] == "control" for r in rows)
 
 
@@ -105,7 +107,7 @@ def test_every_proof_module_runs_alone(tmp_path):
                             stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env)
         for m in MODULES
     }
-    assert len(procs) == len(registry.FAMILIES)
+    assert len(procs) == len(BUILTIN.families)
     for module, proc in procs.items():
         out, err = proc.communicate(timeout=300)
         assert proc.returncode == 0, module + out + err

@@ -8,8 +8,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from mpmath import iv
 
+from dyntools.commands.prove import builtin_registry
 from dyntools.symbolic import INCONCLUSIVE, REFUTED, VERIFIED, Claim, IntervalCheck, enclose, registry, render
 from dyntools.symbolic.interval import compile_interval, interval_str
+
+BUILTIN = builtin_registry()
 
 x, y = sp.symbols("x y", real=True)
 
@@ -32,9 +35,14 @@ def test_false_identity_with_points_is_refuted_with_exact_counterexample():
     assert r.counterexample == {"x": "1", "y": "2", "difference": "4"}
 
 
-def test_false_identity_without_points_is_inconclusive_not_verified():
-    r = _claim(lambda p: p.identity("wrong", sp.sin(x) ** 2, 1)).run()
+def test_false_identity_without_search_or_points_is_inconclusive_not_verified():
+    r = _claim(lambda p: p.identity("wrong", sp.sin(x) ** 2, 1, search=False)).run()
     assert r.verdict == INCONCLUSIVE and "not shown to vanish" in r.reason
+
+
+def test_false_identity_without_points_is_refuted_by_the_search():
+    r = _claim(lambda p: p.identity("wrong", sp.sin(x) ** 2, 1)).run()
+    assert r.verdict == REFUTED and r.counterexample == {"x": "0", "difference": "-1"}
 
 
 def test_error_in_derivation_is_inconclusive_with_reason():
@@ -136,24 +144,24 @@ def test_interval_str_rounds_outward(lo, w):
 
 def test_select_unknown_name_raises_value_error_naming_it():
     with pytest.raises(ValueError, match="no-such-claim"):
-        registry.select(["no-such-claim"])
+        BUILTIN.select(["no-such-claim"])
 
 
 def test_select_family_excludes_controls_unless_asked():
-    plain = registry.select(["loss-stabilization"])
-    with_controls = registry.select(["loss-stabilization"], controls=True)
+    plain = BUILTIN.select(["loss-stabilization"])
+    with_controls = BUILTIN.select(["loss-stabilization"], controls=True)
     assert plain and all(not c.control for c in plain)
     assert any(c.control for c in with_controls) and len(with_controls) > len(plain)
-    assert [c.name for c in registry.select(["seed004-h-sign-misprint"])] == ["seed004-h-sign-misprint"]
+    assert [c.name for c in BUILTIN.select(["seed004-h-sign-misprint"])] == ["seed004-h-sign-misprint"]
 
 
 def test_claim_names_are_unique_and_every_family_has_claims():
-    claims = registry.all_claims()
-    assert {c.family for c in claims.values()} == set(registry.FAMILIES)
+    claims = BUILTIN.all_claims()
+    assert {c.family for c in claims.values()} == set(BUILTIN.families)
 
 
 def test_renderers_include_every_claim_and_latex_is_ascii():
-    results = registry.run(registry.select(["sgd-l2-equals-decay", "seed004-h-sign-misprint"]))
+    results = registry.run(BUILTIN.select(["sgd-l2-equals-decay", "seed004-h-sign-misprint"]))
     md = render.markdown(results)
     tex = render.latex(results)
     for r in results:

@@ -66,8 +66,8 @@ def test_scalar_kernel_groups_of_four_equal_twin_with_stops(substeps, scheme):
               record_brownian=True, bound=6.0)
     a = solve(sde, 1.0, **kw)
     b = solve(sde, 1.0, kernel="numpy", **kw)
-    assert 0 < (a["stopped_at"] >= 0).sum() < 13                 # some, not all, paths stopped
-    assert np.array_equal(a["stopped_at"], b["stopped_at"])
+    assert 0 < (a["diverged_at"] >= 0).sum() < 13                 # some, not all, paths stopped
+    assert np.array_equal(a["diverged_at"], b["diverged_at"])
     assert np.array_equal(a["x"], b["x"], equal_nan=True) and np.array_equal(a["W"], b["W"], equal_nan=True)
 
 
@@ -106,14 +106,14 @@ def test_moments_match_exact_solutions():
 def test_blow_up_is_stopped_and_reported():
     sde = sde_models.gbm(50.0, 2.0)
     r = solve(sde, 1.0, t1=1.0, h=0.01, paths=8, seed=0, bound=1e3)
-    assert r.status == "diverged" and "first at t =" in r.message
-    stopped = r["stopped_at"]
+    assert r.status == "diverged" and "first at step" in r.message and "at t =" in r.message
+    stopped = r["diverged_at"]
     assert (stopped > 0).all()
     for p in range(8):
-        k_after = r["t"] >= r["stopped_time"][p] - 1e-12     # the step that left the bound is not kept
+        k_after = r["t"] >= r["diverged_time"][p] - 1e-12     # the step that left the bound is not kept
         assert np.isnan(r["x"][p, k_after]).all() and np.isfinite(r["x"][p, ~k_after]).all()
     twin = solve(sde, 1.0, t1=1.0, h=0.01, paths=8, seed=0, bound=1e3, kernel="numpy")
-    assert np.array_equal(twin["stopped_at"], stopped)
+    assert np.array_equal(twin["diverged_at"], stopped)
 
 
 # ---------------------------------------------------------------------- user-defined terms

@@ -89,3 +89,111 @@ def test_check_writable(tmp_path):
     with pytest.raises(store.StoreError, match="did not write"):
         store.check_writable(tmp_path / "foreign")
     assert store.check_writable(tmp_path / "new" / "deeper") == tmp_path / "new" / "deeper"
+
+
+@pytest.mark.parametrize("edit,match", [
+    (lambda m: m.update(arrays=[]), "field 'arrays' must be an object"),
+    (lambda m: m["arrays"].update(x={}), r"arrays\['x'\] must be"),
+    (lambda m: m["arrays"].update(x={"shape": [-1], "dtype": "float64"}), r"arrays\['x'\] must be"),
+    (lambda m: m.update(summary="x"), "field 'summary' must be an object"),
+    (lambda m: m.update(config=[]), "field 'config' must be an object"),
+    (lambda m: m.pop("message"), "field 'message' is missing"),
+    (lambda m: m.update(status="splendid"), "Invalid status"),
+    (lambda m: m.update(seed="3"), "field 'seed' must be an integer or null"),
+    (lambda m: m.update(timings={"simulate": "fast"}), r"timings\['simulate'\] must be a number"),
+])
+def test_damaged_result_json_is_named_field_by_field(tmp_path, edit, match):
+    import json
+
+    from dyntools.engine.result import RunResult
+    from dyntools.store import StoreError, load, save
+
+    out = save(RunResult("demo", {"a": 1}, {"x": np.arange(3.0)}, "completed", "fine", seed=1), tmp_path / "r")
+    meta = json.loads((out / "result.json").read_text())
+    edit(meta)
+    (out / "result.json").write_text(json.dumps(meta))
+    with pytest.raises(StoreError, match=match):
+        load(out)
+
+
+def test_deeply_nested_json_and_nan_are_handled(tmp_path):
+    import json
+
+    from dyntools.engine.result import RunResult
+    from dyntools.store import StoreError, load, save, to_json
+
+    assert json.loads(to_json({"a": float("nan"), "b": [float("inf")]})) == {"a": None, "b": [None]}
+    out = save(RunResult("demo", {}, {}, "completed", ""), tmp_path / "r")
+    (out / "result.json").write_text("[" * 200_000 + "]" * 200_000)
+    with pytest.raises(StoreError, match="nested too deeply|not a dyntools.result"):
+        load(out)
+
+
+def test_plot_never_writes_outside_its_directory(tmp_path):
+    """A crafted result whose config names a path must not steer where figures go."""
+    import json
+
+    from dyntools.cli import main
+    from dyntools.engine.result import RunResult
+    from dyntools.store import save
+
+    arrays = {"t": np.linspace(0, 1, 5), "x": np.ones((2, 5, 1))}
+    config = {"model": "x/../../../../ESCAPE", "h": 0.1, "scheme": "em", "args": [0.0]}
+    out = save(RunResult("sde", config, arrays, "completed", ""), tmp_path / "evil")
+    meta = json.loads((out / "result.json").read_text())
+    assert meta["config"]["model"].endswith("ESCAPE")
+    assert main(["plot", str(out), "--out", str(tmp_path / "figs")]) == 2
+    meta["config"] = {"model": "gbm"}                       # a damaged config: one line, exit 2
+    (out / "result.json").write_text(json.dumps(meta))
+    assert main(["plot", str(out), "--out", str(tmp_path / "figs")]) == 2
+    assert not list(tmp_path.rglob("*ESCAPE*")) and not list(tmp_path.parent.glob("*ESCAPE*"))
+
+
+@pytest.mark.parametrize("make,match", [
+    (lambda t: "", "empty path"),
+    (lambda t: ".", "current directory"),
+    (lambda t: t / ("x" * 300), "longer than 255 bytes"),
+    (lambda t: (t / "dangling").symlink_to(t / "nowhere") or t / "dangling", "dangling symbolic link"),
+    (lambda t: ((t / "a").symlink_to(t / "b"), (t / "b").symlink_to(t / "a")) and t / "a" / "run", "cannot use"),
+    (lambda t: (t / "file").write_text("x") and t / "file", "not a directory"),
+])
+def test_odd_output_paths_are_refused_before_any_work(tmp_path, monkeypatch, make, match):
+    from dyntools.store import StoreError, check_writable
+
+    monkeypatch.chdir(tmp_path)
+    target = make(tmp_path)
+    with pytest.raises(StoreError, match=match):
+        check_writable(target)
+
+
+def test_a_full_disk_is_one_line_and_leaves_nothing(tmp_path):
+    import subprocess
+
+    from dyntools.engine.result import RunResult
+    from dyntools.store import StoreError, atomic_write_text, save
+
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)], capture_output=True).returncode:
+        pytest.skip("cannot mount a small tmpfs here")
+    try:
+        big = RunResult("demo", {}, {"x": np.random.default_rng(0).standard_normal(100_000)}, "completed", "")
+        with pytest.raises(StoreError, match="Cannot write .*No space left"):
+            save(big, mnt / "run")
+        with pytest.raises(StoreError, match="Cannot write .*No space left"):
+            atomic_write_text(mnt / "report.md", "x" * 200_000)
+        assert list(mnt.iterdir()) == []                  # no temporary left behind
+    finally:
+        subprocess.run(["umount", str(mnt)], capture_output=True)
+
+
+def test_text_outputs_never_replace_a_link_or_a_device(tmp_path):
+    from dyntools.store import StoreError, atomic_write_text
+
+    (tmp_path / "real.md").write_text("keep")
+    (tmp_path / "link.md").symlink_to(tmp_path / "real.md")
+    with pytest.raises(StoreError, match="never replaced"):
+        atomic_write_text(tmp_path / "link.md", "new")
+    with pytest.raises(StoreError, match="never replaced"):
+        atomic_write_text("/dev/null", "new")
+    assert (tmp_path / "real.md").read_text() == "keep" and (tmp_path / "link.md").is_symlink()

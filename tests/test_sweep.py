@@ -96,6 +96,32 @@ def test_killed_sweep_resumes(tmp_path):
     same_cells(resumed.cells, sweep.run_sweep(demo_spec(n=12), tmp_path / "ref", workers=1).cells)
 
 
+def test_workers_exit_when_the_driver_is_killed(tmp_path):
+    """SIGKILL of a local sweep (2 worker processes): its workers notice and exit within seconds."""
+    out = tmp_path / "orphans"
+    code = ("from dyntools import sweep; import os, sys; "
+            "cells=[{'sleep': 0.5} for _ in range(40)]; "
+            "sweep.run_sweep(sweep.SweepSpec('demo', 'dyntools.sweep:demo_cell', {'size': 4}, cells, 3), "
+            f"{str(out)!r}, workers=2)")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-c", code], env=env)
+    deadline = time.time() + 90
+    while time.time() < deadline and not ((out / "cells").exists() and len(cell_files(out)) >= 2):
+        time.sleep(0.05)
+    children = [int(p) for p in subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True,
+                                               text=True).stdout.split()]
+    assert children, "the sweep should run worker processes"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    deadline = time.time() + 10
+    alive = children
+    while time.time() < deadline and alive:
+        time.sleep(0.2)
+        alive = [p for p in alive if os.path.exists(f"/proc/{p}") and
+                 "Z" not in open(f"/proc/{p}/stat").read().split(")")[-1].split()[0]]
+    assert not alive, f"worker processes outlived their sweep: {alive}"
+
+
 def test_diverged_cell_is_a_result_not_an_error(tmp_path):
     res = sweep.run_sweep(demo_spec(n=4, diverge=(2,)), tmp_path / "d", workers=1)
     assert [c["status"] for c in res.cells] == ["completed", "completed", "diverged", "completed"]
@@ -138,7 +164,7 @@ def test_worker_killed_mid_sweep_every_cell_exactly_once(tmp_path):
 
 def test_unreachable_scheduler_is_a_clear_error_without_hang(tmp_path):
     start = time.perf_counter()
-    with pytest.raises(ValueError, match="Invalid --scheduler: cannot reach tcp://127.0.0.1:9"):
+    with pytest.raises(ValueError, match="Invalid --scheduler: cannot reach a Dask scheduler at tcp://127.0.0.1:9"):
         sweep.run_sweep(demo_spec(), tmp_path / "u", scheduler="tcp://127.0.0.1:9", connect_timeout=2)
     assert time.perf_counter() - start < 15
     assert not (tmp_path / "u").exists()
@@ -155,3 +181,49 @@ def test_bad_backend_arguments(tmp_path, kwargs, match):
     with pytest.raises(ValueError, match=match):
         sweep.run_sweep(demo_spec(), tmp_path / "b", **kwargs)
     assert not (tmp_path / "b").exists()
+
+
+@pytest.mark.parametrize("reply", [None, b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n",
+                                   b"SSH-2.0-OpenSSH_9.6\r\n", b"\x00\xff" * 512])
+def test_a_foreign_server_fails_within_the_timeout_with_one_line(tmp_path, reply):
+    """A TCP server on 127.0.0.1 that is silent, speaks HTTP, or sends garbage: the connection fails
+    within --connect-timeout (+1 s) with one ValueError naming --scheduler; nothing is written."""
+    import socket
+    import threading
+    import time
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+    server.settimeout(0.2)
+    port = server.getsockname()[1]
+    stop = threading.Event()
+    held = []
+
+    def serve():
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            held.append(conn)
+            if reply is not None:
+                try:
+                    conn.sendall(reply)
+                except OSError:
+                    pass
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        start = time.perf_counter()
+        with pytest.raises(ValueError, match="Invalid --scheduler: cannot reach"):
+            sweep.run_sweep(demo_spec(), tmp_path / "f", scheduler=f"tcp://127.0.0.1:{port}", connect_timeout=1.5)
+        assert time.perf_counter() - start < 1.5 + 2.0
+        assert not (tmp_path / "f").exists()
+    finally:
+        stop.set()
+        thread.join(2)
+        for conn in held:
+            conn.close()
+        server.close()

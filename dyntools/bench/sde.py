@@ -70,7 +70,9 @@ def _low_dim(report: BenchReport, quick: bool) -> None:
     models = {
         "gbm": (sde_models.gbm(0.5, 0.3), (0.5, 0.3)),
         "ou": (sde_models.ou(1.0, 0.5, 0.3), (1.0, 0.5, 0.3)),
-        "toy": (sde_models.toy_sde(toy, 0.5, 1e-5), None),
+        # the toy's SDE with intensity δ̃ = 1e-5 (toy_sde takes the label-noise std)
+        "toy": (sde_models.toy_sde(toy, 0.5, sde_models.label_noise_std(1e-5, toy.x.size, sde_models.TOY_SCALE)),
+                None),
     }
     steps = 1000 if quick else 10_000
     h = 1.0 / steps
@@ -153,8 +155,8 @@ def _diag_net(report: BenchReport, quick: bool) -> None:
     data = sparse_regression(n=80, d=200, r=20, seed=0)
     X, y = np.ascontiguousarray(data.X), np.ascontiguousarray(data.y)
     n, d = X.shape
-    eta, delta, h = 0.05, 1e-3, 0.005
-    a, g = h / n, np.sqrt(eta * delta * h)
+    eta, intensity, h = 0.05, 1e-3, 0.005            # intensity: the SDE's δ̃ (sde_models docstring)
+    a, g = h / n, np.sqrt(eta * intensity * h)
     size = 1000 if quick else 2000
     matmul = _matmul(size)
     best_matmul = float("inf")
@@ -230,7 +232,7 @@ def _torchsde(report: BenchReport, quick: bool) -> None:
     data = sparse_regression(n=80, d=200, r=20, seed=0)
     X, y = np.ascontiguousarray(data.X), np.ascontiguousarray(data.y)
     n, d = X.shape
-    eta, delta, h = 0.05, 1e-3, 0.005
+    eta, intensity, h = 0.05, 1e-3, 0.005            # intensity: the SDE's δ̃ (sde_models docstring)
     paths, steps = 16, (50 if quick else 400)
     U0 = np.full((paths, d), 0.5)
     state0 = streams.path_states(0, paths)
@@ -238,11 +240,11 @@ def _torchsde(report: BenchReport, quick: bool) -> None:
     def fast():
         empty = np.empty((0, 0, 0))
         diag_net_kernel(U0.copy(), U0.copy(), X, X.T.copy(), y, np.array([h / n]),
-                        np.array([np.sqrt(eta * delta * h)]), steps, 1, state0.copy(), np.array([0, steps]), 1e6,
+                        np.array([np.sqrt(eta * intensity * h)]), steps, 1, state0.copy(), np.array([0, steps]), 1e6,
                         empty, empty, np.full((paths, 2), np.nan), np.full(paths, -1, dtype=np.int64))
 
     Xt, yt = torch.tensor(X), torch.tensor(y)
-    plain, product = _torchsde_problem(Xt, yt, float(np.sqrt(eta * delta)))
+    plain, product = _torchsde_problem(Xt, yt, float(np.sqrt(eta * intensity)))
     z0 = torch.full((paths, 2 * d), 0.5, dtype=torch.float64)
     ts = torch.tensor([0.0, steps * h], dtype=torch.float64)
 

@@ -39,5 +39,9 @@ def run(args, progress: bool) -> CommandOutput:
         if args.out is not None and len(results) > 1:
             out = args.out / d.relative_to(args.dir)
         store.check_writable(out) if not Path(out).exists() else None
-        written += [str(p) for p in plots.plot_result(r, out, formats)]
+        try:
+            written += [str(p) for p in plots.plot_result(r, out, formats)]
+        except (KeyError, IndexError, TypeError, AttributeError) as exc:     # contents a plotter cannot use
+            raise store.StoreError(f"Damaged result directory {d}: its figures need {type(exc).__name__} "
+                                   f"{exc} (the result does not hold what its kind {r.kind!r} promises)") from None
     return CommandOutput({"figures": written}, "\n".join(f"wrote {p}" for p in written), written=written)

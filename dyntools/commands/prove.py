@@ -1,15 +1,49 @@
 """``dyntools prove``: verify symbolic claims (the machinery lives in :mod:`dyntools.symbolic`).
 
 Names are claim names or family names (``dyntools prove --list``). Without names every claim of
-every family runs; false controls (statements that must come out refuted) run when named or with
-``--controls``. Exit status 0 only when every selected claim is verified.
+every built-in family runs; false controls (statements that must come out refuted) run when named
+or with ``--controls``. With ``--file my_claims.py`` the claims of that Python file run instead
+(all of them, or the ones named). Exit status 0 only when every selected claim is verified, 1
+otherwise, 2 for bad input (nothing is written then).
+
+This module is the only place that knows the built-in families of ``proofs/``: it fills a plain
+:class:`~dyntools.symbolic.registry.Registry` with them.
 """
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 from dyntools.commands import CommandOutput
+
+#: family name → module of ``proofs/`` defining ``CLAIMS``
+BUILTIN_FAMILIES: dict[str, str] = {
+    "sgd-weight-decay": "proofs.sgd_weight_decay",
+    "adaptive-preconditioners": "proofs.adaptive_preconditioners",
+    "decoupled-decay": "proofs.decoupled_decay",
+    "optimizer-code": "proofs.optimizer_code",
+    "gd-quadratic": "proofs.gd_quadratic",
+    "loss-stabilization": "proofs.loss_stabilization",
+    "sgd-noise": "proofs.sgd_noise",
+    "diagonal-nets": "proofs.diagonal_nets",
+    "relu-nets": "proofs.relu_nets",
+    "brownian": "proofs.brownian",
+    "voronoi": "proofs.voronoi",
+}
+
+FILE_HELP = ("a Python file of your own claims (a list CLAIMS of dyntools.symbolic.Claim, or module-level "
+             "Claim objects); the file is YOUR Python code and is executed, so only use files you trust")
+
+
+def builtin_registry():
+    """A registry filled with the built-in families (modules imported on first use)."""
+    from dyntools.symbolic.registry import Registry
+
+    reg = Registry()
+    for name, module in BUILTIN_FAMILIES.items():
+        reg.register_family(name, lambda module=module: importlib.import_module(module))
+    return reg
 
 
 def add_arguments(parser) -> None:
@@ -17,20 +51,46 @@ def add_arguments(parser) -> None:
         "names", nargs="*", metavar="NAME", help="claims or families to verify (default: all)"
     )
     parser.add_argument("--list", action="store_true", help="list the claims and exit")
+    parser.add_argument("--file", type=Path, metavar="FILE", help=FILE_HELP)
     parser.add_argument(
         "--controls",
         action="store_true",
         help="also run the false controls of the selected families (expected: refuted)",
     )
+    parser.add_argument("--timeout", type=float, default=60.0, metavar="S",
+                        help="time budget per claim in seconds (default 60); an overrun is 'inconclusive'")
     parser.add_argument("--md", type=Path, metavar="FILE", help="write the derivations as Markdown")
     parser.add_argument("--latex", type=Path, metavar="FILE", help="write the derivations as LaTeX")
+
+
+def _user_registry(path: Path):
+    from dyntools.symbolic.registry import Registry
+    from dyntools.symbolic.userfile import load_claims
+
+    claims = load_claims(path)
+    reg = Registry()
+    reg.register_family(path.stem, claims)
+    return reg
 
 
 def run(args, progress: bool) -> CommandOutput:
     from dyntools import tables
     from dyntools.symbolic import registry, render
 
-    claims = registry.select(args.names, controls=args.controls or args.list and not args.names)
+    if not args.timeout > 0:
+        raise ValueError(f"Invalid --timeout: {args.timeout} (must be > 0 seconds)")
+    user_file = getattr(args, "file", None)
+    reg = _user_registry(user_file) if user_file is not None else builtin_registry()
+    try:
+        claims = reg.select(args.names, controls=args.controls or user_file is not None
+                            or (args.list and not args.names))
+    except ValueError as exc:
+        if user_file is None:
+            raise
+        known = reg.all_claims()
+        unknown = ", ".join(n for n in args.names if n not in known and n not in reg.families)
+        raise ValueError(f"--file {user_file}: no claim named {unknown} (the file defines: "
+                         f"{', '.join(known)})") from exc
     if args.list:
         rows = [
             {
@@ -48,7 +108,11 @@ def run(args, progress: bool) -> CommandOutput:
     from dyntools.engine.progress import progress_bar
 
     with progress_bar(len(claims), "claims", enabled=progress) as bar:
-        results = registry.run(claims, progress=lambda r: bar.update(1))
+        results = registry.run(claims, progress=lambda r: bar.update(1), timeout=args.timeout)
+    if user_file is not None:
+        for r in results:
+            if r.error is not None:
+                raise ValueError(f"--file {user_file}: claim {r.claim.name!r} raised {r.error}")
     written = []
     if md is not None:
         render.write_atomic(md, render.markdown(results))

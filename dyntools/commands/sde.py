@@ -31,7 +31,8 @@ def add_arguments(p) -> None:
     p.add_argument("--sigma", type=float, default=0.3, help="GBM/OU volatility (default 0.3)")
     p.add_argument("--theta", type=float, default=1.0, help="OU mean-reversion rate (default 1)")
     p.add_argument("--eta", type=float, default=0.1, help="SGD step eta in the label-noise SDE (default 0.1)")
-    p.add_argument("--delta", type=float, default=0.05, help="label-noise level delta >= 0 (default 0.05)")
+    p.add_argument("--delta", type=float, default=0.05,
+                   help="SDE noise intensity delta >= 0: label noise of std n*sqrt(delta) (default 0.05)")
     p.add_argument("--method", default="sde", help="diag-net: sde (EM of the SDE) | sgd (label-noise GD)")
     p.add_argument("--n", type=int, default=40, help="diag-net samples (default 40) / toy data points")
     p.add_argument("--d", type=int, default=100, help="diag-net dimension (default 100)")
@@ -116,10 +117,11 @@ def run(args, progress: bool) -> CommandOutput:
                                                     paths=args.paths, alpha=args.alpha, seed=args.seed,
                                                     records=args.records, eta_after=args.eta / 100)
         else:
-            result = sde_models.simulate_diag_net(data, eta=args.eta, delta=args.delta, tau=tau, h=args.h,
-                                                  method=v["method"], paths=args.paths, alpha=args.alpha,
-                                                  seed=args.seed, records=args.records, bound=args.bound,
-                                                  substeps=args.substeps)
+            result = sde_models.simulate_diag_net(data, eta=args.eta, tau=tau, h=args.h,
+                                                  delta=sde_models.label_noise_std(args.delta, args.n),
+                                                  method=v["method"], paths=args.paths, init="balanced",
+                                                  alpha=args.alpha, seed=args.seed, records=args.records,
+                                                  bound=args.bound, substeps=args.substeps)
     else:
         if model == "gbm":
             sde = sde_models.gbm(0.5 if args.mu is None else args.mu, args.sigma)
@@ -129,7 +131,8 @@ def run(args, progress: bool) -> CommandOutput:
             x0 = 1.0 if args.x0 is None else args.x0
         else:
             toy = QuadraticToy.uniform(n=args.n, seed=args.seed)
-            sde = sde_models.toy_sde(toy, args.eta, args.delta)
+            sde = sde_models.toy_sde(toy, args.eta, sde_models.label_noise_std(args.delta, toy.x.size,
+                                                                               sde_models.TOY_SCALE))
             x0 = 0.5 if args.x0 is None else args.x0
         result = solve(sde, x0, t1=1.0 if args.t1 is None else args.t1, h=1e-3 if args.h is None else args.h,
                        paths=args.paths, scheme=v["scheme"], seed=args.seed, records=args.records,

@@ -312,15 +312,13 @@ def train_diag_net(datasets, runs, *, steps: int, method: str = "sgd", batch: in
         else:                                                   # skipped: NaN, "not converged"
             out["sharpness"], out["sharpness_converged"] = (np.full((G * S, K), np.nan),
                                                             np.zeros((G * S, K), bool))
-        test_loss = model.recorded_loss(theta_rec, np.stack([ds.X_test for ds in datasets]),
-                                        np.stack([ds.y_test for ds in datasets]), data_of)
 
     def shape(a):
         return a.reshape((G, S) + a.shape[1:])
 
     final = res["final_theta"]
     arrays = {"steps": record_steps, "etas": res["lrs"],
-              "train_loss": res["train_loss"], "test_loss": shape(test_loss),
+              "train_loss": res["train_loss"], "test_loss": res["test_loss"],
               **{k: shape(v) for k, v in out.items()}, "diverged_at": res["diverged_at"],
               "u": np.ascontiguousarray(final[..., :d]), "v": np.ascontiguousarray(final[..., d:]),
               "beta_star": np.stack([ds.beta_star for ds in datasets])}

@@ -42,9 +42,18 @@ inner), so runs at ``h`` with ``r`` sub-steps and at ``h/r`` with one sub-step s
 Brownian path — the increment over ``2h`` is the sum of the two increments over ``h``, which is what
 strong-error measurements need.
 
-**Blow-up.** A path whose state leaves ``|x_i| ≤ bound`` (or becomes NaN) is stopped; its step
-is reported in ``stopped_at`` and the result's status is "diverged" with the first time.
-Saved values after that are NaN *and* flagged, never a silent NaN.
+**Blow-up** is the engine's one divergence rule (:mod:`dyntools.engine.guard`) with the size
+``|x_i|`` of each coordinate: a path diverges at the first step ``k`` (the state after ``k`` steps)
+where some ``|x_i|`` is beyond ``bound`` or NaN. It stops there; ``diverged_at`` holds ``k`` (−1:
+never), ``diverged_time`` the time ``t0 + k h``, and the result's status is "diverged". Saved values
+after that are NaN *and* flagged, never a silent NaN. Whether step ``k`` is saved is
+:func:`dyntools.engine.record.due` on the saved step indices.
+
+**Streams.** Path ``i`` draws from ``SeedSequence(seed, (KEYS[stream], *stream_key, i))`` with
+``stream = "sde.brownian"`` by default (:data:`dyntools.engine.streams.KEYS`), so no other purpose of
+the same seed (an initialization, a sampler, label noise) shares its increments; a caller that must
+see another purpose's increments (a test coupling the general label-noise SDE with the diagonal-net
+kernel) names that purpose.
 
 Memory is O(saved times × paths × p) (plus ``× m`` with ``record_brownian``).
 :func:`solve_numpy` is the plain NumPy twin (a Python loop over steps and paths) used by the tests.
@@ -61,8 +70,8 @@ import numpy as np
 from numba import njit, prange
 
 from dyntools import validation
-from dyntools.engine import streams, ziggurat
-from dyntools.engine.result import RunResult, package_versions, timed
+from dyntools.engine import guard, record, streams, ziggurat
+from dyntools.engine.result import RunResult, message, package_versions, timed
 from dyntools.engine.ziggurat import normal, normal_reg
 
 
@@ -137,7 +146,7 @@ _diffusion_dx = builtin_diffusion_dx
 
 
 def _kernel_source(args, x0, state, t0, h, n_steps, substeps, scheme, diagonal, m, save_steps, bound,
-                   out, w_out, stopped):
+                   out, w_out, diverged_at):
     """Advance every path ``n_steps`` steps of size ``h`` from ``x0`` (float64[P, p]).
 
     state : uint64[P, 4]        per-path xoshiro256** streams (advanced in place)
@@ -145,10 +154,9 @@ def _kernel_source(args, x0, state, t0, h, n_steps, substeps, scheme, diagonal, 
     scheme : 0 EM, 1 Milstein   diagonal : noise is diagonal (σ stored as [p, 1])
     save_steps : int64[K]       sorted step indices to save into out[P, K, p]
     w_out : float64[P, K, m]    Brownian path at the saved steps (or an empty (0, 0, 0) array)
-    stopped : int64[P]          first step at which the path left |x_i| <= bound (−1: never)
+    diverged_at : int64[P]      first step whose state is beyond the bound (:mod:`~dyntools.engine.guard`; −1: never)
     """
     n_paths, p = x0.shape
-    n_save = save_steps.shape[0]
     rec_w = w_out.shape[0] > 0
     sq_fine = np.sqrt(h / substeps)
     ncol = 1 if diagonal else m
@@ -160,9 +168,9 @@ def _kernel_source(args, x0, state, t0, h, n_steps, substeps, scheme, diagonal, 
         dw = np.empty(m)
         w = np.zeros(m)
         k = 0
-        stop = -1
+        stop = guard.NEVER
         for n in range(n_steps + 1):
-            while k < n_save and save_steps[k] == n:
+            if record.due(save_steps, k, n):
                 for i in range(p):
                     out[path, k, i] = x[i]
                 if rec_w:
@@ -195,12 +203,12 @@ def _kernel_source(args, x0, state, t0, h, n_steps, substeps, scheme, diagonal, 
                     for j in range(m):
                         inc += s[i, j] * dw[j]
                 x[i] += inc
-                if not abs(x[i]) <= bound:
+                if guard.beyond(abs(x[i]), bound):
                     bad = True
             if bad:
                 stop = n + 1
                 break
-        stopped[path] = stop
+        diverged_at[path] = stop
 
 
 _builtin_kernel = njit(parallel=True, cache=True)(_kernel_source)
@@ -220,7 +228,7 @@ def _scalar_terms(model, x, a1, a2, a3):
 @njit(inline="always")
 def _scalar_step(model, scheme, x, w, s0, s1, s2, s3, h, sq_fine, substeps, a1, a2, a3, bound):
     """One step of one path; returns ``(x, w, ok, s0, s1, s2, s3)`` with ``ok`` False when the new
-    x left ``|x| <= bound`` (or is NaN). The same arithmetic in the same order as
+    x is beyond the bound (:func:`dyntools.engine.guard.beyond` of ``|x|``). The same arithmetic in the same order as
     :func:`_kernel_source` with the built-in terms (bitwise-identical results)."""
     dw = 0.0
     if substeps == 1:
@@ -238,15 +246,15 @@ def _scalar_step(model, scheme, x, w, s0, s1, s2, s3, h, sq_fine, substeps, a1, 
     if scheme == 1:
         inc += 0.5 * s * ds * (dw * dw - h)
     x += inc
-    return x, w, abs(x) <= bound, s0, s1, s2, s3
+    return x, w, not guard.beyond(abs(x), bound), s0, s1, s2, s3
 
 
 @njit(cache=True)
 def _scalar_finish(model, scheme, path, x, w, q0, q1, q2, q3, n, k, h, n_steps, sq_fine, substeps, a1, a2, a3,
-                   bound, save_steps, state, out, w_out, stopped):
+                   bound, save_steps, state, out, w_out, diverged_at):
     """Continue one path from step ``n`` (next save index ``k``) to the end; store its state."""
     n_save = save_steps.shape[0]
-    st = -1
+    st = guard.NEVER
     for kk in range(k, n_save + 1):
         target = save_steps[kk] if kk < n_save else n_steps
         while n < target:
@@ -256,7 +264,7 @@ def _scalar_finish(model, scheme, path, x, w, q0, q1, q2, q3, n, k, h, n_steps, 
             if not ok:
                 st = n
                 break
-        if kk == n_save or st >= 0:
+        if kk == n_save or st != guard.NEVER:
             break
         out[path, kk, 0] = x
         if w_out.shape[0] > 0:
@@ -265,28 +273,28 @@ def _scalar_finish(model, scheme, path, x, w, q0, q1, q2, q3, n, k, h, n_steps, 
     state[path, 1] = q1
     state[path, 2] = q2
     state[path, 3] = q3
-    stopped[path] = st
+    diverged_at[path] = st
 
 
 @njit(inline="always")
 def _close_path(ok, model, scheme, path, x, w, q0, q1, q2, q3, n, k, h, n_steps, sq_fine, substeps, a1, a2, a3,
-                bound, save_steps, state, out, w_out, stopped):
+                bound, save_steps, state, out, w_out, diverged_at):
     """End of a group's lock-step run for one path: a path still inside the bound goes on alone
-    (:func:`_scalar_finish`); a stopped one stores its generator state and its stop step ``n``."""
+    (:func:`_scalar_finish`); a diverged one stores its generator state and its step ``n``."""
     if ok:
         _scalar_finish(model, scheme, path, x, w, q0, q1, q2, q3, n, k, h, n_steps, sq_fine, substeps, a1, a2, a3,
-                       bound, save_steps, state, out, w_out, stopped)
+                       bound, save_steps, state, out, w_out, diverged_at)
     else:
         state[path, 0] = q0
         state[path, 1] = q1
         state[path, 2] = q2
         state[path, 3] = q3
-        stopped[path] = n
+        diverged_at[path] = n
 
 
 @njit(cache=True)
 def _scalar_block(model, args, x0, state, h, n_steps, substeps, scheme, save_steps, bound, out, w_out,
-                  stopped, lo, hi):
+                  diverged_at, lo, hi):
     """Paths ``lo … hi−1`` of the 1-D built-in model ``model`` (the same arithmetic as
     :func:`_kernel_source` with the built-in terms, so bitwise-identical results).
 
@@ -295,7 +303,7 @@ def _scalar_block(model, args, x0, state, h, n_steps, substeps, scheme, save_ste
     (x → b, σ → x, and the generator's) overlap in the CPU instead of one path waiting on its own
     latency. The lock-step loop has no per-path branches: when a path of the group leaves the
     bound, the group loop ends at that step and every path of the group is finished on its own
-    (:func:`_scalar_finish`: the stopped one records its step, the others continue). Each path's
+    (:func:`_scalar_finish`: the diverged one records its step, the others continue). Each path's
     arithmetic and draws are exactly its own, so results do not depend on the grouping. Leftover
     paths (fewer than four) run one at a time. Steps run from one saved time to the next; the
     model and scheme branches are loop-invariant (perfectly predicted)."""
@@ -348,22 +356,22 @@ def _scalar_block(model, args, x0, state, h, n_steps, substeps, scheme, save_ste
                 w_out[p + 3, k, 0] = w3
             k += 1
         _close_path(ok0, model, scheme, p + 0, xl0, w0, q00, q01, q02, q03, n, k, h, n_steps, sq_fine,
-                    substeps, a1, a2, a3, bound, save_steps, state, out, w_out, stopped)
+                    substeps, a1, a2, a3, bound, save_steps, state, out, w_out, diverged_at)
         _close_path(ok1, model, scheme, p + 1, xl1, w1, q10, q11, q12, q13, n, k, h, n_steps, sq_fine,
-                    substeps, a1, a2, a3, bound, save_steps, state, out, w_out, stopped)
+                    substeps, a1, a2, a3, bound, save_steps, state, out, w_out, diverged_at)
         _close_path(ok2, model, scheme, p + 2, xl2, w2, q20, q21, q22, q23, n, k, h, n_steps, sq_fine,
-                    substeps, a1, a2, a3, bound, save_steps, state, out, w_out, stopped)
+                    substeps, a1, a2, a3, bound, save_steps, state, out, w_out, diverged_at)
         _close_path(ok3, model, scheme, p + 3, xl3, w3, q30, q31, q32, q33, n, k, h, n_steps, sq_fine,
-                    substeps, a1, a2, a3, bound, save_steps, state, out, w_out, stopped)
+                    substeps, a1, a2, a3, bound, save_steps, state, out, w_out, diverged_at)
     for path in range(lo + 4 * n_groups, hi):
         _scalar_finish(model, scheme, path, x0[path, 0], 0.0, state[path, 0], state[path, 1], state[path, 2],
                        state[path, 3], 0, 0, h, n_steps, sq_fine, substeps, a1, a2, a3, bound, save_steps, state,
-                       out, w_out, stopped)
+                       out, w_out, diverged_at)
 
 
 @njit(parallel=True, cache=True)
 def _scalar_builtin_kernel(args, x0, state, t0, h, n_steps, substeps, scheme, diagonal, m, save_steps, bound,
-                           out, w_out, stopped, n_blocks):
+                           out, w_out, diverged_at, n_blocks):
     """The kernel specialized to the 1-D built-in models (same arguments, same arithmetic in the
     same order as :func:`_kernel_source` with the built-in terms, so bitwise-identical results),
     one contiguous block of paths per thread, each run by :func:`_scalar_block`.
@@ -376,7 +384,7 @@ def _scalar_builtin_kernel(args, x0, state, t0, h, n_steps, substeps, scheme, di
     for blk in prange(n_blocks):
         lo = blk * per_block
         _scalar_block(model, args, x0, state, h, n_steps, substeps, scheme, save_steps, bound, out, w_out,
-                      stopped, lo, min(n_paths, lo + per_block))
+                      diverged_at, lo, min(n_paths, lo + per_block))
 
 
 _user_kernels: dict[tuple, object] = {}
@@ -498,19 +506,22 @@ def save_grid(t0: float, t1: float, h: float, save_at=None, records: int = 101) 
 
 def solve(sde: SDE, x0, *, t1: float, h: float, t0: float = 0.0, paths: int = 1, scheme: str = "em",
           seed: int = 0, save_at=None, records: int = 101, substeps: int = 1, bound: float = 1e10,
-          record_brownian: bool = False, kernel: str = "numba", stream_key: tuple[int,
-                                                                                  ...] = ()) -> RunResult:
+          record_brownian: bool = False, kernel: str = "numba", stream: str = "sde.brownian",
+          stream_key: tuple[int, ...] = ()) -> RunResult:
     """Integrate ``sde`` for ``paths`` independent paths from ``x0`` on ``[t0, t1]`` with step ``h``.
 
     x0 : float or float64[p] or float64[paths, p]   initial state(s), finite
     scheme : "em" | "milstein"     save_at : times on the step grid (default ``records`` even times)
     substeps : fine Brownian steps per step (refinement-consistent increments; see module doc)
-    bound : a path stops when some |x_i| > bound or x is NaN
+    bound : a path diverges (and stops) when some |x_i| is beyond it or NaN (see the module docstring)
     record_brownian : also return W at the saved times (``arrays["W"]``, shape (paths, K, m))
     kernel : "numba" (parallel over paths) or "numpy" (the twin)
+    stream, stream_key : the increments' purpose (a key of :data:`dyntools.engine.streams.KEYS`) and extra
+        key words: path i draws from ``SeedSequence(seed, (KEYS[stream], *stream_key, i))``
 
-    Returns a :class:`RunResult` of kind ``"sde"``: arrays ``t`` (K,), ``x`` (paths, K, p),
-    ``stopped_at`` (paths,) step index (−1: never) and ``stopped_time``; status "completed" or "diverged".
+    Returns a :class:`~dyntools.engine.result.RunResult` of kind ``"sde"``: arrays ``t`` (K,), ``x``
+    (paths, K, p), ``diverged_at`` (paths,) the step of divergence (−1: never) and ``diverged_time``
+    (its time, NaN: never); status "completed" or "diverged"; summary ``steps``, ``diverged``.
     """
     timings: dict[str, float] = {}
     h = validation.positive("h", h)
@@ -527,37 +538,40 @@ def solve(sde: SDE, x0, *, t1: float, h: float, t0: float = 0.0, paths: int = 1,
     n_steps, save_steps = save_grid(t0, t1, h, save_at, records)
     check_terms(sde, x0, t0, scheme)
 
-    state = streams.path_states(seed, paths, *stream_key)
+    state = streams.path_states(seed, paths, streams.key(stream), *stream_key)
     out = np.full((paths, save_steps.size, sde.dim), np.nan)
     w_out = np.full((paths, save_steps.size, sde.noise_dim), np.nan) if record_brownian else np.empty((0, 0,
                                                                                                        0))
-    stopped = np.full(paths, -1, dtype=np.int64)
+    diverged_at = np.full(paths, guard.NEVER, dtype=np.int64)
     call_args = (sde.args, x0, state, t0, h, n_steps, substeps, EM if scheme == "em" else MILSTEIN,
-                 sde.noise == "diagonal", sde.noise_dim, save_steps, bound, out, w_out, stopped)
+                 sde.noise == "diagonal", sde.noise_dim, save_steps, bound, out, w_out, diverged_at)
     with timed(timings, "simulate"):
         if kernel == "numba":
             _kernel_for(sde)(*call_args)
         else:
             solve_numpy(sde, *call_args)
     times = t0 + save_steps * h
-    n_bad = int((stopped >= 0).sum())
+    bad = guard.summary(diverged_at)
+    n_bad = bad["diverged"]
     if n_bad:
-        first = float(t0 + stopped[stopped >= 0].min() * h)
-        status, message = "diverged", (f"{n_bad} of {paths} paths left |x| <= {bound:g} "
-                                       f"(first at t = {first:g}); "
-                                       "they were stopped and their later values are NaN")
+        status = "diverged"
+        text = message(status, diverged=n_bad, paths=paths, first=bad["first"],
+                       detail=f"some |x_i| beyond {bound:g} at t = {t0 + bad['first'] * h:g}; later values NaN")
     else:
-        status, message = "completed", f"{paths} paths integrated to t = {t1:g} with {scheme} (h = {h:g})"
-    arrays = {"t": times, "x": out, "stopped_at": stopped,
-              "stopped_time": np.where(stopped >= 0, t0 + stopped * h, np.nan)}
+        status = "completed"
+        text = message(status, paths=paths, detail=f"integrated to t = {t1:g} with {scheme} (h = {h:g})")
+    diverged = ~guard.alive(diverged_at)
+    arrays = {"t": times, "x": out, "diverged_at": diverged_at,
+              "diverged_time": np.where(diverged, t0 + diverged_at * h, np.nan)}
     if record_brownian:
         arrays["W"] = w_out
     config = {"model": sde.name, "scheme": scheme, "h": h, "t0": t0, "t1": t1, "paths": paths,
               "substeps": substeps, "bound": bound, "dim": sde.dim, "noise_dim": sde.noise_dim,
-              "noise": sde.noise, "args": sde.args.tolist(), "kernel": kernel}
+              "noise": sde.noise, "args": sde.args.tolist(), "kernel": kernel,
+              "stream": stream, "stream_key": [int(k) for k in stream_key]}
     summary = {"paths": paths, "steps": n_steps, "diverged": n_bad,
                "final_mean": np.nanmean(out[:, -1, :], axis=0).tolist() if n_bad < paths else None}
-    return RunResult("sde", config, arrays, status, message, seed=seed, summary=summary, timings=timings,
+    return RunResult("sde", config, arrays, status, text, seed=seed, summary=summary, timings=timings,
                      versions=versions())
 
 
@@ -577,7 +591,7 @@ def _initial_state(x0, paths: int, dim: int) -> np.ndarray:
 
 
 def solve_numpy(sde: SDE, args, x0, state, t0, h, n_steps, substeps, scheme, diagonal, m, save_steps, bound,
-                out, w_out, stopped):
+                out, w_out, diverged_at):
     """NumPy twin of the kernel: same arguments, same draws (paths vectorized for the normals),
     terms evaluated path by path through their Python-callable dispatchers. Readable and slow."""
     n_paths, p = x0.shape
@@ -585,14 +599,15 @@ def solve_numpy(sde: SDE, args, x0, state, t0, h, n_steps, substeps, scheme, dia
     alive = np.ones(n_paths, dtype=bool)
     w = np.zeros((n_paths, m))
     ncol = 1 if diagonal else m
-    rec = {int(s): j for j, s in enumerate(save_steps)}
+    k = 0
     sq_fine = np.sqrt(h / substeps)
     dx_fn = sde.diffusion_dx if sde.diffusion_dx is not None else _no_derivative
     for n in range(n_steps + 1):
-        if n in rec:
-            out[alive, rec[n]] = x[alive]
+        if record.due_np(save_steps, k, n):
+            out[alive, k] = x[alive]
             if w_out.shape[0]:
-                w_out[alive, rec[n]] = w[alive]
+                w_out[alive, k] = w[alive]
+            k += 1
         if n == n_steps or not alive.any():
             break
         idx = np.flatnonzero(alive)
@@ -622,6 +637,6 @@ def solve_numpy(sde: SDE, args, x0, state, t0, h, n_steps, substeps, scheme, dia
                 for j in range(m):               # the kernel's summation order
                     inc = inc + s[:, j] * dw[a, j]
             x[path] = x[path] + inc
-            if not np.all(np.abs(x[path]) <= bound):
-                stopped[path] = n + 1
+            if guard.beyond_np(np.abs(x[path]), bound).any():
+                diverged_at[path] = n + 1
                 alive[path] = False

@@ -3,37 +3,43 @@ label-noise SDE of any model with a Jacobian, and diagonal linear networks (seed
 
 Label-noise SDE (Andriushchenko et al. 2023, seed 004, eq. "sde-sgd-dynamics")::
 
-    dθ_τ = −∇L(θ_τ) dτ + √(ηδ) φ_θ(X)ᵀ dB_τ,     B standard Brownian motion in Rⁿ,
+    dθ_τ = −∇L(θ_τ) dτ + √(η δ̃) φ_θ(X)ᵀ dB_τ,     B standard Brownian motion in Rⁿ,
     φ_θ(X) = [∇_θ h_θ(x_i)ᵀ]_{i=1..n} ∈ R^{n×p},   L(θ) = (1/2n) Σ_i (h_θ(x_i) − y_i)².
 
-**Normalization (checked against the seed).** The seed writes the SDE without fixing the
-normalization of L or of the label noise. Full-batch label-noise GD on the loss above,
+**Label noise δ** is the *standard deviation* of the label noise, the one meaning of every runner
+(derived in the docstring of :mod:`dyntools.dynamics.train`, "Label noise δ"). Full-batch GD with
+labels ``y_i + δ ξ_{t,i}`` (``ξ ~ N(0, I_n)`` fresh each step) is
 
-    θ_{t+1} = θ_t − η ∇_θ (1/2n) Σ_i (h_θ(x_i) − y_i − ε_{t,i})²,   ε_{t,i} ~ N(0, s²) i.i.d.,
-            = θ_t − η ∇L(θ_t) + (η/n) φ_θ(X)ᵀ ε_t,
+    θ_{t+1} = θ_t − η ∇L(θ_t) + (η δ / n) φ_θ(X)ᵀ ξ_t,
 
-has per-step noise covariance ``η² s²/n² φᵀφ``. The SDE over one step ``dτ = η`` has covariance
-``η · ηδ φᵀφ``. They agree iff **δ = s²/n²**, i.e. label noise of standard deviation ``s = n√δ``
-per label. (With the un-normalized loss ½‖h − y‖² instead, δ = s² — the seed's δ is the label
-variance only in that normalization.) dyntools keeps the seed's SDE verbatim with
-``L = (1/2n)‖h − y‖²`` and its label-noise GD uses ``s = n√δ``, so one δ means the same in both.
-With that choice full-batch label-noise GD at step η is, draw for draw, the Euler–Maruyama scheme
-of the SDE at ``h = η``: ``θ_{t+1} = θ_t − η∇L + η√δ φᵀ Z_t``, ``Z_t ~ N(0, I_n)``; the SDE at the
+with per-step covariance ``(ηδ/n)² φᵀφ``; the SDE over a time ``dτ = η`` has covariance
+``η · η δ̃ · φᵀφ``, so the two agree when the SDE's *intensity* is ``δ̃ = δ²/n²``. Every builder here
+takes δ and computes δ̃ inside (:func:`sde_intensity`; :func:`label_noise_std` is the inverse, for
+callers that state the intensity). Full-batch label-noise GD at step η is then, draw for draw, the
+Euler–Maruyama scheme of the SDE at ``h = η``: ``θ_{t+1} = θ_t − η∇L + η√δ̃ φᵀ Z_t``; the SDE at the
 time ``τ = tη`` is its small-step limit (Li, Tai & E 2018: weak error O(η) on bounded τ).
 
 **Diagonal linear network** ``h_{u,v}(x) = ⟨u ⊙ v, x⟩``, ``β = u ⊙ v``, ``∇_u h = v ⊙ x``::
 
-    du = −∇_u L dτ + √(ηδ) v ⊙ [Xᵀ dB],   dv = −∇_v L dτ + √(ηδ) u ⊙ [Xᵀ dB],
+    du = −∇_u L dτ + √(ηδ̃) v ⊙ [Xᵀ dB],   dv = −∇_v L dτ + √(ηδ̃) u ⊙ [Xᵀ dB],
     ∇_u L = v ⊙ Xᵀ r / n,  ∇_v L = u ⊙ Xᵀ r / n,  r = X(u ⊙ v) − y.
 
-One EM step shares a single product: with ``z = −(h/n) r + √(ηδ) ΔB``, ``u ← u + v ⊙ (Xᵀz)``,
-``v ← v + u ⊙ (Xᵀz)`` — two products by X per path-step (2nd multiply-adds, 4nd flops).
+One EM step shares a single product: with ``z = −(h/n) r + √(ηδ̃) ΔB``, ``u ← u + v ⊙ (Xᵀz)``,
+``v ← v + u ⊙ (Xᵀz)`` — two products by X per path-step (2nd multiply-adds, 4nd flops). The default
+initialization is the diagonal-network runner's (:class:`dyntools.models.diag_net.DiagNet`):
+"paper", ``u₀ = α·1, v₀ = 0`` with α = 0.1.
 
 **Quadratic toy** (:mod:`dyntools.models.quadratic_toy`): ``h_θ(x) = xθ²``, loss
 ``F(θ) = ¼E(y − xθ²)²``, ``φ_i = 2x_iθ``. Because its loss is ½·(1/2n)Σ(·)², full-batch
-label-noise GD with label std ``s`` has noise ``(η/2n) φᵀ ε`` and matches ``√(ηδ)φᵀdB`` iff
-δ = s²/(4n²). As ``⟨φ, B⟩ = ‖φ‖ W`` in law, the toy SDE is one-dimensional:
-``dθ = E[x²] θ(θ*² − θ²) dτ + 2√(ηδ) ‖x‖₂ θ dW`` — geometric-Brownian-like multiplicative noise.
+label-noise GD with label std δ has noise ``(ηδ/2n) φᵀ ξ`` and matches ``√(ηδ̃)φᵀdB`` iff
+``δ̃ = δ²/(4n²)`` (:func:`sde_intensity` with ``scale = ½``). As ``⟨φ, B⟩ = ‖φ‖ W`` in law, the toy
+SDE is one-dimensional: ``dθ = E[x²] θ(θ*² − θ²) dτ + 2√(ηδ̃) ‖x‖₂ θ dW`` — geometric-Brownian-like
+multiplicative noise.
+
+**Divergence.** The diagonal-network kernel uses the engine's one rule
+(:func:`dyntools.engine.guard.beyond`) with the size ``|u_j|`` and ``|v_j|`` of each coordinate, like
+:func:`dyntools.dynamics.sde.solve`: ``diverged_at`` is the first step whose state is beyond the
+bound (−1: never); the path stops there and its later recordings are NaN.
 """
 
 from __future__ import annotations
@@ -53,11 +59,32 @@ from dyntools.dynamics.sde import (
     builtin_drift,
     versions,
 )
-from dyntools.engine import streams, ziggurat
-from dyntools.engine.result import RunResult, timed
+from dyntools.engine import guard, record, streams, ziggurat
+from dyntools.engine.result import RunResult, message, timed
 from dyntools.engine.ziggurat import normal_reg
+from dyntools.models.diag_net import INITS, initial_params
 
 MODELS = ("gbm", "ou", "toy", "diag-net")
+#: initializations of :func:`simulate_diag_net`: the diagonal-network runner's, and "balanced" u₀ = v₀ = α·1
+DIAG_NET_INITS = INITS + ("balanced",)
+#: loss scale of the quadratic toy: its loss is ½ · (1/2n) Σ (·)² (module docstring)
+TOY_SCALE = 0.5
+
+
+def sde_intensity(delta: float, n: int, scale: float = 1.0) -> float:
+    """The SDE's noise intensity ``δ̃ = (scale · δ / n)²`` of label noise of standard deviation ``δ``
+    on ``n`` samples, for a loss ``scale · (1/2n) Σ (h − y)²`` (module docstring)."""
+    delta = validation.non_negative("delta", delta)
+    n = validation.count("n", n)
+    return (scale * delta / n) ** 2
+
+
+def label_noise_std(intensity: float, n: int, scale: float = 1.0) -> float:
+    """The inverse of :func:`sde_intensity`: the label-noise standard deviation ``δ = n √δ̃ / scale``
+    whose SDE has intensity ``δ̃``."""
+    intensity = validation.non_negative("intensity", intensity)
+    n = validation.count("n", n)
+    return n * float(np.sqrt(intensity)) / scale
 
 
 # --------------------------------------------------------------------------- GBM, OU and the toy
@@ -112,11 +139,12 @@ def ou_moments(x0: float, theta: float, mu: float, sigma: float, t) -> tuple[np.
 
 
 def toy_sde(toy, eta: float, delta: float) -> SDE:
-    """The label-noise SDE of the quadratic toy (module docstring):
-    ``dθ = E[x²] θ(θ*² − θ²) dτ + 2√(ηδ)‖x‖₂ θ dW``, built from the toy's own loss constants."""
+    """The label-noise SDE of the quadratic toy with label noise of standard deviation ``delta``
+    (module docstring): ``dθ = E[x²] θ(θ*² − θ²) dτ + 2√(ηδ̃)‖x‖₂ θ dW``, ``δ̃ = δ²/(4n²)``, built from
+    the toy's own loss constants."""
     eta = validation.non_negative("eta", eta)
-    delta = validation.non_negative("delta", delta)
-    c = 2.0 * np.sqrt(eta * delta) * float(np.linalg.norm(toy.x))
+    intensity = sde_intensity(delta, np.size(toy.x), TOY_SCALE)
+    c = 2.0 * np.sqrt(eta * intensity) * float(np.linalg.norm(toy.x))
     return SDE(builtin_drift, builtin_diffusion, 1, 1, "diagonal", builtin_diffusion_dx,
                [TOY, toy.second_moment, toy.theta_star**2, c], "toy", builtin=True)
 
@@ -125,9 +153,10 @@ def toy_sde(toy, eta: float, delta: float) -> SDE:
 
 def label_noise_sde(model, X, y, dim: int, eta: float, delta: float, name: str = "label-noise") -> SDE:
     """The label-noise SDE of any model given as a numba-jitted ``model(theta, X, h_out, J_out)``
-    that writes ``h_θ(X)`` (n,) and the Jacobian ``φ_θ(X)`` (n, p). General noise, m = n::
+    that writes ``h_θ(X)`` (n,) and the Jacobian ``φ_θ(X)`` (n, p), for label noise of standard
+    deviation ``delta``. General noise, m = n::
 
-        b(θ) = −(1/n) φᵀ(h − y),     σ(θ) = √(ηδ) φᵀ   (p × n).
+        b(θ) = −(1/n) φᵀ(h − y),     σ(θ) = √(ηδ̃) φᵀ   (p × n),   δ̃ = δ²/n².
 
     ``X`` and ``y`` travel in ``args`` (flattened), so the terms stay plain numba functions.
     """
@@ -137,9 +166,9 @@ def label_noise_sde(model, X, y, dim: int, eta: float, delta: float, name: str =
     if y.shape[0] != n:
         raise ValueError(f"Invalid y: length {y.shape[0]} does not match X with {n} rows")
     eta = validation.non_negative("eta", eta)
-    delta = validation.non_negative("delta", delta)
+    intensity = sde_intensity(delta, n)
     p = validation.count("dim", dim)
-    args = np.concatenate([[np.sqrt(eta * delta)], X.ravel(), y])
+    args = np.concatenate([[np.sqrt(eta * intensity)], X.ravel(), y])
 
     @njit
     def _eval(x, args):
@@ -278,24 +307,26 @@ def _block_products(A, B, out):
 
 @njit(parallel=True, cache=True, fastmath={"reassoc", "contract"})
 def _diag_net_kernel(U, V, X, XT, y, a_coefs, g_coefs, n_steps, substeps, state, save_steps, bound,
-                     u_out, v_out, loss_out, stopped, n_workers):
+                     u_out, v_out, loss_out, diverged_at, n_workers):
     """``n_steps`` steps of ``z = −a_t (X(u⊙v) − y) + g_t N(0, I_n)``; ``u ← u + v ⊙ Xᵀz``,
     ``v ← v + u ⊙ Xᵀz`` for all paths (rows of U, V: float64[P, d]) in place.
 
-    EM for the SDE: ``a = h/n``, ``g = √(ηδh)``. Label-noise GD: ``a = η/n``, ``g = η√δ`` (module
-    docstring). ``a_coefs``/``g_coefs`` have length 1 (constant) or n_steps (e.g. a step decay).
+    EM for the SDE: ``a = h/n``, ``g = √(ηδ̃h)``. Label-noise GD: ``a = η/n``, ``g = η√δ̃ = ηδ/n``
+    (module docstring; δ the label-noise std, δ̃ = δ²/n² the SDE's intensity).
+    ``a_coefs``/``g_coefs`` have length 1 (constant) or n_steps (e.g. a step decay).
     ``substeps = r``: the normal is ``r^{-1/2} Σ_s Z_s`` over r fine increments (fine step outer, data
     index inner), so a GD step of size η sees the same Brownian path as r SDE steps of size η/r.
     Blocks of ``_BLOCK`` paths run independently (``prange``) through all steps, so there is no
     per-step synchronization and X stays in cache; the two products by X are plain loops
     (reassociation allowed, so sums may differ from the NumPy twin in the last bits).
-    A path leaving ``|u_j|, |v_j| <= bound`` (or NaN) is stopped and frozen; ``stopped`` gets its step.
+    A path whose ``|u_j|`` or ``|v_j|`` is beyond ``bound`` (:func:`dyntools.engine.guard.beyond`) stops:
+    ``diverged_at`` gets its step and its later recordings stay NaN (its parameters are left as they
+    were; only its own rows of the block products see them).
     The number of paths must be a multiple of ``_BLOCK`` (:func:`simulate_diag_net` pads with
     extra paths of their own streams and drops them), which keeps one code path to compile.
     """
     P, d = U.shape
     n = X.shape[0]
-    n_save = save_steps.shape[0]
     rec_params = u_out.shape[0] > 0
     if P % _BLOCK != 0:
         raise ValueError("diag_net_kernel: the number of paths must be a multiple of _BLOCK (pad)")
@@ -314,7 +345,7 @@ def _diag_net_kernel(U, V, X, XT, y, a_coefs, g_coefs, n_steps, substeps, state,
             z = np.empty((_BLOCK, n))
             alive = np.empty(_BLOCK, dtype=np.bool_)
             for b in range(nb):
-                alive[b] = stopped[p0 + b] < 0
+                alive[b] = diverged_at[p0 + b] == guard.NEVER
             k = 0
             for t in range(n_steps + 1):
                 for b in range(nb):
@@ -325,7 +356,7 @@ def _diag_net_kernel(U, V, X, XT, y, a_coefs, g_coefs, n_steps, substeps, state,
                 for b in range(nb):
                     for i in range(n):
                         r[b, i] = r[b, i] - y[i]
-                while k < n_save and save_steps[k] == t:
+                if record.due(save_steps, k, t):
                     for b in range(nb):
                         if alive[b]:
                             acc = 0.0
@@ -369,39 +400,43 @@ def _diag_net_kernel(U, V, X, XT, y, a_coefs, g_coefs, n_steps, substeps, state,
                         u = U[p0 + b, j]
                         U[p0 + b, j] = u + V[p0 + b, j] * grad[b, j]
                         V[p0 + b, j] = V[p0 + b, j] + u * grad[b, j]
-                        if not (abs(U[p0 + b, j]) <= bound and abs(V[p0 + b, j]) <= bound):
+                        if guard.beyond(abs(U[p0 + b, j]), bound) or guard.beyond(abs(V[p0 + b, j]), bound):
                             bad = True
                     if bad:
                         alive[b] = False
-                        stopped[p0 + b] = t + 1
-                        for j in range(d):
-                            U[p0 + b, j] = 0.0
-                            V[p0 + b, j] = 0.0
+                        diverged_at[p0 + b] = t + 1
 
 
 def diag_net_kernel(U, V, X, XT, y, a_coefs, g_coefs, n_steps, substeps, state, save_steps, bound,
-                    u_out, v_out, loss_out, stopped):
+                    u_out, v_out, loss_out, diverged_at):
     """See :func:`_diag_net_kernel` (this passes numba's thread count; reading it inside the compiled
     kernel would stop numba from caching the compilation)."""
     _diag_net_kernel(U, V, X, XT, y, a_coefs, g_coefs, n_steps, substeps, state, save_steps, bound, u_out,
-                     v_out, loss_out, stopped, numba.get_num_threads())
+                     v_out, loss_out, diverged_at, numba.get_num_threads())
 
 
 def diag_net_numpy(U, V, X, XT, y, a_coefs, g_coefs, n_steps, substeps, state, save_steps, bound,
-                   u_out, v_out, loss_out, stopped):
+                   u_out, v_out, loss_out, diverged_at):
     """NumPy twin of :func:`diag_net_kernel` (same draws; products by NumPy's BLAS, so equal to
     rounding rather than bitwise)."""
+    with np.errstate(invalid="ignore", over="ignore"):       # diverged paths keep their non-finite values
+        _diag_net_numpy(U, V, X, XT, y, a_coefs, g_coefs, n_steps, substeps, state, save_steps, bound,
+                        u_out, v_out, loss_out, diverged_at)
+
+
+def _diag_net_numpy(U, V, X, XT, y, a_coefs, g_coefs, n_steps, substeps, state, save_steps, bound,
+                    u_out, v_out, loss_out, diverged_at):
     n = X.shape[0]
-    alive = stopped < 0
-    rec = {int(s): j for j, s in enumerate(save_steps)}
+    alive = guard.alive(diverged_at)
+    k = 0
     for t in range(n_steps + 1):
         R = (U * V) @ XT
-        if t in rec:
-            k = rec[t]
+        if record.due_np(save_steps, k, t):
             if u_out.shape[0]:
                 u_out[alive, k] = U[alive]
                 v_out[alive, k] = V[alive]
             loss_out[alive, k] = 0.5 * np.sum((R[alive] - y) ** 2, axis=1) / n
+            k += 1
         if t == n_steps:
             break
         a = a_coefs[0] if a_coefs.shape[0] == 1 else a_coefs[t]
@@ -418,9 +453,8 @@ def diag_net_numpy(U, V, X, XT, y, a_coefs, g_coefs, n_steps, substeps, state, s
         G = Z @ X
         U_new, V_new = U + V * G, V + U * G
         U[alive], V[alive] = U_new[alive], V_new[alive]
-        bad = alive & ~np.all((np.abs(U) <= bound) & (np.abs(V) <= bound), axis=1)
-        stopped[bad] = t + 1
-        U[bad], V[bad] = 0.0, 0.0
+        bad = alive & np.any(guard.beyond_np(np.abs(U), bound) | guard.beyond_np(np.abs(V), bound), axis=1)
+        diverged_at[bad] = t + 1
         alive &= ~bad
 
 
@@ -437,27 +471,33 @@ def diag_net_numpy_baseline(U, V, X, y, a: float, g: float, n_steps: int, rng: n
 
 
 def simulate_diag_net(data, *, eta: float, delta: float, tau: float, h: float | None = None,
-                      method: str = "sde", paths: int = 16, alpha: float = 0.1, seed: int = 0,
-                      records: int = 101, record_params: bool = True, bound: float = 1e6,
-                      eta_after: float | None = None, switch_tau: float | None = None, substeps: int = 1,
-                      save_tau=None,
-                      kernel: str = "numba", stream_key: tuple[int, ...] = ()) -> RunResult:
+                      method: str = "sde", paths: int = 16, init: str = "paper", alpha: float = 0.1,
+                      init_scale: float = 0.1, seed: int = 0, records: int = 101, record_params: bool = True,
+                      bound: float = 1e6, eta_after: float | None = None, switch_tau: float | None = None,
+                      substeps: int = 1, save_tau=None, kernel: str = "numba",
+                      stream_key: tuple[int, ...] = ()) -> RunResult:
     """Label-noise dynamics of a diagonal linear network on ``data`` (a
-    :class:`dyntools.data.RegressionData`) from ``u = v = α·1`` up to SDE time ``tau``.
+    :class:`dyntools.data.RegressionData`) up to SDE time ``tau``, label noise of standard deviation
+    ``delta`` (module docstring: the SDE's intensity is ``δ̃ = δ²/n²``).
 
     method "sde": EM for the SDE with step ``h`` (default η/10); method "sgd": full-batch
-    label-noise GD with step η, label noise std ``n√δ`` (module docstring), ``tau/η`` steps.
+    label-noise GD with step η, ``tau/η`` steps.
+    ``init``: "paper" ``u₀ = α·1, v₀ = 0`` (the default, as :class:`~dyntools.models.diag_net.DiagNet`),
+    "gaussian" (u₀, v₀ i.i.d. N(0, init_scale²), path i drawn as DiagNet's seed i), or "balanced"
+    ``u₀ = v₀ = α·1``.
     ``substeps = r`` aggregates r fine Brownian increments per step; both methods draw from the
-    same per-path streams, so GD at η with r sub-steps and the SDE at h = η/r share one Brownian
-    path (coupled comparison: the difference of the means then has small Monte-Carlo noise).
+    same per-path streams (``SeedSequence(seed, (KEYS["sde.label-noise"], *stream_key, i))``), so GD
+    at η with r sub-steps and the SDE at h = η/r share one Brownian path (coupled comparison: the
+    difference of the means then has small Monte-Carlo noise).
     ``save_tau``: the SDE times to save (each saved at the first step at or after it); default
     ``records`` even times.
     ``eta_after``/``switch_tau``: from SDE time ``switch_tau`` on, the step (and with it the noise
-    level ηδ) becomes ``eta_after`` — "decreasing the step afterwards". For the SDE the time step
+    level ηδ̃) becomes ``eta_after`` — "decreasing the step afterwards". For the SDE the time step
     stays h; for GD the step becomes ``eta_after`` (so the number of steps grows).
 
     Returns a RunResult of kind ``"sde-diag-net"``: arrays ``tau`` (K,), ``loss`` (P, K),
-    ``u``/``v`` (P, K, d) when ``record_params``, ``beta_star``, ``stopped_at`` (P,).
+    ``u``/``v`` (P, K, d) when ``record_params``, ``beta_star``, ``diverged_at`` (P,) (the first step
+    beyond ``bound``, −1: never; later recordings NaN).
     """
     timings: dict[str, float] = {}
     eta = validation.positive("eta", eta)
@@ -465,12 +505,14 @@ def simulate_diag_net(data, *, eta: float, delta: float, tau: float, h: float | 
     tau = validation.positive("tau", tau)
     method = validation.one_of("method", method, ("sde", "sgd"))
     kernel = validation.one_of("kernel", kernel, ("numba", "numpy"))
+    init = validation.one_of("init", init, DIAG_NET_INITS)
     paths = validation.count("paths", paths)
     alpha = validation.positive("alpha", alpha)
     bound = validation.positive("bound", bound)
     X = np.ascontiguousarray(data.X, dtype=np.float64)
     y = np.ascontiguousarray(data.y, dtype=np.float64)
     n, d = X.shape
+    intensity = sde_intensity(delta, n)
     switch = tau if switch_tau is None else validation.in_interval("switch_tau", switch_tau, 0.0, tau,
                                                                     closed_high=True)
     eta2 = eta if eta_after is None else validation.positive("eta_after", eta_after)
@@ -481,9 +523,9 @@ def simulate_diag_net(data, *, eta: float, delta: float, tau: float, h: float | 
         if n_steps < 1:
             raise ValueError(f"Invalid h: {h} (larger than tau = {tau})")
         a = np.full(1, h / n)
-        g = np.array([np.sqrt(eta * delta * h)]) if n1 >= n_steps else \
-            np.concatenate([np.full(n1, np.sqrt(eta * delta * h)), np.full(n_steps - n1,
-                                                                           np.sqrt(eta2 * delta * h))])
+        g = np.array([np.sqrt(eta * intensity * h)]) if n1 >= n_steps else \
+            np.concatenate([np.full(n1, np.sqrt(eta * intensity * h)),
+                            np.full(n_steps - n1, np.sqrt(eta2 * intensity * h))])
         step_tau = np.arange(n_steps + 1) * h
     else:
         n1 = int(round(switch / eta))
@@ -493,7 +535,7 @@ def simulate_diag_net(data, *, eta: float, delta: float, tau: float, h: float | 
             raise ValueError(f"Invalid eta: {eta} (larger than tau = {tau})")
         etas = np.concatenate([np.full(n1, eta), np.full(n2, eta2)])
         a = etas / n
-        g = etas * np.sqrt(delta)
+        g = etas * np.sqrt(intensity)
         step_tau = np.concatenate([[0.0], np.cumsum(etas)])
     if save_tau is None:
         targets = np.linspace(0, step_tau[-1], validation.count("records", records, 2))
@@ -503,39 +545,52 @@ def simulate_diag_net(data, *, eta: float, delta: float, tau: float, h: float | 
     save_steps = np.minimum(save_steps, n_steps).astype(np.int64)
     save_steps = np.unique(save_steps)
     padded = -(-paths // _BLOCK) * _BLOCK       # rows beyond `paths`: extra streams, dropped below
-    U = np.full((padded, d), alpha)
-    V = np.full((padded, d), alpha)
+    U, V = _initial_uv(init, padded, d, alpha, init_scale, seed)
     substeps = validation.count("substeps", substeps)
-    state = streams.path_states(seed, padded, 0xD1A6, *stream_key)
+    state = streams.path_states(seed, padded, streams.key("sde.label-noise"), *stream_key)
     K = save_steps.size
     shape = (padded, K, d) if record_params else (0, 0, 0)
     u_out, v_out = np.full(shape, np.nan), np.full(shape, np.nan)
     loss_out = np.full((padded, K), np.nan)
-    stopped = np.full(padded, -1, dtype=np.int64)
+    diverged_at = np.full(padded, guard.NEVER, dtype=np.int64)
     fn = diag_net_kernel if kernel == "numba" else diag_net_numpy
     with timed(timings, "simulate"):
         fn(U, V, X, X.T.copy(), y, np.ascontiguousarray(a), np.ascontiguousarray(g), n_steps, substeps, state,
-           save_steps, bound, u_out, v_out, loss_out, stopped)
-    stopped, loss_out = stopped[:paths], loss_out[:paths]
+           save_steps, bound, u_out, v_out, loss_out, diverged_at)
+    diverged_at, loss_out = diverged_at[:paths], loss_out[:paths]
     if record_params:
         u_out, v_out = u_out[:paths], v_out[:paths]
-    n_bad = int((stopped >= 0).sum())
+    bad = guard.summary(diverged_at)
+    n_bad = bad["diverged"]
     if n_bad:
-        first = float(step_tau[stopped[stopped >= 0].min()])
-        status, message = "diverged", (f"{n_bad} of {paths} paths blew up (|u|, |v| > {bound:g}; first at "
-                                       f"tau = {first:g}); they were stopped")
+        status = "diverged"
+        text = message(status, diverged=n_bad, paths=paths, first=bad["first"],
+                       detail=f"|u_j| or |v_j| beyond {bound:g} at tau = {step_tau[bad['first']]:g}")
     else:
-        status, message = "completed", f"{paths} {method.upper()} paths to tau = {step_tau[-1]:g} ({n_steps} steps)"
-    arrays = {"tau": step_tau[save_steps], "loss": loss_out, "stopped_at": stopped,
+        status = "completed"
+        text = message(status, paths=paths, what=f"{method.upper()} paths",
+                       detail=f"tau = {step_tau[-1]:g} ({n_steps} steps)")
+    arrays = {"tau": step_tau[save_steps], "loss": loss_out, "diverged_at": diverged_at,
               "beta_star": data.beta_star, "X": X, "y": y}
     if record_params:
         arrays["u"], arrays["v"] = u_out, v_out
-    config = {"model": "diag-net", "method": method, "eta": eta, "delta": delta, "tau": tau,
-              "h": h if method == "sde" else eta, "paths": paths, "alpha": alpha, "n": n, "d": d,
-              "eta_after": eta_after, "switch_tau": switch_tau, "bound": bound, "kernel": kernel,
-              "substeps": substeps,
-              "label_noise_std": n * np.sqrt(delta)}
+    config = {"model": "diag-net", "method": method, "eta": eta, "delta": delta, "delta_sde": intensity,
+              "tau": tau, "h": h if method == "sde" else eta, "paths": paths, "init": init, "alpha": alpha,
+              "init_scale": init_scale, "n": n, "d": d, "eta_after": eta_after, "switch_tau": switch_tau,
+              "bound": bound, "kernel": kernel, "substeps": substeps}
     summary = {"paths": paths, "steps": n_steps, "diverged": n_bad,
                "final_loss_median": float(np.nanmedian(loss_out[:, -1])) if n_bad < paths else None}
-    return RunResult("sde-diag-net", config, arrays, status, message, seed=seed, summary=summary,
+    return RunResult("sde-diag-net", config, arrays, status, text, seed=seed, summary=summary,
                      timings=timings, versions=versions())
+
+
+def _initial_uv(init: str, paths: int, d: int, alpha: float, init_scale: float, seed: int):
+    """``(U, V)`` float64[paths, d]: row i is the initial point of path i — the diagonal-network
+    runner's (:func:`dyntools.models.diag_net.initial_params`; "gaussian" from path i's
+    ``diag-net.init`` generator, as ``DiagNet.init(seed, i)``), or ``u₀ = v₀ = α·1`` for "balanced"."""
+    if init == "balanced":
+        return np.full((paths, d), alpha), np.full((paths, d), alpha)
+    gens = streams.path_generators(seed, paths, streams.key("diag-net.init")) if init == "gaussian" else \
+        [None] * paths
+    pairs = [initial_params(d, init, alpha=alpha, scale=init_scale, rng=gen) for gen in gens]
+    return np.array([u for u, _ in pairs]), np.array([v for _, v in pairs])

@@ -23,6 +23,13 @@ The whole L2-vs-weight-decay story is *where* :func:`add_decay` sits in the chai
 
 Every transform is plain NumPy and readable; :mod:`dyntools.optim.kernels` fuses the same
 arithmetic, in the same order, into one numba loop for the simulators (tests hold them equal).
+
+**One definition, numeric and symbolic.** The same transforms evaluate on NumPy *object* arrays
+of sympy expressions with sympy hyperparameters (:func:`dyntools.symbolic.unroll.unroll`): the
+only operations that are not plain ``+ − × /`` and powers go through :func:`_sqrt`,
+:func:`_sign`, :func:`_maximum` and :func:`_root`, which call NumPy on numbers (so the float path
+is bitwise what it was) and sympy on expressions. Constants are written ``1 − x`` (an exact
+integer 1, identical to ``1.0 − x`` in floating point) so that symbolic results stay exact.
 """
 
 from __future__ import annotations
@@ -33,11 +40,55 @@ from dataclasses import dataclass
 import numpy as np
 
 
+def _symbolic(x) -> bool:
+    """True for sympy values: an object array, or a scalar that is not a Python/NumPy number."""
+    if isinstance(x, np.ndarray):
+        return x.dtype == object
+    return not isinstance(x, (int, float, np.integer, np.floating))
+
+
+def _sqrt(x):
+    """``np.sqrt`` on numbers, ``sympy.sqrt`` elementwise on expressions."""
+    if not _symbolic(x):
+        return np.sqrt(x)
+    import sympy as sp
+
+    return np.vectorize(sp.sqrt, otypes=[object])(x) if isinstance(x, np.ndarray) else sp.sqrt(x)
+
+
+def _sign(x):
+    """``np.sign`` on numbers, ``sympy.sign`` elementwise on expressions."""
+    if not _symbolic(x):
+        return np.sign(x)
+    import sympy as sp
+
+    return np.vectorize(sp.sign, otypes=[object])(x)
+
+
+def _maximum(a, b):
+    """``np.maximum`` on numbers, ``sympy.Max`` elementwise on expressions."""
+    if not (_symbolic(a) or _symbolic(b)):
+        return np.maximum(a, b)
+    import sympy as sp
+
+    return np.vectorize(sp.Max, otypes=[object])(a, b)
+
+
+def _root(x):
+    """``x ** 0.5`` on a number, ``sympy.sqrt(x)`` on an expression (scalars)."""
+    if not _symbolic(x):
+        return x ** 0.5
+    import sympy as sp
+
+    return sp.sqrt(x)
+
+
 def lerp(a: np.ndarray, b: np.ndarray, w: float) -> np.ndarray:
-    """``a + w (b − a)`` computed as ``torch.lerp`` does (``b − (b − a)(1 − w)`` when ``w ≥ ½``)."""
-    if w < 0.5:
+    """``a + w (b − a)`` computed as ``torch.lerp`` does (``b − (b − a)(1 − w)`` when ``w ≥ ½``);
+    on a symbolic weight the two forms are the same expression, ``a + w (b − a)`` is used."""
+    if _symbolic(w) or w < 0.5:
         return a + w * (b - a)
-    return b - (b - a) * (1.0 - w)
+    return b - (b - a) * (1 - w)
 
 
 class Transform:
@@ -62,7 +113,7 @@ class add_decay(Transform):
     def update(self, u, state, params, t, lr_t):
         if self.l1_ratio == 0.0:
             return u + self.weight_decay * params, state
-        mix = (1.0 - self.l1_ratio) * params + self.l1_ratio * np.sign(params)
+        mix = (1 - self.l1_ratio) * params + self.l1_ratio * _sign(params)
         return u + self.weight_decay * mix, state
 
 
@@ -80,7 +131,7 @@ class trace(Transform):
 
     def update(self, u, state, params, t, lr_t):
         (buf,) = state
-        buf = u.copy() if t == 1 else self.momentum * buf + (1.0 - self.dampening) * u
+        buf = u.copy() if t == 1 else self.momentum * buf + (1 - self.dampening) * u
         return (u + self.momentum * buf if self.nesterov else buf), (buf,)
 
 
@@ -101,15 +152,15 @@ class scale_by_adam(Transform):
 
     def update(self, u, state, params, t, lr_t):
         m, v, vmax = state
-        m = lerp(m, u, 1.0 - self.b1)
-        v = v * self.b2 + (1.0 - self.b2) * u * u
-        bc1 = 1.0 - self.b1 ** t
-        bc2_sqrt = (1.0 - self.b2 ** t) ** 0.5
+        m = lerp(m, u, 1 - self.b1)
+        v = v * self.b2 + (1 - self.b2) * u * u
+        bc1 = 1 - self.b1 ** t
+        bc2_sqrt = _root(1 - self.b2 ** t)
         if self.amsgrad:
-            vmax = np.maximum(vmax, v)
-            denom = np.sqrt(vmax) / bc2_sqrt + self.eps
+            vmax = _maximum(vmax, v)
+            denom = _sqrt(vmax) / bc2_sqrt + self.eps
         else:
-            denom = np.sqrt(v) / bc2_sqrt + self.eps
+            denom = _sqrt(v) / bc2_sqrt + self.eps
         return (m / bc1) / denom, (m, v, vmax)
 
 
@@ -128,7 +179,7 @@ class scale_by_adagrad(Transform):
     def update(self, u, state, params, t, lr_t):
         (acc,) = state
         acc = acc + u * u
-        return (u / (np.sqrt(acc) + self.eps)) / (1.0 + (t - 1) * self.lr_decay), (acc,)
+        return (u / (_sqrt(acc) + self.eps)) / (1 + (t - 1) * self.lr_decay), (acc,)
 
 
 @dataclass(frozen=True)
@@ -146,12 +197,12 @@ class scale_by_rms(Transform):
 
     def update(self, u, state, params, t, lr_t):
         sq, gavg = state
-        sq = sq * self.alpha + (1.0 - self.alpha) * u * u
+        sq = sq * self.alpha + (1 - self.alpha) * u * u
         if self.centered:
-            gavg = lerp(gavg, u, 1.0 - self.alpha)
-            avg = np.sqrt(sq - gavg * gavg) + self.eps
+            gavg = lerp(gavg, u, 1 - self.alpha)
+            avg = _sqrt(sq - gavg * gavg) + self.eps
         else:
-            avg = np.sqrt(sq) + self.eps
+            avg = _sqrt(sq) + self.eps
         return u / avg, (sq, gavg)
 
 
@@ -169,8 +220,8 @@ class scale_by_rms_bias_corrected(Transform):
 
     def update(self, u, state, params, t, lr_t):
         (v,) = state
-        v = v * self.b2 + (1.0 - self.b2) * u * u
-        return u / (np.sqrt(v) / (1.0 - self.b2 ** t) ** 0.5 + self.eps), (v,)
+        v = v * self.b2 + (1 - self.b2) * u * u
+        return u / (_sqrt(v) / _root(1 - self.b2 ** t) + self.eps), (v,)
 
 
 @dataclass(frozen=True)

@@ -50,9 +50,17 @@ def figure(ncols: int = 1, nrows: int = 1, width: float = 4.2, height: float = 3
 
 
 def save(fig: Figure, out_dir: Path, name: str, formats: Sequence[str] = ("png", "pdf")) -> list[Path]:
-    """Write ``fig`` as ``out_dir/name.<fmt>`` for each format; return the paths."""
+    """Write ``fig`` as ``out_dir/name.<fmt>`` for each format; return the paths.
+
+    ``name`` must be a plain file stem (letters, digits, ``_ . -``; no separator, no leading dot): figure
+    names may carry words read from a result (a model name), and nothing read from a file may steer
+    where a figure is written."""
+    import re
+
     import matplotlib
 
+    if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}", name) or ".." in name:
+        raise ValueError(f"Invalid figure name {name!r}: not a plain file name (a damaged or crafted result?)")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []

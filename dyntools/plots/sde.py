@@ -50,7 +50,10 @@ def paths_figure(result, out_dir, formats):
     ax.set_ylabel("X_t" if result.config["model"] != "toy" else "θ_τ (toy)")
     ax.set_title(f"{result.config['model']}: h = {result.config['h']:g}, {result.status}")
     ax.legend(loc="best")
-    return plots.save(fig, out_dir, f"sde_{result.config['model']}_paths", formats)
+    model = result.config.get("model")
+    if model not in ("gbm", "ou", "toy", "diag-net"):                # a name from the file: a fixed set
+        raise ValueError(f"Invalid result: config.model {model!r} is not an SDE model of dyntools")
+    return plots.save(fig, out_dir, f"sde_{model}_paths", formats)
 
 
 def convergence_figure(result, out_dir, formats):
@@ -103,7 +106,10 @@ def diag_net_figure(result, out_dir, formats):
     ax.semilogy(tau, np.nanmedian(loss, axis=0), color=plots.PALETTE[1], lw=1.6, label="median over paths")
     ax.set_xlabel("SDE time τ = tη")
     ax.set_ylabel("training loss L = (1/2n)‖Xβ − y‖²")
-    ax.set_title(f"diag net, {cfg['method'].upper()}: η = {cfg['eta']:g}, δ = {cfg['delta']:g}")
+    # δ is the label-noise std and δ̃ = δ²/n² the SDE's intensity (results written before "delta_sde"
+    # existed stored the intensity as "delta")
+    noise = f"δ = {cfg['delta']:g}, δ̃ = {cfg['delta_sde']:.3g}" if "delta_sde" in cfg else f"δ̃ = {cfg['delta']:g}"
+    ax.set_title(f"diag net, {cfg['method'].upper()}: η = {cfg['eta']:g}, {noise}")
     ax.legend()
     ax = axes[0, 1]
     if "u" in result.arrays:
@@ -118,6 +124,8 @@ def diag_net_figure(result, out_dir, formats):
         ax.set_xlabel("SDE time τ")
         ax.set_ylabel("|β_j| (path 0)")
         ax.legend()
+    if cfg.get("method") not in ("sgd", "sde"):
+        raise ValueError(f"Invalid result: config.method {cfg.get('method')!r} is not sgd or sde")
     return plots.save(fig, out_dir, f"sde_diag_net_{cfg['method']}", formats)
 
 

@@ -4,20 +4,28 @@
   ``verified`` / ``refuted`` (with counterexample) / ``inconclusive`` (with the reason);
 * :mod:`~dyntools.symbolic.interval` — certified interval arithmetic (mpmath ``iv``) by branch
   and bound over boxes;
-* :mod:`~dyntools.symbolic.registry` — the families of claims and name selection;
+* :mod:`~dyntools.symbolic.search` — exact counterexample search within the claim's domains;
+* :mod:`~dyntools.symbolic.budget` — the per-claim time budget;
+* :mod:`~dyntools.symbolic.registry` — a plain registry of families of claims, name selection;
+* :mod:`~dyntools.symbolic.userfile` — claims from a user's Python file (``--file``);
+* :mod:`~dyntools.symbolic.api` — :func:`prove` (also ``dyntools.prove``) and its report;
+* :mod:`~dyntools.symbolic.unroll` — the library's optimizers unrolled on sympy symbols;
 * :mod:`~dyntools.symbolic.render` — text table, Markdown, LaTeX, JSON.
 
 Example::
 
-    from dyntools.symbolic import registry
-    [result] = registry.run(registry.select(["sgd-l2-equals-decay"]))
-    result.verdict      # 'verified'
+    import sympy as sp
+    from dyntools.symbolic import Claim, prove
+    x = sp.Symbol("x", real=True)
+    report = prove(Claim.equation("square", (x + 1) ** 2, x**2 + 2 * x + 1))
+    report["square"].verdict      # 'verified'
 """
 
 from __future__ import annotations
 
 import sys
 
+from dyntools.symbolic.api import ProofReport, prove
 from dyntools.symbolic.core import INCONCLUSIVE, REFUTED, VERIFIED, Claim, ClaimResult, Proof
 from dyntools.symbolic.interval import IntervalCheck, enclose
 
@@ -30,6 +38,8 @@ __all__ = [
     "VERIFIED",
     "REFUTED",
     "INCONCLUSIVE",
+    "prove",
+    "ProofReport",
     "main",
 ]
 

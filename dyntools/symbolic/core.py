@@ -4,9 +4,10 @@ A :class:`Claim` is a named mathematical statement (plain text and LaTeX), the d
 symbols, where it comes from, and a ``prove(proof)`` function that writes the derivation into a
 :class:`Proof`. Every step of a derivation is recorded for the reader; *checking* steps are exact:
 
-* :meth:`Proof.identity` — ``simplify(lhs − rhs) == 0`` (entrywise for matrices); when the
-  difference does not vanish, exact rational substitutions are tried and a non-zero value is a
-  counterexample;
+* :meth:`Proof.identity` — ``lhs == rhs`` (entrywise for matrices): exact rational points first
+  (the ones given, then a counterexample search within the claim's ``domains``,
+  :mod:`dyntools.symbolic.search`; sums are evaluated after the substitution), a provably non-zero
+  value being a counterexample; then ``simplify(lhs − rhs) == 0``;
 * :meth:`Proof.solve` — the solution set of equations for the unknowns (sympy ``solve`` /
   ``linsolve`` / ``solveset``), compared with the expected set;
 * :meth:`Proof.holds` — a sympy truth value (``is_positive``, a relational, an interval
@@ -14,9 +15,11 @@ symbols, where it comes from, and a ``prove(proof)`` function that writes the de
 * :meth:`Proof.certify` — an inequality over a box by certified interval arithmetic
   (:mod:`dyntools.symbolic.interval`).
 
-The verdict is **verified** when every check passed, **refuted** when the proof recorded a
-counterexample (:meth:`Proof.refute`), and **inconclusive** otherwise (with the reason: the first
-check that could not be decided, or the error raised). Random sampling never decides a verdict;
+Every claim runs under a time budget (:mod:`dyntools.symbolic.budget`): an overrun is
+*inconclusive (timed out after N s)*, never a hang. The verdict is **verified** when every check
+passed, **refuted** when the proof recorded a counterexample (:meth:`Proof.refute`), and
+**inconclusive** otherwise (with the reason: the first check that could not be decided, or the
+error raised). Random sampling never decides a verdict;
 :meth:`Proof.sanity` records such a check, labelled, outside the verdict.
 """
 
@@ -31,10 +34,22 @@ from typing import Any
 
 import sympy as sp
 
+from dyntools.symbolic.budget import ProofTimeout, remaining, time_limit
+from dyntools.symbolic.search import (
+    DomainError,
+    as_domain,
+    exact_nonzero,
+    find_counterexample,
+    refine_piecewise,
+    substitute,
+)
+
 VERIFIED = "verified"
 REFUTED = "refuted"
 INCONCLUSIVE = "inconclusive"
 VERDICTS = (VERIFIED, REFUTED, INCONCLUSIVE)
+#: seconds a claim may take unless it says otherwise (``Claim.timeout``) or the runner does
+DEFAULT_TIMEOUT = 60.0
 
 
 @dataclass
@@ -102,6 +117,8 @@ def latex_of(value) -> str:
 
 
 def _fmt(value) -> str:
+    if isinstance(value, sp.MatrixBase):  # one line
+        return "Matrix(" + sp.sstr(value.tolist()) + ")"
     if isinstance(value, sp.Basic):
         return sp.sstr(value)
     return str(value)
@@ -138,29 +155,66 @@ class Proof:
         return ok is True
 
     def identity(
-        self, text: str, lhs, rhs, *, points: Iterable[dict] = (), simplifier=sp.simplify, show=None
+        self,
+        text: str,
+        lhs,
+        rhs,
+        *,
+        points: Iterable[dict] = (),
+        simplifier=sp.simplify,
+        show=None,
+        search: bool = True,
     ) -> bool:
-        """Check ``lhs == rhs`` exactly (``simplifier(lhs − rhs) == 0``, entrywise for matrices).
+        """Check ``lhs == rhs`` exactly (entrywise for matrices); returns True when it holds.
 
-        If the difference does not simplify to zero, each substitution in ``points`` (exact
-        rationals) is tried; a non-zero value there is recorded as a counterexample. Returns True
-        when the identity holds.
+        Points come first, because evaluating at a point is cheap and simplifying a false
+        identity can take minutes:
+
+        1. each substitution in ``points`` (exact rationals; keys may be symbols or indexed
+           symbols such as ``g[1]``), sums and products evaluated *after* the substitution;
+        2. with ``search``, a quick exact counterexample search within the claim's ``domains``
+           and the symbols' assumptions (:mod:`dyntools.symbolic.search`);
+        3. ``simplifier(lhs − rhs) == 0`` (the proof), under the claim's time budget;
+        4. if that does not vanish, a longer search.
+
+        A provably non-zero value at a point is recorded as the counterexample (the claim is
+        *refuted*); a difference that neither vanishes nor has a counterexample is undecided.
         """
         diff = _difference(lhs, rhs)
-        reduced = diff.applyfunc(simplifier) if isinstance(diff, sp.MatrixBase) else simplifier(diff)
         formula = latex_of(show) if show is not None else latex_of((lhs, rhs))
-        if _is_zero(reduced):
-            return self._record(text, formula, True, "difference simplifies to 0")
         for point in points:
             value = _substitute(diff, point)
-            if not _is_zero(value) and _is_exact_nonzero(value):
-                self._record(text, formula, False, f"difference is {_fmt(reduced)}")
-                self.refute(
-                    f"{text}: at {_point_str(point)} the two sides differ by {_fmt(value)}",
-                    {**{str(k): _fmt(v) for k, v in point.items()}, "difference": _fmt(value)},
-                )
-                return False
+            if _is_exact_nonzero(value):
+                return self._counterexample(text, formula, point, value)
+        domains = self.claim.domains if self.claim is not None else {}
+        if search:
+            found = find_counterexample(diff, domains, limit=24, seconds=min(0.5, remaining()),
+                                        seed=self.claim.name if self.claim else "")
+            if found is not None:
+                return self._counterexample(text, formula, found.point, found.value)
+        reduced = diff.applyfunc(simplifier) if isinstance(diff, sp.MatrixBase) else simplifier(diff)
+        if _is_zero(reduced):
+            return self._record(text, formula, True, "difference simplifies to 0")
+        refined = refine_piecewise(reduced, domains)
+        if refined != reduced:  # branches excluded by the domains (e.g. β = 1 when β ∈ (0, 1))
+            reduced = refined.applyfunc(simplifier) if isinstance(refined, sp.MatrixBase) else simplifier(refined)
+            if _is_zero(reduced):
+                return self._record(text, formula, True,
+                                    "difference simplifies to 0 (Piecewise branches decided by the domains)")
+        if search:
+            found = find_counterexample(diff, domains, limit=400, seconds=min(3.0, remaining()),
+                                        seed=self.claim.name if self.claim else "")
+            if found is not None:
+                return self._counterexample(text, formula, found.point, found.value)
         return self._record(text, formula, None, f"difference {_fmt(reduced)} not shown to vanish")
+
+    def _counterexample(self, text: str, formula: str, point: dict, value) -> bool:
+        self._record(text, formula, False, f"the difference at {_point_str(point)} is {_fmt(value)}")
+        self.refute(
+            f"{text}: at {_point_str(point)} the two sides differ by {_fmt(value)}",
+            {**{str(k): _fmt(v) for k, v in point.items()}, "difference": _fmt(value)},
+        )
+        return False
 
     def holds(self, text: str, truth, formula=None, detail: str = "") -> bool:
         """Record a sympy truth value (True / False / None meaning undecided) as a check."""
@@ -252,6 +306,13 @@ class Claim:
 
     ``expected`` is the verdict the statement deserves: "verified" for the claims of the
     sources, "refuted" for *false controls* (misprints and tempting false statements).
+
+    ``assumptions`` is for the reader (LaTeX → text). ``domains`` is for the machine: it maps a
+    symbol (or its name, or an ``IndexedBase``) to the set of values it ranges over — a sympy
+    ``Set`` (``sp.Interval.open(0, 1)``, ``sp.Range(1, sp.oo)``) or a relation in that symbol
+    (``beta < 1``) — and restricts the counterexample search (together with the symbols' own
+    sympy assumptions such as ``positive=True``). ``timeout`` is the claim's budget in seconds
+    (default: the runner's, :data:`DEFAULT_TIMEOUT`).
     """
 
     name: str
@@ -263,26 +324,82 @@ class Claim:
     source: str = ""
     expected: str = VERIFIED
     family: str = ""
+    domains: dict = field(default_factory=dict)
+    timeout: float | None = None
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise ValueError(f"claim name must be a non-empty string, got {self.name!r}")
+        if not callable(self.prove):
+            raise TypeError(f"claim {self.name!r}: prove must be a function of a Proof")
+        if self.expected not in (VERIFIED, REFUTED):
+            raise ValueError(f"claim {self.name!r}: expected must be 'verified' or 'refuted'")
+        checked = {}
+        for key, spec in dict(self.domains).items():
+            try:
+                checked[key] = as_domain(key if not isinstance(key, str) else sp.Symbol(key), spec)
+            except DomainError as exc:
+                raise ValueError(f"claim {self.name!r}: assumption on {key}: {exc}") from None
+        self.domains = checked
+
+    @classmethod
+    def equation(
+        cls,
+        name: str,
+        lhs,
+        rhs,
+        *,
+        title: str = "",
+        statement: str = "",
+        domains: dict | None = None,
+        points: Iterable[dict] = (),
+        simplifier=sp.simplify,
+        **kwargs,
+    ) -> Claim:
+        """The claim ``lhs = rhs`` (expressions or matrices) for all values in ``domains``,
+        checked by :meth:`Proof.identity` (points and counterexample search first, then exact
+        simplification). The quickest way to state one's own derivation::
+
+            Claim.equation("my-step", theta - eta * (g + lam * theta), (1 - eta * lam) * theta - eta * g,
+                           domains={eta: sp.Interval.open(0, 1)})
+        """
+        text = statement or f"{sp.sstr(lhs)} = {sp.sstr(rhs)}"
+
+        def prove(proof: Proof) -> None:
+            proof.identity(title or text, lhs, rhs, points=points, simplifier=simplifier)
+
+        return cls(name, title or name, text, latex_of((lhs, rhs)), prove, domains=domains or {}, **kwargs)
 
     @property
     def control(self) -> bool:
         return self.expected == REFUTED
 
-    def run(self) -> ClaimResult:
+    def run(self, timeout: float | None = None) -> ClaimResult:
+        """Run the derivation under the budget ``self.timeout`` (else ``timeout``, else
+        :data:`DEFAULT_TIMEOUT`) seconds; an overrun is *inconclusive (timed out after N s)*."""
+        budget = self.timeout or timeout or DEFAULT_TIMEOUT
         proof = Proof(self)
         start = time.perf_counter()
+        error = None
         try:
-            self.prove(proof)
+            with time_limit(budget):
+                self.prove(proof)
             verdict, reason = proof.verdict()
+        except ProofTimeout:
+            verdict, reason = INCONCLUSIVE, f"timed out after {budget:g} s"
+            if proof.counterexample is not None:  # a counterexample found before the timeout stands
+                verdict, reason = REFUTED, "counterexample found"
         except Exception as exc:  # a broken derivation is reported, not hidden
             verdict = INCONCLUSIVE
             first_line = (str(exc).strip().splitlines() or [""])[0][:200]
-            reason = f"error in derivation: {type(exc).__name__}: {first_line}"
+            error = f"{type(exc).__name__}: {first_line}"
+            reason = f"error in derivation: {error}"
             proof.steps.append(
                 Step("Derivation raised an error", "", "check", None, traceback.format_exc(limit=3))
             )
         seconds = time.perf_counter() - start
-        return ClaimResult(self, verdict, reason, proof.counterexample, proof.steps, seconds, proof.values)
+        return ClaimResult(self, verdict, reason, proof.counterexample, proof.steps, seconds, proof.values,
+                           error)
 
 
 @dataclass
@@ -294,6 +411,7 @@ class ClaimResult:
     steps: list[Step]
     seconds: float
     values: dict[str, Any]
+    error: str | None = None  # the exception a broken derivation raised ("Type: message")
 
     @property
     def as_expected(self) -> bool:
@@ -308,6 +426,7 @@ class ClaimResult:
             "statement": c.statement,
             "latex": c.latex,
             "assumptions": c.assumptions,
+            "domains": {str(k): sp.sstr(v) for k, v in c.domains.items()},
             "source": c.source,
             "control": c.control,
             "expected": c.expected,
@@ -333,20 +452,27 @@ def _difference(lhs, rhs):
 def _is_zero(value) -> bool:
     if isinstance(value, sp.MatrixBase):
         return all(_is_zero(v) for v in value)
+    if isinstance(value, sp.MatrixExpr):  # matrix symbols of symbolic size: A*B - B*A, ...
+        return bool(value.is_ZeroMatrix)
     return sp.sympify(value) == 0
 
 
 def _is_exact_nonzero(value) -> bool:
+    """A provably non-zero number (exact rational, or certified enclosure away from 0)."""
     if isinstance(value, sp.MatrixBase):
         return any(_is_exact_nonzero(v) for v in value)
-    value = sp.nsimplify(value) if isinstance(value, sp.Float) else sp.simplify(value)
-    return value.is_number and value.is_zero is False
+    if isinstance(value, sp.Float):
+        value = sp.nsimplify(value)
+    return exact_nonzero(value) is True
 
 
 def _substitute(diff, point: dict):
-    if isinstance(diff, sp.MatrixBase):
-        return diff.subs(point).applyfunc(sp.simplify)
-    return sp.simplify(diff.subs(point))
+    """``diff`` at ``point``: substitute first, then evaluate sums/products (so the values reach
+    the summand), then simplify the resulting number."""
+    value = substitute(diff, point)
+    if isinstance(value, sp.MatrixBase):
+        return value.applyfunc(sp.simplify)
+    return sp.simplify(value)
 
 
 def _point_str(point: dict) -> str:

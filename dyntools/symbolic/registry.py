@@ -1,75 +1,107 @@
-"""The registry of claims: one ``proofs/<module>.py`` per family, each exporting ``CLAIMS``.
+"""A plain registry of claims, grouped into named families.
 
-Families are imported lazily (sympy work happens only when a claim runs). A family is
-addressed by its module name with dashes (``loss-stabilization``); a claim by its own name.
+The registry knows nothing about where claims come from: the command-line layer
+(:mod:`dyntools.commands.prove`) fills one with the built-in families of ``proofs/`` or with the
+claims of a user's ``--file``, and a library user can fill one with their own::
+
+    reg = Registry()
+    reg.register_family("mine", [claim_a, claim_b])          # Claim objects
+    reg.register_family("lazy", lambda: load_my_claims())     # loaded on first use
+    results = run(reg.select(["mine"]))
+
+A family source is an iterable of :class:`~dyntools.symbolic.core.Claim`, an object with a
+``CLAIMS`` attribute (a module), or a zero-argument callable returning either (so that sympy work
+and imports happen only when the family is used). A family is addressed by its name, a claim by
+its own name; the two namespaces must not collide.
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from dyntools.symbolic.core import Claim, ClaimResult
 
-#: family name → module defining ``CLAIMS: list[Claim]``
-FAMILIES: dict[str, str] = {
-    "sgd-weight-decay": "proofs.sgd_weight_decay",
-    "adaptive-preconditioners": "proofs.adaptive_preconditioners",
-    "decoupled-decay": "proofs.decoupled_decay",
-    "gd-quadratic": "proofs.gd_quadratic",
-    "loss-stabilization": "proofs.loss_stabilization",
-    "sgd-noise": "proofs.sgd_noise",
-    "diagonal-nets": "proofs.diagonal_nets",
-    "voronoi": "proofs.voronoi",
-}
 
-
-def family_claims(family: str) -> list[Claim]:
-    module = importlib.import_module(FAMILIES[family])
-    claims = list(module.CLAIMS)
-    for c in claims:
-        c.family = family
+def _claims_of(source) -> list[Claim]:
+    if callable(source) and not isinstance(source, Claim) and not hasattr(source, "CLAIMS"):
+        source = source()
+    if hasattr(source, "CLAIMS"):
+        source = source.CLAIMS
+    if isinstance(source, Claim):
+        source = [source]
+    claims = list(source)
+    bad = [c for c in claims if not isinstance(c, Claim)]
+    if bad:
+        raise TypeError(f"a family must contain Claim objects, got {type(bad[0]).__name__}")
     return claims
 
 
-def all_claims() -> dict[str, Claim]:
-    """Every registered claim (controls included), in registry order."""
-    out: dict[str, Claim] = {}
-    for family in FAMILIES:
-        for claim in family_claims(family):
-            if claim.name in out or claim.name in FAMILIES:
-                raise RuntimeError(f"duplicate claim name {claim.name!r}")
-            out[claim.name] = claim
-    return out
+class Registry:
+    """Named families of claims, loaded lazily, with name selection."""
+
+    def __init__(self) -> None:
+        self._sources: dict[str, object] = {}
+        self._loaded: dict[str, list[Claim]] = {}
+
+    def register_family(self, name: str, source: Iterable[Claim] | Callable | object) -> None:
+        """Add the family ``name`` (see the module docstring for the accepted sources)."""
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"family name must be a non-empty string, got {name!r}")
+        if name in self._sources:
+            raise ValueError(f"family {name!r} is already registered")
+        self._sources[name] = source
+
+    @property
+    def families(self) -> list[str]:
+        return list(self._sources)
+
+    def family_claims(self, family: str) -> list[Claim]:
+        if family not in self._loaded:
+            claims = _claims_of(self._sources[family])
+            for c in claims:
+                c.family = family
+            self._loaded[family] = claims
+        return self._loaded[family]
+
+    def all_claims(self) -> dict[str, Claim]:
+        """Every registered claim (controls included), in registration order."""
+        out: dict[str, Claim] = {}
+        for family in self._sources:
+            for claim in self.family_claims(family):
+                if claim.name in out or claim.name in self._sources:
+                    raise ValueError(f"duplicate claim name {claim.name!r} (family {family})")
+                out[claim.name] = claim
+        return out
+
+    def select(self, names: Iterable[str] = (), *, controls: bool = False) -> list[Claim]:
+        """Claims named by ``names`` (claim or family names; every family when empty).
+
+        A family or the default selection includes its false controls only with
+        ``controls=True``; a control named explicitly is always included. Unknown names raise
+        ``ValueError``.
+        """
+        claims = self.all_claims()
+        names = list(names)
+        unknown = [n for n in names if n not in claims and n not in self._sources]
+        if unknown:
+            raise ValueError(
+                f"Invalid claim name(s): {', '.join(unknown)} "
+                "(see `dyntools prove --list` for the claims and families)"
+            )
+        chosen: list[Claim] = []
+        for n in names or list(self._sources):
+            group = [claims[n]] if n in claims else [c for c in claims.values() if c.family == n]
+            for c in group:
+                if (n in claims or controls or not c.control) and c not in chosen:
+                    chosen.append(c)
+        return chosen
 
 
-def select(names: Iterable[str] = (), *, controls: bool = False) -> list[Claim]:
-    """Claims named by ``names`` (claim or family names; all families when empty).
-
-    A family or the default selection includes its false controls only with ``controls=True``;
-    a control named explicitly is always included. Unknown names raise ``ValueError``.
-    """
-    claims = all_claims()
-    names = list(names)
-    unknown = [n for n in names if n not in claims and n not in FAMILIES]
-    if unknown:
-        raise ValueError(
-            f"Invalid claim name(s): {', '.join(unknown)} "
-            "(see `dyntools prove --list` for the claims and families)"
-        )
-    chosen: list[Claim] = []
-    for n in names or list(FAMILIES):
-        group = [claims[n]] if n in claims else [c for c in claims.values() if c.family == n]
-        for c in group:
-            if (n in claims or controls or not c.control) and c not in chosen:
-                chosen.append(c)
-    return chosen
-
-
-def run(claims: Iterable[Claim], progress=None) -> list[ClaimResult]:
+def run(claims: Iterable[Claim], progress=None, *, timeout: float | None = None) -> list[ClaimResult]:
+    """Run the claims in order (each under its budget, see :meth:`Claim.run`)."""
     results = []
     for claim in claims:
-        results.append(claim.run())
+        results.append(claim.run(timeout=timeout))
         if progress is not None:
             progress(results[-1])
     return results

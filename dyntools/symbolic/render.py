@@ -65,6 +65,9 @@ def claim_markdown(r: ClaimResult, heading: str = "###") -> str:
     lines += [f"**Statement.** {c.statement}", "", f"$$ {c.latex} $$", ""]
     if c.assumptions:
         lines += ["**Assumptions.** " + _assumptions_md(c.assumptions), ""]
+    if c.domains:
+        lines += ["**Domains** (where counterexamples are searched). "
+                  + "; ".join(f"`{k}` ∈ `{v}`" for k, v in c.domains.items()), ""]
     if c.source:
         lines += [f"**Source.** {c.source}", ""]
     lines += ["**Derivation.**", ""]

@@ -1,0 +1,63 @@
+"""A wall-clock budget for one claim: sympy work that overruns it is interrupted, not waited for.
+
+:func:`time_limit` arms a ``SIGALRM`` timer (``signal.setitimer``) for the duration of a
+``with`` block; when it fires, :class:`ProofTimeout` is raised inside whatever sympy routine is
+running (sympy is pure Python, so it is interrupted at the next bytecode). Budgets nest: an inner one
+is cut to what is left of the outer one, and the outer timer is re-armed when the inner ends. The exception derives
+from ``BaseException`` so that sympy's internal ``except Exception`` clauses cannot swallow it.
+
+Signals only reach the main thread: elsewhere (a worker thread) the block runs without a limit,
+and :func:`remaining` still lets loops such as the counterexample search stop on time.
+"""
+
+from __future__ import annotations
+
+import math
+import signal
+import threading
+import time
+from contextlib import contextmanager
+
+_deadline: list[float] = []  # stack of absolute deadlines (perf_counter) of the active budgets
+
+
+class ProofTimeout(BaseException):
+    """Raised when a claim exceeds its time budget."""
+
+    def __init__(self, seconds: float):
+        super().__init__(f"timed out after {seconds:g} s")
+        self.seconds = seconds
+
+
+def remaining(default: float = float("inf")) -> float:
+    """Seconds left in the innermost active budget (``default`` when there is none)."""
+    if not _deadline:
+        return default
+    return max(0.0, _deadline[-1] - time.perf_counter())
+
+
+@contextmanager
+def time_limit(seconds: float | None):
+    """Interrupt the block with :class:`ProofTimeout` after ``seconds`` (None, ≤ 0 or ∞: no limit)."""
+    if not seconds or seconds <= 0 or not math.isfinite(seconds):
+        yield
+        return
+    seconds = max(min(seconds, remaining()), 1e-3)  # a nested budget never outlives the enclosing one
+    _deadline.append(time.perf_counter() + seconds)
+    armed = threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
+    previous = None
+    if armed:
+        def _fire(signum, frame):
+            raise ProofTimeout(seconds)
+
+        previous = signal.signal(signal.SIGALRM, _fire)
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        if armed:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+        _deadline.pop()
+        if armed and _deadline:  # re-arm the enclosing budget's timer
+            signal.setitimer(signal.ITIMER_REAL, max(remaining(), 1e-3))
