@@ -7,8 +7,8 @@ each GIF has PNG/PDF stills of its last frame.
 
 * ``voronoi_env``: cells coloured by label under both partition rules (nearest center; the seed's
   ``argmin_j |xᵀc_j/‖c_j‖² − 1|``), centers marked;
-* ``voronoi_plane.gif``: predicted class over the box during training, the partition's cell
-  boundaries drawn beneath, centers (learned ones move);
+* ``voronoi_plane.gif``: predicted class over the box during training, darkened where it differs
+  from the true label, the partition's cell boundaries drawn beneath, centers (learned ones move);
 * ``voronoi_centers.gif``: centers coloured by their logit margin ``W₁ⱼ − W₀ⱼ`` (C = 2; otherwise the
   largest logit), and the sorted per-center logits of each class;
 * ``voronoi_scalars.gif``: offset, scale and the plus–minus pair against the step;
@@ -118,6 +118,8 @@ def plane_animation(result, out_dir: Path, formats=("png", "pdf"), stem: str = "
     model = _model(result)
     box, C = p["box"], p["classes"]
     preds = plane_frames(result, res)
+    pts, _ = plane_grid(box, res)
+    truth = label_points(pts, result["env_centers"], result["env_labels"], p["rule"]).reshape(res, res)
     steps, acc = result["steps"], result["test_acc"][0]
     fig, axes = plots.figure(width=4.4, height=4.2)
     ax = axes[0, 0]
@@ -126,6 +128,8 @@ def plane_animation(result, out_dir: Path, formats=("png", "pdf"), stem: str = "
         ax.clear()
         ax.imshow(preds[i], origin="lower", extent=(-box, box, -box, box), cmap=class_cmap(C), vmin=-0.5,
                   vmax=C - 0.5, alpha=0.75, interpolation="nearest")
+        ax.imshow(np.where(preds[i] != truth, 1.0, np.nan), origin="lower", extent=(-box, box, -box, box),
+                  cmap="Greys", vmin=0, vmax=1, alpha=0.35, interpolation="nearest")
         _draw_partition(ax, result["env_centers"], result["env_labels"], box, p["rule"], C, 200, fill=False)
         cen = model.current_centers(result["theta"][0, i])
         inside = np.all(np.abs(cen) <= box, axis=1)
