@@ -43,18 +43,14 @@ def _add_common(parser: argparse.ArgumentParser, *, seed=True, out=True, json=Tr
         parser.add_argument("--json", action="store_true", help="print the summary as one JSON object on stdout")
 
 
-def _registry_subparsers(parent, registry: dict[str, str], title: str, dest: str):
-    from dyntools import commands
+def _experiment_subparsers(parent, verb: str, title: str, dest: str):
+    """One subcommand per experiment spec of ``simulations/`` with this verb (found by the registry)."""
+    from dyntools.commands import experiment, registry
 
     sub = parent.add_subparsers(dest=dest, metavar="NAME", title=title, parser_class=_Parser)
     sub.required = True
-    for name in registry:
-        module = commands.load(registry, name)
-        p = sub.add_parser(name, help=module.HELP, description=f"{module.HELP}\n\nexample:\n  {module.EXAMPLE}",
-                           formatter_class=_formatter)
-        module.add_arguments(p)
-        _add_common(p, default_out=Path(f"runs/{name}"))
-        p.set_defaults(_module=module)
+    for exp in registry.experiments(verb).values():
+        experiment.add_parser(sub, exp, _formatter)
     return sub
 
 
@@ -84,12 +80,12 @@ def build_parser() -> argparse.ArgumentParser:
                        formatter_class=_formatter,
                        description="Run a model.\n\nexample:\n"
                                    "  dyntools simulate stabilization --eta 1.08 --out runs/stab")
-    _registry_subparsers(p, commands.SIMULATE, "models", "model")
+    _experiment_subparsers(p, "simulate", "models", "model")
 
     p = sub.add_parser("sweep", help="run a grid of runs (locally, or on a Dask cluster)",
                        formatter_class=_formatter,
                        description="Run a grid of runs.\n\nexample:\n  dyntools sweep adamw-grid --out runs/grid")
-    _registry_subparsers(p, commands.SWEEP, "sweeps", "sweep")
+    _experiment_subparsers(p, "sweep", "sweeps", "sweep")
 
     p = sub.add_parser("plot", help="draw the figures of a result directory",
                        formatter_class=_formatter,

@@ -1,7 +1,8 @@
 """``dyntools reproduce``: the catalogue of headline results → figures + ``report.md``.
 
-Each catalogue entry is a module (normally under ``simulations/`` or ``proofs/``) with a
-function ``reproduce(ctx: ReportContext) -> Section``. It runs its experiment at the size
+Each catalogue entry (a :class:`dyntools.spec.Entry`, declared in ``simulations/`` or ``proofs/`` and
+handed in by the command-line layer, which finds them) has a function
+``reproduce(ctx: ReportContext) -> Section``. It runs its experiment at the size
 ``ctx.quick`` asks for, saves figures under ``ctx.figure_dir`` and returns the Markdown text
 with the measured numbers. The report is assembled in a temporary directory and renamed into
 place, so an interrupted run leaves no half report.
@@ -12,24 +13,13 @@ included); each entry should stay within ~20 s at ``quick``.
 
 from __future__ import annotations
 
-import importlib
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from dyntools import store, validation
-
-#: name → module; each module defines ``reproduce(ctx) -> Section`` and ``TITLE``.
-CATALOGUE: dict[str, str] = {
-    "proofs": "proofs.report",
-    "loss-stabilization": "simulations.loss_stabilization",
-    "relu-nets": "simulations.relu_nets",
-    "adamw-heatmaps": "simulations.adamw_heatmaps",
-    "sde-orders": "simulations.sde_orders",
-    "sde-label-noise": "simulations.sde_label_noise",
-    "diag-nets": "simulations.diag_nets",
-}
 
 
 @dataclass
@@ -62,28 +52,28 @@ class Section:
     seconds: float = 0.0
 
 
-def select(only: str | None) -> list[str]:
+def select(catalogue: Mapping, only: str | None) -> list[str]:
     if only is None:
-        return list(CATALOGUE)
+        return list(catalogue)
     names = [n.strip() for n in only.split(",") if n.strip()]
     for n in names:
-        validation.one_of("catalogue entry", n, tuple(CATALOGUE))
+        validation.one_of("catalogue entry", n, tuple(catalogue))
     return names
 
 
-def reproduce(out_dir: str | Path, *, quick: bool = False, seed: int = 0, only: str | None = None,
-              progress: bool = False) -> list[Section]:
-    """Run the selected catalogue entries and write ``out_dir/report.md`` with ``figures/``."""
-    names = select(only)
+def reproduce(out_dir: str | Path, catalogue: Mapping, *, quick: bool = False, seed: int = 0,
+              only: str | None = None, progress: bool = False) -> list[Section]:
+    """Run the selected entries of ``catalogue`` (name → object with ``reproduce(ctx) -> Section``, in
+    report order) and write ``out_dir/report.md`` with ``figures/``."""
+    names = select(catalogue, only)
     seed = validation.seed(seed)
     out_dir = store.check_writable(out_dir)
     sections: list[Section] = []
     with store.atomic_directory(out_dir) as tmp:
         ctx = ReportContext(out_dir=tmp, quick=quick, seed=seed, progress=progress)
         for name in names:
-            module = importlib.import_module(CATALOGUE[name])
             start = time.perf_counter()
-            section = module.reproduce(ctx)
+            section = catalogue[name].reproduce(ctx)
             section.seconds = time.perf_counter() - start
             sections.append(section)
         (tmp / "report.md").write_text(render(sections, quick=quick, seed=seed), encoding="utf-8")

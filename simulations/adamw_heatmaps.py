@@ -15,22 +15,25 @@ its initialization and minibatch order come from ``streams.path_states(seed, 1, 
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
 from dyntools import data, sweep, validation
-from dyntools.engine import streams
+from dyntools.classifier_cell import (  # noqa: F401 - train_cell is the sweep's cell function (by name)
+    DATASETS,
+    SCHEDULES,
+    effective_wd,
+    make_optimizer,
+    make_schedule,
+    train_cell,
+)
 from dyntools.engine.result import RunResult
 from dyntools.optim import optimizers as O
-from dyntools.optim import schedules as S
+from dyntools.spec import Entry, Experiment, RunContext, param
 
 KIND = "adamw-grid"
 TITLE = "AdamW vs Adam+L2: (learning rate, weight decay) heatmaps on the spirals (seed 001)"
-KEY = streams.KEYS["sweep.adamw-grid"]
-SCHEDULES = ("constant", "cosine", "warmup-cosine", "sgdr", "plateau")
-DATASETS = ("spirals", "digits")
 DEFAULT_RANGES = {  # (lr range, wd range) per optimizer family, log-spaced
     "adam": ((1e-4, 1e-1), (1e-6, 1e0)), "adamw": ((1e-4, 1e-1), (1e-6, 1e0)),
     "adamw_l1": ((1e-4, 1e-1), (1e-6, 1e0)), "adamw_l1l2": ((1e-4, 1e-1), (1e-6, 1e0)),
@@ -40,30 +43,67 @@ DEFAULT_RANGES = {  # (lr range, wd range) per optimizer family, log-spaced
 }
 
 
+@dataclass(frozen=True)
+class AdamWGridParams:
+    """``dyntools sweep adamw-grid``: the grid, the task, the training and where the cells run."""
+
+    optimizers: tuple = param(("adam", "adamw"), kind="strs", metavar="NAMES",
+                              help="comma-separated optimizers, e.g. adam,adamw or sgd,sgdw")
+    lr_grid: tuple | None = param(None, kind="grid", metavar="LOW:HIGH:N",
+                                  help="log-spaced learning rates (default per optimizer: Adam-like 1e-4:1e-1:16, "
+                                       "SGD/SGDW/AdaGrad 1e-3:1:16)")
+    wd_grid: tuple = param((1e-6, 1.0, 24), kind="grid", metavar="LOW:HIGH:N", help="log-spaced weight decays")
+    normalized_wd: bool = param(False, help="read the wd axis as λ_norm, λ = λ_norm √(b/(B·T)) (Loshchilov & Hutter)")
+    dataset: str = param("spirals", choices=DATASETS,
+                         help="spirals, or digits (scikit-learn's bundled 8x8 digits, an optional extra)")
+    n: int = param(1000, low=2, help="training points")
+    n_val: int = param(1000, low=1, help="validation points")
+    classes: int = param(2, low=2, help="number of spiral arms/classes")
+    turns: float = param(1.5, low=0.0, low_open=True, help="turns of each arm: difficulty")
+    noise: float = param(0.05, low=0.0, help="Gaussian noise std: difficulty")
+    hidden: tuple = param((32, 32, 32), kind="ints", low=1, metavar="WIDTHS", help="hidden widths")
+    batch_size: int = param(64, low=1, help="minibatch size")
+    epochs: float = param(128.0, low=0.0, low_open=True, help="epochs (128 = 2000 steps at n=1000)")
+    schedule: str = param("constant", choices=SCHEDULES, help="learning-rate schedule")
+    plateau_factor: float = param(0.5, low=0.0, high=1.0, low_open=True, high_open=True,
+                                  help="schedule plateau: lr multiplier when the training loss stalls")
+    plateau_patience: int = param(5, low=0, help="schedule plateau: epochs without improvement before reducing")
+    momentum: float = param(0.9, low=0.0, high=1.0, high_open=True, help="momentum of sgd/sgdw")
+    threshold: float = param(0.9, low=0.0, high=1.0, help="'good cell' validation accuracy")
+    workers: int | None = param(None, kind="int", low=1, help="local worker processes (default: all cores)")
+    dask_local: int | None = param(None, kind="int", low=1, metavar="N",
+                                   help="run on a Dask LocalCluster of N worker processes")
+    scheduler: str | None = param(None, kind="str", metavar="tcp://HOST:PORT", help="run on an existing Dask cluster")
+    connect_timeout: float = param(10.0, low=0.0, low_open=True, help="seconds to reach --scheduler")
+
+
+_P = AdamWGridParams()          # GridConfig's defaults are the command's
+
+
 @dataclass
 class GridConfig:
     """Everything one heatmap sweep needs (JSON-able)."""
 
-    optimizers: tuple[str, ...] = ("adam", "adamw")
+    optimizers: tuple[str, ...] = _P.optimizers
     lr_range: tuple[float, float] | None = None     # None: each optimizer's DEFAULT_RANGES
     n_lr: int = 16
-    wd_range: tuple[float, float] = (1e-6, 1e0)
-    n_wd: int = 24
-    n: int = 1000
-    n_val: int = 1000
-    classes: int = 2
-    turns: float = 1.5
-    noise: float = 0.05
-    hidden: tuple[int, ...] = (32, 32, 32)
-    batch_size: int = 64
-    epochs: float = 128.0
-    schedule: str = "constant"
-    momentum: float = 0.9
-    normalized_wd: bool = False
-    threshold: float = 0.9
-    dataset: str = "spirals"
-    plateau_factor: float = 0.5        # schedule "plateau": multiply the lr by this ...
-    plateau_patience: int = 5          # ... after this many epochs without improvement
+    wd_range: tuple[float, float] = _P.wd_grid[:2]
+    n_wd: int = _P.wd_grid[2]
+    n: int = _P.n
+    n_val: int = _P.n_val
+    classes: int = _P.classes
+    turns: float = _P.turns
+    noise: float = _P.noise
+    hidden: tuple[int, ...] = _P.hidden
+    batch_size: int = _P.batch_size
+    epochs: float = _P.epochs
+    schedule: str = _P.schedule
+    momentum: float = _P.momentum
+    normalized_wd: bool = _P.normalized_wd
+    threshold: float = _P.threshold
+    dataset: str = _P.dataset
+    plateau_factor: float = _P.plateau_factor      # schedule "plateau": multiply the lr by this ...
+    plateau_patience: int = _P.plateau_patience    # ... after this many epochs without improvement
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self):
@@ -150,72 +190,18 @@ def parse_grid(name: str, text: str) -> tuple[float, float, int]:
         n = int(parts[2])
     except ValueError:
         raise ValueError(f"Invalid --{name}: {text!r} (expected LOW:HIGH:N with numbers)") from None
+    return check_grid(name, (lo, hi, n))
+
+
+def check_grid(name: str, grid) -> tuple[float, float, int]:
+    """``(low, high, n)`` of a log-spaced axis: 0 < low <= high, n >= 1, high > low when n > 1."""
+    lo, hi, n = grid
+    text = f"{lo:g}:{hi:g}:{n}"
     lo, hi = check_range(f"--{name}", (lo, hi))
     n = validation.count(f"--{name} N", n)
     if n > 1 and hi == lo:
         raise ValueError(f"Invalid --{name}: {text!r} (HIGH must exceed LOW when N > 1)")
     return lo, hi, n
-
-
-def make_schedule(name: str, steps: int) -> S.Schedule:
-    if name in ("constant", "plateau"):          # plateau: constant base, reduced by the losses
-        return S.Constant()
-    if name == "cosine":
-        return S.CosineAnnealingLR(steps)
-    if name == "warmup-cosine":
-        warm = max(1, steps // 20)
-        return S.warmup_cosine(warm, max(steps, warm + 1))
-    return S.CosineAnnealingWarmRestarts(max(1, steps // 7), 2)
-
-
-def make_optimizer(name: str, lr: float, wd: float, momentum: float) -> O.Optimizer:
-    if name in ("sgd", "sgdw"):
-        return O.make(name, lr=lr, momentum=momentum, weight_decay=wd)
-    return O.make(name, lr=lr, weight_decay=wd)
-
-
-def effective_wd(cfg: dict, wd: float) -> float:
-    """``wd`` itself, or with ``normalized_wd`` the λ of ``λ_norm = wd`` (L&H 2019, App. B.1)."""
-    if cfg["normalized_wd"]:
-        return O.normalized_weight_decay(wd, cfg["batch_size"], cfg["n"], cfg["epochs"])
-    return wd
-
-
-# ----------------------------------------------------------------------------------- one cell
-
-def train_cell(config: dict, cell: dict, seed: int, index: int) -> dict:
-    """Train one network for one (optimizer, lr, wd) cell; final train/validation loss & accuracy."""
-    from dyntools.models import mlp_classifier as M
-
-    start = time.perf_counter()
-    if config.get("dataset", "spirals") == "digits":
-        d = data.digits(seed=seed)
-    else:
-        d = data.spirals(config["n"], classes=config["classes"], turns=config["turns"], noise=config["noise"],
-                         n_val=config["n_val"], seed=seed)
-    model = M.MLPClassifier.make(d.X.shape[1], config["hidden"], config["classes"])
-    theta0 = model.init_params(seed, KEY, index)
-    steps = int(math.ceil(config["epochs"] * config["n"] / config["batch_size"]))
-    batches = M.epoch_batches(streams.path_states(seed, 1, KEY, index, 1), config["n"], steps,
-                              config["batch_size"])
-    opt = make_optimizer(cell["optimizer"], cell["lr"], effective_wd(config, cell["wd"]), config["momentum"])
-    mults = make_schedule(config["schedule"], steps).multipliers(steps)
-    record_every = max(1, steps // 20)
-    plateau = (S.ReduceLROnPlateau(factor=config.get("plateau_factor", 0.5),
-                                   patience=config.get("plateau_patience", 5), threshold=1e-3)
-               if config["schedule"] == "plateau" else None)       # stepped once per epoch
-    theta, curve, div = M.train_compiled(model, theta0, d.X, d.y, batches, opt, mults, record_every,
-                                         plateau=plateau)
-    out = {"curve": curve, "diverged_step": div, "seconds": time.perf_counter() - start}
-    if div >= 0:
-        out.update(train_loss=math.nan, train_acc=math.nan, val_loss=math.nan, val_acc=math.nan,
-                   status="diverged", message=f"diverged at step {div}")
-        return out
-    sizes, offs = model.sizes_array, model.offsets
-    out["train_loss"], out["train_acc"] = M.evaluate(theta, sizes, offs, d.X, d.y)
-    out["val_loss"], out["val_acc"] = M.evaluate(theta, sizes, offs, d.X_val, d.y_val)
-    out.update(status="completed", message="trained")
-    return out
 
 
 # ----------------------------------------------------------------------------------- the grid
@@ -323,3 +309,53 @@ def reproduce(ctx):
     numbers = {k: {kk: v[kk] for kk in ("best_val_acc", "cells_above_threshold", "fraction_above_threshold")}
                for k, v in s.items()}
     return Section(TITLE, "\n".join(md), numbers=numbers, figures=[ctx.relative(p) for p in figs], ok=ok)
+
+
+# ----------------------------------------------------------------------------------- the command line
+
+def grid_config(p: AdamWGridParams) -> GridConfig:
+    """The sweep's :class:`GridConfig` from the command's parameters (checked by GridConfig)."""
+    lr = check_grid("lr-grid", p.lr_grid) if p.lr_grid is not None else (None, None, GridConfig.n_lr)
+    wd = check_grid("wd-grid", p.wd_grid)
+    return GridConfig(optimizers=p.optimizers, lr_range=None if lr[0] is None else lr[:2], n_lr=lr[2],
+                      wd_range=wd[:2], n_wd=wd[2], n=p.n, n_val=p.n_val, classes=p.classes, turns=p.turns,
+                      noise=p.noise, hidden=p.hidden, batch_size=p.batch_size, epochs=p.epochs, schedule=p.schedule,
+                      momentum=p.momentum, normalized_wd=p.normalized_wd, threshold=p.threshold, dataset=p.dataset,
+                      plateau_factor=p.plateau_factor, plateau_patience=p.plateau_patience)
+
+
+def check(p: AdamWGridParams) -> None:
+    grid_config(p)
+    sweep.check_backend(p.workers, p.dask_local, p.scheduler)
+
+
+def run(p: AdamWGridParams, ctx: RunContext) -> RunResult:
+    return run_grid(grid_config(p), ctx.out, seed=ctx.seed, workers=p.workers, dask_local=p.dask_local,
+                    scheduler=p.scheduler, connect_timeout=p.connect_timeout, progress=ctx.progress)
+
+
+def summary(p: AdamWGridParams, result) -> dict:
+    return {"status": result.status, "message": result.message, **result.summary,
+            "seconds": result.timings["sweep"]}
+
+
+def table(p: AdamWGridParams, result) -> str:
+    from dyntools.tables import key_values, text_table
+
+    rows = [{"optimizer": k, "best val acc": v["best_val_acc"], "at lr": v["best_lr"], "at wd": v["best_wd"],
+             f"cells >= {p.threshold:g}": v["cells_above_threshold"],
+             "fraction": v["fraction_above_threshold"], "diverged": v["diverged_cells"]}
+            for k, v in result.summary["optimizers"].items()]
+    return "\n".join([text_table(rows), "", key_values({"message": result.message,
+                                                         "steps per cell": result.config["steps"],
+                                                         "seconds": result.timings["sweep"]})])
+
+
+EXPERIMENT = Experiment(
+    name="adamw-grid", verb="sweep",
+    help="spiral MLP heatmaps over (lr, weight decay): Adam+L2 vs AdamW, SGD+L2 vs SGDW (seed 001)",
+    example=("dyntools sweep adamw-grid --optimizers adam,adamw --lr-grid 1e-4:1e-1:16 --wd-grid 1e-6:1:24 "
+             "--dask-local 2 --out runs/adamw-grid"),
+    params=AdamWGridParams, run=run, table=table, summary=summary, check=check)
+
+REPORT = Entry("adamw-heatmaps", TITLE, reproduce, order=30)

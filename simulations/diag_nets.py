@@ -21,28 +21,90 @@ their step, and the medians are over the runs that did not diverge.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
+
 import numpy as np
 
 from dyntools import validation
-from dyntools.optim.schedules import Constant, LinearWarmup, PiecewiseDecay
+from dyntools.spec import Entry, Experiment, RunContext, param
 
 TITLE = "Diagonal linear networks: large-step SGD/GD learns sparse features (seed 004)"
 
-PAPER_SGD = dict(n=80, d=200, r=20, n_test=1000, noise=0.0, method="sgd", batch=1, eta_small=0.25,
-                 eta_large=0.282, decay_at=(0.1, 0.3, 0.5), decay_factors=(4.8, 3.4, 1.5),
-                 decay_mode="separate", warmup=0, schedules=("small", "large"), steps=100_000, seeds=16,
-                 alpha=0.1, init="paper", init_scale=0.1, label_noise=0.0, momentum=0.0, weight_decay=0.0,
-                 records=350, grid="log", dense_start=10)
-PAPER_GD = {**PAPER_SGD, "n": 40, "d": 100, "method": "gd", "eta_small": 2.0, "eta_large": 3.51}
+SCHEDULE_NAMES = ("small", "large", "large-constant")
+DECAY_MODES = ("separate", "cumulative")
+DATA, TRAIN, SCHED, INIT, REC = ("data (sparse regression: X ~ N(0, I), r-sparse non-negative unit-norm beta*)",
+                                 "training", "step-size schedules", "initialization", "recording and metrics")
 
-PRESETS = {"paper-sgd": PAPER_SGD, "paper-gd": PAPER_GD}
+
+@dataclass(frozen=True)
+class DiagNetParams:
+    """``dyntools simulate diag-net``; the defaults are the paper's SGD setting (preset ``paper-sgd``).
+
+    ``None`` for the metric settings means the default of
+    :func:`~dyntools.dynamics.diag_net_sgd.train_diag_net`."""
+
+    n: int = param(80, low=1, group=DATA, help="training samples")
+    d: int = param(200, low=1, group=DATA, help="dimension")
+    r: int = param(20, low=1, group=DATA, help="sparsity of beta* (<= d)")
+    n_test: int = param(1000, low=1, group=DATA, help="test samples")
+    noise: float = param(0.0, low=0.0, group=DATA, help="std of the Gaussian label noise of the training set")
+    data: Path | None = param(None, kind="file", metavar="FILE.npz", group=DATA,
+                              help="a given data set (X, y, X_test, y_test, optional beta_star) for every seed")
+    method: str = param("sgd", choices=("gd", "sgd", "sgd-noreplace"), group=TRAIN,
+                        help="full batch, or batches drawn with / without replacement (epoch shuffling)")
+    batch: int = param(1, low=1, group=TRAIN, help="SGD batch size (<= n)")
+    label_noise: float = param(0.0, low=0.0, group=TRAIN,
+                               help="label-noise SGD: fresh N(0, delta^2) added to each label")
+    momentum: float = param(0.0, low=0.0, high=1.0, high_open=True, group=TRAIN, help="heavy-ball momentum")
+    weight_decay: float = param(0.0, low=0.0, group=TRAIN, help="L2 weight decay")
+    steps: int = param(100_000, low=1, group=TRAIN, help="iterations")
+    seeds: int = param(16, low=1, group=TRAIN,
+                       help="independent seeds (data set + SGD stream) per schedule")
+    schedules: tuple = param(("small", "large"), kind="strs", choices=SCHEDULE_NAMES, metavar="NAMES", group=SCHED,
+                             label="schedule", help="comma-separated runs")
+    eta_small: float = param(0.25, low=0.0, low_open=True, group=SCHED, help="small constant step")
+    eta_large: float = param(0.282, low=0.0, low_open=True, group=SCHED, help="large initial step")
+    decay_at: tuple = param((0.1, 0.3, 0.5), kind="floats", metavar="FRACS", group=SCHED,
+                            help="decay points as fractions of the run")
+    decay_factors: tuple = param((4.8, 3.4, 1.5), kind="floats", metavar="FACTORS", group=SCHED,
+                                 help="step divided by these")
+    decay_mode: str = param("separate", choices=DECAY_MODES, group=SCHED,
+                            help="separate: one large-step run per decay point (the paper's); cumulative: one "
+                                 "run with every decay")
+    warmup: int = param(0, low=0, group=SCHED, help="linear warm-up steps of the large-step runs")
+    init: str = param("paper", choices=("paper", "gaussian"), group=INIT,
+                      help="paper: u0 = alpha*1, v0 = 0; gaussian: N(0, s^2)")
+    alpha: float = param(0.1, group=INIT, help="scale of the paper's init")
+    init_scale: float = param(0.1, low=0.0, group=INIT, help="std of the gaussian init")
+    init_file: Path | None = param(None, kind="file", metavar="FILE.npz", group=INIT,
+                                   help="given initial point: an .npz with arrays u0 and v0 of length d "
+                                        "(overrides --init)")
+    indices: Path | None = param(None, kind="file", metavar="FILE", group=INIT,
+                                 help="replay: sample indices (.npy or text), shape (steps·batch,) shared or "
+                                      "(seeds·runs, …)")
+    records: int = param(350, low=2, group=REC, help="about this many recorded steps")
+    grid: str = param("log", choices=("log", "linear"), group=REC, help="recording grid (log: with a dense start)")
+    dense_start: int = param(10, low=0, group=REC, help="record every step up to this one")
+    rank_threshold: float | None = param(None, kind="float", low=1e-6, high=1.0, group=REC,
+                                         help="relative singular-value threshold of the Jacobian rank; "
+                                              "default train_diag_net's, 1e-4")
+    l0_threshold: float | None = param(None, kind="float", low=0.0, group=REC,
+                                       help="|beta_j| above this counts in l0; default train_diag_net's, 1e-3")
+    bound: float | None = param(None, kind="float", low=0.0, low_open=True, group=REC,
+                                help="divergence when |u|_1 + |v|_1 exceeds this; default train_diag_net's, 1e6")
+    sharpness_iters: int | None = param(None, kind="int", low=0, group=REC, label="sharpness-iters",
+                                        help="power iterations per recording for lambda_max of the Hessian; "
+                                             "0 skips it; default train_diag_net's, 1000")
+    keep_params: bool = param(False, group=REC, help="also save u and v at every recording")
+
+
+#: Named overrides of the defaults; ``paper-sgd`` is the defaults themselves.
+PRESETS = {"paper-sgd": {}, "paper-gd": {"n": 40, "d": 100, "method": "gd", "eta_small": 2.0, "eta_large": 3.51}}
 
 #: ``dyntools reproduce --quick``: the same schedules, fewer steps/seeds/recordings.
 QUICK = {"paper-sgd": {"steps": 10_000, "seeds": 16, "records": 100, "n_test": 200},
          "paper-gd": {"steps": 4_000, "seeds": 16, "records": 80, "n_test": 200}}
-
-SCHEDULE_NAMES = ("small", "large", "large-constant")
-DECAY_MODES = ("separate", "cumulative")
 
 
 def build_runs(eta_small: float, eta_large: float, decay_at, decay_factors, decay_mode: str = "separate",
@@ -54,6 +116,8 @@ def build_runs(eta_small: float, eta_large: float, decay_at, decay_factors, deca
     ``"large-constant"``: η_large without decay. ``warmup > 0`` prepends a linear warm-up of that
     many steps to the large-step runs.
     """
+    from dyntools.optim.schedules import Constant, LinearWarmup, PiecewiseDecay
+
     validation.positive("eta_small", eta_small)
     validation.positive("eta_large", eta_large)
     validation.one_of("decay_mode", decay_mode, DECAY_MODES)
@@ -94,54 +158,48 @@ def build_runs(eta_small: float, eta_large: float, decay_at, decay_factors, deca
     return runs
 
 
-def resolve(preset: str | None = "paper-sgd", **overrides) -> dict:
-    """The preset's parameters with ``overrides`` applied (``None`` values are ignored)."""
-    base = dict(PAPER_SGD if preset is None else PRESETS[validation.one_of("preset", preset, tuple(PRESETS))])
-    unknown = set(overrides) - set(PAPER_SGD) - {"bound", "rank_threshold", "l0_threshold", "keep_params",
-                                                   "sharpness_iters", "data", "u0", "v0", "indices"}
-    if unknown:
-        raise TypeError(f"unknown parameters: {', '.join(sorted(unknown))}")
-    base.update({k: v for k, v in overrides.items() if v is not None})
-    return base
-
-
-def make_datasets(params: dict, seed: int):
-    """One data set per seed (``stream_key=(i,)``), or the user's data set for every seed."""
+def make_datasets(p: DiagNetParams, seed: int, data=None):
+    """One data set per seed (``stream_key=(i,)``), or the given data set for every seed."""
     from dyntools.data import sparse_regression
 
-    seeds = validation.count("seeds", params["seeds"])
-    if params.get("data") is not None:
-        return [params["data"]] * seeds
-    return [sparse_regression(params["n"], params["d"], params["r"], n_test=params["n_test"],
-                              noise=params["noise"], seed=seed, stream_key=(i,)) for i in range(seeds)]
+    if data is not None:
+        return [data] * p.seeds
+    return [sparse_regression(p.n, p.d, p.r, n_test=p.n_test, noise=p.noise, seed=seed, stream_key=(i,))
+            for i in range(p.seeds)]
+
+
+def train(p: DiagNetParams, *, seed: int = 0, progress: bool = False, chunks: int = 20, data=None, u0=None,
+          v0=None, indices=None, preset: str | None = None):
+    """Every schedule of ``p`` over ``p.seeds`` seeds → ``RunResult``; ``data``/``u0``/``v0``/``indices``
+    are given arrays (a :class:`~dyntools.data.RegressionData`, initial point, replayed samples)."""
+    from dyntools.dynamics.diag_net_sgd import train_diag_net
+
+    seed = validation.seed(seed)
+    runs = build_runs(p.eta_small, p.eta_large, p.decay_at, p.decay_factors, p.decay_mode, p.warmup, p.schedules)
+    library_defaults = {k: getattr(p, k) for k in ("bound", "rank_threshold", "l0_threshold", "sharpness_iters")
+                        if getattr(p, k) is not None}
+    result = train_diag_net(
+        make_datasets(p, seed, data), runs, steps=p.steps, method=p.method, batch=p.batch,
+        label_noise=p.label_noise, momentum=p.momentum, weight_decay=p.weight_decay, init=p.init, alpha=p.alpha,
+        init_scale=p.init_scale, records=p.records, grid=p.grid, dense_start=p.dense_start,
+        keep_params=p.keep_params, u0=u0, v0=v0, indices=indices, seed=seed, chunks=chunks, progress=progress,
+        **library_defaults)
+    result.config.update({"preset": preset, "r": p.r, "noise": p.noise, "eta_small": p.eta_small,
+                          "eta_large": p.eta_large, "decay_at": list(p.decay_at),
+                          "decay_factors": list(p.decay_factors), "decay_mode": p.decay_mode,
+                          "warmup": p.warmup, "schedules": list(p.schedules),
+                          "data": "given" if data is not None else "sparse_regression",
+                          "init_given": u0 is not None, "replayed": indices is not None})
+    return result
 
 
 def run_experiment(preset: str | None = "paper-sgd", *, seed: int = 0, progress: bool = False,
-                   chunks: int = 20, **overrides):
-    """Run every schedule of ``preset`` (with ``overrides``) over ``seeds`` seeds → ``RunResult``."""
-    from dyntools.dynamics.diag_net_sgd import L0_THRESHOLD, RANK_THRESHOLD, train_diag_net
-
-    p = resolve(preset, **overrides)
-    seed = validation.seed(seed)
-    runs = build_runs(p["eta_small"], p["eta_large"], p["decay_at"], p["decay_factors"], p["decay_mode"],
-                      p["warmup"], p["schedules"])
-    datasets = make_datasets(p, seed)
-    result = train_diag_net(
-        datasets, runs, steps=p["steps"], method=p["method"], batch=p["batch"], label_noise=p["label_noise"],
-        momentum=p["momentum"], weight_decay=p["weight_decay"], init=p["init"], alpha=p["alpha"],
-        init_scale=p["init_scale"], records=p["records"], grid=p["grid"], dense_start=p["dense_start"],
-        keep_params=p.get("keep_params", False), bound=p.get("bound", 1e6),
-        u0=p.get("u0"), v0=p.get("v0"), indices=p.get("indices"),
-        rank_threshold=p.get("rank_threshold", RANK_THRESHOLD),
-        l0_threshold=p.get("l0_threshold", L0_THRESHOLD), sharpness_iters=p.get("sharpness_iters", 1000),
-        seed=seed, chunks=chunks, progress=progress)
-    result.config.update({"preset": preset, "r": p["r"], "noise": p["noise"], "eta_small": p["eta_small"],
-                          "eta_large": p["eta_large"], "decay_at": list(p["decay_at"]),
-                          "decay_factors": list(p["decay_factors"]), "decay_mode": p["decay_mode"],
-                          "warmup": p["warmup"], "schedules": list(p["schedules"]),
-                          "data": "given" if p.get("data") is not None else "sparse_regression",
-                          "init_given": p.get("u0") is not None, "replayed": p.get("indices") is not None})
-    return result
+                   chunks: int = 20, data=None, u0=None, v0=None, indices=None, **overrides):
+    """Run every schedule of ``preset`` (with ``overrides`` of :class:`DiagNetParams` fields) over
+    ``seeds`` seeds → ``RunResult``. ``data``, ``u0``/``v0``, ``indices``: given arrays (see :func:`train`)."""
+    p = EXPERIMENT.make(preset, **overrides)
+    return train(p, seed=seed, progress=progress, chunks=chunks, data=data, u0=u0, v0=v0, indices=indices,
+                 preset=preset)
 
 
 def final_etas(result) -> np.ndarray:
@@ -201,14 +259,14 @@ def step_scan(preset: str = "paper-sgd", scales=SCAN_SCALES, *, seed: int = 0, p
     computed with these settings (the recording grid aside: the scan uses final metrics), e.g. the
     paper's pair at 1.0. The sharpness is skipped unless ``sharpness_iters`` is given.
     """
-    p = resolve(preset, **overrides)
+    p = EXPERIMENT.make(preset, **overrides)
     out = []
     for c in scales:
         c = validation.positive("scale", c)
         if reuse and c in reuse:
             out.append((c, reuse[c]))
             continue
-        kw = {"sharpness_iters": 0, **overrides, "eta_small": p["eta_small"] * c, "eta_large": p["eta_large"] * c}
+        kw = {"sharpness_iters": 0, **overrides, "eta_small": p.eta_small * c, "eta_large": p.eta_large * c}
         out.append((c, run_experiment(preset, seed=seed, progress=progress, **kw)))
     return out
 
@@ -316,3 +374,106 @@ def reproduce(ctx):
         + f". It holds at {sum(checkable)} of {len(checkable)} checkable scales.\n\n"
         + "\n".join(f"![step-size scan]({ctx.relative(q)})" for q in scan_paths))
     return Section(TITLE, "\n\n".join(parts), numbers=numbers, figures=figures, ok=ok)
+
+
+# ----------------------------------------------------------------------------------- the command line
+
+def load_data(path):
+    """A user's data set from an ``.npz`` with X, y, X_test, y_test (and optionally beta_star)."""
+    from dyntools.data import RegressionData
+    from dyntools.dynamics.diag_net_sgd import check_data
+
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"Invalid --data: cannot read {path} ({exc})") from None
+    missing = [k for k in ("X", "y", "X_test", "y_test") if k not in arrays]
+    if missing:
+        raise ValueError(f"Invalid --data: {path} lacks {', '.join(missing)}")
+    check_data(arrays["X"], arrays["y"], "X", "y")
+    check_data(arrays["X_test"], arrays["y_test"], "X_test", "y_test")
+    d = arrays["X"].shape[1]
+    if arrays["X_test"].shape[1] != d:
+        raise ValueError(f"Invalid X_test: {arrays['X_test'].shape[1]} columns, X has {d}")
+    beta = arrays.get("beta_star", np.zeros(d))
+    beta = validation.finite_array("beta_star", beta, ndim=1)
+    if beta.shape[0] != d:
+        raise ValueError(f"Invalid beta_star: length {beta.shape[0]} does not match d = {d}")
+    return RegressionData(*(np.asarray(arrays[k], dtype=np.float64) for k in ("X", "y", "X_test", "y_test")),
+                          beta)
+
+
+def load_init(path, d: int):
+    """``u0`` and ``v0`` (length ``d`` each) from an ``.npz``."""
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"Invalid --init-file: cannot read {path} ({exc})") from None
+    if "u0" not in arrays or "v0" not in arrays:
+        raise ValueError(f"Invalid --init-file: {path} needs arrays u0 and v0")
+    u0 = validation.finite_array("u0", arrays["u0"], ndim=1)
+    v0 = validation.finite_array("v0", arrays["v0"], ndim=1)
+    if u0.shape[0] != d or v0.shape[0] != d:
+        raise ValueError(f"Invalid --init-file: u0 and v0 must have length d = {d}")
+    return u0, v0
+
+
+def load_indices(path) -> np.ndarray:
+    """Replayed sample indices from ``.npy`` or a text file (integers)."""
+    try:
+        arr = np.load(path, allow_pickle=False) if str(path).endswith(".npy") else np.loadtxt(path, ndmin=1)
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"Invalid --indices: cannot read {path} ({exc})") from None
+    if not np.issubdtype(arr.dtype, np.integer):
+        if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
+            raise ValueError(f"Invalid --indices: {path} must hold integers")
+    return arr.astype(np.int64)
+
+
+def given_arrays(p: DiagNetParams) -> dict:
+    """The files named by ``p`` read and checked: ``data``, ``u0``/``v0``, ``indices`` (absent when not given)."""
+    out = {}
+    if p.data is not None:
+        out["data"] = load_data(p.data)
+    d = out["data"].X.shape[1] if p.data is not None else p.d
+    if p.init_file is not None:
+        out["u0"], out["v0"] = load_init(p.init_file, d)
+    if p.indices is not None:
+        out["indices"] = load_indices(p.indices)
+    return out
+
+
+def check(p: DiagNetParams) -> None:
+    """Cross-field checks, the schedules built, the given files read — before anything is written."""
+    if p.r > p.d:
+        raise ValueError(f"Invalid r: {p.r} (must be <= d = {p.d})")
+    if p.method != "gd" and p.batch > p.n and p.data is None:
+        raise ValueError(f"Invalid batch: {p.batch} (must be <= n = {p.n})")
+    build_runs(p.eta_small, p.eta_large, p.decay_at, p.decay_factors, p.decay_mode, p.warmup, p.schedules)
+    given_arrays(p)
+
+
+def run(p: DiagNetParams, ctx: RunContext):
+    return train(p, seed=ctx.seed, progress=ctx.progress, preset=ctx.preset, **given_arrays(p))
+
+
+def summary(p: DiagNetParams, result) -> dict:
+    return {"status": result.status, "message": result.message, "preset": result.config["preset"],
+            "runs": result.summary["runs"], "seconds": result.timings}
+
+
+def table(p: DiagNetParams, result) -> str:
+    from dyntools.tables import text_table
+
+    return "\n".join([f"status: {result.status}", f"message: {result.message}", "", text_table(table_rows(result))])
+
+
+EXPERIMENT = Experiment(
+    name="diag-net", verb="simulate",
+    help="diagonal linear network h(x) = <u*v, x> on sparse regression (seed 004): GD/SGD over schedules and seeds",
+    example="dyntools simulate diag-net --preset paper-sgd --seeds 16 --out runs/diag-sgd",
+    params=DiagNetParams, presets=PRESETS, run=run, table=table, summary=summary, check=check)
+
+REPORT = Entry("diag-nets", TITLE, reproduce, order=60)

@@ -5,25 +5,268 @@ Parameters: θ* = 1, data uniform on [1, 1.05] (n = 1000), so the proposition's 
 (converges below the GD limit 1/(E[x²]θ*²), stabilizes, diverges for large η), an empty-interval
 support (x_max/x_min ≥ √1.25) reported as such, and the quadratic-GD facts (2/λ_max).
 
+Proposition. If ``supp ρ̂ ⊂ [x_min, x_max]``, ``η ∈ ((θ* x_min)⁻², 1.25 (θ* x_max)⁻²)`` and
+``θ_0 ∈ (0, θ*)``, then almost surely, for all t,
+
+    F(θ_t) ∈ (ε₀ θ*², 0.17 θ*²),      ε₀ = min{(η (θ* x_min)² − 1)/3, 0.02},
+
+and there are t, such that for all k ≥ 0 the iterates bounce across the valley:
+``θ_{t+2k} ∈ (0.65θ*, (1−ε₀)θ*)`` and ``θ_{t+2k+1} ∈ ((1−ε₀)θ*, 1.162θ*)``.
+
+:func:`check_proposition` measures each part on simulated paths — over *every* step (the
+kernel's online counters) and over the recorded steps — and states plainly which parts hold.
+:func:`phase_diagram` sweeps η and classifies each value: converges, stabilizes, diverges.
+``EXPERIMENT`` is ``dyntools simulate stabilization``; ``REPORT`` the catalogue entry.
+
 Run alone: ``python -m simulations.loss_stabilization [--quick]``.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
+
 import numpy as np
 
-from dyntools import plots
-from dyntools.dynamics.quadratic_gd import classify_gd
-from dyntools.dynamics.toy_sgd import simulate_toy
-from dyntools.engine import record as recording
-from dyntools.models.quadratic_toy import QuadraticToy, interval_is_empty_message
-from dyntools.plots import stabilization as stab_plots
-from dyntools.report import ReportContext, Section
-from dyntools.stabilization import check_proposition, phase_diagram
-from dyntools.tables import markdown_table
+from dyntools import validation
+from dyntools.spec import Entry, Experiment, RunContext, param
 
 TITLE = "Loss stabilization on the quadratic toy (seed 004)"
-THETA_STAR, X_MIN, X_MAX, N, ETA, THETA0 = 1.0, 1.0, 1.05, 1000, 1.08, 0.5
+#: The paper's data support (uniform data; ``--samples`` replaces it by the samples' range).
+X_MIN, X_MAX = 1.0, 1.05
+
+
+@dataclass(frozen=True)
+class StabilizationParams:
+    """``dyntools simulate stabilization``: one run at step η, or a phase diagram over ``eta_grid``."""
+
+    eta: float = param(1.08, help="step size η", low=0.0, low_open=True)
+    eta_grid: tuple | None = param(None, kind="grid", metavar="START:STOP:N",
+                                   help="phase diagram over N step sizes instead of one run")
+    theta_star: float = param(1.0, help="θ*", low=0.0, low_open=True)
+    x_min: float | None = param(None, kind="float", low=0.0, low_open=True,
+                                help=f"lower end of the data support; default {X_MIN:g}, or min x with --samples")
+    x_max: float | None = param(None, kind="float", low=0.0, low_open=True,
+                                help=f"upper end of the data support; default {X_MAX:g}, or max x with --samples")
+    n: int = param(1000, help="number of data points drawn uniformly", low=1)
+    samples: Path | None = param(None, kind="file", metavar="FILE",
+                                 help="use these x samples (.npy or whitespace-separated text) instead of uniform "
+                                      "data; the support is [--x-min, --x-max] if given, else [min x, max x]")
+    decay_at: tuple | None = param(None, kind="floats", metavar="F1,F2,…",
+                                   help="fractions of the run after which η is divided (with --decay-by), "
+                                        "e.g. 0.1,0.3,0.5")
+    decay_by: tuple | None = param(None, kind="floats", metavar="D1,D2,…",
+                                   help="the division factors, e.g. 4.8,3.4,1.5")
+    indices: Path | None = param(None, kind="file", metavar="FILE",
+                                 help="replay: .npy of sample indices, shape (steps,) or (paths, steps)")
+    theta0: float = param(0.5, help="initial θ_0 in units of θ*", low=0.0, low_open=True)
+    steps: int = param(100_000, help="number of updates", low=1)
+    paths: int = param(64, help="independent SGD paths", low=1)
+    method: str = param("sgd", choices=("sgd", "gd"), help="SGD or full-batch GD")
+    records: int = param(200, help="recorded steps per path", low=2)
+    grid: str = param("log", choices=("log", "linear"), help="recording grid")
+
+
+def _load_array(name: str, path) -> np.ndarray:
+    path = Path(path)
+    try:
+        return np.load(path, allow_pickle=False) if path.suffix == ".npy" else np.loadtxt(path, ndmin=1)
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"Invalid {name}: cannot read {path} ({exc})") from None
+
+
+def eta_values(grid) -> np.ndarray:
+    """``(START, STOP, N)`` → N step sizes, evenly spaced (N >= 2, 0 < START < STOP)."""
+    start, stop, n = grid
+    validation.positive("--eta-grid START", start)
+    validation.positive("--eta-grid STOP", stop)
+    validation.count("--eta-grid N", n, minimum=2)
+    if stop <= start:
+        raise ValueError(f"Invalid --eta-grid: STOP {stop} must exceed START {start}")
+    return np.linspace(start, stop, n)
+
+
+def make_toy(p: StabilizationParams, seed: int):
+    """The data set: the given samples, or ``n`` points uniform on the support."""
+    from dyntools.models.quadratic_toy import QuadraticToy
+
+    if p.samples is not None:
+        x = _load_array("--samples", p.samples)
+        return QuadraticToy.from_samples(x, theta_star=p.theta_star, x_min=p.x_min, x_max=p.x_max)
+    return QuadraticToy.uniform(theta_star=p.theta_star, x_min=X_MIN if p.x_min is None else p.x_min,
+                                x_max=X_MAX if p.x_max is None else p.x_max, n=p.n, seed=seed)
+
+
+def make_schedule(p: StabilizationParams):
+    from dyntools.optim.schedules import Constant, PiecewiseDecay
+
+    if (p.decay_at is None) != (p.decay_by is None):
+        raise ValueError("Invalid --decay-at/--decay-by: give both or neither")
+    return Constant() if p.decay_at is None else PiecewiseDecay(p.decay_at, p.decay_by)
+
+
+def replay_indices(p: StabilizationParams) -> np.ndarray | None:
+    if p.indices is None:
+        return None
+    indices = _load_array("--indices", p.indices)
+    if not np.issubdtype(indices.dtype, np.integer):
+        if not np.all(np.isfinite(indices)) or np.any(indices != np.round(indices)):
+            raise ValueError(f"Invalid --indices: {p.indices} must hold integers")
+        indices = indices.astype(np.int64)
+    return indices
+
+
+def check(p: StabilizationParams) -> None:
+    """Cross-field checks (and the given files read), before anything is written."""
+    if p.eta_grid is not None:
+        eta_values(p.eta_grid)
+    make_toy(p, 0)
+    make_schedule(p).multipliers(p.steps)
+    if replay_indices(p) is not None and p.eta_grid is not None:
+        raise ValueError("Invalid --indices: replay applies to a single run, not to --eta-grid")
+
+
+def run(p: StabilizationParams, ctx: RunContext):
+    """One run (with the proposition checked on it), or the phase diagram over ``eta_grid``."""
+    from dyntools.dynamics.toy_sgd import simulate_toy
+    from dyntools.engine import record as recording
+
+    toy = make_toy(p, ctx.seed)
+    theta0 = p.theta0 * toy.theta_star
+    if p.eta_grid is not None:
+        return phase_diagram(toy, eta_values(p.eta_grid), steps=p.steps, paths=p.paths, theta0=theta0,
+                             seed=ctx.seed, method=p.method, progress=ctx.progress)
+    record_steps = recording.with_dense_tail(recording.make_grid(p.grid, p.steps, p.records), p.steps)
+    result = simulate_toy(toy, p.eta, steps=p.steps, paths=p.paths, theta0=theta0, seed=ctx.seed,
+                          method=p.method, record_steps=record_steps, chunks=50, progress=ctx.progress,
+                          schedule=make_schedule(p), indices=replay_indices(p))
+    result.summary["proposition"] = check_proposition(result, toy)
+    return result
+
+
+def summary(p: StabilizationParams, result) -> dict:
+    head = {"status": result.status, "message": result.message}
+    if result.kind == "stabilization-phase":
+        return {**head, **result.summary, "etas": result["etas"].tolist(),
+                "stationary_loss": result["stationary_loss"].tolist(),
+                "diverged_fraction": result["diverged"].tolist()}
+    check_ = result.summary["proposition"]
+    return {**head, **{k: v for k, v in result.summary.items() if k != "proposition"}, "proposition": check_,
+            "seconds": result.timings.get("simulate")}
+
+
+def table(p: StabilizationParams, result) -> str:
+    from dyntools.tables import key_values
+
+    if result.kind == "stabilization-phase":
+        return key_values({"status": result.status, "message": result.message})
+    c = result.summary["proposition"]
+    return key_values({"status": result.status, "message": result.message, "regime": c["regime"],
+                       "proposition": c["statement"], "diverged paths": c["diverged_paths"],
+                       "band fraction (all steps)": c["band_fraction_all_steps"],
+                       "bounce fraction": c["bounce_fraction"], "entry time quantiles": c["entry_time_quantiles"]})
+
+
+EXPERIMENT = Experiment(
+    name="stabilization", verb="simulate",
+    help="quadratic-parametrization toy of seed 004: loss stabilization of large-step SGD",
+    example=("dyntools simulate stabilization --eta 1.08 --x-min 1 --x-max 1.05 --steps 100000 "
+             "--paths 64 --seed 0 --out runs/stab"),
+    params=StabilizationParams, run=run, table=table, summary=summary, check=check)
+
+
+def check_proposition(result, toy) -> dict:
+    """Measure the proposition's claims on a ``"stabilization"`` result of constant step η."""
+    from dyntools.models.quadratic_toy import interval_is_empty_message
+
+    eta = float(result.config["eta"])
+    steps = int(result.config["steps"])
+    loss = result["loss"]
+    alive = result["diverged_at"] < 0
+    lo, hi = toy.band(eta)
+    regime = toy.regime(eta)
+    scale = toy.theta_star**2
+    recorded = loss[alive][:, 1:] if alive.any() else np.empty((0, 0))   # t ≥ 1
+    in_band_rec = (recorded > lo) & (recorded < hi)
+    entry = result["entry"][alive]
+    bouncing = entry < steps
+    out = {
+        "eta": eta, "regime": regime, "eta_interval": toy.eta_interval(), "eps0": toy.eps0(eta),
+        "band": [lo, hi], "paths": int(loss.shape[0]), "diverged_paths": int((~alive).sum()),
+        "band_fraction_all_steps": float(result["in_band"][alive].sum() / max(1, alive.sum() * steps)),
+        "band_fraction_recorded": float(in_band_rec.mean()) if in_band_rec.size else float("nan"),
+        "paths_always_in_band_recorded": float(in_band_rec.all(axis=1).mean()) if in_band_rec.size else 0.0,
+        "below_band_fraction_recorded": float((recorded <= lo).mean()) if recorded.size else float("nan"),
+        "above_band_fraction_recorded": float((recorded >= hi).mean()) if recorded.size else float("nan"),
+        "min_loss_over_theta_star2": float(np.nanmin(recorded) / scale) if recorded.size else float("nan"),
+        "max_loss_over_theta_star2": float(np.nanmax(recorded) / scale) if recorded.size else float("nan"),
+        "bounce_fraction": float(result["bounces"][alive].sum() / max(1, alive.sum() * steps)),
+        "paths_bouncing_at_end": float(bouncing.mean()) if bouncing.size else 0.0,
+        "entry_time_quantiles": (np.quantile(entry[bouncing], [0, 0.5, 0.9, 1.0]).tolist()
+                                 if bouncing.any() else None),
+    }
+    if result["etas"].size > 1:
+        out["statement"] = ("the proposition is stated for a constant step; this run used a schedule "
+                            f"(base eta = {eta:g}), so its claims are measured but do not apply")
+    elif regime == "empty":
+        out["statement"] = interval_is_empty_message(toy) + "; nothing to check"
+    elif regime != "inside":
+        out["statement"] = f"eta = {eta:g} is {regime} the proposition's interval; its claims do not apply"
+    else:
+        out["statement"] = (
+            f"bounce across the valley: {'holds' if out['paths_bouncing_at_end'] == 1.0 else 'FAILS'} "
+            f"on {out['paths_bouncing_at_end']:.0%} of paths; loss band (eps0 th*^2, 0.17 th*^2): "
+            f"{out['band_fraction_all_steps']:.1%} of all steps inside "
+            f"(upper bound violated on {out['above_band_fraction_recorded']:.1%}, lower bound on "
+            f"{out['below_band_fraction_recorded']:.1%} of recorded steps)")
+    return out
+
+
+def phase_diagram(toy, etas, *, steps: int, paths: int, theta0: float = 0.5,
+                  seed: int = 0, method: str = "sgd", progress: bool = False):
+    """Classify each η of ``etas``: the stationary loss level and what fraction of paths
+    converged, stabilized (bounced inside the band's regime) or diverged.
+
+    Each grid cell draws its paths from ``SeedSequence(seed, key=(cell,))``, so a cell's result
+    does not depend on the rest of the grid.
+    """
+    from dyntools.dynamics.toy_sgd import simulate_toy
+    from dyntools.engine.progress import progress_bar
+    from dyntools.engine.result import RunResult, timed
+
+    etas = validation.finite_array("eta grid", etas, ndim=1)
+    if np.any(etas <= 0):
+        raise ValueError("Invalid eta grid: every step size must be > 0")
+    timings: dict[str, float] = {}
+    cols = {k: np.empty(etas.size) for k in (
+        "stationary_loss", "loss_q10", "loss_q90", "diverged", "converged", "band_fraction",
+        "bounce_fraction")}
+    with timed(timings, "simulate"), progress_bar(etas.size, "eta grid", enabled=progress) as bar:
+        for j, eta in enumerate(etas):
+            r = simulate_toy(toy, float(eta), steps=steps, paths=paths, theta0=theta0, seed=seed,
+                             method=method, records=60, stream_key=(j,))
+            alive = r["diverged_at"] < 0
+            tail = r["loss"][alive][:, -12:]
+            late = tail.mean(axis=1) if alive.any() else np.array([np.nan])
+            cols["stationary_loss"][j] = np.median(late)
+            cols["loss_q10"][j], cols["loss_q90"][j] = np.quantile(late, [0.1, 0.9])
+            cols["diverged"][j] = 1.0 - alive.mean()
+            cols["converged"][j] = float((late < 1e-20 * toy.theta_star**4).mean()) * alive.mean()
+            lo, hi = toy.band(float(eta))
+            cols["band_fraction"][j] = float(((tail > lo) & (tail < hi)).mean()) if alive.any() else 0.0
+            cols["bounce_fraction"][j] = float(r["bounces"][alive].sum() / max(1, alive.sum() * steps))
+            bar.update(1)
+    interval = toy.eta_interval()
+    n_div = int((cols["diverged"] > 0).sum())
+    status = "completed"
+    message = (f"{etas.size} step sizes: {int((cols['converged'] == 1).sum())} converge, "
+               f"{n_div} with diverged paths; proposition interval "
+               + (f"({interval[0]:.4g}, {interval[1]:.4g})" if interval else "empty"))
+    config = {"model": "quadratic-toy", "method": method, "steps": steps, "paths": paths, "theta0": theta0,
+              "theta_star": toy.theta_star, "x_min": toy.x_min, "x_max": toy.x_max, "n": int(toy.x.size)}
+    summary = {"eta_interval": interval, "gd_step_limit": toy.gd_step_limit(), "second_moment": toy.second_moment}
+    return RunResult("stabilization-phase", config, {"etas": etas, "x": toy.x, **cols}, status, message,
+                     seed=seed, summary=summary, timings=timings)
 
 
 def sizes(quick: bool) -> dict:
@@ -32,9 +275,20 @@ def sizes(quick: bool) -> dict:
     return {"steps": 1_000_000, "paths": 64, "grid_steps": 50_000, "grid_paths": 32, "grid_n": 53}
 
 
-def reproduce(ctx: ReportContext) -> Section:
+def reproduce(ctx):
+    from dyntools import plots
+    from dyntools.dynamics.quadratic_gd import classify_gd
+    from dyntools.dynamics.toy_sgd import simulate_toy
+    from dyntools.engine import record as recording
+    from dyntools.models.quadratic_toy import QuadraticToy, interval_is_empty_message
+    from dyntools.plots import stabilization as stab_plots
+    from dyntools.report import Section
+    from dyntools.tables import markdown_table
+
     sz = sizes(ctx.quick)
-    toy = QuadraticToy.uniform(theta_star=THETA_STAR, x_min=X_MIN, x_max=X_MAX, n=N, seed=ctx.seed)
+    P = StabilizationParams()
+    ETA, THETA0, N, THETA_STAR = P.eta, P.theta0, P.n, P.theta_star
+    toy = make_toy(P, ctx.seed)
 
     # 1. one step size inside the interval, many paths
     grid = recording.with_dense_tail(recording.log_grid(sz["steps"], 300), sz["steps"])
@@ -130,12 +384,15 @@ so that lower bound does not follow from them; `dyntools prove` examines the sta
                    ok=bool(bounce_ok and quad_ok and gd_ok))
 
 
+REPORT = Entry("loss-stabilization", TITLE, reproduce, order=10)
+
+
 if __name__ == "__main__":  # pragma: no cover
     import argparse
     import tempfile
     from pathlib import Path
 
-    from dyntools.report import render
+    from dyntools.report import ReportContext, render
 
     parser = argparse.ArgumentParser(description=TITLE)
     parser.add_argument("--quick", action="store_true")

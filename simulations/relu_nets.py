@@ -33,6 +33,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from dyntools import validation
+from dyntools.spec import Entry, Experiment, RunContext, param
 
 TITLE = "Small ReLU networks: loss stabilization and sparse features (seed 004)"
 
@@ -120,6 +121,81 @@ def get_setting(name: str, **overrides) -> Setting:
     return s
 
 
+@dataclass(frozen=True)
+class ReluParams:
+    """``dyntools simulate relu``: a setting of :data:`SETTINGS`, some of its fields replaced (``None``: the
+    setting's value), and the measurement options."""
+
+    setting: str = param("teacher3", choices=tuple(SETTINGS), help="the experiment")
+    seeds: int = param(5, low=1, help="seeds in the final table")
+    log10_steps: float | None = param(None, kind="float", low=0.0, low_open=True,
+                                      help="iterations = 10^x (default: the setting's)")
+    records: int = param(60, low=2, help="recorded steps on a log grid")
+    method: str | None = param(None, kind="str", choices=("sgd", "gd"), help="SGD or full-batch GD (default sgd)")
+    batch: int | None = param(None, kind="int", low=1, help="SGD mini-batch size (default 1)")
+    n: int | None = param(None, kind="int", low=1, help="training points (teacher-student settings)")
+    d: int | None = param(None, kind="int", low=1, help="teacher input dimension (teacher-student settings)")
+    width: tuple | None = param(None, kind="ints", low=1, metavar="M[,M…]", help="student hidden widths, e.g. 10,10")
+    student_d: int | None = param(None, kind="int", low=1, label="student input dimension",
+                                  help="student input dimension (must equal --d; default: equal)")
+    teacher_widths: tuple | None = param(None, kind="ints", low=1, metavar="K[,K…]",
+                                         help="teacher hidden widths, e.g. 2,2")
+    init_scale: tuple | None = param(None, kind="floats", low=0.0, metavar="S[,S…]",
+                                     help="init scale (per layer for Gaussian)")
+    eta_small: float | None = param(None, kind="float", low=0.0, low_open=True,
+                                    help="constant small step (teacher settings)")
+    eta_large: float | None = param(None, kind="float", low=0.0, low_open=True, help="large step before the decay")
+    decays: str | None = param(None, kind="str", metavar="F:K[,F:K…]",
+                               help="one large-step run per pair: divide η by K after a fraction F of the run")
+    warmup_factor: float | None = param(None, kind="float", low=0.0, low_open=True, help="warm-up multiplier (1: none)")
+    warmup_exponent: float | None = param(None, kind="float", low=0.0, low_open=True,
+                                          help="warm-up exponent (1: linear)")
+    warmup_scaling: str | None = param(None, kind="str", choices=("fixed", "length"),
+                                       help="warm-up factor as given, or times the decay fraction (1d default: length)")
+    threshold: float = param(0.99, low=0.0, high=1.0, low_open=True, help="neuron-merging correlation threshold")
+    rank_threshold: float = param(1e-4, low=0.0, high=1.0, low_open=True, label="rank threshold",
+                                  help="relative singular-value threshold of the Jacobian rank")
+    kernel: str = param("numba", choices=("numba", "numpy"), help="compiled kernel or its NumPy twin")
+
+
+_P = ReluParams()
+
+
+def parse_decays(text: str | None):
+    """``"0.1:2,0.3:4"`` → ((0.1, 2.0), (0.3, 4.0))."""
+    if text is None:
+        return None
+    out = []
+    for part in text.split(","):
+        bits = part.split(":")
+        try:
+            frac, factor = float(bits[0]), float(bits[1])
+            if len(bits) != 2:
+                raise IndexError
+        except (ValueError, IndexError):
+            raise ValueError(f"Invalid --decays: {text!r} "
+                             "(expected FRACTION:FACTOR pairs, e.g. 0.1:2,0.5:5)") from None
+        out.append((frac, factor))
+    return tuple(out)
+
+
+def overrides(p: ReluParams) -> dict:
+    """The fields of the setting that ``p`` replaces (``None``: keep the setting's)."""
+    return {"hidden": p.width, "teacher": p.teacher_widths, "n": p.n, "d": p.d, "batch": p.batch,
+            "method": p.method, "log10_steps": p.log10_steps, "eta_small": p.eta_small, "eta_large": p.eta_large,
+            "decays": parse_decays(p.decays), "warmup_factor": p.warmup_factor,
+            "warmup_exponent": p.warmup_exponent,
+            "warmup_per_length": None if p.warmup_scaling is None else p.warmup_scaling == "length",
+            "init_scales": p.init_scale}
+
+
+def check(p: ReluParams) -> None:
+    s = get_setting(p.setting, **overrides(p))                 # validates every field of the setting
+    if p.student_d is not None and p.student_d != s.d:
+        raise ValueError(f"Invalid student input dimension: {p.student_d} (must equal the teacher's d = {s.d})")
+
+
+
 def schedules(s: Setting):
     """``[(label, η, Schedule)]``: the constant run (if any) then one large-step run per decay."""
     from dyntools.optim.schedules import Constant, PiecewiseDecay, PowerWarmup
@@ -161,8 +237,8 @@ def build(s: Setting, seed: int):
     return layout, theta0, X, y, X_test, y_test, teacher
 
 
-def run_seed(s: Setting, seed: int, *, records: int = 60, threshold: float = 0.99,
-             rank_threshold: float = 1e-4, kernel: str = "numba", progress: bool = False):
+def run_seed(s: Setting, seed: int, *, records: int = _P.records, threshold: float = _P.threshold,
+             rank_threshold: float = _P.rank_threshold, kernel: str = _P.kernel, progress: bool = False):
     """Train every schedule of ``s`` for one seed; returns (arrays, seconds of training)."""
     from dyntools.dynamics.relu_sgd import evaluate, train
 
@@ -225,8 +301,8 @@ def _final(arr: np.ndarray, diverged_at: np.ndarray) -> np.ndarray:
     return last
 
 
-def simulate(setting: str = "1d", *, seed: int = 0, seeds: int = 5, records: int = 60,
-             threshold: float = 0.99, rank_threshold: float = 1e-4, kernel: str = "numba",
+def simulate(setting: str = "1d", *, seed: int = 0, seeds: int = _P.seeds, records: int = _P.records,
+             threshold: float = _P.threshold, rank_threshold: float = _P.rank_threshold, kernel: str = _P.kernel,
              progress: bool = False, **overrides):
     """Run one setting: full recordings for ``seed`` and the final numbers for ``seeds`` seeds
     (``seed, seed+1, …``). Returns a :class:`~dyntools.result.RunResult` of kind ``"relu"``."""
@@ -375,9 +451,7 @@ def reproduce(ctx):
         figures += [ctx.relative(p) for p in paths]
         lines, ok = _checks(res)
         all_ok &= ok
-        cols = ["schedule", "loss in large-step phase", "test loss", "train loss", "sparsity",
-                "Jacobian rank"] + \
-               (["kinks"] if name == "1d" else []) + ["diverged seeds", "collapsed seeds"]
+        cols = table_columns(name)
         md += [f"### Setting `{name}` ({res.config['steps']} iterations, {seeds} seeds)", "",
                f"Status: {res.status} — {res.message}. Training time (all seeds, all schedules): "
                f"{res.timings['train']:.2f} s.", "",
@@ -399,3 +473,38 @@ def reproduce(ctx):
                  + (" Quick mode: 3 seeds, 30 recordings per run (the runs are as long as in full mode)."
                     if ctx.quick else "") + "\n")
     return Section(TITLE, "\n".join(md), numbers=numbers, figures=figures, ok=bool(all_ok))
+
+
+# ----------------------------------------------------------------------------------- the command line
+
+def table_columns(setting: str) -> list[str]:
+    return (["schedule", "loss in large-step phase", "test loss", "train loss", "sparsity", "Jacobian rank"]
+            + (["kinks"] if setting == "1d" else []) + ["diverged seeds", "collapsed seeds"])
+
+
+def run(p: ReluParams, ctx: RunContext):
+    return simulate(p.setting, seed=ctx.seed, seeds=p.seeds, records=p.records, threshold=p.threshold,
+                    rank_threshold=p.rank_threshold, kernel=p.kernel, progress=ctx.progress, **overrides(p))
+
+
+def summary(p: ReluParams, result) -> dict:
+    return {"status": result.status, "message": result.message, "setting": p.setting,
+            "steps": result.config["steps"], "seeds": p.seeds, "table": result.summary["table"],
+            "seconds": result.timings}
+
+
+def table(p: ReluParams, result) -> str:
+    from dyntools.tables import text_table
+
+    cols = table_columns(p.setting)
+    return "\n".join([f"status: {result.status} — {result.message}", "",
+                      text_table([{c: r.get(c, "") for c in cols} for r in result.summary["table"]], cols)])
+
+
+EXPERIMENT = Experiment(
+    name="relu", verb="simulate",
+    help="small ReLU networks (seed 004): loss stabilization, feature sparsity, Jacobian rank",
+    example="dyntools simulate relu --setting teacher3 --seeds 5 --seed 0 --out runs/relu3",
+    params=ReluParams, run=run, table=table, summary=summary, check=check)
+
+REPORT = Entry("relu-nets", TITLE, reproduce, order=20)

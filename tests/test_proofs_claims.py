@@ -7,6 +7,7 @@ import pytest
 
 from dyntools import report
 from dyntools.commands.prove import builtin_registry
+from dyntools.commands.registry import catalogue
 from dyntools.symbolic import registry
 
 BUILTIN = builtin_registry()
@@ -126,7 +127,7 @@ def test_simulation_crosscheck_is_consistent_with_verified_bounds():
 def test_reproduce_entry_writes_table_and_derivations(results, tmp_path, monkeypatch):
     """The catalogue entry (run in-process on the results computed above, quick mode)."""
     monkeypatch.setattr(registry, "run", lambda claims, progress=None: [results[c.name] for c in claims])
-    [section] = report.reproduce(tmp_path / "rep", quick=True, only="proofs")
+    [section] = report.reproduce(tmp_path / "rep", catalogue(), quick=True, only="proofs")
     out = tmp_path / "rep"
     text = (out / "report.md").read_text()
     assert section.ok and "[proofs.md](proofs.md)" in text and "stab-region-argument" in text
@@ -144,5 +145,5 @@ def test_reproduce_entry_flags_a_wrong_verdict(results, tmp_path, monkeypatch):
     broken = dict(results)
     broken["stab-h-value"] = dataclasses.replace(results["stab-h-value"], verdict="inconclusive")
     monkeypatch.setattr(registry, "run", lambda claims, progress=None: [broken[c.name] for c in claims])
-    [section] = report.reproduce(tmp_path / "rep", quick=True, only="proofs")
+    [section] = report.reproduce(tmp_path / "rep", catalogue(), quick=True, only="proofs")
     assert section.ok is False

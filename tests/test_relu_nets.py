@@ -261,6 +261,21 @@ def test_bench_quick_reports_the_target_without_asserting_timings():
     assert "numba us per step" in rep.measurements
 
 
+def test_bench_workload_is_the_teacher3_setting():
+    """dyntools/bench/relu.py states its workload itself (the library does not import simulations/)."""
+    from dyntools.bench import relu as bench_relu
+    from simulations.relu_nets import build, get_setting, schedules
+
+    s = get_setting("teacher3", log10_steps=3.0)
+    layout, theta0, X, y, *_ = build(s, 0)
+    etas = np.stack([sc.etas(eta, s.steps) * np.ones(s.steps) for _, eta, sc in schedules(s)])
+    b_layout, b_theta0, b_X, b_y, b_etas = bench_relu.workload(s.steps)
+    assert (b_layout.widths, b_layout.biases) == (layout.widths, layout.biases) and s.batch == 1
+    for mine, theirs in ((b_theta0, theta0), (b_X, X), (b_y, y), (b_etas, etas)):
+        np.testing.assert_array_equal(mine, theirs)
+    assert get_setting("teacher3").steps == 10_000
+
+
 def test_runs_share_the_sample_stream_unless_asked_not_to():
     layout = Layout.mlp(2, [5], biases=True)
     ts = data.teacher_student(12, 2, [3], n_test=10, seed=3)

@@ -11,7 +11,7 @@ from dyntools.dynamics import sde_models
 from dyntools.dynamics.sde import SDE, solve
 from dyntools.engine import streams, ziggurat
 from dyntools.models.quadratic_toy import QuadraticToy
-from dyntools.sde_studies import TOLERANCES, convergence_study
+from simulations.sde_orders import TOLERANCES, convergence_study
 
 
 @njit

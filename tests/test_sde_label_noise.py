@@ -12,7 +12,7 @@ from dyntools.models import diag_net
 from dyntools.models.diag_net import DiagNet
 from dyntools.models.quadratic_toy import QuadraticToy
 from dyntools.optim.optimizers import sgd
-from dyntools.sde_studies import sgd_vs_sde, sparsity_mechanism
+from simulations.sde_label_noise import sgd_vs_sde, sparsity_mechanism
 
 DATA = sparse_regression(n=10, d=20, r=3, seed=1)
 

@@ -1,14 +1,15 @@
-"""``dyntools reproduce``: run the catalogue (see :mod:`dyntools.report`)."""
+"""``dyntools reproduce``: run the catalogue (see :mod:`dyntools.report`) that the registry finds."""
 
 from __future__ import annotations
 
 from dyntools import report
-from dyntools.commands import CommandOutput
+from dyntools.commands import CommandOutput, registry
 from dyntools.tables import text_table
 
 
 def run(args, progress: bool) -> CommandOutput:
-    sections = report.reproduce(args.out, quick=args.quick, seed=args.seed, only=args.only, progress=progress)
+    sections = report.reproduce(args.out, registry.catalogue(), quick=args.quick, seed=args.seed, only=args.only,
+                                progress=progress)
     rows = [{"entry": s.title, "status": "ok" if s.ok else "CHECK FAILED", "seconds": round(s.seconds, 1)}
             for s in sections]
     summary = {"out": str(args.out), "report": str(args.out / "report.md"), "quick": args.quick,

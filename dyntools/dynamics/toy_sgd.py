@@ -10,7 +10,7 @@ set ``x = √E[x²]``. A path stops at the first step where θ is non-finite or 
 that step is reported.
 
 While it runs, the kernel also keeps three per-path counters for the proposition
-(:mod:`dyntools.stabilization`), in units ``z = θ/θ*``:
+(``simulations.loss_stabilization``), in units ``z = θ/θ*``:
 
 * ``in_band``: steps ``t`` with ``F(θ_t) ∈ (ε₀θ*², 0.17θ*²)``;
 * ``bounces``: steps with ``z_t, z_{t+1}`` on opposite sides, one in ``(0.65, 1−ε₀)``, the other in

@@ -1,0 +1,148 @@
+"""``dyntools simulate sde``: the SDE engine on a built-in model, the order study, the label-noise studies.
+
+Models: geometric Brownian motion, Ornstein–Uhlenbeck, the quadratic toy's label-noise SDE, and the
+label-noise SDE of a diagonal linear network on sparse regression (seed 004). ``--convergence`` runs the
+order study of :mod:`simulations.sde_orders` on GBM and OU; ``--study`` runs a study of
+:mod:`simulations.sde_label_noise` on the diagonal network. The study settings that the command line
+does not expose are the constants below.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dyntools import validation
+from dyntools.spec import Experiment, RunContext, param
+
+#: Defaults that depend on the model (a flag left out takes the model's value).
+H = 1e-3                         # time step of the GBM / OU / toy runs
+T1 = 1.0                         # final time of the GBM / OU / toy runs
+TAU = 20.0                       # final SDE time of the diagonal-network runs (their h defaults to η/10)
+X0 = {"gbm": 1.0, "ou": 1.0, "toy": 0.5}
+MU = {"gbm": 0.5, "ou": 0.0}     # GBM drift / OU mean
+
+#: The sgd-vs-sde study compares the step sizes η/2^k, k < ETA_HALVINGS, with at least MIN_SUBSTEPS
+#: Brownian sub-steps per GD step and at most MAX_RECORDS saved times.
+ETA_HALVINGS, MIN_SUBSTEPS, MAX_RECORDS = 4, 8, 81
+#: The sparsity study divides η by STEP_DROP after the switch.
+STEP_DROP = 100
+#: The order study's finest Brownian level: at least 2 levels below J1 and at least this.
+MIN_FINE = 10
+
+
+@dataclass(frozen=True)
+class SDEParams:
+    """The options of ``dyntools simulate sde``."""
+
+    model: str = param("gbm", choices=("gbm", "ou", "toy", "diag-net"), help="the SDE")
+    scheme: str = param("em", choices=("em", "milstein"), help="scheme; milstein needs diagonal noise")
+    convergence: bool = param(False, help="order study instead of one run: strong/weak errors on GBM and OU "
+                                          "vs exact solutions")
+    levels: str = param("4:8", metavar="J0:J1", help="order study: h = T 2^-j for j in J0..J1, 0 <= J0 < J1 <= 14")
+    study: str = param("none", choices=("none", "sgd-vs-sde", "sparsity"), help="diag-net only: a study")
+    h: float | None = param(None, kind="float", low=0.0, low_open=True,
+                            help=f"time step; default {H:g}, diag-net eta/10")
+    t1: float | None = param(None, kind="float", low=0.0, low_open=True,
+                             help=f"final time; default {T1:g}, diag-net {TAU:g}")
+    paths: int = param(256, low=1, help="independent paths")
+    records: int = param(101, low=2, help="saved times")
+    substeps: int = param(1, low=1, help="fine Brownian increments per step")
+    x0: float | None = param(None, kind="float", help=f"initial state; default {X0['gbm']:g}, toy {X0['toy']:g}")
+    mu: float | None = param(None, kind="float",
+                             help=f"GBM drift / OU mean; default {MU['gbm']:g} / {MU['ou']:g}")
+    sigma: float = param(0.3, low=0.0, help="GBM/OU volatility")
+    theta: float = param(1.0, low=0.0, low_open=True, help="OU mean-reversion rate")
+    eta: float = param(0.1, low=0.0, help="SGD step eta in the label-noise SDE; > 0 for diag-net")
+    delta: float = param(0.05, low=0.0, help="SDE noise intensity delta: label noise of std n*sqrt(delta)")
+    method: str = param("sde", choices=("sde", "sgd"), help="diag-net: sde (EM of the SDE) | sgd (label-noise GD)")
+    n: int = param(40, low=1, help="diag-net samples / toy data points")
+    d: int = param(100, low=1, help="diag-net dimension")
+    r: int = param(5, low=1, help="diag-net sparsity of beta*")
+    alpha: float = param(0.5, low=0.0, low_open=True, help="diag-net initialization u = v = alpha")
+    bound: float = param(1e10, low=0.0, low_open=True, help="paths with |x| above this are stopped")
+
+
+def levels(text: str) -> tuple[int, int]:
+    """``"J0:J1"`` → ``(J0, J1)`` with ``0 <= J0 < J1 <= 14``."""
+    try:
+        a, b = (int(v) for v in text.split(":"))
+    except ValueError:
+        raise ValueError(f"Invalid --levels: {text!r} (expected J0:J1, e.g. 4:8)") from None
+    if not 0 <= a < b <= 14:
+        raise ValueError(f"Invalid --levels: {text!r} (need 0 <= J0 < J1 <= 14)")
+    return a, b
+
+
+def check(p: SDEParams) -> None:
+    if p.model == "diag-net" and p.scheme == "milstein":
+        raise ValueError("Invalid scheme: 'milstein' needs diagonal noise; the diag-net SDE has general noise "
+                         "(v ⊙ Xᵀ dB), use --scheme em")
+    if p.study != "none" and p.model != "diag-net":
+        raise ValueError(f"Invalid study: {p.study!r} runs on --model diag-net only")
+    if p.convergence and p.model not in ("gbm", "ou"):
+        raise ValueError("Invalid --convergence: the order study uses GBM and OU (--model gbm or ou)")
+    if p.model == "diag-net":
+        validation.positive("eta", p.eta)
+    if p.convergence:
+        levels(p.levels)
+
+
+def run(p: SDEParams, ctx: RunContext):
+    from dyntools.data import sparse_regression
+    from dyntools.dynamics import sde_models
+    from dyntools.dynamics.sde import solve
+    from dyntools.models.quadratic_toy import QuadraticToy
+    from simulations import sde_label_noise, sde_orders
+
+    seed = ctx.seed
+    if p.convergence:
+        j0, j1 = levels(p.levels)
+        return sde_orders.convergence_study(paths=p.paths, levels=(j0, j1), fine=max(j1 + 2, MIN_FINE), seed=seed)
+    if p.model == "diag-net":
+        data = sparse_regression(n=p.n, d=p.d, r=p.r, seed=seed)
+        tau = TAU if p.t1 is None else p.t1
+        if p.study == "sgd-vs-sde":
+            etas = [p.eta / 2**k for k in range(ETA_HALVINGS)]
+            return sde_label_noise.sgd_vs_sde(data, etas=etas, delta=p.delta, tau=tau, paths=p.paths,
+                                              substeps=max(p.substeps, MIN_SUBSTEPS), alpha=p.alpha, seed=seed,
+                                              records=min(p.records, MAX_RECORDS))
+        if p.study == "sparsity":
+            return sde_label_noise.sparsity_mechanism(data, eta=p.eta, delta=p.delta, tau=tau, h=p.h,
+                                                      paths=p.paths, alpha=p.alpha, seed=seed, records=p.records,
+                                                      eta_after=p.eta / STEP_DROP)
+        return sde_models.simulate_diag_net(data, eta=p.eta, tau=tau, h=p.h,
+                                            delta=sde_models.label_noise_std(p.delta, p.n), method=p.method,
+                                            paths=p.paths, init="balanced", alpha=p.alpha, seed=seed,
+                                            records=p.records, bound=p.bound, substeps=p.substeps)
+    mu = MU.get(p.model) if p.mu is None else p.mu
+    x0 = X0[p.model] if p.x0 is None else p.x0
+    if p.model == "gbm":
+        sde = sde_models.gbm(mu, p.sigma)
+    elif p.model == "ou":
+        sde = sde_models.ou(p.theta, mu, p.sigma)
+    else:
+        toy = QuadraticToy.uniform(n=p.n, seed=seed)
+        sde = sde_models.toy_sde(toy, p.eta, sde_models.label_noise_std(p.delta, toy.x.size, sde_models.TOY_SCALE))
+    result = solve(sde, x0, t1=T1 if p.t1 is None else p.t1, h=H if p.h is None else p.h, paths=p.paths,
+                   scheme=p.scheme, seed=seed, records=p.records, substeps=p.substeps, bound=p.bound)
+    result.config["x0"] = x0
+    return result
+
+
+def summary(p: SDEParams, result) -> dict:
+    return {"kind": result.kind, "status": result.status, "message": result.message, **result.summary,
+            "seconds": result.timings.get("simulate")}
+
+
+def table(p: SDEParams, result) -> str:
+    from dyntools.tables import key_values
+
+    return key_values({"kind": result.kind, "status": result.status, "message": result.message,
+                       "seconds": result.timings.get("simulate")})
+
+
+EXPERIMENT = Experiment(
+    name="sde", verb="simulate",
+    help="SDE engine (Euler-Maruyama / Milstein): GBM, OU, the quadratic toy, diagonal-net label noise",
+    example="dyntools simulate sde --model gbm --scheme milstein --h 1e-3 --paths 1000 --out runs/gbm",
+    params=SDEParams, run=run, table=table, summary=summary, check=check)
