@@ -25,12 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dyntools import validation
-
-try:                                     # the declarative specs (dyntools.spec) once main has them
-    from dyntools.spec import param
-except ImportError:                      # pragma: no cover - until the merge
-    def param(default, **_):
-        return default
+from dyntools.spec import Entry, Experiment, param
 
 TITLE = "The Voronoi study: model ladder and AdamW decay types (seed 000)"
 
@@ -620,3 +615,20 @@ def table_of(p, result) -> str:
             "rules disagree (cells, labels)": f"{result.summary['disagreement_cells_median']:.3f}, "
                                               f"{result.summary['disagreement_labels_median']:.3f}"})])
     return table(result)
+
+
+EXPERIMENTS = [
+    Experiment(
+        name="voronoi", verb="simulate",
+        help="one rung of seed 000's Voronoi ladder trained by AdamW with l2/l1/l1l2/min decay, over seeds "
+             "(snapshots for the animations)",
+        example="dyntools simulate voronoi --rung centers --decay l1 --seeds 5 --out runs/voronoi-centers-l1",
+        params=VoronoiParams, run=run_simulate, table=table_of, summary=summary, check=check),
+    Experiment(
+        name="voronoi-ladder", verb="sweep",
+        help="seed 000's Voronoi ladder: rungs x decay types x seeds (local processes or Dask, resumable)",
+        example="dyntools sweep voronoi-ladder --seeds 5 --workers 2 --out runs/voronoi-ladder",
+        params=LadderParams, run=run_sweep, table=table_of, summary=summary, check=check_ladder),
+]
+
+REPORT = Entry("voronoi", TITLE, reproduce, order=70)
