@@ -470,7 +470,7 @@ def rules_disagreement(seed: int, envs: int = 5, points: int = 20000) -> dict:
 
 def reproduce(ctx):
     """Catalogue entry: environment + both rules, the ladder over rungs × decay types × 5 seeds, and the
-    animated top rung (quick: 192 learned centers and 250 steps)."""
+    animations (quick: 192 learned centers, 250 steps, the top rung with L2 decay only)."""
     from dyntools import store
     from dyntools.plots import voronoi as vplots
     from dyntools.report import Section
@@ -487,10 +487,16 @@ def reproduce(ctx):
     ladder = run_ladder(base, ctx.out_dir / "runs" / "voronoi-ladder", seeds=5, seed=ctx.seed, workers=1,
                         progress=ctx.progress)
     figures += vplots.ladder_curves(ladder, ctx.figure_dir, ("png",), stem="voronoi_ladder")
-    anim = run_experiment(dataclasses.replace(base, rung="centers", decay="l2", seeds=1), seed=ctx.seed)
-    store.save(anim, ctx.out_dir / "runs" / "voronoi-centers-l2")
-    figures += vplots.plot_result(anim, ctx.figure_dir, ("png",), stem="voronoi_centers_l2",
-                                  res=60 if ctx.quick else 100)
+    # animations: the top rung with L2 decay; at full size also every other rung (L2) and the top rung with
+    # each other decay type (the seed animates its optimizers' "vectors" and "scalars")
+    animated = [("centers", "l2")]
+    if not ctx.quick:
+        animated += [(r, "l2") for r in RUNG_NAMES[1:-1]] + [("centers", d) for d in DECAYS if d != "l2"]
+    for rung, decay in animated:
+        anim = run_experiment(dataclasses.replace(base, rung=rung, decay=decay, seeds=1), seed=ctx.seed)
+        store.save(anim, ctx.out_dir / "runs" / f"voronoi-{rung}-{decay}")
+        figures += vplots.plot_result(anim, ctx.figure_dir, ("png",), stem=f"voronoi_{rung}_{decay}".replace("-", "_"),
+                                      res=60 if ctx.quick else 100, env=False)
     figures = [ctx.relative(f) for f in figures]
     rows = ladder.summary["ladder"]
     numbers["ladder"] = rows

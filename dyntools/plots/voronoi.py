@@ -276,13 +276,14 @@ def ladder_curves(result, out_dir: Path, formats=("png", "pdf"), stem: str = "vo
 
 
 def plot_result(result, out_dir: Path, formats: Sequence[str] = ("png", "pdf"), stem: str = "voronoi",
-                res: int = 80) -> list[Path]:
+                res: int = 80, env: bool = True) -> list[Path]:
+    """Every figure of a ``voronoi`` or ``voronoi-ladder`` result (``env=False``: not the environment)."""
     out_dir = Path(out_dir)
     if result.kind == "voronoi-ladder":
         return ladder_curves(result, out_dir, formats, stem=f"{stem}_ladder")
     p = result.config["params"]
     paths = []
-    if p["dim"] == 2:
+    if p["dim"] == 2 and env:
         paths += env_figure(result["env_centers"], result["env_labels"], p["box"], p["classes"], out_dir, formats,
                             stem=f"{stem}_env")
     if p["rung"] == "exact":
