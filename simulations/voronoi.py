@@ -280,7 +280,8 @@ def table(result) -> str:
     from dyntools.tables import key_values
 
     s = result.summary
-    rows = {"rung": result.config["params"]["rung"], "decay": result.config["params"]["decay"],
+    rung = result.config["params"]["rung"]
+    rows = {"rung": rung, "decay": "-" if rung == "exact" else result.config["params"]["decay"],
             "seeds": result.config["params"]["seeds"], "majority baseline": s["majority_median"],
             "exact rule vs nearest labels": s["exact_vs_nearest_median"],
             "exact rule vs projection labels": s["exact_vs_projection_median"],
