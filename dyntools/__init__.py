@@ -8,9 +8,11 @@ The public API, ``import dyntools as dt``::
 
     dt.train(model, data, optimizer, *, steps, schedule, batch, sampler, label_noise, record_steps, seed, …)
     dt.solve(sde, x0, *, t1, h, paths, scheme, seed, …)          # SDEs (Euler–Maruyama / Milstein)
+    dt.sde_models.gbm, .ou, .toy_sde, .simulate_diag_net, …       # built-in SDEs, exact moments, label noise
     dt.prove(claims)                                               # exact verdicts of symbolic claims
     dt.load(dir), dt.save(result, dir), dt.RunResult               # results on disk
-    dt.DiagNet, dt.QuadraticToy, dt.ToyModel, dt.Model              # models (dt.models: every module)
+    dt.DiagNet, dt.MLP, dt.QuadraticToy, dt.ToyModel, dt.Model             # models (dt.models: every module)
+    dt.toy_data(toy)                                               # the toy's samples as a training set
     dt.sgd, dt.sgdw, dt.adam, dt.adamw, dt.adagrad, dt.rmsprop, …   # optimizers; dt.schedules
     dt.metrics, dt.data                                            # measurements and data sets
 
@@ -32,10 +34,13 @@ _LAZY = {
     "prove": ("dyntools.symbolic.api", "prove"),
     "solve": ("dyntools.dynamics.sde", "solve"),
     "SDE": ("dyntools.dynamics.sde", "SDE"),
+    "sde_models": ("dyntools.dynamics.sde_models", None),
     "Model": ("dyntools.models.base", "Model"),
     "DiagNet": ("dyntools.models.diag_net", "DiagNet"),
+    "MLP": ("dyntools.models.mlp", "MLP"),
     "QuadraticToy": ("dyntools.models.quadratic_toy", "QuadraticToy"),
     "ToyModel": ("dyntools.models.quadratic_toy", "ToyModel"),
+    "toy_data": ("dyntools.models.quadratic_toy", "toy_data"),
     "optim": ("dyntools.optim", None),
     "schedules": ("dyntools.optim.schedules", None),
     "metrics": ("dyntools.metrics", None),

@@ -77,7 +77,7 @@ class TeacherStudentData:
     """Train/test sets labelled by a ReLU teacher network ``y = h_teacher(x)``.
 
     ``teacher`` is the teacher's flat parameter vector for ``teacher_layout``
-    (a :class:`dyntools.models.relu_net.Layout`)."""
+    (a regression :class:`dyntools.models.mlp.MLP` without biases)."""
 
     X: np.ndarray
     y: np.ndarray
@@ -110,7 +110,7 @@ def teacher_student(n: int, d: int, teacher_hidden, *, n_test: int = 1000, seed:
     ``student_d`` (if given) must equal ``d``: a student reading another input dimension cannot
     be trained on this data.
     """
-    from dyntools.models.relu_net import Layout
+    from dyntools.models.mlp import MLP
 
     n = validation.count("n", n)
     d = validation.count("d", d)
@@ -120,7 +120,7 @@ def teacher_student(n: int, d: int, teacher_hidden, *, n_test: int = 1000, seed:
     hidden = [validation.count(f"teacher width {i + 1}", w) for i, w in enumerate(teacher_hidden)]
     if not hidden:
         raise ValueError("Invalid teacher widths: need at least one hidden layer")
-    layout = Layout.mlp(d, hidden, biases=False)
+    layout = MLP((d, *hidden, 1), biases=False)
     rng = np.random.Generator(np.random.PCG64(streams.root_sequence(seed, _TEACHER_KEY, d, *hidden)))
     if len(hidden) == 1:
         W = unit_sphere(hidden[0], d, rng)
@@ -129,12 +129,9 @@ def teacher_student(n: int, d: int, teacher_hidden, *, n_test: int = 1000, seed:
     else:
         teacher = layout.pack([(rng.standard_normal((layout.widths[l + 1], layout.widths[l])), None)
                                for l in range(layout.n_layers)])
-    from dyntools.models.relu_net import predict_np
-
     X = unit_sphere(n, d, rng)
     X_test = unit_sphere(n_test, d, rng)
-    return TeacherStudentData(X, predict_np(layout, teacher, X), X_test, predict_np(layout, teacher, X_test),
-                              teacher, layout)
+    return TeacherStudentData(X, layout.predict(teacher, X), X_test, layout.predict(teacher, X_test), teacher, layout)
 
 
 # ------------------------------------------------------------------ interleaved spirals (seed 001)

@@ -278,3 +278,50 @@ def jacobian_rank_gram(matrix: np.ndarray, rel_threshold: float = 1e-5) -> int:
         return jacobian_rank(matrix, rel_threshold)
     J = np.asarray(matrix, dtype=np.float64)
     return gram_rank(J @ J.T if J.shape[0] <= J.shape[1] else J.T @ J, rel_threshold)
+
+
+def network_metrics(model, theta_rec, X, y, X_test=None, y_test=None, *, threshold: float = 0.99,
+                    rank_threshold: float = 1e-4, kinks: bool = False, kink_range=None) -> dict[str, np.ndarray]:
+    """Metrics of the recorded parameters ``theta_rec`` (R, K, p) of a regression network ``model``
+    (:class:`dyntools.models.mlp.MLP`: its ``forward_np``, ``jacobian`` and ``unpack`` hooks):
+
+    * ``train_loss``, ``test_loss`` (R, K): mean squared errors ``mean((h − y)²)``;
+    * ``sparsity`` (R, K, L−1): feature sparsity coefficient of each hidden layer on the training
+      set (:func:`feature_sparsity`, correlation ``threshold``);
+    * ``jac_rank`` (R, K): rank of ``φ_θ(X)`` (n × p) with relative threshold ``rank_threshold``
+      (:func:`jacobian_rank_gram`, through the n × n Gram matrix);
+    * ``kinks`` (R, K) for a two-layer 1-D network: distinct kinks inside ``kink_range``.
+
+    Entries at non-finite parameters (after a divergence) are NaN (−1 for integer metrics).
+    """
+    from dyntools import validation
+
+    threshold = validation.in_interval("correlation threshold", threshold, 0.0, 1.0,
+                                       closed_low=False, closed_high=True)
+    rank_threshold = validation.in_interval("rank threshold", rank_threshold, 0.0, 1.0,
+                                            closed_low=False, closed_high=True)
+    R, K, _ = theta_rec.shape
+    n_hidden = model.n_layers - 1
+    ok = np.all(np.isfinite(theta_rec), axis=-1)
+    out = {"train_loss": np.full((R, K), np.nan), "test_loss": np.full((R, K), np.nan),
+           "sparsity": np.full((R, K, n_hidden), np.nan), "jac_rank": np.full((R, K), -1, dtype=np.int64)}
+    if kinks:
+        out["kinks"] = np.full((R, K), -1, dtype=np.int64)
+    lo, hi = (-np.inf, np.inf) if kink_range is None else kink_range
+    for r in range(R):
+        for k in range(K):
+            if not ok[r, k]:
+                continue
+            th = theta_rec[r, k]
+            with np.errstate(over="ignore", invalid="ignore"):
+                h, hidden = model.forward_np(th, X)
+                out["train_loss"][r, k] = np.mean((h[..., 0] - y) ** 2)
+                if X_test is not None:
+                    out["test_loss"][r, k] = np.mean((model.forward_np(th, X_test)[0][..., 0] - y_test) ** 2)
+            for l in range(n_hidden):
+                out["sparsity"][r, k, l] = feature_sparsity(hidden[l], threshold)
+            out["jac_rank"][r, k] = jacobian_rank_gram(model.jacobian(th, X), rank_threshold)
+            if kinks:
+                (W1, b1), (W2, _) = model.unpack(th)
+                out["kinks"][r, k] = n_kinks_1d(W1[:, 0], b1, W2[0], lo=lo, hi=hi)
+    return out

@@ -217,11 +217,12 @@ def schedules(s: Setting):
 
 
 def build(s: Setting, seed: int):
-    """Layout, initial θ, train and test sets (and the teacher) of setting ``s`` for ``seed``."""
+    """Network, initial θ, train and test sets (and the teacher) of setting ``s`` for ``seed``."""
     from dyntools import data
-    from dyntools.models.relu_net import Layout, init_gaussian, init_regression_1d
+    from dyntools.models.mlp import MLP
 
-    layout = Layout.mlp(s.d, s.hidden, biases=s.biases)
+    init = "regression-1d" if s.init == "regression_1d" else s.init
+    layout = MLP((s.d, *s.hidden, 1), biases=s.biases, init=init, init_scales=s.init_scales)
     if s.task == "1d":
         X, y = data.regression_1d()
         grid = np.linspace(X.min() - 0.25, X.max() + 0.25, 400)[:, None]
@@ -229,30 +230,32 @@ def build(s: Setting, seed: int):
     else:
         ts = data.teacher_student(s.n, s.d, s.teacher, n_test=s.n_test, seed=seed, student_d=layout.widths[0])
         X, y, X_test, y_test, teacher = ts.X, ts.y, ts.X_test, ts.y_test, ts.teacher
-    if s.init == "regression_1d":
-        theta0 = init_regression_1d(layout, s.init_scales[0], seed=seed)
-    else:
-        scales = s.init_scales if len(s.init_scales) > 1 else s.init_scales[0]
-        theta0 = init_gaussian(layout, scales, seed=seed)
-    return layout, theta0, X, y, X_test, y_test, teacher
+    return layout, layout.init(seed), X, y, X_test, y_test, teacher
 
 
 def run_seed(s: Setting, seed: int, *, records: int = _P.records, threshold: float = _P.threshold,
              rank_threshold: float = _P.rank_threshold, kernel: str = _P.kernel, progress: bool = False):
     """Train every schedule of ``s`` for one seed; returns (arrays, seconds of training)."""
-    from dyntools.dynamics.relu_sgd import evaluate, train
+    from types import SimpleNamespace
+
+    from dyntools.dynamics.train import train
+    from dyntools.metrics import network_metrics
+    from dyntools.optim import optimizers as O
 
     layout, theta0, X, y, X_test, y_test, teacher = build(s, seed)
     sched = schedules(s)
-    etas = np.stack([sc.etas(eta, s.steps) * np.ones(s.steps) for _, eta, sc in sched])
-    steps, theta_rec, diverged_at, seconds = train(
-        layout, theta0, X, y, etas, steps=s.steps, batch=s.batch, method=s.method, records=records, seed=seed,
-        kernel=kernel, chunks=20 if progress else 1, progress=progress)
+    res = train(layout, SimpleNamespace(X=X, y=y), [O.sgd(eta) for _, eta, _ in sched],
+                schedule=[sc for _, _, sc in sched], steps=s.steps, batch=s.batch,
+                sampler="full" if s.method == "gd" else "distinct", records=records, seed=seed, theta0=theta0,
+                common_stream=True, kernel=kernel, chunks=20 if progress else 1, progress=progress)
+    theta_rec, diverged_at = res["theta"][:, 0], res["diverged_at"][:, 0]
+    etas = np.ascontiguousarray(np.broadcast_to(res["lrs"], (len(sched), s.steps)))
+    seconds = res.timings["simulate"]
     is_1d = s.task == "1d"
-    metrics = evaluate(layout, theta_rec, X, y, None if is_1d else X_test, None if is_1d else y_test,
-                       threshold=threshold, rank_threshold=rank_threshold, kinks=is_1d,
-                       kink_range=(float(X.min()), float(X.max())) if is_1d else None)
-    arrays = {"steps": steps, "theta": theta_rec, "diverged_at": diverged_at, "etas": etas, "X": X, "y": y,
+    metrics = network_metrics(layout, theta_rec, X, y, None if is_1d else X_test, None if is_1d else y_test,
+                              threshold=threshold, rank_threshold=rank_threshold, kinks=is_1d,
+                              kink_range=(float(X.min()), float(X.max())) if is_1d else None)
+    arrays = {"steps": res["steps"], "theta": theta_rec, "diverged_at": diverged_at, "etas": etas, "X": X, "y": y,
               **metrics}
     if not is_1d:
         arrays["teacher"] = teacher
@@ -264,10 +267,8 @@ def init_sharpness(s: Setting, seed: int) -> dict:
     ``λ_GN = (2/n) σ_max(φ_θ0(X))²`` (full-batch GD is linearly stable below ``η = 2/λ_GN``) and the
     largest per-example curvature ``max_i 2‖∇_θ h_θ0(x_i)‖²`` (a batch-1 step on example i overshoots
     along its gradient when η exceeds 2 over it)."""
-    from dyntools.models.relu_net import jacobian
-
     layout, theta0, X, *_ = build(s, seed)
-    J = jacobian(theta0, X, *layout.arrays())
+    J = layout.jacobian(theta0, X)
     lam = 2.0 / X.shape[0] * float(np.linalg.eigvalsh(J @ J.T)[-1])
     per = 2.0 * float(np.max(np.sum(J * J, axis=1)))
     return {"gn_sharpness": lam, "gd_step_limit": 2.0 / lam if lam > 0 else float("inf"),

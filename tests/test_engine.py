@@ -20,7 +20,7 @@ from dyntools.optim.schedules import Constant, PiecewiseDecay
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Modules still being ported onto the engine in this refactor (emptied as each port lands).
-PENDING = {"dyntools/dynamics/relu_sgd.py", "dyntools/models/mlp_classifier.py"}
+PENDING: set[str] = set()
 
 
 # ----------------------------------------------------------------------------------- samplers

@@ -148,22 +148,28 @@ def test_model_bad_input_names_the_parameter(kwargs, word):
         MV.VoronoiLadder(**kwargs)
 
 
-def test_train_generic_path_equals_its_twin():
+def test_train_compiled_loops_equal_the_twin(monkeypatch):
+    from dyntools.dynamics import loops
     from dyntools.dynamics.train import train
     from dyntools.optim.decay_groups import adamw_decay
 
     env = DV.voronoi(200, n_test=50, seed=1)
     model = MV.VoronoiLadder("centers", dim=2, n_centers=16, box=100.0)
     opt = adamw_decay("l1l2", lr=1e-3, weights=model.decay_mask(("scale",)), groups=model.group_of())
-    runs = [train(model, env, opt, steps=5, batch=8, sampler="epoch", records=3, grid="linear", kernel=k,
-                  fast=fast, seeds=2) for k, fast in (("numba", False), ("numpy", False), ("numba", True))]
-    np.testing.assert_allclose(runs[0].arrays["theta"], runs[1].arrays["theta"], rtol=1e-9, atol=1e-9)
-    assert [r.config["path"] for r in runs] == ["generic", "generic", "tuned"]
-    # the ladder's loop is the generic loop with the kernel bound at compile time: the same numbers
-    np.testing.assert_allclose(runs[2].arrays["theta"], runs[0].arrays["theta"], rtol=1e-13, atol=1e-13)
-    for sampler in ("with-replacement", "full", "distinct"):
-        a, b = (train(model, env, opt, steps=4, batch=8, sampler=sampler, records=2, fast=f) for f in (False, True))
-        np.testing.assert_allclose(a.arrays["final_theta"], b.arrays["final_theta"], rtol=1e-13, atol=1e-13)
+    assert loops.for_kernel(model.loss_grad) is loops.voronoi_paths         # the cached loop of the ladder
+
+    def run(kernel, sampler="epoch"):
+        return train(model, env, opt, steps=5, batch=8, sampler=sampler, records=3, grid="linear", kernel=kernel,
+                     seeds=2)
+
+    cached, twin = run("numba"), run("numpy")
+    np.testing.assert_allclose(cached.arrays["theta"], twin.arrays["theta"], rtol=1e-9, atol=1e-9)
+    for sampler in ("epoch", "with-replacement", "full", "distinct"):
+        a = run("numba", sampler)
+        with monkeypatch.context() as m:
+            m.delitem(loops.LOOPS, model.loss_grad)                          # the uncached generic loop
+            b = run("numba", sampler)
+        np.testing.assert_allclose(a.arrays["theta"], b.arrays["theta"], rtol=1e-13, atol=1e-13)
 
 
 # ------------------------------------------------------------------------------------ the experiment

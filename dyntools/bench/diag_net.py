@@ -83,7 +83,7 @@ def _setup(n_paths, steps, records, seed=0):
         replay=np.zeros((0, 0), dtype=np.int64), states=streams.path_states(seed, P, streams.KEYS["bench"]),
         perms=np.zeros((P, 0), dtype=np.int64), pos=np.zeros(P, dtype=np.int64), label_noise=0.0,
         precond_of=np.zeros(1, dtype=np.int64), hps=np.zeros((1, 8)), lrs=np.ascontiguousarray(lrs),
-        run_of=np.zeros(P, dtype=np.int64), t0=0, t1=steps, record_steps=rec,
+        run_of=np.zeros(P, dtype=np.int64), step_losses=np.zeros((P, 0)), t0=0, t1=steps, record_steps=rec,
         theta_rec=np.full((P, rec.size, 2 * d), np.nan), bound=1e6, diverged_at=np.full(P, -1, dtype=np.int64),
         record_final=True)
     factors = {}

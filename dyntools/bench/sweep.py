@@ -1,11 +1,11 @@
 """``dyntools bench sweep``: one heatmap cell (compiled) vs its NumPy twin and vs PyTorch, and the
 time of the full 16 × 24 × 2 grid extrapolated from measured cells.
 
-The cell: an MLP 2 → 32 → 32 → 32 → 2 (ReLU, softmax cross-entropy) trained by AdamW with batch
-64 for 2000 steps on 1000 spiral points, float64. The NumPy twin
-(:func:`dyntools.models.mlp_classifier.train_np`) and the PyTorch loop (one thread, the same
-initial weights and minibatches, ``torch.optim.AdamW(foreach=False)``) do the same work; all are
-timed in this process.
+The cell: an MLP 2 → 32 → 32 → 32 → 2 (ReLU, softmax cross-entropy; :class:`dyntools.models.mlp.MLP`)
+trained by AdamW with batch 64 for 2000 steps on 1000 spiral points, float64, through
+:func:`dyntools.train` (minibatches of the ``epoch`` sampler drawn beforehand and replayed). The
+trainer's NumPy twin (``kernel="numpy"``) and the PyTorch loop (one thread, the same initial weights
+and minibatches, ``torch.optim.AdamW(foreach=False)``) do the same work; all are timed in this process.
 """
 
 from __future__ import annotations
@@ -18,8 +18,9 @@ import numpy as np
 
 from dyntools import data
 from dyntools.bench import BenchReport, Target, best_time
-from dyntools.engine import streams
-from dyntools.models import mlp_classifier as M
+from dyntools.engine import samplers, streams
+from dyntools.models import mlp_gemm
+from dyntools.models.mlp import MLP
 from dyntools.optim import optimizers as O
 
 GRID_CELLS = 16 * 24 * 2
@@ -30,13 +31,13 @@ def _torch_cell(model, theta0, X, y, batches, lr, wd):
 
     torch.set_num_threads(1)
     layers = []
-    for l, (W, b) in enumerate(model.unflatten(theta0)):
-        lin = torch.nn.Linear(W.shape[0], W.shape[1], dtype=torch.float64)
+    for l, (W, b) in enumerate(model.unpack(theta0)):
+        lin = torch.nn.Linear(W.shape[1], W.shape[0], dtype=torch.float64)
         with torch.no_grad():
-            lin.weight.copy_(torch.from_numpy(W.T.copy()))
+            lin.weight.copy_(torch.from_numpy(W.copy()))
             lin.bias.copy_(torch.from_numpy(b.copy()))
         layers.append(lin)
-        if l < len(model.sizes) - 2:
+        if l < model.n_layers - 1:
             layers.append(torch.nn.ReLU())
     net = torch.nn.Sequential(*layers)
     opt = torch.optim.AdamW(net.parameters(), lr=lr, weight_decay=wd, foreach=False)
@@ -59,7 +60,7 @@ def _torch_cell(model, theta0, X, y, batches, lr, wd):
 def cell_flops(model, batch: int, steps: int) -> float:
     """Floating-point operations of ``steps`` training steps, counting each multiply–add of the
     dense products as 2: forward ``a W``, ``∂ℓ/∂W = aᵀδ`` and ``δ Wᵀ`` (not for the input layer)."""
-    prods = [a * b for a, b in zip(model.sizes[:-1], model.sizes[1:])]
+    prods = [a * b for a, b in zip(model.widths[:-1], model.widths[1:])]
     return 2.0 * batch * steps * (2 * sum(prods) + sum(prods[1:]))
 
 
@@ -76,14 +77,14 @@ def _matmul_rate(m: int, k: int, n: int, repeats: int) -> float:
 
 
 def _kernel_rate(repeats: int) -> float:
-    """GFLOP/s of the cell's product kernel alone (:func:`~dyntools.models.mlp_classifier._gemm`) on
+    """GFLOP/s of the cell's product kernel alone (:func:`~dyntools.models.mlp_gemm.gemm`) on
     the forward shape of a 32-wide layer, ``z_lᵀ = Ŵ_lᵀ â_{l−1}ᵀ`` with batch 64, data in cache."""
     from numba import njit
 
     @njit
     def loop(out, C, In, reps):
         for _ in range(reps):
-            M._gemm(out, C, In, 32, 33, 64)
+            mlp_gemm.gemm(out, C, In, 32, 33, 64)
 
     rng = np.random.default_rng(0)
     out, C, In = np.zeros((32, 64)), rng.standard_normal((33, 32)).T, rng.standard_normal((33, 64))
@@ -108,16 +109,24 @@ def grid_spec(n_lr: int, n_wd: int, *, epochs: float, seed: int = 0):
 
 
 def run(quick: bool = False) -> BenchReport:
+    from dyntools.dynamics.train import train
+
     steps = 200 if quick else 2000
     report = BenchReport("sweep")
     d = data.spirals(1000, seed=0)
-    model = M.MLPClassifier.make(2, (32, 32, 32), 2)
-    theta0 = model.init_params(0, 1)
-    batches = M.epoch_batches(streams.path_states(0, 1, 2), 1000, steps, 64)
+    model = MLP((2, 32, 32, 32, 2), head="cross-entropy", init="uniform", init_stream="bench", init_key=(1,),
+                sampling_stream="bench")
+    theta0 = model.init(0)
+    batches = samplers.epoch_batches(streams.path_states(0, 1, streams.key("bench")), 1000, steps, 64)
     opt = O.adamw(1e-3, weight_decay=1e-2)
-    M.train_compiled(model, theta0, d.X, d.y, batches[:5], opt)               # compile / load cache
-    t_numba = best_time(lambda: M.train_compiled(model, theta0, d.X, d.y, batches, opt), repeats=3)
-    t_numpy = best_time(lambda: M.train_np(model, theta0, d.X, d.y, batches, opt, 1.0), repeats=1)
+
+    def cell(kernel="numba", n_steps=steps):       # the minibatches drawn beforehand, as torch's loop gets them
+        return train(model, d, opt, steps=n_steps, batch=64, sampler="replay", indices=batches[:n_steps].ravel(),
+                     record_steps=np.array([n_steps]), seed=0, kernel=kernel)
+
+    cell(n_steps=5)                                                           # compile / load cache
+    t_numba = best_time(cell, repeats=3)
+    t_numpy = best_time(lambda: cell("numpy"), repeats=1)
     report.measurements.update({"cell steps": steps, "numba cell seconds": t_numba,
                                 "numpy cell seconds": t_numpy})
     # what the hardware allows: the cell's arithmetic as a float64 rate, next to one-thread BLAS

@@ -4,7 +4,7 @@ The run: the ``centers`` rung (2048 learned centers, D = 2, C = 2: θ has 2·204
 entries), AdamW (lr 10⁻², λ = 10⁻², decoupled L2), batch 64, 2000 steps on a 10 000-point
 environment, float64, the same replayed minibatches for everyone:
 
-* compiled: :func:`dyntools.train` (the ladder's loop, :mod:`dyntools.dynamics.fast.voronoi`: the
+* compiled: :func:`dyntools.train` (the ladder's cached loop in :mod:`dyntools.dynamics.loops`: the
   model's compiled loss-and-gradient kernel and the fused AdamW step), the training loop's time
   (``timings["simulate"]``);
 * NumPy twin: :func:`dyntools.models.voronoi.loss_grad_np` and the optimizer's readable chain

@@ -123,9 +123,10 @@ def advance_numpy(theta, state, counters, x, y, etas, indices, t0, t1, record_st
             i = np.broadcast_to(i, theta.shape)
         else:
             # As in the kernel, only live paths draw (and advance their streams).
+            live_states = state[alive]
             i = np.zeros(theta.shape, dtype=np.int64)
-            for p in np.flatnonzero(alive):
-                i[p] = samplers.with_replacement_np(state[p:p + 1], n)
+            i[alive] = samplers.with_replacement_rows_np(live_states, n)
+            state[alive] = live_states
         eta = etas[0] if etas.shape[0] == 1 else etas[t]
         xi = x[i]
         th = theta
@@ -176,13 +177,14 @@ class FastPath:
 
         opts = setting["optimizers"]
         return (len(opts) == 1 and setting["batch"] == 1 and setting["label_noise"] == 0.0
+                and not setting.get("step_loss")
                 and setting["sampler"] in ("with-replacement", "replay", "full")
                 and all(o.precond == O.SGD_MOMENTUM and o.hparams[2] == O.NO_DECAY and o.hparams[3] == 0.0
                         for o in opts))
 
     def __call__(self, thetas, opt_states, Xs, ys, data_of, iargs, fargs, ws_size, sampler, batch, drop_last,
-                 replay, states, perms, pos, label_noise, precond_of, hps, lrs, run_of, t0, t1, record_steps,
-                 theta_rec, bound, diverged_at, record_final, workers=None):
+                 replay, states, perms, pos, label_noise, precond_of, hps, lrs, run_of, step_losses, t0, t1,
+                 record_steps, theta_rec, bound, diverged_at, record_final, workers=None):
         toy = self.toy
         P = thetas.shape[0]
         if self.counters is None:

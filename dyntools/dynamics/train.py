@@ -24,8 +24,9 @@ Streams: the sampler and label noise of path (g, s) draw from ``SeedSequence(see
 ``KEY`` the model's sampling purpose (:data:`dyntools.engine.streams.KEYS`); with ``common_stream`` every
 run of a seed shares the stream of ``(KEY, s)`` (paired comparisons of schedules on the same samples).
 
-:func:`advance_path` is the compiled loop (one path; ``nogil``, paths run on a thread pool) and
-:func:`advance_path_numpy` its twin; :func:`train` validates, allocates, picks a model's tuned loop
+:func:`advance_path` is the compiled step loop of one path (inlined into a ``nogil`` loop over paths
+that runs on a thread pool: one per built-in model, cached on disk, in :mod:`dyntools.dynamics.loops`)
+and :func:`advance_path_numpy` its twin; :func:`train` validates, allocates, picks a model's tuned loop
 when one applies (``model.fast_path``), drives the chunks and returns a :class:`RunResult`.
 """
 
@@ -39,21 +40,28 @@ from dyntools.engine import drive, guard, record, rng, samplers, streams
 from dyntools.engine.result import RunResult, timed
 from dyntools.optim import kernels as optim_kernels
 from dyntools.optim import optimizers as O
-from dyntools.optim.schedules import Constant, Schedule
+from dyntools.optim.schedules import Constant, ReduceLROnPlateau, Schedule
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
-def advance_path(kernel, p, thetas, opt_states, Xs, ys, data_of, iargs, fargs, ws_size, sampler, batch,
-                 drop_last, replay, states, perms, pos, label_noise, precond_of, hps, lrs, run_of, t0, t1,
-                 record_steps, theta_rec, bound, diverged_at, record_final):
+@njit(inline="always", error_model="numpy")
+def advance_path(kernel, p, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final):
     """Advance path ``p`` from step ``t0`` to ``t1`` in place (see the module docstring).
+
+    ``arrays`` is the tuple ``(thetas, opt_states, Xs, ys, data_of, iargs, fargs, ws_size, sampler, batch,
+    drop_last, replay, states, perms, pos, label_noise, precond_of, hps, lrs, run_of, step_losses)``:
 
     thetas : float64[P, p]; opt_states : float64[P, 3, p]; Xs, ys : [S', n, d], [S', n] (data_of[p]
     picks the path's data set); states : uint64[P, 4]; perms : int64[P, n]; pos : int64[P];
     precond_of : int64[G]; hps : float64[G, 8]; lrs : float64[G, 1 or T] (lr · m_t); run_of : int64[P];
-    replay : int64[P or 1, T·b] or (0, 0); theta_rec : float64[P, K, p]; diverged_at : int64[P].
+    replay : int64[P or 1, T·b] or (0, 0); step_losses : float64[P, T] (the kernel's mini-batch loss
+    of every step) or (P, 0); theta_rec : float64[P, K, p]; diverged_at : int64[P].
     The path works on private copies of its rows (neighbouring rows share cache lines).
+
+    It is inlined into each built-in model's cached loop (:mod:`dyntools.dynamics.loops`): a compiled
+    kernel passed as an argument cannot be cached on disk by numba, a kernel named in the body can.
     """
+    (thetas, opt_states, Xs, ys, data_of, iargs, fargs, ws_size, sampler, batch, drop_last, replay, states, perms,
+     pos, label_noise, precond_of, hps, lrs, run_of, step_losses) = arrays
     if diverged_at[p] != guard.NEVER:
         return
     theta = thetas[p].copy()
@@ -95,13 +103,12 @@ def advance_path(kernel, p, thetas, opt_states, Xs, ys, data_of, iargs, fargs, w
                 noise[q] = label_noise * rng.normal(st, 0)
         if sampler == samplers.EPOCH:
             cur = samplers.epoch_end_of_batch(cur, n, b, drop_last)
-        kernel(theta, X, y, idx, b, noise, grad, ws, iargs, fargs)
+        loss = kernel(theta, X, y, idx, b, noise, grad, ws, iargs, fargs)
+        if step_losses.shape[1] > 0:
+            step_losses[p, t] = loss
         lr_t = lrs[g, 0] if const_lr else lrs[g, t]
         optim_kernels.fused_step(precond, hp, theta, grad, ostate, t + 1, lr_t)
-        size = 0.0
-        for j in range(n_par):
-            size += abs(theta[j])
-        if guard.beyond(size, bound):
+        if guard.beyond(guard.l1_size(theta), bound):
             diverged_at[p] = t + 1
             break
     thetas[p, :] = theta
@@ -113,22 +120,20 @@ def advance_path(kernel, p, thetas, opt_states, Xs, ys, data_of, iargs, fargs, w
         theta_rec[p, k, :] = theta
 
 
-@njit(cache=True, nogil=True)
-def _advance_paths(paths, kernel, thetas, opt_states, Xs, ys, data_of, iargs, fargs, ws_size, sampler, batch,
-                   drop_last, replay, states, perms, pos, label_noise, precond_of, hps, lrs, run_of, t0, t1,
-                   record_steps, theta_rec, bound, diverged_at, record_final):
+@njit(nogil=True, error_model="numpy")
+def _advance_paths(paths, kernel, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final):
+    """Every path in ``paths`` with ``kernel`` given as an argument: the loop of a model that does not
+    have a cached loop in :mod:`dyntools.dynamics.loops`; compiled once per process."""
     for p in paths:
-        advance_path(kernel, p, thetas, opt_states, Xs, ys, data_of, iargs, fargs, ws_size, sampler, batch,
-                     drop_last, replay, states, perms, pos, label_noise, precond_of, hps, lrs, run_of, t0, t1,
-                     record_steps, theta_rec, bound, diverged_at, record_final)
+        advance_path(kernel, p, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final)
 
 
 def advance_path_numpy(kernel_np, p, thetas, opt_states, Xs, ys, data_of, iargs, fargs, ws_size, sampler, batch,
-                       drop_last, replay, states, perms, pos, label_noise, precond_of, hps, lrs, run_of, t0, t1,
-                       record_steps, theta_rec, bound, diverged_at, record_final):
+                       drop_last, replay, states, perms, pos, label_noise, precond_of, hps, lrs, run_of, step_losses,
+                       t0, t1, record_steps, theta_rec, bound, diverged_at, record_final):
     """NumPy twin of :func:`advance_path`: the same draws in the same order; the optimizer step is the
-    readable chain's arithmetic evaluated element-wise by :func:`dyntools.optim.kernels.fused_step`'s
-    Python body (``.py_func``)."""
+    readable chain's arithmetic on whole arrays (:func:`dyntools.optim.kernels.fused_step_np`, the
+    same bits as :func:`~dyntools.optim.kernels.fused_step`'s element-wise Python body)."""
     if diverged_at[p] != guard.NEVER:
         return
     theta, ostate, st = thetas[p], opt_states[p], states[p:p + 1]
@@ -147,7 +152,10 @@ def advance_path_numpy(kernel_np, p, thetas, opt_states, Xs, ys, data_of, iargs,
             k += 1
         idx = np.empty(b, dtype=np.int64)
         noise = np.zeros(b)
-        for q in range(b):
+        fixed = label_noise == 0.0 and sampler in (samplers.FULL, samplers.REPLAY)
+        if fixed:                    # no draws: the batch in one slice (the loop below gives the same)
+            idx[:] = np.arange(b) if sampler == samplers.FULL else replay[row, t * b:(t + 1) * b]
+        for q in range(0 if fixed else b):
             if sampler == samplers.FULL:
                 idx[q] = q
             elif sampler == samplers.REPLAY:
@@ -162,11 +170,13 @@ def advance_path_numpy(kernel_np, p, thetas, opt_states, Xs, ys, data_of, iargs,
                 noise[q] = label_noise * rng.normal_np(st)[0]
         if sampler == samplers.EPOCH:
             pos[p] = samplers.epoch_end_of_batch_np(int(pos[p]), n, b, drop_last)
-        kernel_np(theta, X, y, idx, b, noise, grad, ws, iargs, fargs)
+        loss = kernel_np(theta, X, y, idx, b, noise, grad, ws, iargs, fargs)
+        if step_losses.shape[1] > 0:
+            step_losses[p, t] = loss
         lr_t = lrs[g, 0] if lrs.shape[1] == 1 else lrs[g, t]
         with np.errstate(over="ignore", invalid="ignore"):
-            optim_kernels.fused_step.py_func(precond_of[g], hps[g], theta, grad, ostate, t + 1, lr_t)
-            size = np.sum(np.abs(theta))
+            optim_kernels.fused_step_np(precond_of[g], hps[g], theta, grad, ostate, t + 1, lr_t)
+            size = guard.l1_size_np(theta)
         if guard.beyond_np(size, bound):
             diverged_at[p] = t + 1
             break
@@ -196,7 +206,8 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
           record_steps=None, records: int = 200, grid: str = "log", seed: int = 0, seeds: int | None = None,
           theta0=None, bound: float | None = None, indices=None, common_stream: bool = False,
           stream_key: tuple[int, ...] = (), chunks: int = 1, progress: bool = False, kernel: str = "numba",
-          workers: int | None = None, fast: bool = True, labels=None) -> RunResult:
+          workers: int | None = None, fast: bool = True, labels=None, step_loss: bool = False,
+          plateau_every: int | None = None) -> RunResult:
     """Train ``model`` on ``data`` with ``optimizer`` (see the module docstring for the step).
 
     Parameters
@@ -206,7 +217,11 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
     optimizer : :class:`dyntools.optim.optimizers.Optimizer` or a list of them (one per run)
     steps : int                   updates T
     schedule : Schedule or list   multiplier m_t of the learning rate (default constant), one per run
-                                  (a single optimizer or schedule is shared by every run)
+                                  (a single optimizer or schedule is shared by every run). A
+                                  :class:`~dyntools.optim.schedules.ReduceLROnPlateau` is *reactive*: the
+                                  run is cut at every ``plateau_every`` steps (default one epoch, ⌊n/b⌋) and
+                                  the schedule is stepped on the mean mini-batch loss of the piece over the
+                                  run's paths; its multiplier holds for the next piece
     batch : int                   examples per step (ignored by the ``full`` sampler)
     sampler : str                 one of :data:`dyntools.engine.samplers.NAMES` ("replay" needs ``indices``)
     drop_last : bool              ``epoch`` sampler: a batch never spans two epochs
@@ -219,11 +234,14 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
     common_stream : bool          every run of a seed draws the same samples
     kernel : "numba" | "numpy"    the compiled loop or its twin; fast : allow the model's tuned loop
     labels : list of str          names of the runs (default the optimizer names)
+    step_loss : bool              also return ``step_loss`` (G, S, T): the mini-batch loss of every step
+                                  (the kernel's value at θ_t, before the update)
 
     Returns a :class:`RunResult` of kind ``"train"``; arrays indexed ``[run, seed, …]``: ``theta``
     (recorded parameters, K × p per path), ``train_loss`` (and ``test_loss`` when the data has a test
     set) at the recordings, ``diverged_at``, ``final_theta``; ``steps`` (K,), ``lrs`` (G, 1 or T).
     """
+    from dyntools.dynamics import loops
     from dyntools.models.base import HEADS
 
     steps = validation.count("steps", steps)
@@ -259,8 +277,9 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
     for o in opts:
         if not isinstance(o, O.Optimizer):
             raise TypeError(f"Invalid optimizer: {o!r} (expected a dyntools.optim optimizer)")
-    mults = [s.multipliers(steps) for s in scheds]
-    length = steps if any(m.size > 1 for m in mults) else 1
+    reactive = [g for g, s in enumerate(scheds) if isinstance(s, ReduceLROnPlateau)]
+    mults = [np.ones(1) if g in reactive else s.multipliers(steps) for g, s in enumerate(scheds)]
+    length = steps if reactive or any(m.size > 1 for m in mults) else 1
     lrs = np.ascontiguousarray(np.stack([o.lr * np.broadcast_to(m, (length,)) for o, m in zip(opts, mults)]))
     precond_of = np.array([o.precond for o in opts], dtype=np.int64)
     hps = np.ascontiguousarray(np.stack([o.hparams for o in opts]), dtype=np.float64)
@@ -310,32 +329,53 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
     theta_rec = np.full((P, K, p_dim), np.nan)
     iargs, fargs = model.kernel_args()
     ws_size = int(model.workspace_size(b))
+    step_losses = np.full((P, steps if step_loss or reactive else 0), np.nan)
     args = (thetas, opt_states, Xs, ys, data_of, iargs, fargs, ws_size, sampler_code, b, bool(drop_last), replay,
-            states, perms, pos, label_noise, precond_of, hps, lrs, run_of)
+            states, perms, pos, label_noise, precond_of, hps, lrs, run_of, step_losses)
 
-    setting = {"sampler": sampler, "batch": b, "label_noise": label_noise, "optimizers": opts, "kernel": kernel}
+    setting = {"sampler": sampler, "batch": b, "label_noise": label_noise, "optimizers": opts, "kernel": kernel,
+               "step_loss": step_losses.shape[1] > 0}
     tuned = model.fast_path(setting) if fast else None
+    cached = loops.for_kernel(model.loss_grad)
     timings: dict[str, float] = {}
 
     def advance(t0, t1, last):
         if tuned is not None:
             tuned(*args, t0, t1, record_steps, theta_rec, bound, diverged_at, last, workers=workers)
+        elif kernel == "numba" and cached is not None:
+            drive.on_threads(cached, P, workers, args, t0, t1, record_steps, theta_rec, float(bound), diverged_at,
+                             last)
         elif kernel == "numba":
-            drive.on_threads(_advance_paths, P, workers, model.loss_grad, *args, t0, t1, record_steps, theta_rec,
+            drive.on_threads(_advance_paths, P, workers, model.loss_grad, args, t0, t1, record_steps, theta_rec,
                              float(bound), diverged_at, last)
         else:
             for p in range(P):
                 advance_path_numpy(model.loss_grad_np, p, *args, t0, t1, record_steps, theta_rec, bound,
                                    diverged_at, last)
 
-    drive.chunked(advance, steps, chunks=chunks, work_per_step=P, desc=f"{model.name} ({sampler})",
-                  unit="path-step", progress=progress, timings=timings)
+    bounds = None
+    if reactive:
+        every = validation.count("plateau_every", plateau_every) if plateau_every is not None else max(1, n // b)
+        bounds = np.append(np.arange(0, steps, every), steps)
+        for g in reactive:
+            scheds[g].reset()
+
+    def advance_and_react(t0, t1, last):
+        advance(t0, t1, last)
+        for g in reactive:                 # the multiplier of the next piece, as lr · (m_t · factor)
+            factor = scheds[g].step(float(np.mean(step_losses[run_of == g, t0:t1])))
+            lrs[g, t1:] = opts[g].lr * (mults[g] * factor)
+
+    drive.chunked(advance_and_react if reactive else advance, steps, chunks=chunks, bounds=bounds, work_per_step=P,
+                  desc=f"{model.name} ({sampler})", unit="path-step", progress=progress, timings=timings)
 
     def shape(a):
         return a.reshape((G, S) + a.shape[1:])
 
     arrays = {"steps": record_steps, "lrs": lrs, "theta": shape(theta_rec), "final_theta": shape(thetas),
               "diverged_at": shape(diverged_at)}
+    if step_loss:
+        arrays["step_loss"] = shape(step_losses)
     with timed(timings, "metrics"):
         arrays["train_loss"] = shape(_recorded_loss(model, theta_rec, Xs, ys, data_of))
         if all(getattr(ds, "X_test", None) is not None for ds in sets):

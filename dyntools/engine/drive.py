@@ -32,9 +32,10 @@ def cuts(steps: int, chunks: int) -> np.ndarray:
 
 
 def chunked(advance, steps: int, *, chunks: int = 1, work_per_step: int = 1, desc: str = "steps",
-            unit: str = "step", progress: bool | None = False, timings: dict | None = None) -> None:
-    """Call ``advance(t0, t1, last)`` for consecutive chunks of ``[0, steps)`` (see the module docstring)."""
-    bounds = cuts(steps, chunks)
+            unit: str = "step", progress: bool | None = False, timings: dict | None = None, bounds=None) -> None:
+    """Call ``advance(t0, t1, last)`` for consecutive chunks of ``[0, steps)`` (see the module docstring);
+    ``bounds`` (increasing, from 0 to ``steps``) gives the chunks explicitly instead of ``chunks``."""
+    bounds = cuts(steps, chunks) if bounds is None else np.asarray(bounds, dtype=np.int64)
     timings = {} if timings is None else timings
     with timed(timings, "simulate"), progress_bar(steps * work_per_step, desc, enabled=progress, unit=unit) as bar:
         for a, b in zip(bounds[:-1], bounds[1:]):

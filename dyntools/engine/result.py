@@ -22,6 +22,7 @@ in every runner.
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import platform
 import time
@@ -75,15 +76,21 @@ def check_status(status: str) -> str:
 _TRACKED_PACKAGES = ("dyntools", "numpy", "scipy", "numba", "sympy", "matplotlib")
 
 
-def package_versions() -> dict[str, str]:
-    """Versions of Python and of the packages a result depends on."""
+@functools.lru_cache(maxsize=1)
+def _versions() -> tuple:
     versions = {"python": platform.python_version()}
     for name in _TRACKED_PACKAGES:
         try:
             versions[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
             versions[name] = "not installed"
-    return versions
+    return tuple(versions.items())
+
+
+def package_versions() -> dict[str, str]:
+    """Versions of Python and of the packages a result depends on (looked up once per process: the
+    lookup reads every package's metadata, ~30 ms, which a sweep of short cells would pay per cell)."""
+    return dict(_versions())
 
 
 @dataclass

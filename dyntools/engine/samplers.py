@@ -115,6 +115,11 @@ def with_replacement_np(st: np.ndarray, n: int) -> int:
     return int(rng.randbelow_np(st[:1], n)[0])
 
 
+def with_replacement_rows_np(states: np.ndarray, n: int) -> np.ndarray:
+    """:func:`with_replacement` for every row of ``states`` at once (vectorized twins of lock-step loops)."""
+    return rng.randbelow_np(states, n)
+
+
 def shuffle_np(perm: np.ndarray, st: np.ndarray) -> None:
     for j in range(perm.shape[0] - 1, 0, -1):
         k = int(rng.randbelow_np(st[:1], j + 1)[0])

@@ -175,7 +175,7 @@ def loss_grad_np(theta, X, y, idx, b, noise, grad, ws, iargs, fargs):
 
 
 class ToyModel(Model):
-    """The toy ``x θ²`` as a :class:`~dyntools.models.base.Model` (``p = 1``); its data is ``toy.data()``.
+    """The toy ``x θ²`` as a :class:`~dyntools.models.base.Model` (``p = 1``); its data is ``toy_data(toy)``.
 
     Its fast path is the lock-step ensemble of :mod:`dyntools.dynamics.toy_sgd` (plain SGD or GD, batch
     1, one run), which also counts, over every step, the proposition's band / bounce statistics

@@ -638,9 +638,3 @@ class VoronoiLadder(Model):
         for p in range(theta_rec.shape[0]):
             out[p] = self.evaluate_records(theta_rec[p], Xs[data_of[p]], ys[data_of[p]])[0]
         return out
-
-    def fast_path(self, setting):
-        """The ladder's loop with the kernel bound at compile time (:mod:`dyntools.dynamics.fast.voronoi`)."""
-        from dyntools.dynamics.fast import voronoi as fast
-
-        return fast.advance if fast.applies(setting) else None

@@ -20,9 +20,9 @@ from dyntools import plots
 
 
 def _layout(result):
-    from dyntools.models.relu_net import Layout
+    from dyntools.models.mlp import MLP
 
-    return Layout(tuple(result.config["widths"]), tuple(result.config["biases"]))
+    return MLP(tuple(result.config["widths"]), biases=tuple(result.config["biases"]))
 
 
 def _steps_axis(steps):
@@ -84,7 +84,6 @@ def plot_curves(result, out_dir: Path, formats) -> list[Path]:
 
 def plot_predictor_1d(result, out_dir: Path, formats) -> list[Path]:
     from dyntools.metrics import kinks_1d
-    from dyntools.models.relu_net import predict_np
 
     layout = _layout(result)
     X, y = result["X"][:, 0], result["y"]
@@ -103,11 +102,11 @@ def plot_predictor_1d(result, out_dir: Path, formats) -> list[Path]:
             if not np.all(np.isfinite(th)):
                 continue
             c = cmap[(q + 1) % len(cmap)]
-            ax.plot(grid[:, 0], predict_np(layout, th, grid), color=c, lw=1.2,
+            ax.plot(grid[:, 0], layout.predict(th, grid), color=c, lw=1.2,
                     label=f"iteration {int(steps[k])}")
             (W1, b1), (W2, _) = layout.unpack(th)
             loc, _ = kinks_1d(W1[:, 0], b1, W2[0], lo=float(X.min()), hi=float(X.max()))
-            ax.plot(loc, predict_np(layout, th, loc[:, None]), "o", mfc="none", color=c, ms=6)
+            ax.plot(loc, layout.predict(th, loc[:, None]), "o", mfc="none", color=c, ms=6)
         ax.set_title(lab, fontsize=8)
         ax.set_xlabel("x")
         ax.set_ylabel("h_θ(x)  (circles: distinct kinks in the data range)")
@@ -116,11 +115,11 @@ def plot_predictor_1d(result, out_dir: Path, formats) -> list[Path]:
 
 
 def plot_neurons_2d(result, out_dir: Path, formats) -> list[Path]:
-    from dyntools.models.relu_net import Layout
+    from dyntools.models.mlp import MLP
 
     layout = _layout(result)
     labels = result.config["labels"]
-    teacher_layout = Layout.mlp(2, result.config["teacher"], biases=False)
+    teacher_layout = MLP((2, *result.config["teacher"], 1), biases=False)
     (Wt, _), (at, _) = teacher_layout.unpack(result["teacher"])
     fig, axes = plots.figure(ncols=len(labels), nrows=1, width=3.4, height=3.4)
     for r, lab in enumerate(labels):

@@ -96,10 +96,13 @@ def _paths(paths, thetas, states, diverged_at, Xs, ys, data_of, lrs, run_of, rep
 
 
 def applies(setting: dict) -> bool:
-    """Batch 1 with replacement (or replayed), no label noise, plain SGD in every run, compiled kernel."""
+    """Batch 1 with replacement (or replayed), no label noise, plain SGD in every run, compiled kernel
+    (and no per-step losses asked for)."""
     from dyntools.optim import optimizers as O
 
     if setting["kernel"] != "numba" or setting["batch"] != 1 or setting["label_noise"] != 0.0:
+        return False
+    if setting.get("step_loss"):
         return False
     if setting["sampler"] not in ("with-replacement", "replay"):
         return False
@@ -108,8 +111,8 @@ def applies(setting: dict) -> bool:
 
 
 def advance(thetas, opt_states, Xs, ys, data_of, iargs, fargs, ws_size, sampler, batch, drop_last, replay,
-            states, perms, pos, label_noise, precond_of, hps, lrs, run_of, t0, t1, record_steps, theta_rec, bound,
-            diverged_at, record_final, workers=None):
+            states, perms, pos, label_noise, precond_of, hps, lrs, run_of, step_losses, t0, t1, record_steps,
+            theta_rec, bound, diverged_at, record_final, workers=None):
     """The trainer's tuned-loop call (same arguments as :func:`dyntools.dynamics.train.advance_path`
     minus the kernel): every live path from ``t0`` to ``t1`` on ``workers`` threads."""
     drive.on_threads(_paths, thetas.shape[0], workers, thetas, states, diverged_at, Xs, ys, data_of, lrs, run_of,

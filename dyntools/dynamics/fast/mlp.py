@@ -1,0 +1,194 @@
+"""The MLP's tuned loop: per-example SGD/GD on the regression head (the paper's small ReLU networks).
+
+:func:`dyntools.train` runs :class:`dyntools.models.mlp.MLP` through its generic loop, which calls the
+model's ``loss_grad`` kernel once per step. For the regression head with the ``distinct`` or ``full``
+sampler this module's loop does the same steps with the kernel's body written inline:
+
+    for each example q of the step:  i = the sampler's index (then δξ_q, with label noise)
+                                     r = h_θ(x_i) − y_i − δξ_q;  g += (2 r / B) ∇_θ h_θ(x_i)
+    θ ← optimizer step of g          (:func:`dyntools.optim.kernels.fused_step`)
+    stop when ‖θ‖₁ is beyond the bound (:mod:`dyntools.engine.guard`; ``diverged_at = t + 1``)
+
+and records at the same steps (:func:`dyntools.engine.record.due`). The draws come from the same
+streams in the same order and the per-example arithmetic is the kernel's (same helper functions), so
+parameters, losses and divergence steps are bitwise those of the generic loop. What it saves is the
+kernel call, its scratch views and the batch's index and noise arrays: on a network of a few hundred
+parameters a step takes well under a microsecond, and those are a good part of it.
+
+Paths run on threads (:func:`dyntools.engine.drive.on_threads`), each on private copies of its rows.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from dyntools.engine import drive, guard, record, rng, samplers
+from dyntools.models import mlp_gemm
+from dyntools.models.mlp import backward, example_buffers, forward, unpack_iargs
+from dyntools.optim.kernels import fused_step
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def regression_path(p, thetas, opt_states, Xs, ys, data_of, iargs, sampler, batch, states, perms, label_noise,
+                    precond_of, hps, lrs, run_of, step_losses, t0, t1, record_steps, theta_rec, bound, diverged_at,
+                    record_final):
+    """Advance path ``p`` from step ``t0`` to ``t1`` (arrays as in :func:`dyntools.dynamics.train.advance_path`)."""
+    if diverged_at[p] != guard.NEVER:
+        return
+    L, widths, w_off, b_off, maxw = unpack_iargs(iargs)
+    ws = np.zeros(2 * (L + 1) * maxw + 2 * maxw)
+    pre, act, delta = example_buffers(ws, L, maxw)
+    theta = thetas[p].copy()
+    ostate = opt_states[p].copy()
+    st = states[p:p + 1].copy()
+    perm = perms[p].copy()
+    X = Xs[data_of[p]]
+    y = ys[data_of[p]]
+    g = run_of[p]
+    precond = precond_of[g]
+    hp = hps[g]
+    full = sampler == samplers.FULL
+    b = X.shape[0] if full else batch
+    n_par = theta.shape[0]
+    grad = np.zeros(n_par)
+    const_lr = lrs.shape[1] == 1
+    keep_loss = step_losses.shape[1] > 0
+    k = np.searchsorted(record_steps, t0)
+    for t in range(t0, t1):
+        if record.due(record_steps, k, t):
+            theta_rec[p, k, :] = theta
+            k += 1
+        tot = 0.0
+        for q in range(b):
+            i = q if full else samplers.distinct_next(perm, q, st)
+            res = forward(theta, X[i], widths, w_off, b_off, pre, act) - y[i]
+            if label_noise != 0.0:
+                nz = label_noise * rng.normal(st, 0)
+                if nz != 0.0:
+                    res -= nz
+            tot += res * res
+            backward(theta, widths, w_off, b_off, pre, act, delta, grad, 2.0 * res / b, True)
+        if keep_loss:
+            step_losses[p, t] = tot / b
+        fused_step(precond, hp, theta, grad, ostate, t + 1, lrs[g, 0] if const_lr else lrs[g, t])
+        if guard.beyond(guard.l1_size_clearing(theta, grad), bound):      # grad cleared for the next step
+            diverged_at[p] = t + 1
+            break
+    thetas[p, :] = theta
+    opt_states[p, :, :] = ostate
+    states[p, :] = st[0, :]
+    perms[p, :] = perm
+    if record_final and diverged_at[p] == guard.NEVER and record.due(record_steps, k, t1):
+        theta_rec[p, k, :] = theta
+
+
+@njit(cache=True, nogil=True)
+def regression_paths(paths, thetas, opt_states, Xs, ys, data_of, iargs, sampler, batch, states, perms, label_noise,
+                     precond_of, hps, lrs, run_of, step_losses, t0, t1, record_steps, theta_rec, bound, diverged_at,
+                     record_final):
+    for p in paths:
+        regression_path(p, thetas, opt_states, Xs, ys, data_of, iargs, sampler, batch, states, perms, label_noise,
+                        precond_of, hps, lrs, run_of, step_losses, t0, t1, record_steps, theta_rec, bound,
+                        diverged_at, record_final)
+
+
+def regression_loop(thetas, opt_states, Xs, ys, data_of, iargs, fargs, ws_size, sampler, batch, drop_last, replay,
+                    states, perms, pos, label_noise, precond_of, hps, lrs, run_of, step_losses, t0, t1, record_steps,
+                    theta_rec, bound, diverged_at, record_final, workers=None):
+    """The tuned loop with the calling convention of ``Model.fast_path`` (see :func:`dyntools.train`)."""
+    drive.on_threads(regression_paths, thetas.shape[0], workers, thetas, opt_states, Xs, ys, data_of, iargs,
+                     sampler, batch, states, perms, float(label_noise), precond_of, hps, lrs, run_of, step_losses,
+                     t0, t1, record_steps, theta_rec, float(bound), diverged_at, record_final)
+
+
+# ------------------------------------------------------------------------------ cross-entropy head
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def cross_entropy_path(p, thetas, opt_states, Xs, ys, data_of, iargs, ws_size, sampler, batch, drop_last, replay,
+                       states, perms, pos, precond_of, hps, lrs, run_of, step_losses, t0, t1, record_steps, theta_rec,
+                       bound, diverged_at, record_final):
+    """The generic loop's step (:func:`dyntools.dynamics.train.advance_path`, no label noise) with the
+    grouped-product kernel called directly: the same draws, arithmetic and bits."""
+    if diverged_at[p] != guard.NEVER:
+        return
+    theta = thetas[p].copy()
+    ostate = opt_states[p].copy()
+    st = states[p:p + 1].copy()
+    perm = perms[p].copy()
+    cur = pos[p]
+    X = Xs[data_of[p]]
+    y = ys[data_of[p]]
+    g = run_of[p]
+    n = X.shape[0]
+    b = n if sampler == samplers.FULL else batch
+    idx = np.empty(b, dtype=np.int64)
+    grad = np.empty(theta.shape[0])
+    ws = np.zeros(ws_size)
+    L, widths, w_off, b_off, maxw = unpack_iargs(iargs)
+    bufs = mlp_gemm.views(ws, L, maxw, b)
+    const_lr = lrs.shape[1] == 1
+    keep_loss = step_losses.shape[1] > 0
+    row = 0 if replay.shape[0] == 1 else p
+    k = np.searchsorted(record_steps, t0)
+    for t in range(t0, t1):
+        if record.due(record_steps, k, t):
+            theta_rec[p, k, :] = theta
+            k += 1
+        for q in range(b):
+            if sampler == samplers.FULL:
+                idx[q] = q
+            elif sampler == samplers.REPLAY:
+                idx[q] = replay[row, t * b + q]
+            elif sampler == samplers.WITH_REPLACEMENT:
+                idx[q] = samplers.with_replacement(st, n)
+            elif sampler == samplers.EPOCH:
+                idx[q], cur = samplers.epoch_next(perm, cur, st)
+            else:
+                idx[q] = samplers.distinct_next(perm, q, st)
+        if sampler == samplers.EPOCH:
+            cur = samplers.epoch_end_of_batch(cur, n, b, drop_last)
+        loss = mlp_gemm.forward_backward(theta, widths, w_off, b_off, X, y, idx, grad, bufs)
+        if keep_loss:
+            step_losses[p, t] = loss
+        fused_step(precond_of[g], hps[g], theta, grad, ostate, t + 1, lrs[g, 0] if const_lr else lrs[g, t])
+        if guard.beyond(guard.l1_size(theta), bound):
+            diverged_at[p] = t + 1
+            break
+    thetas[p, :] = theta
+    opt_states[p, :, :] = ostate
+    states[p, :] = st[0, :]
+    perms[p, :] = perm
+    pos[p] = cur
+    if record_final and diverged_at[p] == guard.NEVER and record.due(record_steps, k, t1):
+        theta_rec[p, k, :] = theta
+
+
+@njit(cache=True, nogil=True)
+def cross_entropy_paths(paths, thetas, opt_states, Xs, ys, data_of, iargs, ws_size, sampler, batch, drop_last, replay,
+                        states, perms, pos, precond_of, hps, lrs, run_of, step_losses, t0, t1, record_steps, theta_rec,
+                        bound, diverged_at, record_final):
+    for p in paths:
+        cross_entropy_path(p, thetas, opt_states, Xs, ys, data_of, iargs, ws_size, sampler, batch, drop_last, replay,
+                           states, perms, pos, precond_of, hps, lrs, run_of, step_losses, t0, t1, record_steps,
+                           theta_rec, bound, diverged_at, record_final)
+
+
+def cross_entropy_loop(thetas, opt_states, Xs, ys, data_of, iargs, fargs, ws_size, sampler, batch, drop_last,
+                       replay, states, perms, pos, label_noise, precond_of, hps, lrs, run_of, step_losses, t0, t1,
+                       record_steps, theta_rec, bound, diverged_at, record_final, workers=None):
+    """:func:`cross_entropy_paths` with the calling convention of ``Model.fast_path``."""
+    drive.on_threads(cross_entropy_paths, thetas.shape[0], workers, thetas, opt_states, Xs, ys, data_of, iargs,
+                     ws_size, sampler, batch, drop_last, replay, states, perms, pos, precond_of, hps, lrs, run_of,
+                     step_losses, t0, t1, record_steps, theta_rec, float(bound), diverged_at, record_final)
+
+
+def select(model, setting: dict):
+    """The tuned loop for ``setting`` with the compiled kernel, or None (the NumPy twin is the engine's):
+    the per-example loop for the regression head with the ``distinct`` or ``full`` sampler, the loop
+    calling the grouped-product kernel directly for the cross-entropy head (any sampler)."""
+    if setting.get("kernel") != "numba":
+        return None
+    if model.head == "regression":
+        return regression_loop if setting.get("sampler") in ("distinct", "full") else None
+    return cross_entropy_loop

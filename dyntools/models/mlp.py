@@ -1,0 +1,564 @@
+"""The multilayer perceptron: one ReLU network for regression and for classification.
+
+Widths ``(d, m_1, …, m_{L−1}, K)`` give ``L`` layers
+
+    a_0 = x,    z_l = W_l a_{l−1} + b_l,    a_l = σ(z_l) = max(z_l, 0)   (l = 1, …, L−1),
+    h_θ(x) = z_L = W_L a_{L−1} + b_L ∈ R^K,
+
+with ``W_l ∈ R^{m_l × m_{l−1}}`` (``m_0 = d``, ``m_L = K``) and each bias ``b_l`` optional.
+
+**Weight layout** (PyTorch's ``nn.Linear``): every ``W_l`` is stored *out × in*, row-major, followed
+by ``b_l`` when layer ``l`` has one; the layers follow each other in one flat vector ``θ ∈ R^p``
+(:meth:`MLP.unpack` / :meth:`MLP.pack` give the views). A row of ``W_l`` is the incoming weights of
+one neuron, which is what the per-example kernel walks and what the grouped-product kernel reads
+as its coefficient matrix.
+
+**Heads.**
+
+* ``"regression"`` (``K = 1``): the paper's mean squared error without ½,
+  ``L(θ) = (1/B) Σ_{i∈B} (h_θ(x_i) − y_i − δξ_i)²`` (label noise ``δξ`` perturbs the targets),
+  gradient ``(2/B) Σ_i r_i ∇_θ h_θ(x_i)``;
+* ``"cross-entropy"`` (``K ≥ 2`` classes, integer labels): the mean softmax cross-entropy
+  ``L(θ) = (1/B) Σ_i [log Σ_k exp z_{L,ik} − z_{L,i y_i}]``, back-propagated from
+  ``∂L/∂z_L = (softmax(z_L) − onehot(y)) / B``.
+
+Back-propagation: ``∂/∂W_l = δ_l a_{l−1}ᵀ``, ``∂/∂b_l = δ_l``, ``δ_{l−1} = (W_lᵀ δ_l) ⊙ 1[z_{l−1} > 0]``
+(ReLU's derivative is 0 at 0, PyTorch's convention).
+
+**Kernels** (the model protocol, :mod:`dyntools.models.base`). The regression head's compiled
+``loss_grad`` walks the batch one example at a time (forward, then the backward pass accumulating
+``(2 r_i / B) ∇_θ h``): the right shape for the batch-1 SGD of the paper. The cross-entropy head's
+does every product of the forward and backward pass as one grouped matrix product
+(:mod:`dyntools.models.mlp_gemm`) on feature-major activations: the right shape for batches of
+tens of examples. Each has a NumPy twin (``@`` products); the tests hold them equal to ~1e-13.
+
+**Divergence size** (:mod:`dyntools.engine.guard`): ``‖θ‖₁``, as for every model trained by
+:func:`dyntools.train`; a path is stopped after the first update that makes it non-finite or
+larger than the bound.
+
+**Initializations** (:meth:`MLP.init`):
+
+* ``"gaussian"``: ``W_l = s_l N(0, 1)`` entrywise (one scale per layer), biases 0, from a PCG64
+  generator of the ``mlp.init`` stream;
+* ``"regression-1d"``: the 1-D regression init of Andriushchenko et al. (2023) for a two-layer
+  network on d = 1 with first-layer biases: ``W_1 = ±2.5 s`` (fair signs), ``b_1 = 2.5 s N(0, 1)``,
+  ``W_2 = 4 s N(0, 1)``, from the ``mlp.init-1d`` stream;
+* ``"uniform"``: PyTorch's ``nn.Linear`` default ``W_l, b_l ~ U(−1/√m_{l−1}, 1/√m_{l−1})``, drawn
+  as ``2u − 1`` from the xoshiro256** stream (:mod:`dyntools.engine.rng`) of ``mlp.init``; layer by
+  layer the draws fill ``W_lᵀ`` (in × out) row by row and then ``b_l`` (the order of the earlier
+  classifier's in × out layout, kept so that its results reproduce).
+
+The stream of seed index 0 is ``SeedSequence(seed, (KEY, *init_key))`` and that of seed index
+``s > 0`` is ``(KEY, *init_key, s)`` (:mod:`dyntools.engine.streams`; ``"uniform"`` takes the xoshiro
+state of its child 0, :func:`~dyntools.engine.streams.path_states`); a sweep gives each cell its own
+``init_stream``/``init_key``.
+
+**Tuned loops** (:meth:`MLP.fast_path`, :mod:`dyntools.dynamics.fast.mlp`): with the compiled kernel,
+the regression head with the ``distinct``/``full`` samplers runs a per-example loop with the kernel
+inlined, and the cross-entropy head runs the generic step with its grouped-product kernel called
+directly; both give the generic loop's bits (tests/test_mlp.py).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from dyntools import validation
+from dyntools.engine import rng, streams
+from dyntools.models import mlp_gemm
+from dyntools.models.base import HEADS, Model
+
+INITS = ("gaussian", "regression-1d", "uniform")
+
+
+# ------------------------------------------------------------------------------------------ layout
+
+def layout_arrays(widths, biases) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """``(widths, w_off, b_off, p)``: int64 widths, the start of each ``W_l`` and of each ``b_l``
+    (−1 for a layer without bias) in θ, and the number of parameters."""
+    L = len(widths) - 1
+    w_off = np.empty(L, dtype=np.int64)
+    b_off = np.full(L, -1, dtype=np.int64)
+    pos = 0
+    for l in range(L):
+        w_off[l] = pos
+        pos += widths[l + 1] * widths[l]
+        if biases[l]:
+            b_off[l] = pos
+            pos += widths[l + 1]
+    return np.asarray(widths, dtype=np.int64), w_off, b_off, pos
+
+
+def kernel_iargs(widths: np.ndarray, w_off: np.ndarray, b_off: np.ndarray) -> np.ndarray:
+    """The kernels' integer constants ``[L, widths (L+1), w_off (L), b_off (L), max width]``."""
+    L = widths.shape[0] - 1
+    return np.concatenate([[L], widths, w_off, b_off, [widths.max()]]).astype(np.int64)
+
+
+@njit(inline="always")
+def unpack_iargs(iargs):
+    """``(L, widths, w_off, b_off, maxw)`` views of :func:`kernel_iargs`."""
+    L = iargs[0]
+    return (L, iargs[1:L + 2], iargs[L + 2:2 * L + 2], iargs[2 * L + 2:3 * L + 2], iargs[3 * L + 2])
+
+
+# ------------------------------------------------------------------------- per-example kernels
+
+@njit(cache=True)
+def forward(theta, x, widths, w_off, b_off, pre, act):
+    """Forward pass of one example, filling ``pre[l]`` = z_l and ``act[l]`` = a_l; returns the first
+    output ``z_L[0]`` (``act[L, :K]`` holds all of them). Buffers: float64[L+1, max width]."""
+    n_layers = widths.shape[0] - 1
+    for j in range(widths[0]):
+        act[0, j] = x[j]
+    for l in range(n_layers):
+        rows = widths[l + 1]
+        cols = widths[l]
+        wo = w_off[l]
+        bo = b_off[l]
+        for i in range(rows):
+            s = 0.0
+            base = wo + i * cols
+            for j in range(cols):
+                s += theta[base + j] * act[l, j]
+            if bo >= 0:
+                s += theta[bo + i]
+            pre[l + 1, i] = s
+            if l < n_layers - 1:
+                act[l + 1, i] = s if s > 0.0 else 0.0
+            else:
+                act[l + 1, i] = s
+    return act[n_layers, 0]
+
+
+@njit(cache=True)
+def backward(theta, widths, w_off, b_off, pre, act, delta, grad, coef, accumulate):
+    """After :func:`forward` on the same example: ``grad (+)= coef · ∇_θ h_θ(x)`` (first output).
+
+    ``delta``: float64[2, max width]. Without ``accumulate`` the entries of ``grad`` are overwritten."""
+    n_layers = widths.shape[0] - 1
+    cur = 0
+    delta[cur, 0] = coef
+    for l in range(n_layers - 1, -1, -1):
+        rows = widths[l + 1]
+        cols = widths[l]
+        wo = w_off[l]
+        bo = b_off[l]
+        nxt = 1 - cur
+        if l > 0:
+            for j in range(cols):
+                delta[nxt, j] = 0.0
+        for i in range(rows):
+            di = delta[cur, i]
+            base = wo + i * cols
+            if accumulate:
+                for j in range(cols):
+                    grad[base + j] += di * act[l, j]
+                if bo >= 0:
+                    grad[bo + i] += di
+            else:
+                for j in range(cols):
+                    grad[base + j] = di * act[l, j]
+                if bo >= 0:
+                    grad[bo + i] = di
+            if l > 0 and di != 0.0:
+                for j in range(cols):
+                    delta[nxt, j] += theta[base + j] * di
+        if l > 0:
+            for j in range(cols):
+                if not pre[l, j] > 0.0:
+                    delta[nxt, j] = 0.0
+        cur = nxt
+
+
+@njit(inline="always")
+def example_buffers(ws, n_layers, maxw):
+    """``(pre, act, delta)`` views of a scratch array of :func:`example_ws_size` entries."""
+    k = (n_layers + 1) * maxw
+    return (ws[:k].reshape((n_layers + 1, maxw)), ws[k:2 * k].reshape((n_layers + 1, maxw)),
+            ws[2 * k:2 * k + 2 * maxw].reshape((2, maxw)))
+
+
+def example_ws_size(n_layers: int, maxw: int) -> int:
+    return 2 * (n_layers + 1) * maxw + 2 * maxw
+
+
+@njit(cache=True)
+def loss_grad_regression(theta, X, y, idx, b, noise, grad, ws, iargs, fargs):
+    """Regression head: ``(1/b) Σ_q r_q²`` with ``r_q = h_θ(x_i) − y_i − noise_q`` (``i = idx[q]``)
+    and its gradient ``Σ_q (2 r_q / b) ∇_θ h_θ(x_i)``, one example at a time."""
+    L, widths, w_off, b_off, maxw = unpack_iargs(iargs)
+    pre, act, delta = example_buffers(ws, L, maxw)
+    for j in range(grad.shape[0]):
+        grad[j] = 0.0
+    tot = 0.0
+    for q in range(b):
+        i = idx[q]
+        res = forward(theta, X[i], widths, w_off, b_off, pre, act) - y[i]
+        if noise[q] != 0.0:
+            res -= noise[q]
+        tot += res * res
+        backward(theta, widths, w_off, b_off, pre, act, delta, grad, 2.0 * res / b, True)
+    return tot / b
+
+
+@njit(cache=True)
+def loss_grad_cross_entropy(theta, X, y, idx, b, noise, grad, ws, iargs, fargs):
+    """Cross-entropy head: mean softmax cross-entropy of ``idx[:b]`` and its gradient, every
+    product a grouped matrix product (:func:`dyntools.models.mlp_gemm.forward_backward`)."""
+    L, widths, w_off, b_off, maxw = unpack_iargs(iargs)
+    return mlp_gemm.forward_backward(theta, widths, w_off, b_off, X, y, idx[:b], grad,
+                                     mlp_gemm.views(ws, L, maxw, b))
+
+
+@njit(cache=True)
+def jacobian_kernel(theta, X, widths, w_off, b_off):
+    """``φ_θ(X) = [∇_θ h_θ(x_i)]_i`` (n, p) of the first output."""
+    L = widths.shape[0] - 1
+    maxw = widths.max()
+    pre, act, delta = np.zeros((L + 1, maxw)), np.zeros((L + 1, maxw)), np.zeros((2, maxw))
+    J = np.zeros((X.shape[0], theta.shape[0]))
+    for i in range(X.shape[0]):
+        forward(theta, X[i], widths, w_off, b_off, pre, act)
+        backward(theta, widths, w_off, b_off, pre, act, delta, J[i], 1.0, False)
+    return J
+
+
+@njit(cache=True)
+def predict_kernel(theta, X, widths, w_off, b_off):
+    """``h_θ(x_i)`` (first output) for every row of ``X``, compiled."""
+    L = widths.shape[0] - 1
+    maxw = widths.max()
+    pre, act = np.zeros((L + 1, maxw)), np.zeros((L + 1, maxw))
+    out = np.empty(X.shape[0])
+    for i in range(X.shape[0]):
+        out[i] = forward(theta, X[i], widths, w_off, b_off, pre, act)
+    return out
+
+
+# ------------------------------------------------------------------------------------ NumPy twins
+
+def unpack(widths, w_off, b_off, theta) -> list[tuple[np.ndarray, np.ndarray | None]]:
+    """Views ``[(W_l, b_l or None)]`` into θ (p,) or a stack (…, p)."""
+    theta = np.asarray(theta)
+    lead = theta.shape[:-1]
+    out = []
+    for l in range(len(widths) - 1):
+        rows, cols = int(widths[l + 1]), int(widths[l])
+        W = theta[..., w_off[l]:w_off[l] + rows * cols].reshape(*lead, rows, cols)
+        out.append((W, theta[..., b_off[l]:b_off[l] + rows] if b_off[l] >= 0 else None))
+    return out
+
+
+def _twin_layers(iargs, theta):
+    L = int(iargs[0])
+    widths, w_off, b_off = iargs[1:L + 2], iargs[L + 2:2 * L + 2], iargs[2 * L + 2:3 * L + 2]
+    return L, widths, w_off, b_off, unpack(widths, w_off, b_off, theta)
+
+
+def loss_grad_regression_np(theta, X, y, idx, b, noise, grad, ws, iargs, fargs):
+    """NumPy twin of :func:`loss_grad_regression`: the whole batch at once with ``@``."""
+    L, widths, w_off, b_off, layers = _twin_layers(iargs, theta)
+    i = np.asarray(idx[:b])
+    acts, pres = [X[i]], [None]
+    with np.errstate(over="ignore", invalid="ignore"):
+        for l, (W, bias) in enumerate(layers):
+            z = acts[-1] @ W.T + (bias if bias is not None else 0.0)
+            pres.append(z)
+            acts.append(np.maximum(z, 0.0) if l < L - 1 else z)
+        res = acts[-1][:, 0] - y[i]
+        if noise[:b].any():
+            res = res - noise[:b]
+        delta = (2.0 * res / b)[:, None]
+        for l in range(L - 1, -1, -1):
+            W, _ = layers[l]
+            grad[w_off[l]:w_off[l] + W.size] = (delta.T @ acts[l]).ravel()
+            if b_off[l] >= 0:
+                grad[b_off[l]:b_off[l] + W.shape[0]] = delta.sum(axis=0)
+            if l > 0:
+                delta = (delta @ W) * (pres[l] > 0.0)
+        return float(res @ res) / b
+
+
+def loss_grad_cross_entropy_np(theta, X, y, idx, b, noise, grad, ws, iargs, fargs):
+    """NumPy twin of :func:`loss_grad_cross_entropy` (readable: ``@`` products, log-sum-exp)."""
+    L, widths, w_off, b_off, layers = _twin_layers(iargs, theta)
+    i = np.asarray(idx[:b])
+    labels = np.asarray(y[i], dtype=np.int64)
+    acts = [X[i]]
+    with np.errstate(over="ignore", invalid="ignore"):
+        for l, (W, bias) in enumerate(layers):
+            z = acts[-1] @ W.T + (bias if bias is not None else 0.0)
+            acts.append(np.maximum(z, 0.0) if l < L - 1 else z)
+        z = acts[-1]
+        zmax = z.max(axis=1, keepdims=True)
+        lse = zmax[:, 0] + np.log(np.exp(z - zmax).sum(axis=1))
+        rows = np.arange(b)
+        loss = float(np.mean(lse - z[rows, labels]))
+        delta = np.exp(z - lse[:, None]) / b
+        delta[rows, labels] -= 1.0 / b
+        for l in range(L - 1, -1, -1):
+            W, _ = layers[l]
+            grad[w_off[l]:w_off[l] + W.size] = (delta.T @ acts[l]).ravel()
+            if b_off[l] >= 0:
+                grad[b_off[l]:b_off[l] + W.shape[0]] = delta.sum(axis=0)
+            if l > 0:
+                delta = (delta @ W) * (acts[l] > 0.0)
+    return loss
+
+
+# ------------------------------------------------------------------------------------------ model
+
+@njit(cache=True)
+def _uniform_pm(state, n):
+    """``n`` draws ``2u − 1`` (uniform on [−1, 1)) from row 0 of the xoshiro ``state``."""
+    out = np.empty(n)
+    for i in range(n):
+        out[i] = 2.0 * rng.uniform01(state, 0) - 1.0
+    return out
+
+
+def uniform_pm_np(state: np.ndarray, n: int) -> np.ndarray:
+    """NumPy twin of :func:`_uniform_pm`."""
+    return np.array([2.0 * rng.uniform01_np(state[:1])[0] - 1.0 for _ in range(n)])
+
+
+class MLP(Model):
+    """A ReLU multilayer perceptron (see the module docstring for the math, layout and inits).
+
+    Parameters
+    ----------
+    widths : (d, m_1, …, m_{L−1}, K)   layer widths; ``K = 1`` for the regression head
+    biases : bool or one bool per layer
+    head : "regression" | "cross-entropy"
+    init : "gaussian" | "regression-1d" | "uniform"
+    init_scales : float or one per layer   (``gaussian``: s_l; ``regression-1d``: s)
+    init_stream, init_key : the stream purpose (default ``mlp.init-1d`` for ``regression-1d``, else
+        ``mlp.init``) and extra key words of the initialization
+    sampling_stream : the purpose of the trainer's sample and label-noise streams
+    """
+
+    name = "mlp"
+
+    def __init__(self, widths, *, biases: bool | tuple = True, head: str = "regression", init: str = "gaussian",
+                 init_scales=1.0, init_stream: str | None = None, init_key: tuple[int, ...] = (),
+                 sampling_stream: str = "mlp.sampling"):
+        widths = tuple(int(w) if isinstance(w, int | np.integer) else w for w in widths)
+        if len(widths) < 2:
+            raise ValueError("Invalid widths: need at least an input and an output width")
+        for i, w in enumerate(widths):
+            what = "input dimension d" if i == 0 else ("output width" if i == len(widths) - 1
+                                                       else f"hidden width m_{i}")
+            validation.count(what, w)
+        self.head = validation.one_of("head", head, HEADS)
+        if self.head == "regression" and widths[-1] != 1:
+            raise ValueError(f"Invalid output width: {widths[-1]} (the regression head has one output)")
+        if self.head == "cross-entropy" and widths[-1] < 2:
+            raise ValueError(f"Invalid n_classes: {widths[-1]} (must be >= 2)")
+        L = len(widths) - 1
+        flags = (bool(biases),) * L if isinstance(biases, bool | np.bool_) else tuple(bool(b) for b in biases)
+        if len(flags) != L:
+            raise ValueError(f"Invalid biases: need one flag per layer ({L}), got {len(flags)}")
+        self.widths, self.biases = widths, flags
+        self.init_name = validation.one_of("init", init, INITS)
+        scales = np.broadcast_to(np.asarray(init_scales, dtype=np.float64), (L,)).copy() \
+            if np.ndim(init_scales) == 0 or len(init_scales) in (1, L) else None
+        if scales is None:
+            raise ValueError(f"Invalid init_scales: need one scale or one per layer ({L})")
+        for l, s in enumerate(scales):
+            validation.non_negative(f"init scale of layer {l + 1}", float(s))
+        self.init_scales = scales
+        if self.init_name == "regression-1d" and (L != 2 or widths[0] != 1 or not flags[0]):
+            raise ValueError("Invalid init: the 1-D regression init needs a two-layer network with d = 1 "
+                             "and first-layer biases")
+        self.init_stream = init_stream or ("mlp.init-1d" if self.init_name == "regression-1d" else "mlp.init")
+        streams.key(self.init_stream)
+        self.init_key = tuple(int(k) for k in init_key)
+        self.sampling_stream = sampling_stream
+        streams.key(sampling_stream)
+        self._widths, self._w_off, self._b_off, self._p = layout_arrays(widths, flags)
+        self._iargs = kernel_iargs(self._widths, self._w_off, self._b_off)
+        if self.head == "regression":
+            self.loss_grad, self.loss_grad_np = loss_grad_regression, loss_grad_regression_np
+        else:
+            self.loss_grad, self.loss_grad_np = loss_grad_cross_entropy, loss_grad_cross_entropy_np
+
+    # ---------------------------------------------------------------- layout
+    @property
+    def n_layers(self) -> int:
+        return len(self.widths) - 1
+
+    @property
+    def n_params(self) -> int:
+        return int(self._p)
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(widths, w_off, b_off)`` (int64) for the compiled kernels."""
+        return self._widths, self._w_off, self._b_off
+
+    def unpack(self, theta) -> list[tuple[np.ndarray, np.ndarray | None]]:
+        """Views ``[(W_l (out × in), b_l or None)]`` into θ (p,) or a stack (…, p)."""
+        theta = np.asarray(theta)
+        if theta.shape[-1] != self._p:
+            raise ValueError(f"Invalid theta: last dimension {theta.shape[-1]} != number of parameters {self._p}")
+        return unpack(self._widths, self._w_off, self._b_off, theta)
+
+    def pack(self, layers) -> np.ndarray:
+        """Inverse of :meth:`unpack` for one network: ``[(W_l, b_l or None)]`` → θ."""
+        theta = np.zeros(self._p)
+        for l, (W, b) in enumerate(layers):
+            W = np.asarray(W, dtype=np.float64)
+            shape = (self.widths[l + 1], self.widths[l])
+            if W.shape != shape:
+                raise ValueError(f"Invalid W_{l + 1}: shape {W.shape}, expected {shape}")
+            theta[self._w_off[l]:self._w_off[l] + W.size] = W.ravel()
+            if self._b_off[l] >= 0:
+                theta[self._b_off[l]:self._b_off[l] + shape[0]] = 0.0 if b is None else np.asarray(b, float)
+            elif b is not None and np.any(np.asarray(b) != 0):
+                raise ValueError(f"Invalid b_{l + 1}: layer {l + 1} has no bias")
+        return theta
+
+    def kernel_args(self):
+        return self._iargs, np.zeros(0)
+
+    def workspace_size(self, batch: int) -> int:
+        maxw = int(self._widths.max())
+        if self.head == "regression":
+            return example_ws_size(self.n_layers, maxw)
+        return mlp_gemm.ws_size(self.n_layers, maxw, int(batch))
+
+    def config(self) -> dict:
+        return {"name": self.name, "widths": list(self.widths), "biases": list(self.biases), "head": self.head,
+                "init": self.init_name, "init_scales": self.init_scales.tolist(), "n_params": self.n_params}
+
+    # ---------------------------------------------------------------- initializations
+    def init(self, seed: int, index: int = 0) -> np.ndarray:
+        """Initial θ of seed index ``index`` (see the module docstring for the schemes and streams)."""
+        words = (streams.key(self.init_stream), *self.init_key) + ((int(index),) if index else ())
+        if self.init_name == "uniform":
+            state = streams.path_states(seed, 1, *words)
+            theta = np.empty(self._p)
+            for l in range(self.n_layers):
+                nin, nout = self.widths[l], self.widths[l + 1]
+                n_b = nout if self.biases[l] else 0
+                draws = _uniform_pm(state, nin * nout + n_b) * (1.0 / np.sqrt(nin))
+                wo = self._w_off[l]
+                theta[wo:wo + nin * nout] = draws[:nin * nout].reshape(nin, nout).T.ravel()
+                if n_b:
+                    theta[self._b_off[l]:self._b_off[l] + nout] = draws[nin * nout:]
+            return theta
+        gen = np.random.Generator(np.random.PCG64(streams.root_sequence(seed, *words)))
+        if self.init_name == "gaussian":
+            return self.pack([(self.init_scales[l] * gen.standard_normal((self.widths[l + 1], self.widths[l])),
+                               None) for l in range(self.n_layers)])
+        s, m = float(self.init_scales[0]), self.widths[1]
+        W1 = 2.5 * s * gen.choice(np.array([-1.0, 1.0]), size=(m, 1))
+        b1 = 2.5 * s * gen.standard_normal(m)
+        W2 = 4.0 * s * gen.standard_normal((1, m))
+        return self.pack([(W1, b1), (W2, None)])
+
+    # ---------------------------------------------------------------- metric hooks
+    def forward_np(self, theta, X) -> tuple[np.ndarray, list[np.ndarray]]:
+        """Vectorized forward pass of θ (p,) or a stack (k, p): the outputs ``z_L`` ((n, K) or
+        (k, n, K)) and the hidden activations ``[a_1, …, a_{L−1}]``."""
+        a = np.asarray(X, dtype=np.float64)
+        hidden = []
+        layers = self.unpack(theta)
+        for l, (W, b) in enumerate(layers):
+            z = a @ np.swapaxes(W, -1, -2)
+            if b is not None:
+                z = z + b[..., None, :]
+            if l < len(layers) - 1:
+                a = np.maximum(z, 0.0)
+                hidden.append(a)
+            else:
+                a = z
+        return a, hidden
+
+    def predict(self, theta, X) -> np.ndarray:
+        """Regression: ``h_θ(x_i)`` (n,) (or (k, n) for a stack of θ); cross-entropy: the logits (n, K)."""
+        out = self.forward_np(theta, X)[0]
+        return out[..., 0] if self.head == "regression" else out
+
+    def features(self, theta, X) -> list[np.ndarray]:
+        """Hidden activations, one (n, m_l) array per hidden layer."""
+        return self.forward_np(theta, X)[1]
+
+    def jacobian(self, theta, X) -> np.ndarray:
+        """``φ_θ(X) = [∇_θ h_θ(x_i)]_i`` (n × p) of the regression output (compiled)."""
+        if self.head != "regression":
+            raise NotImplementedError("the Jacobian hook is defined for the regression head (one output)")
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        return jacobian_kernel(np.ascontiguousarray(theta, dtype=np.float64), X, *self.arrays())
+
+    def jacobian_np(self, theta, X) -> np.ndarray:
+        """NumPy twin of :meth:`jacobian`: back-propagation of ``δ_L = 1`` for every example at once."""
+        X = np.asarray(X, dtype=np.float64)
+        layers = self.unpack(np.asarray(theta, dtype=np.float64))
+        acts, pres = [X], [None]
+        for l, (W, b) in enumerate(layers):
+            z = acts[-1] @ W.T + (b if b is not None else 0.0)
+            pres.append(z)
+            acts.append(np.maximum(z, 0.0) if l < self.n_layers - 1 else z)
+        J = np.zeros((X.shape[0], self._p))
+        delta = np.ones((X.shape[0], 1))
+        for l in range(self.n_layers - 1, -1, -1):
+            W, _ = layers[l]
+            wo, bo = self._w_off[l], self._b_off[l]
+            J[:, wo:wo + W.size] = (delta[:, :, None] * acts[l][:, None, :]).reshape(X.shape[0], -1)
+            if bo >= 0:
+                J[:, bo:bo + W.shape[0]] = delta
+            if l > 0:
+                delta = (delta @ W) * (pres[l] > 0.0)
+        return J
+
+    def loss(self, theta, X, y) -> float:
+        """Full-data loss: the mean squared error ``mean((h − y)²)`` (NumPy) or the mean cross-entropy
+        (:meth:`evaluate`'s compiled forward pass: no BLAS call, whose threads wait badly on a busy machine)."""
+        theta = np.asarray(theta, dtype=np.float64)
+        if self.head == "regression":
+            with np.errstate(over="ignore", invalid="ignore"):
+                return float(np.mean((self.predict(theta, X) - np.asarray(y, dtype=np.float64)) ** 2))
+        return self.evaluate(theta, X, y)[0]
+
+    def evaluate(self, theta, X, y, chunk: int = 256) -> tuple[float, float]:
+        """Cross-entropy head: mean cross-entropy and accuracy on ``(X, y)``, with the compiled
+        grouped-product forward pass on chunks of ``chunk`` rows (the arg-max read from its logits)."""
+        if self.head != "cross-entropy":
+            raise ValueError("Invalid head: evaluate() reports accuracy, which needs the cross-entropy head")
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        y = np.ascontiguousarray(y, dtype=np.int64)
+        theta = np.ascontiguousarray(theta, dtype=np.float64)
+        n = X.shape[0]
+        chunk = min(chunk, n)
+        maxw = int(self._widths.max())
+        ws = np.zeros(mlp_gemm.ws_size(self.n_layers, maxw, chunk))
+        empty = np.zeros(0)
+        total, correct = 0.0, 0
+        for start in range(0, n, chunk):
+            idx = np.arange(start, min(n, start + chunk))
+            total += len(idx) * mlp_gemm.forward_backward(theta, self._widths, self._w_off, self._b_off, X, y,
+                                                          idx, empty, mlp_gemm.views_of(ws, self.n_layers, maxw,
+                                                                                     len(idx)))
+            logits = mlp_gemm.logits(ws, self.n_layers, maxw, len(idx), self.widths[-1])
+            correct += int(np.sum(np.argmax(logits, axis=0) == y[idx]))
+        return total / n, correct / n
+
+    # ---------------------------------------------------------------- tuned loops
+    def fast_path(self, setting: dict):
+        """The tuned loops of :mod:`dyntools.dynamics.fast.mlp` that apply to ``setting``, or None."""
+        from dyntools.dynamics.fast import mlp as fast
+
+        return fast.select(self, setting)
+
+
+def jacobian_fd(model: MLP, theta, X, eps: float = 1e-6) -> np.ndarray:
+    """Central finite differences of the regression output ``h_θ(X)`` in θ (n, p), for tests and demos."""
+    theta = np.asarray(theta, dtype=np.float64)
+    J = np.empty((len(X), theta.size))
+    for k in range(theta.size):
+        e = np.zeros_like(theta)
+        e[k] = eps
+        J[:, k] = (model.predict(theta + e, X) - model.predict(theta - e, X)) / (2 * eps)
+    return J

@@ -1,0 +1,46 @@
+"""dyntools.optim.kernels.fused_step_np (the NumPy twin the training loops' twins use) gives the bits of
+fused_step's element-wise Python body for every optimizer of the family, and the compiled step to
+rounding (numba evaluates the bias corrections' β^t by repeated multiplication, Python by ``pow``)."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dyntools.optim import kernels as K
+from dyntools.optim import optimizers as O
+
+
+def python_body(precond, hp, theta, g, state, t, lr_t):
+    """fused_step with its per-preconditioner loop run as Python (``.py_func``)."""
+    where = int(hp[2])
+    if precond == 0 and hp[3] == 0.0:
+        K._sgd_plain.py_func(hp, where, theta, g, lr_t)
+    else:
+        fn = {0: K._sgd_momentum, 1: K._adam, 2: K._adagrad, 3: K._rmsprop, 4: K._rmsprop_bc}[precond]
+        fn.py_func(hp, where, theta, g, state, t, lr_t)
+
+
+OPTIMIZERS = [O.sgd(0.1), O.sgd(0.1, momentum=0.9, nesterov=True), O.sgd(0.1, momentum=0.9, dampening=0.1,
+              weight_decay=0.01), O.sgdw(0.1, momentum=0.5, weight_decay=0.1), O.adam(1e-2, weight_decay=0.01),
+              O.adam(1e-2, amsgrad=True), O.adamw(1e-2), O.adamw_l1(1e-2), O.adamw_l1l2(1e-2),
+              O.adagrad(0.1, lr_decay=0.01, weight_decay=0.1, initial_accumulator_value=0.1),
+              O.rmsprop(0.01, momentum=0.9, centered=True, weight_decay=0.1), O.rmsprop(0.01), O.rmsprop_bc(0.01),
+              O.rmsprop_bc(0.01, weight_decay=0.1, decoupled=True)]
+
+
+@pytest.mark.parametrize("opt", OPTIMIZERS, ids=lambda o: o.name)
+@settings(max_examples=10, deadline=None)
+@given(n=st.integers(1, 40), seed=st.integers(0, 1000), mult=st.floats(0.1, 2.0))
+def test_fused_step_np_is_bitwise_the_compiled_step(opt, n, seed, mult):
+    rng = np.random.default_rng(seed)
+    theta = rng.standard_normal(n)
+    copies = [(theta.copy(), K.init_state(opt, n)) for _ in range(3)]
+    for t in range(1, 6):
+        g = rng.standard_normal(n)
+        K.fused_step(opt.precond, opt.hparams, copies[0][0], g, copies[0][1], t, opt.lr * mult)
+        python_body(opt.precond, opt.hparams, copies[1][0], g, copies[1][1], t, opt.lr * mult)
+        K.fused_step_np(opt.precond, opt.hparams, copies[2][0], g, copies[2][1], t, opt.lr * mult)
+        np.testing.assert_array_equal(copies[2][0], copies[1][0])
+        np.testing.assert_array_equal(copies[2][1], copies[1][1])
+        np.testing.assert_allclose(copies[2][0], copies[0][0], rtol=1e-13, atol=1e-15)
