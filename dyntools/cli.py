@@ -131,6 +131,11 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, TypeError, StoreError) as exc:
         print(f"dyntools: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except (MemoryError, OverflowError) as exc:      # a size or value the machine cannot hold: one line
+        what = "does not fit in memory" if isinstance(exc, MemoryError) else "overflows float64"
+        print(f"dyntools: error: the request {what} ({type(exc).__name__}: {exc}); use smaller sizes or values",
+              file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt:
         print("dyntools: interrupted", file=sys.stderr)
         return 130

@@ -56,6 +56,8 @@ def select(catalogue: Mapping, only: str | None) -> list[str]:
     if only is None:
         return list(catalogue)
     names = [n.strip() for n in only.split(",") if n.strip()]
+    if not names:
+        raise ValueError(f"Invalid --only: {only!r} (name catalogue entries: {', '.join(catalogue)})")
     for n in names:
         validation.one_of("catalogue entry", n, tuple(catalogue))
     return names

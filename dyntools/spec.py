@@ -106,8 +106,13 @@ def coerce(name: str, p: Param, text: str, flag: str | None = None):
     if p.kind in _LISTS:
         cast = _LISTS[p.kind]
         what = {"floats": "numbers", "ints": "integers", "strs": "names"}[p.kind]
+        entries = [v.strip() for v in str(text).split(",")]
+        if len(entries) > 1 and not entries[-1]:                  # a trailing comma is harmless
+            entries.pop()
+        if any(not v for v in entries) and any(entries):          # "4,,4": an empty entry
+            raise ValueError(f"Invalid {where}: {text!r} (an empty entry between commas)")
         try:
-            values = tuple(cast(v.strip()) for v in str(text).split(",") if v.strip())
+            values = tuple(cast(v) for v in entries if v)
         except ValueError:
             raise ValueError(f"Invalid {where}: {text!r} (expected comma-separated {what}"
                              + (f", e.g. {p.metavar}" if p.metavar else "") + ")") from None

@@ -75,7 +75,8 @@ class DiagNetParams:
     warmup: int = param(0, low=0, group=SCHED, help="linear warm-up steps of the large-step runs")
     init: str = param("paper", choices=("paper", "gaussian"), group=INIT,
                       help="paper: u0 = alpha*1, v0 = 0; gaussian: N(0, s^2)")
-    alpha: float = param(0.1, group=INIT, help="scale of the paper's init")
+    alpha: float = param(0.1, low=0.0, low_open=True, group=INIT,
+                         help="scale of the paper's init (u0 = alpha*1, v0 = 0: alpha = 0 is a saddle that never moves)")
     init_scale: float = param(0.1, low=0.0, group=INIT, help="std of the gaussian init")
     init_file: Path | None = param(None, kind="file", metavar="FILE.npz", group=INIT,
                                    help="given initial point: an .npz with arrays u0 and v0 of length d "
@@ -133,6 +134,8 @@ def build_runs(eta_small: float, eta_large: float, decay_at, decay_factors, deca
                          "decay fractions")
     if not schedules:
         raise ValueError("Invalid schedules: need at least one")
+    if len(set(schedules)) != len(schedules):
+        raise ValueError(f"Invalid schedules: {','.join(schedules)} names a schedule twice")
     for s in schedules:
         validation.one_of("schedule", s, SCHEDULE_NAMES)
 

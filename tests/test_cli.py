@@ -152,3 +152,22 @@ def test_given_samples_schedule_and_replay(tmp_path):
 def test_bad_schedule_and_files(tmp_path, args, needle):
     out = tmp_path / "out"
     assert_usage_error(run_cli("simulate", "stabilization", "--steps", "10", *args, "--out", out), needle, out_dir=out)
+
+
+@pytest.mark.parametrize("argv,match", [
+    (["reproduce", "--only", ""], "Invalid --only"),
+    (["sweep", "adamw-grid", "--hidden", "4,,4"], "empty entry"),
+    (["simulate", "diag-net", "--schedules", "small,small"], "names a schedule twice"),
+    (["simulate", "diag-net", "--alpha", "0"], "Invalid alpha"),
+    (["simulate", "diag-net", "--alpha", "-1"], "Invalid alpha"),
+    (["simulate", "stabilization", "--paths", "1000000000000", "--steps", "10"], "does not fit in memory"),
+    (["simulate", "stabilization", "--theta-star", "1e308"], "overflows float64"),
+])
+def test_values_once_silently_accepted_are_one_line_errors(tmp_path, capsys, argv, match):
+    """Issue 16's 'values silently accepted' and 'sizes without bounds': one line, exit 2, nothing written."""
+    from dyntools.cli import main
+
+    assert main(argv + ["--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and match in err[0], err
+    assert not (tmp_path / "o").exists()
