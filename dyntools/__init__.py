@@ -47,6 +47,9 @@ _LAZY = {
     "data": ("dyntools.data", None),
     "models": ("dyntools.models", None),
     "plots": ("dyntools.plots", None),
+    "data_voronoi": ("dyntools.data_voronoi", None),
+    "VoronoiLadder": ("dyntools.models.voronoi", "VoronoiLadder"),
+    "adamw_decay": ("dyntools.optim.decay_groups", "adamw_decay"),
     **{name: ("dyntools.optim", name) for name in ("sgd", "sgdw", "adam", "adamw", "adamw_l1", "adamw_l1l2",
                                                    "adagrad", "rmsprop", "rmsprop_bc", "Optimizer")},
 }

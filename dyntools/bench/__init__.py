@@ -19,6 +19,7 @@ BENCHMARKS: dict[str, str] = {
     "sweep": "dyntools.bench.sweep",
     "sde": "dyntools.bench.sde",
     "diag-net": "dyntools.bench.diag_net",
+    "voronoi": "dyntools.bench.voronoi",
 }
 
 

@@ -29,6 +29,7 @@ BUILTIN_FAMILIES: dict[str, str] = {
     "diagonal-nets": "proofs.diagonal_nets",
     "relu-nets": "proofs.relu_nets",
     "brownian": "proofs.brownian",
+    "voronoi": "proofs.voronoi",
 }
 
 FILE_HELP = ("a Python file of your own claims (a list CLAIMS of dyntools.symbolic.Claim, or module-level "

@@ -14,7 +14,7 @@ from __future__ import annotations
 from numba import njit
 
 from dyntools.dynamics.train import advance_path
-from dyntools.models import diag_net, least_squares, mlp, quadratic_toy
+from dyntools.models import diag_net, least_squares, mlp, quadratic_toy, voronoi
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -52,9 +52,16 @@ def mlp_cross_entropy_paths(paths, arrays, t0, t1, record_steps, theta_rec, boun
                      record_final)
 
 
+@njit(cache=True, nogil=True, error_model="numpy")
+def voronoi_paths(paths, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final):
+    for p in paths:
+        advance_path(voronoi.loss_grad, p, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at,
+                     record_final)
+
+
 LOOPS = {diag_net.loss_grad: diag_net_paths, mlp.loss_grad_regression: mlp_regression_paths,
          mlp.loss_grad_cross_entropy: mlp_cross_entropy_paths, quadratic_toy.loss_grad: toy_paths,
-         least_squares.loss_grad: least_squares_paths}
+         least_squares.loss_grad: least_squares_paths, voronoi.loss_grad: voronoi_paths}
 
 
 def for_kernel(kernel):

@@ -35,6 +35,9 @@ KEYS: dict[str, int] = {
     "sweep.adamw-grid": 0xADA3,      # cells of the (lr, weight decay) heatmap sweep
     "sweep.demo": 0xD3,              # the sweep machinery's own test cell
     "bench": 0xBE7C,                 # benchmark inputs
+    "data.voronoi": 0x7020,          # the Voronoi environment of seed 000 (centers, labels, points)
+    "voronoi.init": 0x7021,          # initializations of the Voronoi model ladder
+    "voronoi.sampling": 0x7022,      # minibatch indices of the Voronoi model ladder
 }
 
 

@@ -25,6 +25,8 @@ PLOTTERS: dict[str, str] = {
     "sde-sgd-vs-sde": "dyntools.plots.sde",
     "sde-sparsity": "dyntools.plots.sde",
     "diag-net": "dyntools.plots.diag_net",
+    "voronoi": "dyntools.plots.voronoi",
+    "voronoi-ladder": "dyntools.plots.voronoi",
 }
 
 #: Okabe & Ito (2008) colour-blind safe palette.

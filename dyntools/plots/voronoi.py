@@ -1,0 +1,296 @@
+"""Figures of the Voronoi study (seed 000): the environment, animations of training, curves, the ladder.
+
+Kinds: ``"voronoi"`` (one rung × one decay over seeds, with recorded snapshots) and
+``"voronoi-ladder"`` (the sweep). Animations are GIFs written by matplotlib's animation module with
+its Pillow writer, one frame per *recorded* snapshot (the run's ``frames``), never by re-training;
+each GIF has PNG/PDF stills of its last frame.
+
+* ``voronoi_env``: cells coloured by label under both partition rules (nearest center; the seed's
+  ``argmin_j |xᵀc_j/‖c_j‖² − 1|``), centers marked;
+* ``voronoi_plane.gif``: predicted class over the box during training, darkened where it differs
+  from the true label, the partition's cell boundaries drawn beneath, centers (learned ones move);
+* ``voronoi_centers.gif``: centers coloured by their logit margin ``W₁ⱼ − W₀ⱼ`` (C = 2; otherwise the
+  largest logit), and the sorted per-center logits of each class;
+* ``voronoi_scalars.gif``: offset, scale and the plus–minus pair against the step;
+* ``voronoi_curves``: train/eval loss and accuracy, median and min–max band over seeds, with the
+  majority baseline and the exact rule drawn as horizontal lines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from matplotlib.colors import ListedColormap
+
+from dyntools import plots
+from dyntools.data_voronoi import label_points
+
+SCALARS = (("offset", "offset o"), ("scale", "scale σ"), ("plus-minus", "plus–minus p"))
+
+
+def class_cmap(classes: int) -> ListedColormap:
+    return ListedColormap([plots.PALETTE[c % len(plots.PALETTE)] for c in range(classes)])
+
+
+def plane_grid(box: float, res: int) -> tuple[np.ndarray, np.ndarray]:
+    """Cell centres of a ``res × res`` grid over ``[−s, s]²`` (points, axis ticks)."""
+    ticks = (np.arange(res) + 0.5) / res * 2 * box - box
+    gx, gy = np.meshgrid(ticks, ticks)
+    return np.column_stack([gx.ravel(), gy.ravel()]), ticks
+
+
+def _check_2d(dim: int, what: str) -> None:
+    if dim != 2:
+        raise ValueError(f"Invalid dim (D): {what} draws the plane (D = 2), got D = {dim}")
+
+
+def _draw_partition(ax, centers, labels, box, rule, classes, res, fill=True):
+    pts, _ = plane_grid(box, res)
+    lab = label_points(pts, centers, labels, rule).reshape(res, res)
+    if fill:
+        ax.imshow(lab, origin="lower", extent=(-box, box, -box, box), cmap=class_cmap(classes),
+                  vmin=-0.5, vmax=classes - 0.5, alpha=0.55, interpolation="nearest")
+    from dyntools.data_voronoi import cells
+
+    cell = cells(pts, centers, rule).reshape(res, res)
+    edges = (np.diff(cell, axis=0, prepend=cell[:1]) != 0) | (np.diff(cell, axis=1, prepend=cell[:, :1]) != 0)
+    ax.imshow(np.where(edges, 1.0, np.nan), origin="lower", extent=(-box, box, -box, box), cmap="Greys",
+              vmin=0, vmax=1.2, alpha=0.6, interpolation="nearest")
+    ax.set_xlim(-box, box)
+    ax.set_ylim(-box, box)
+    ax.set_aspect("equal")
+    ax.grid(False)
+
+
+def env_figure(centers, labels, box: float, classes: int, out_dir: Path, formats=("png", "pdf"),
+               stem: str = "voronoi_env", res: int = 300) -> list[Path]:
+    """The environment under both partition rules, side by side."""
+    _check_2d(np.shape(centers)[1], "the environment figure")
+    fig, axes = plots.figure(ncols=2, width=3.6, height=3.6)
+    titles = {"nearest": "Voronoi: argmin‖x − c‖", "projection": "seed's rule: argmin |xᵀc/‖c‖² − 1|"}
+    for ax, rule in zip(axes[0], ("nearest", "projection")):
+        _draw_partition(ax, centers, labels, box, rule, classes, res)
+        ax.scatter(centers[:, 0], centers[:, 1], c=[plots.PALETTE[int(c) % 8] for c in labels], s=14,
+                   edgecolors="black", linewidths=0.6, zorder=3)
+        ax.set_title(titles[rule])
+        ax.set_xlabel("x₁")
+        ax.set_ylabel("x₂")
+    return plots.save(fig, out_dir, stem, formats)
+
+
+def write_gif(fig, draw, frames: int, path: Path, fps: float = 5.0) -> Path:
+    """Render ``draw(i)`` for ``i < frames`` into ``path`` with matplotlib's Pillow writer."""
+    from matplotlib.animation import FuncAnimation, PillowWriter
+
+    if frames < 2:
+        raise ValueError(f"Invalid frames: {frames} (an animation needs >= 2)")
+    anim = FuncAnimation(fig, draw, frames=frames, blit=False, repeat=False)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    anim.save(path, writer=PillowWriter(fps=fps), dpi=90)
+    return path
+
+
+def _model(result):
+    from dyntools.models.voronoi import VoronoiLadder
+
+    m = result.config["model"]
+    return VoronoiLadder(m["rung"], centers=result["env_centers"], center_labels=result["env_labels"],
+                         classes=m["classes"], dim=m["dim"], n_centers=m["k"], box=m["box"],
+                         fixed_scale=m["fixed_scale"], scale_init=m["scale_init"])
+
+
+def plane_frames(result, res: int = 80, seed_index: int = 0) -> np.ndarray:
+    """Predicted class on the ``res × res`` grid at every recorded snapshot: int array (frames, res, res)."""
+    model = _model(result)
+    pts, _ = plane_grid(result.config["params"]["box"], res)
+    thetas = result["theta"][seed_index]
+    return np.stack([model.predict(th, pts).reshape(res, res) if np.all(np.isfinite(th))
+                     else np.full((res, res), -1) for th in thetas])
+
+
+def plane_animation(result, out_dir: Path, formats=("png", "pdf"), stem: str = "voronoi_plane",
+                    res: int = 80) -> list[Path]:
+    p = result.config["params"]
+    _check_2d(p["dim"], "the plane animation")
+    model = _model(result)
+    box, C = p["box"], p["classes"]
+    preds = plane_frames(result, res)
+    pts, _ = plane_grid(box, res)
+    truth = label_points(pts, result["env_centers"], result["env_labels"], p["rule"]).reshape(res, res)
+    steps, acc = result["steps"], result["test_acc"][0]
+    fig, axes = plots.figure(width=4.4, height=4.2)
+    ax = axes[0, 0]
+
+    def draw(i):
+        ax.clear()
+        ax.imshow(preds[i], origin="lower", extent=(-box, box, -box, box), cmap=class_cmap(C), vmin=-0.5,
+                  vmax=C - 0.5, alpha=0.75, interpolation="nearest")
+        ax.imshow(np.where(preds[i] != truth, 1.0, np.nan), origin="lower", extent=(-box, box, -box, box),
+                  cmap="Greys", vmin=0, vmax=1, alpha=0.35, interpolation="nearest")
+        _draw_partition(ax, result["env_centers"], result["env_labels"], box, p["rule"], C, 200, fill=False)
+        cen = model.current_centers(result["theta"][0, i])
+        inside = np.all(np.abs(cen) <= box, axis=1)
+        ax.scatter(cen[inside, 0], cen[inside, 1], s=4 if model.centers is None else 12, c="black",
+                   marker="." if model.centers is None else "x", linewidths=0.6, zorder=3)
+        ax.set_title(f"{model.rung}, {p['decay']} decay: step {int(steps[i])}, eval acc {acc[i]:.3f} (dark: wrong)")
+        ax.set_xlabel("x₁")
+        ax.set_ylabel("x₂")
+
+    out = [write_gif(fig, draw, len(steps), Path(out_dir) / f"{stem}.gif")]
+    draw(len(steps) - 1)
+    return out + plots.save(fig, out_dir, stem, formats)
+
+
+def centers_animation(result, out_dir: Path, formats=("png", "pdf"), stem: str = "voronoi_centers") -> list[Path]:
+    p = result.config["params"]
+    _check_2d(p["dim"], "the centers animation")
+    model = _model(result)
+    C, box = p["classes"], p["box"]
+    W = model.parts(result["theta"][0])["logits"]                     # (frames, C, k)
+    margin = W[:, 1] - W[:, 0] if C == 2 else W.max(axis=1)
+    lim = float(np.nanmax(np.abs(margin))) or 1.0
+    steps = result["steps"]
+    fig, axes = plots.figure(ncols=2, width=4.0, height=3.6)
+    ax, ax2 = axes[0]
+    Wf = W[np.isfinite(W).all(axis=(1, 2))]
+    lo, hi = (float(Wf.min()), float(Wf.max())) if Wf.size else (-1.0, 1.0)
+
+    def draw(i):
+        ax.clear()
+        ax2.clear()
+        cen = model.current_centers(result["theta"][0, i])
+        sc = ax.scatter(cen[:, 0], cen[:, 1], c=margin[i], cmap="coolwarm", vmin=-lim, vmax=lim, s=8)
+        ax.set_xlim(-1.5 * box, 1.5 * box)
+        ax.set_ylim(-1.5 * box, 1.5 * box)
+        ax.set_aspect("equal")
+        ax.set_title(f"centers, colour = {'W₁ − W₀' if C == 2 else 'max logit'} (step {int(steps[i])})")
+        ax.set_xlabel("c₁")
+        ax.set_ylabel("c₂")
+        if i == 0 and not hasattr(fig, "_voronoi_cbar"):
+            fig._voronoi_cbar = fig.colorbar(sc, ax=ax, shrink=0.8)
+        for c in range(C):
+            ax2.plot(np.sort(W[i, c])[::-1], color=plots.PALETTE[c % 8], lw=1.2, label=f"class {c}")
+        ax2.set_ylim(lo - 0.05 * (hi - lo), hi + 0.05 * (hi - lo))
+        ax2.set_xlabel("center (sorted by logit)")
+        ax2.set_ylabel("per-center logit W_cj")
+        ax2.legend(loc="upper right")
+        ax2.set_title(f"{p['decay']} decay")
+
+    out = [write_gif(fig, draw, len(steps), Path(out_dir) / f"{stem}.gif")]
+    draw(len(steps) - 1)
+    return out + plots.save(fig, out_dir, stem, formats)
+
+
+def scalars_animation(result, out_dir: Path, formats=("png", "pdf"), stem: str = "voronoi_scalars") -> list[Path]:
+    model = _model(result)
+    names = [(n, lab) for n, lab in SCALARS if n in model.slices]
+    if not names:
+        return []
+    parts = model.parts(result["theta"])              # [seeds, frames, …]
+    steps = result["steps"]
+    fig, axes = plots.figure(ncols=len(names), width=3.0, height=2.8)
+    series = {n: np.asarray(parts[n]).reshape(parts[n].shape[:2] + (-1,)) for n, _ in names}
+
+    def draw(i):
+        for ax, (n, lab) in zip(axes[0], names):
+            ax.clear()
+            v = series[n]
+            for j in range(v.shape[2]):
+                for s in range(v.shape[0]):
+                    ax.plot(steps[:i + 1], v[s, :i + 1, j], color=plots.PALETTE[j % 8], lw=1.0,
+                            alpha=1.0 if s == 0 else 0.35, label=(f"p{j}" if v.shape[2] > 1 and s == 0 else None))
+            ax.set_xlim(0, steps[-1])
+            fin = v[np.isfinite(v)]
+            if fin.size:
+                pad = 0.05 * (fin.max() - fin.min() + 1e-12)
+                ax.set_ylim(fin.min() - pad, fin.max() + pad)
+            ax.set_xlabel("step")
+            ax.set_ylabel(lab)
+            if v.shape[2] > 1:
+                ax.legend(loc="best")
+        axes[0, 0].set_title(f"{model.rung}, {result.config['params']['decay']} decay (seed 0 dark)")
+
+    out = [write_gif(fig, draw, len(steps), Path(out_dir) / f"{stem}.gif")]
+    draw(len(steps) - 1)
+    return out + plots.save(fig, out_dir, stem, formats)
+
+
+def _band(ax, x, v, colour, label, ls="-"):
+    v = np.asarray(v, dtype=float)
+    ok = np.isfinite(v).any(axis=0)
+    if not ok.any():
+        return
+    med = np.nanmedian(v[:, ok], axis=0)
+    ax.plot(x[ok], med, color=colour, lw=1.3, ls=ls, label=label)
+    if v.shape[0] > 1:
+        ax.fill_between(x[ok], np.nanmin(v[:, ok], axis=0), np.nanmax(v[:, ok], axis=0), color=colour,
+                        alpha=0.15, lw=0)
+
+
+def curves(result, out_dir: Path, formats=("png", "pdf"), stem: str = "voronoi_curves") -> list[Path]:
+    p = result.config["params"]
+    x = result["steps"].astype(float)
+    fig, axes = plots.figure(ncols=2, width=3.8, height=3.0)
+    for key, ax, ylabel in (("loss", axes[0, 0], "cross-entropy"), ("acc", axes[0, 1], "accuracy")):
+        _band(ax, x, result[f"train_{key}"], plots.PALETTE[0], "train", "--")
+        _band(ax, x, result[f"test_{key}"], plots.PALETTE[1], "eval")
+        ax.set_xlabel("step")
+        ax.set_ylabel(ylabel)
+    ax = axes[0, 1]
+    ax.axhline(np.median(result["ref_majority"]), color="grey", ls=":", lw=1, label="majority class")
+    ax.axhline(np.median(result[f"ref_exact_{p['rule']}"]), color="black", ls="-.", lw=1, label="exact rule")
+    ax.legend(loc="lower right")
+    axes[0, 0].set_yscale("log")
+    axes[0, 0].legend(loc="upper right")
+    fig.suptitle(f"rung {p['rung']}, AdamW {p['decay']} decay, {p['seeds']} seed(s): median and min–max band")
+    return plots.save(fig, out_dir, stem, formats)
+
+
+def ladder_curves(result, out_dir: Path, formats=("png", "pdf"), stem: str = "voronoi_ladder") -> list[Path]:
+    rungs, decays = result.config["rungs"], result.config["decays"]
+    x = result["steps"].astype(float)
+    trained = [i for i, r in enumerate(rungs) if r != "exact"]
+    fig, axes = plots.figure(ncols=max(len(trained), 1), nrows=2, width=3.0, height=2.6)
+    exact = rungs.index("exact") if "exact" in rungs else None
+    for col, i in enumerate(trained):
+        for j, d in enumerate(decays):
+            colour = plots.PALETTE[j % 8]
+            _band(axes[0, col], x, result["test_acc"][i, j], colour, f"{d} eval")
+            _band(axes[0, col], x, result["train_acc"][i, j], colour, None, "--")
+            _band(axes[1, col], x, result["test_loss"][i, j], colour, f"{d}")
+        axes[0, col].axhline(np.nanmedian(result["majority"]), color="grey", ls=":", lw=1)
+        if exact is not None:
+            axes[0, col].axhline(np.nanmedian(result["final_test_acc"][exact]), color="black", ls="-.", lw=1)
+        axes[0, col].set_title(rungs[i])
+        axes[0, col].set_ylabel("accuracy (eval solid, train dashed)")
+        axes[1, col].set_ylabel("eval cross-entropy")
+        axes[1, col].set_yscale("log")
+        axes[1, col].set_xlabel("step")
+    if trained:
+        axes[0, 0].legend(loc="lower right")
+    fig.suptitle("Voronoi ladder: median and min–max band over seeds (dotted: majority class; dash-dot: exact rule)")
+    return plots.save(fig, out_dir, stem, formats)
+
+
+def plot_result(result, out_dir: Path, formats: Sequence[str] = ("png", "pdf"), stem: str = "voronoi",
+                res: int = 80, env: bool = True) -> list[Path]:
+    """Every figure of a ``voronoi`` or ``voronoi-ladder`` result (``env=False``: not the environment)."""
+    out_dir = Path(out_dir)
+    if result.kind == "voronoi-ladder":
+        return ladder_curves(result, out_dir, formats, stem=f"{stem}_ladder")
+    p = result.config["params"]
+    paths = []
+    if p["dim"] == 2 and env:
+        paths += env_figure(result["env_centers"], result["env_labels"], p["box"], p["classes"], out_dir, formats,
+                            stem=f"{stem}_env")
+    if p["rung"] == "exact":
+        return paths
+    paths += curves(result, out_dir, formats, stem=f"{stem}_curves")
+    if p["dim"] == 2:
+        paths += plane_animation(result, out_dir, formats, stem=f"{stem}_plane", res=res)
+        paths += centers_animation(result, out_dir, formats, stem=f"{stem}_centers")
+    paths += scalars_animation(result, out_dir, formats, stem=f"{stem}_scalars")
+    return paths
