@@ -88,21 +88,7 @@ def advance_path(kernel, p, arrays, t0, t1, record_steps, theta_rec, bound, dive
         if record.due(record_steps, k, t):
             theta_rec[p, k, :] = theta
             k += 1
-        for q in range(b):
-            if sampler == samplers.FULL:
-                idx[q] = q
-            elif sampler == samplers.REPLAY:
-                idx[q] = replay[row, t * b + q]
-            elif sampler == samplers.WITH_REPLACEMENT:
-                idx[q] = samplers.with_replacement(st, n)
-            elif sampler == samplers.EPOCH:
-                idx[q], cur = samplers.epoch_next(perm, cur, st)
-            else:
-                idx[q] = samplers.distinct_next(perm, q, st)
-            if label_noise != 0.0:
-                noise[q] = label_noise * rng.normal(st, 0)
-        if sampler == samplers.EPOCH:
-            cur = samplers.epoch_end_of_batch(cur, n, b, drop_last)
+        cur = samplers.draw_batch(sampler, idx, noise, label_noise, b, n, replay, row, t, perm, cur, st, drop_last)
         loss = kernel(theta, X, y, idx, b, noise, grad, ws, iargs, fargs)
         if step_losses.shape[1] > 0:
             step_losses[p, t] = loss

@@ -97,6 +97,30 @@ def distinct_next(perm, q, st):
     return i
 
 
+@njit(inline="always")
+def draw_batch(sampler, idx, noise, label_noise, b, n, replay, row, t, perm, cur, st, drop_last):
+    """Fill ``idx[:b]`` with the examples of step ``t`` from the sampler ``sampler`` (a code of
+    :data:`CODES`) and, when ``label_noise = δ`` is not zero, ``noise[q] = δ·ξ`` with a standard normal
+    from the same stream drawn right after index ``q``. ``replay`` row ``row`` holds the replayed
+    indices (``t·b …``). Returns the epoch position after the batch."""
+    for q in range(b):
+        if sampler == FULL:
+            idx[q] = q
+        elif sampler == REPLAY:
+            idx[q] = replay[row, t * b + q]
+        elif sampler == WITH_REPLACEMENT:
+            idx[q] = with_replacement(st, n)
+        elif sampler == EPOCH:
+            idx[q], cur = epoch_next(perm, cur, st)
+        else:
+            idx[q] = distinct_next(perm, q, st)
+        if label_noise != 0.0:
+            noise[q] = label_noise * rng.normal(st, 0)
+    if sampler == EPOCH:
+        cur = epoch_end_of_batch(cur, n, b, drop_last)
+    return cur
+
+
 @njit(cache=True)
 def epoch_batches(st, n, steps, batch):
     """``int64[steps, batch]``: the ``epoch`` sampler (no ``drop_last``) run for ``steps`` steps."""

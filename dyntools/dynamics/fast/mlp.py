@@ -123,6 +123,7 @@ def cross_entropy_path(p, thetas, opt_states, Xs, ys, data_of, iargs, ws_size, s
     n = X.shape[0]
     b = n if sampler == samplers.FULL else batch
     idx = np.empty(b, dtype=np.int64)
+    idx_noise = np.zeros(0)                    # the cross-entropy head has no label noise
     grad = np.empty(theta.shape[0])
     ws = np.zeros(ws_size)
     L, widths, w_off, b_off, maxw = unpack_iargs(iargs)
@@ -135,19 +136,7 @@ def cross_entropy_path(p, thetas, opt_states, Xs, ys, data_of, iargs, ws_size, s
         if record.due(record_steps, k, t):
             theta_rec[p, k, :] = theta
             k += 1
-        for q in range(b):
-            if sampler == samplers.FULL:
-                idx[q] = q
-            elif sampler == samplers.REPLAY:
-                idx[q] = replay[row, t * b + q]
-            elif sampler == samplers.WITH_REPLACEMENT:
-                idx[q] = samplers.with_replacement(st, n)
-            elif sampler == samplers.EPOCH:
-                idx[q], cur = samplers.epoch_next(perm, cur, st)
-            else:
-                idx[q] = samplers.distinct_next(perm, q, st)
-        if sampler == samplers.EPOCH:
-            cur = samplers.epoch_end_of_batch(cur, n, b, drop_last)
+        cur = samplers.draw_batch(sampler, idx, idx_noise, 0.0, b, n, replay, row, t, perm, cur, st, drop_last)
         loss = mlp_gemm.forward_backward(theta, widths, w_off, b_off, X, y, idx, grad, bufs)
         if keep_loss:
             step_losses[p, t] = loss
