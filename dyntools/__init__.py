@@ -11,7 +11,8 @@ The public API, ``import dyntools as dt``::
     dt.sde_models.gbm, .ou, .toy_sde, .simulate_diag_net, …       # built-in SDEs, exact moments, label noise
     dt.prove(claims)                                               # exact verdicts of symbolic claims
     dt.load(dir), dt.save(result, dir), dt.RunResult               # results on disk
-    dt.DiagNet, dt.MLP, dt.QuadraticToy, dt.ToyModel, dt.Model             # models (dt.models: every module)
+    dt.DiagNet, dt.MLP, dt.QuadraticToy, dt.ToyModel, dt.Model     # models (dt.models: every module)
+    dt.VoronoiLadder, dt.data_voronoi, dt.adamw_decay              # seed 000's ladder, environment, decays
     dt.toy_data(toy)                                               # the toy's samples as a training set
     dt.sgd, dt.sgdw, dt.adam, dt.adamw, dt.adagrad, dt.rmsprop, …   # optimizers; dt.schedules
     dt.metrics, dt.data                                            # measurements and data sets
