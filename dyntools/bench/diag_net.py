@@ -66,7 +66,7 @@ def _setup(n_paths, steps, records, seed=0):
     from dyntools.data import sparse_regression
     from dyntools.engine import record as recording
     from dyntools.engine import streams
-    from dyntools.models.diag_net import loss_factor
+    from dyntools.models.diag_net import stacked_factors
     from dyntools.optim.schedules import PiecewiseDecay
 
     datasets = [sparse_regression(80, 200, 20, seed=seed, stream_key=(i,)) for i in range(n_paths)]
@@ -89,9 +89,7 @@ def _setup(n_paths, steps, records, seed=0):
     factors = {}
     for split, pairs in (("train", [(ds.X, ds.y) for ds in datasets]),
                          ("test", [(ds.X_test, ds.y_test) for ds in datasets])):
-        fac = [loss_factor(X, y) for X, y in pairs]
-        factors[split] = (np.ascontiguousarray(np.stack([f[0].T for f in fac])),
-                          np.ascontiguousarray(np.stack([f[1] for f in fac])), np.array([f[2] for f in fac]))
+        factors[split] = stacked_factors(pairs)
     return args, datasets, factors
 
 

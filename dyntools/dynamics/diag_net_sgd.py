@@ -339,17 +339,6 @@ def train_diag_net(datasets, runs, *, steps: int, method: str = "sgd", batch: in
     return result
 
 
-def stacked_factors(pairs):
-    """``(Rᵀ, z, c)`` of :func:`dyntools.models.diag_net.loss_factor` for each (X, y), stacked
-    (R transposed: the layout the kernel's column-wise loss evaluation reads contiguously)."""
-    from dyntools.models import diag_net
-
-    fac = [diag_net.loss_factor(X, y) for X, y in pairs]
-    return (np.ascontiguousarray(np.stack([f[0].T for f in fac])),
-            np.ascontiguousarray(np.stack([f[1] for f in fac])),
-            np.array([f[2] for f in fac]))
-
-
 def check_data(X, y, xname: str = "X", yname: str = "y") -> None:
     """Shapes (X: (n, d), y: (n,)) and finiteness of a data set, with messages naming the parameter."""
     X = validation.finite_array(xname, X, ndim=2)

@@ -262,16 +262,20 @@ class DiagNet(Model):
 
     def recorded_loss(self, theta_rec, Xs, ys, data_of):
         """The loss at every recording, in the factored form of :func:`loss_factor` (compiled)."""
-        factors = [loss_factor(X, y) for X, y in zip(Xs, ys)]
-        RT = np.ascontiguousarray(np.stack([f[0].T for f in factors]))
-        z = np.ascontiguousarray(np.stack([f[1] for f in factors]))
-        c = np.array([f[2] for f in factors])
-        return factored_losses(theta_rec, RT, z, c, np.asarray(data_of, dtype=np.int64))
+        return factored_losses(theta_rec, *stacked_factors(zip(Xs, ys)), np.asarray(data_of, dtype=np.int64))
 
     def fast_path(self, setting):
         from dyntools.dynamics.fast import diag_net as fast
 
         return fast.advance if fast.applies(setting) else None
+
+
+def stacked_factors(pairs):
+    """``(Rᵀ, z, c)`` of :func:`loss_factor` for each ``(X, y)``, stacked (R transposed: the layout the
+    column-wise loss evaluation of :func:`factored_loss` reads contiguously)."""
+    fac = [loss_factor(X, y) for X, y in pairs]
+    return (np.ascontiguousarray(np.stack([f[0].T for f in fac])),
+            np.ascontiguousarray(np.stack([f[1] for f in fac])), np.array([f[2] for f in fac]))
 
 
 @njit(cache=True, fastmath=FASTMATH)
