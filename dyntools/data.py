@@ -182,7 +182,7 @@ def spirals(n: int = 1000, *, classes: int = 2, turns: float = 1.5, noise: float
 
 def digits(*, n_val_fraction: float = 0.3, seed: int = 0) -> ClassificationData:
     """scikit-learn's bundled 8×8 digits (1797 images, 10 classes; no download), pixels scaled
-    to [0, 1] and split at random into train/validation. Needs scikit-learn (an optional extra)."""
+    to [0, 1] and split at random into train/validation (scikit-learn is a runtime dependency)."""
     try:
         from sklearn.datasets import load_digits
     except ImportError:  # pragma: no cover - depends on the environment

@@ -55,7 +55,7 @@ class AdamWGridParams:
     wd_grid: tuple = param((1e-6, 1.0, 24), kind="grid", metavar="LOW:HIGH:N", help="log-spaced weight decays")
     normalized_wd: bool = param(False, help="read the wd axis as λ_norm, λ = λ_norm √(b/(B·T)) (Loshchilov & Hutter)")
     dataset: str = param("spirals", choices=DATASETS,
-                         help="spirals, or digits (scikit-learn's bundled 8x8 digits, an optional extra)")
+                         help="spirals, or digits (scikit-learn's bundled 8x8 digits, no download)")
     n: int = param(1000, low=2, help="training points")
     n_val: int = param(1000, low=1, help="validation points")
     classes: int = param(2, low=2, help="number of spiral arms/classes")
