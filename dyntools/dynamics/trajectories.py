@@ -50,7 +50,7 @@ LRS = {
                "adam": 0.05, "adam-nobc": 0.05, "adamw": 0.05},
     "himmelblau": {"sgd": 5e-3, "momentum": 1e-3, "nesterov": 1e-3, "adagrad": 0.5, "rmsprop": 0.02,
                    "adam": 0.05, "adam-nobc": 0.05, "adamw": 0.05},
-    "diag-net": {"sgd": 0.12, "momentum": 0.012, "nesterov": 0.012, "adagrad": 0.5, "rmsprop": 0.02,
+    "diag-net": {"sgd": 0.1, "momentum": 0.012, "nesterov": 0.012, "adagrad": 0.5, "rmsprop": 0.02,
                  "adam": 0.05, "adam-nobc": 0.05, "adamw": 0.05},
 }
 RECORDS = 10_000

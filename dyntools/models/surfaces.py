@@ -162,7 +162,7 @@ SURFACES: dict[str, SurfaceSpec] = {s.name: s for s in (
     SurfaceSpec("himmelblau", HIMMELBLAU, (), (-5.0, 5.0, -5.0, 5.0), (-0.3, -0.9),
                 ((3.0, 2.0), (-2.805118, 3.131312), (-3.779310, -3.283186), (3.584428, -1.848126)), 0.0,
                 r"$(x^2+y-11)^2 + (x+y^2-7)^2$"),
-    SurfaceSpec("diag-net", DIAG_NET, (1.0, 1.0), (-0.5, 4.5, -0.5, 4.5), (4.0, 0.1), (), 0.0,
+    SurfaceSpec("diag-net", DIAG_NET, (1.0, 1.0), (-0.5, 4.5, -1.0, 4.0), (3.5, 0.1), (), 0.0,
                 r"$(u v - 1)^2$"),
 )}
 
