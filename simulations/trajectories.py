@@ -19,7 +19,7 @@ TITLE = "Optimizer trajectory gallery (2-D surfaces)"
 SURFACES = ("quadratic", "rosenbrock", "beale", "saddle", "himmelblau", "diag-net")
 OPTIMIZERS = ("sgd", "momentum", "nesterov", "adagrad", "rmsprop", "adam", "adam-nobc", "adamw")
 #: catalogue sizes: steps and GIF frames
-QUICK = {"steps": 2_000, "frames": 16}
+QUICK = {"steps": 2_000, "frames": 12}
 FULL = {"steps": 10_000, "frames": 40}
 
 
@@ -104,7 +104,11 @@ def reproduce(ctx):
     t0 = time.perf_counter()
     res = gallery(SURFACES, OPTIMIZERS, steps=size["steps"], seed=ctx.seed, flow=True, frames=size["frames"])
     store.save(res, ctx.out_dir / "runs" / "trajectories")
-    figures = plots.plot_result(res, ctx.figure_dir, ("png",))
+    if ctx.quick:                  # the gallery shows every surface; the per-surface stills at full size only
+        figures = [plots.animation(res, s, ctx.figure_dir) for s in SURFACES]
+        figures += plots.gallery(res, ctx.figure_dir, ("png",)) + plots.losses(res, ctx.figure_dir, ("png",))
+    else:
+        figures = plots.plot_result(res, ctx.figure_dir, ("png",))
     noisy = gallery(("diag-net",), ("sgd", "momentum", "adam"), steps=size["steps"], noise=0.5, seed=ctx.seed,
                     frames=2)
     noisy_figs = plots.still(noisy, "diag-net", ctx.figure_dir / "noisy", ("png",))
