@@ -94,6 +94,8 @@ def reproduce(ctx):
     gallery, the loss gaps and one GIF per surface; then the same on the diagonal net with gradient noise."""
     import time
 
+    import numpy as np
+
     from dyntools import store
     from dyntools.dynamics.trajectories import LRS, REACHED, gallery
     from dyntools.plots import trajectories as plots
@@ -116,8 +118,6 @@ def reproduce(ctx):
     links = {p.name: ctx.relative(p) for p in figures}
     noisy_link = ctx.relative(noisy_figs[0])
     dn = {r["optimizer"]: r for r in res.summary["rows"] if r["surface"] == "diag-net"}
-    import numpy as np
-
     path = res["diag_net_path"]
     sharp = {o: 2.0 * float(np.sum(path[g, -1] ** 2)) for g, o in enumerate(res.config["optimizers"])}
     flow_sharp = 2.0 * float(np.sum(res["diag_net_flow"][-1] ** 2))

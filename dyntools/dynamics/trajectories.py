@@ -19,7 +19,7 @@ import numpy as np
 
 from dyntools import validation
 from dyntools.engine import guard
-from dyntools.engine.result import RunResult, timed
+from dyntools.engine.result import RunResult, message, timed
 from dyntools.models import surfaces as S
 from dyntools.optim import optimizers as O
 
@@ -193,8 +193,6 @@ def gallery(surfaces=S.NAMES, optimizers=NAMES, lr=None, *, steps: int = 10_000,
     detail = (f"{n_reach} of {len(rows)} ended within {REACHED:g} of a minimum"
               + (f", {n_div} diverged" if n_div else ""))
     status = "diverged" if n_div else "completed"
-    from dyntools.engine.result import message
-
     if n_div:
         first = min(r["diverged_at"] for r in rows if r["diverged_at"] != guard.NEVER)
         msg = message("diverged", diverged=n_div, paths=len(rows), what="trajectories", first=first, detail=detail)
