@@ -15,6 +15,10 @@ optimizer          chain (decay position shown)                                 
 ``adamw_l1l2``     ``scale_by_adam → add_decay(λ, ρ)``                          seed 000
 =================  ==========================================================  ===================
 
+``adam`` and ``adamw`` take ``bias_correction=False``: the moments enter uncorrected,
+``u = m_t/(√v_t + ε)`` (slot ``hparams[8] = 1``; the first step is then ``(1 − β₁)/√(1 − β₂) ≈ 3.16``
+times Adam's in every coordinate where ε ≪ |g|).
+
 The parameters move by ``θ ← θ − lr·m_t·u`` with ``m_t`` the schedule multiplier, so decoupled
 decay is ``θ ← θ − lr·m_t·λ·θ`` (torch's AdamW: ``p ← p (1 − lr_t λ)``; the paper's
 ``η_t λ`` is torch's ``lr_t · λ`` with ``λ_torch = λ_paper / α``).
