@@ -16,6 +16,7 @@ The public API, ``import dyntools as dt``::
     dt.DiagNet, dt.MLP, dt.QuadraticToy, dt.ToyModel, dt.Model     # models (dt.models: every module)
     dt.VoronoiLadder, dt.data_voronoi, dt.adamw_decay              # seed 000's ladder, environment, decays
     dt.toy_data(toy)                                               # the toy's samples as a training set
+    dt.Surface(name), dt.trajectories.gallery(…)                   # 2-D surfaces; the optimizer trajectory gallery
     dt.sgd, dt.sgdw, dt.adam, dt.adamw, dt.adagrad, dt.rmsprop, …   # optimizers; dt.schedules
     dt.metrics, dt.data                                            # measurements and data sets
 
@@ -59,6 +60,8 @@ _LAZY = {
     "data_voronoi": ("dyntools.data_voronoi", None),
     "VoronoiLadder": ("dyntools.models.voronoi", "VoronoiLadder"),
     "adamw_decay": ("dyntools.optim.decay_groups", "adamw_decay"),
+    "Surface": ("dyntools.models.surfaces", "Surface"),
+    "trajectories": ("dyntools.dynamics.trajectories", None),
     **{name: ("dyntools.optim", name) for name in ("sgd", "sgdw", "adam", "adamw", "adamw_l1", "adamw_l1l2",
                                                    "adagrad", "rmsprop", "rmsprop_bc", "Optimizer")},
 }

@@ -27,6 +27,8 @@ PLOTTERS: dict[str, str] = {
     "diag-net": "dyntools.plots.diag_net",
     "voronoi": "dyntools.plots.voronoi",
     "voronoi-ladder": "dyntools.plots.voronoi",
+    "trajectories": "dyntools.plots.trajectories",
+    "universal-approximation": "dyntools.plots.universal",
 }
 
 #: Okabe & Ito (2008) colour-blind safe palette.
