@@ -70,6 +70,7 @@ from dyntools.models import mlp_gemm
 from dyntools.models.base import HEADS, Model
 
 INITS = ("gaussian", "regression-1d", "uniform")
+DTYPES = ("float64", "float32")
 
 
 # ------------------------------------------------------------------------------------------ layout
@@ -337,13 +338,15 @@ class MLP(Model):
     init_stream, init_key : the stream purpose (default ``mlp.init-1d`` for ``regression-1d``, else
         ``mlp.init``) and extra key words of the initialization
     sampling_stream : the purpose of the trainer's sample and label-noise streams
+    dtype : "float64" | "float32"   the precision :func:`dyntools.train` trains in: parameters, data,
+        optimizer state and the kernels' scratch (see "Precision" in the module docstring)
     """
 
     name = "mlp"
 
     def __init__(self, widths, *, biases: bool | tuple = True, head: str = "regression", init: str = "gaussian",
                  init_scales=1.0, init_stream: str | None = None, init_key: tuple[int, ...] = (),
-                 sampling_stream: str = "mlp.sampling"):
+                 sampling_stream: str = "mlp.sampling", dtype: str = "float64"):
         widths = tuple(int(w) if isinstance(w, int | np.integer) else w for w in widths)
         if len(widths) < 2:
             raise ValueError("Invalid widths: need at least an input and an output width")
@@ -377,6 +380,8 @@ class MLP(Model):
         self.init_key = tuple(int(k) for k in init_key)
         self.sampling_stream = sampling_stream
         streams.key(sampling_stream)
+        self.dtype = np.dtype(validation.one_of("dtype", dtype if isinstance(dtype, str) else np.dtype(dtype).name,
+                                                DTYPES))
         self._widths, self._w_off, self._b_off, self._p = layout_arrays(widths, flags)
         self._iargs = kernel_iargs(self._widths, self._w_off, self._b_off)
         if self.head == "regression":
@@ -430,7 +435,8 @@ class MLP(Model):
 
     def config(self) -> dict:
         return {"name": self.name, "widths": list(self.widths), "biases": list(self.biases), "head": self.head,
-                "init": self.init_name, "init_scales": self.init_scales.tolist(), "n_params": self.n_params}
+                "init": self.init_name, "init_scales": self.init_scales.tolist(), "n_params": self.n_params,
+                "dtype": self.dtype.name}
 
     # ---------------------------------------------------------------- initializations
     def init(self, seed: int, index: int = 0) -> np.ndarray:

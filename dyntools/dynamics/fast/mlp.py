@@ -36,7 +36,7 @@ def regression_path(p, thetas, opt_states, Xs, ys, data_of, iargs, sampler, batc
     if diverged_at[p] != guard.NEVER:
         return
     L, widths, w_off, b_off, maxw = unpack_iargs(iargs)
-    ws = np.zeros(2 * (L + 1) * maxw + 2 * maxw)
+    ws = np.zeros(2 * (L + 1) * maxw + 2 * maxw, dtype=thetas.dtype)
     pre, act, delta = example_buffers(ws, L, maxw)
     theta = thetas[p].copy()
     ostate = opt_states[p].copy()
@@ -50,7 +50,7 @@ def regression_path(p, thetas, opt_states, Xs, ys, data_of, iargs, sampler, batc
     full = sampler == samplers.FULL
     b = X.shape[0] if full else batch
     n_par = theta.shape[0]
-    grad = np.zeros(n_par)
+    grad = np.zeros(n_par, dtype=thetas.dtype)
     const_lr = lrs.shape[1] == 1
     keep_loss = step_losses.shape[1] > 0
     k = np.searchsorted(record_steps, t0)
