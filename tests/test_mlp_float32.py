@@ -174,3 +174,36 @@ def test_jax_missing_is_reported_not_raised(monkeypatch):
 
     monkeypatch.setitem(sys.modules, "jax", None)
     assert bench.jax_modules() is None
+
+
+@pytest.mark.skipif(not __import__("dyntools.dynamics.fast.mlp", fromlist=["X86"]).X86, reason="x86 only")
+def test_float32_loop_flushes_subnormals_and_restores_the_thread_mode():
+    from numba import njit
+
+    from dyntools.dynamics.fast import mlp as fast
+
+    @njit
+    def product_under(mode, a, b):
+        old = fast.get_mxcsr()
+        fast.set_mxcsr(mode)
+        out = a * b
+        fast.set_mxcsr(old)
+        return out
+
+    @njit
+    def mode():
+        return fast.get_mxcsr()
+
+    tiny, half = np.float32(1e-30), np.float32(1e-10)
+    before = mode()
+    assert product_under(before, tiny, half) > 0                                    # a subnormal float32
+    assert product_under(before | np.uint32(fast.FTZ_DAZ), tiny, half) == 0         # flushed
+    d = data.spirals(120, seed=2)
+    model = MLP((2, 8, 2), head="cross-entropy", init="uniform", dtype="float32")
+    kw = dict(steps=60, batch=12, sampler="epoch", record_steps=np.array([60]), seed=1, step_loss=True)
+    tuned = train(model, d, O.adamw(1e-2, weight_decay=1e-3), **kw)
+    generic = train(model, d, O.adamw(1e-2, weight_decay=1e-3), fast=False, **kw)
+    assert tuned.config["path"] == "tuned" and generic.config["path"] == "generic"
+    assert mode() == before
+    np.testing.assert_array_equal(tuned["final_theta"], generic["final_theta"])     # nothing subnormal here
+    np.testing.assert_array_equal(tuned["step_loss"], generic["step_loss"])

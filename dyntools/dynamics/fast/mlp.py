@@ -16,16 +16,35 @@ kernel call, its scratch views and the batch's index and noise arrays: on a netw
 parameters a step takes well under a microsecond, and those are a good part of it.
 
 Paths run on threads (:func:`dyntools.engine.drive.on_threads`), each on private copies of its rows.
+
+**float32 cross-entropy** (:func:`cross_entropy_loop_flushed`): the generic cached loop run with the
+processor's flush-to-zero and denormals-are-zero modes on, restored afterwards (the modes belong to the
+thread; they are set and reset inside the compiled call). Where weight decay shrinks the weights or
+Adam's second moment ``v = β₂ v + (1 − β₂) g²`` runs down, float32 numbers fall below 1.2e-38 and every
+operation on them takes ~100 cycles: such heatmap cells trained 3–4× slower in float32 than in float64
+(0.79 s vs 0.26 s for Adam at lr = 0.1, wd = 1). Flushed, a value that would have been subnormal is 0;
+every other result is unchanged. float64 runs never take this path.
 """
 
 from __future__ import annotations
 
-import numpy as np
-from numba import njit
+import platform
 
+import numpy as np
+from llvmlite import ir
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+from dyntools.dynamics.loops import mlp_cross_entropy_paths
 from dyntools.engine import drive, guard, record, rng, samplers
 from dyntools.models.mlp import backward, example_buffers, forward, unpack_iargs
 from dyntools.optim.kernels import fused_step
+
+#: MXCSR bits: flush results below the smallest normal float to zero (FTZ, bit 15) and read subnormal
+#: inputs as zero (DAZ, bit 6).
+FTZ_DAZ = 0x8040
+X86 = platform.machine().lower() in ("x86_64", "amd64")
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -101,6 +120,47 @@ def regression_loop(thetas, opt_states, Xs, ys, data_of, iargs, fargs, ws_size, 
                      t0, t1, record_steps, theta_rec, float(bound), diverged_at, record_final)
 
 
+def _mxcsr_fn(name: str, returns: bool):
+    def codegen(context, builder, signature, args):
+        i32 = ir.IntType(32)
+        slot = cgutils.alloca_once(builder, i32)
+        if not returns:
+            builder.store(args[0], slot)
+        byte_ptr = ir.IntType(8).as_pointer()
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [byte_ptr]), name)
+        builder.call(fn, [builder.bitcast(slot, byte_ptr)])
+        return builder.load(slot) if returns else context.get_dummy_value()
+    return codegen
+
+
+@intrinsic
+def get_mxcsr(typingctx):
+    """The x86 MXCSR register (SSE/AVX floating-point control and status) of the calling thread."""
+    return types.uint32(), _mxcsr_fn("llvm.x86.sse.stmxcsr", True)
+
+
+@intrinsic
+def set_mxcsr(typingctx, value):
+    """Load ``value`` into the calling thread's MXCSR register."""
+    return types.void(types.uint32), _mxcsr_fn("llvm.x86.sse.ldmxcsr", False)
+
+
+@njit(cache=True, nogil=True)
+def cross_entropy_paths_flushed(paths, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final):
+    """:func:`dyntools.dynamics.loops.mlp_cross_entropy_paths` with FTZ and DAZ set (see the module docstring)."""
+    old = get_mxcsr()
+    set_mxcsr(old | np.uint32(FTZ_DAZ))
+    mlp_cross_entropy_paths(paths, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final)
+    set_mxcsr(old)
+
+
+def cross_entropy_loop_flushed(*args, workers=None):
+    """The float32 cross-entropy loop with the calling convention of ``Model.fast_path``."""
+    arrays, (t0, t1, record_steps, theta_rec, bound, diverged_at, last) = args[:21], args[21:]
+    drive.on_threads(cross_entropy_paths_flushed, arrays[0].shape[0], workers, arrays, t0, t1, record_steps,
+                     theta_rec, float(bound), diverged_at, last)
+
+
 def select(model, setting: dict):
     """The tuned loop for ``setting`` with the compiled kernel, or None: the per-example loop for the
     regression head with the ``distinct`` or ``full`` sampler. The cross-entropy head needs none: the
@@ -110,4 +170,6 @@ def select(model, setting: dict):
         return None
     if model.head == "regression" and setting.get("sampler") in ("distinct", "full"):
         return regression_loop
+    if model.head == "cross-entropy" and model.dtype == np.float32 and X86:
+        return cross_entropy_loop_flushed
     return None
