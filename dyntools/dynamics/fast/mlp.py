@@ -47,6 +47,35 @@ FTZ_DAZ = 0x8040
 X86 = platform.machine().lower() in ("x86_64", "amd64")
 
 
+@njit(inline="always")
+def sgd_step_l1_clearing(theta, grad, lr_t):
+    """Plain SGD ``θ ← θ − lr_t g`` and :func:`dyntools.engine.guard.l1_size_clearing` of the new θ in one
+    pass: the same operations in the same order as the optimizer's step followed by the guard (the same
+    bits), with one pass over θ and g instead of two — a tenth of a step of the paper's small networks."""
+    n = theta.shape[0]
+    n4 = n - n % 4
+    s0 = s1 = s2 = s3 = 0.0
+    for j in range(0, n4, 4):
+        a0 = theta[j] - lr_t * grad[j]
+        a1 = theta[j + 1] - lr_t * grad[j + 1]
+        a2 = theta[j + 2] - lr_t * grad[j + 2]
+        a3 = theta[j + 3] - lr_t * grad[j + 3]
+        theta[j], theta[j + 1], theta[j + 2], theta[j + 3] = a0, a1, a2, a3
+        s0 += abs(theta[j])
+        s1 += abs(theta[j + 1])
+        s2 += abs(theta[j + 2])
+        s3 += abs(theta[j + 3])
+        grad[j] = 0.0
+        grad[j + 1] = 0.0
+        grad[j + 2] = 0.0
+        grad[j + 3] = 0.0
+    for j in range(n4, n):
+        theta[j] = theta[j] - lr_t * grad[j]
+        s0 += abs(theta[j])
+        grad[j] = 0.0
+    return (s0 + s1) + (s2 + s3)
+
+
 @njit(cache=True, nogil=True, error_model="numpy")
 def regression_path(p, thetas, opt_states, Xs, ys, data_of, iargs, sampler, batch, states, perms, label_noise,
                     precond_of, hps, lrs, run_of, step_losses, t0, t1, record_steps, theta_rec, bound, diverged_at,
@@ -72,6 +101,7 @@ def regression_path(p, thetas, opt_states, Xs, ys, data_of, iargs, sampler, batc
     grad = np.zeros(n_par, dtype=thetas.dtype)
     const_lr = lrs.shape[1] == 1
     keep_loss = step_losses.shape[1] > 0
+    plain = precond == 0 and hp[3] == 0.0 and int(hp[2]) == 0 and ostate.shape[0] <= 3   # SGD, no momentum/decay
     k = np.searchsorted(record_steps, t0)
     for t in range(t0, t1):
         if record.due(record_steps, k, t):
@@ -89,8 +119,13 @@ def regression_path(p, thetas, opt_states, Xs, ys, data_of, iargs, sampler, batc
             backward(theta, widths, w_off, b_off, pre, act, delta, grad, 2.0 * res / b, True)
         if keep_loss:
             step_losses[p, t] = tot / b
-        fused_step(precond, hp, theta, grad, ostate, t + 1, lrs[g, 0] if const_lr else lrs[g, t])
-        if guard.beyond(guard.l1_size_clearing(theta, grad), bound):      # grad cleared for the next step
+        lr_t = lrs[g, 0] if const_lr else lrs[g, t]
+        if plain:
+            size = sgd_step_l1_clearing(theta, grad, lr_t)
+        else:
+            fused_step(precond, hp, theta, grad, ostate, t + 1, lr_t)
+            size = guard.l1_size_clearing(theta, grad)                   # grad cleared for the next step
+        if guard.beyond(size, bound):
             diverged_at[p] = t + 1
             break
     thetas[p, :] = theta
