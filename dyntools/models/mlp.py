@@ -53,10 +53,19 @@ The stream of seed index 0 is ``SeedSequence(seed, (KEY, *init_key))`` and that 
 state of its child 0, :func:`~dyntools.engine.streams.path_states`); a sweep gives each cell its own
 ``init_stream``/``init_key``.
 
+**Precision** (``dtype``): ``"float64"`` (default) or ``"float32"``. :func:`dyntools.train` allocates
+the parameters, data, optimizer state and the kernels' scratch in ``model.dtype``; the kernels are the
+same source compiled for each precision (their scalar accumulators of the regression head and the
+optimizer's scalar hyper-parameters stay float64), and results come back as float64 arrays holding the
+float32 values. The float32 cross-entropy loop flushes subnormal numbers to zero
+(:mod:`dyntools.dynamics.fast.mlp`). Full-data metrics (:meth:`MLP.evaluate`, :meth:`MLP.loss`) are
+computed in float64 from the given θ.
+
 **Tuned loops** (:meth:`MLP.fast_path`, :mod:`dyntools.dynamics.fast.mlp`): with the compiled kernel,
 the regression head with the ``distinct``/``full`` samplers runs a per-example loop with the kernel
-inlined, and the cross-entropy head runs the generic step with its grouped-product kernel called
-directly; both give the generic loop's bits (tests/test_mlp.py).
+inlined (plain SGD and the divergence guard fused into one pass), and the cross-entropy head in float32
+runs the generic loop with subnormals flushed; both give the generic loop's bits where nothing is
+subnormal (tests/test_mlp.py, tests/test_mlp_float32.py).
 """
 
 from __future__ import annotations

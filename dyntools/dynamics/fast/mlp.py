@@ -198,9 +198,10 @@ def cross_entropy_loop_flushed(*args, workers=None):
 
 def select(model, setting: dict):
     """The tuned loop for ``setting`` with the compiled kernel, or None: the per-example loop for the
-    regression head with the ``distinct`` or ``full`` sampler. The cross-entropy head needs none: the
-    engine's cached generic loop (:mod:`dyntools.dynamics.loops`) calls its grouped-product kernel and
-    runs as fast (0.109 s vs 0.1085 s for a 2000-step heatmap cell, same bits)."""
+    regression head with the ``distinct`` or ``full`` sampler; for the float32 cross-entropy head on x86,
+    the engine's cached generic loop with subnormals flushed. In float64 the cross-entropy head needs no
+    tuned loop: the cached generic loop (:mod:`dyntools.dynamics.loops`) calls its grouped-product kernel
+    and runs as fast (0.109 s vs 0.1085 s for a 2000-step heatmap cell, same bits)."""
     if setting.get("kernel") != "numba":
         return None
     if model.head == "regression" and setting.get("sampler") in ("distinct", "full"):
