@@ -24,6 +24,7 @@ from dyntools.optim import schedules as S
 KEY = streams.KEYS["sweep.adamw-grid"]
 SCHEDULES = ("constant", "cosine", "warmup-cosine", "sgdr", "plateau")
 DATASETS = ("spirals", "digits")
+DTYPES = ("float64", "float32")       # the precision of the training (:class:`~dyntools.models.mlp.MLP`)
 
 
 def make_schedule(name: str, steps: int) -> S.Schedule:
@@ -66,7 +67,8 @@ def train_cell(config: dict, cell: dict, seed: int, index: int) -> dict:
         d = data.spirals(config["n"], classes=config["classes"], turns=config["turns"], noise=config["noise"],
                          n_val=config["n_val"], seed=seed)
     model = MLP((d.X.shape[1], *config["hidden"], config["classes"]), head="cross-entropy", init="uniform",
-                init_stream="sweep.adamw-grid", init_key=(index,), sampling_stream="sweep.adamw-grid")
+                init_stream="sweep.adamw-grid", init_key=(index,), sampling_stream="sweep.adamw-grid",
+                dtype=config.get("dtype", "float64"))
     steps = int(math.ceil(config["epochs"] * config["n"] / config["batch_size"]))
     opt = make_optimizer(cell["optimizer"], cell["lr"], effective_wd(config, cell["wd"]), config["momentum"])
     plateau = config["schedule"] == "plateau"

@@ -22,6 +22,7 @@ import numpy as np
 from dyntools import data, sweep, validation
 from dyntools.classifier_cell import (  # noqa: F401 - train_cell is the sweep's cell function (by name)
     DATASETS,
+    DTYPES,
     SCHEDULES,
     effective_wd,
     make_optimizer,
@@ -65,6 +66,7 @@ class AdamWGridParams:
     batch_size: int = param(64, low=1, help="minibatch size")
     epochs: float = param(128.0, low=0.0, low_open=True, help="epochs (128 = 2000 steps at n=1000)")
     schedule: str = param("constant", choices=SCHEDULES, help="learning-rate schedule")
+    dtype: str = param("float64", choices=DTYPES, help="precision of the training (float32: about twice as fast)")
     plateau_factor: float = param(0.5, low=0.0, high=1.0, low_open=True, high_open=True,
                                   help="schedule plateau: lr multiplier when the training loss stalls")
     plateau_patience: int = param(5, low=0, help="schedule plateau: epochs without improvement before reducing")
@@ -104,6 +106,7 @@ class GridConfig:
     dataset: str = _P.dataset
     plateau_factor: float = _P.plateau_factor      # schedule "plateau": multiply the lr by this ...
     plateau_patience: int = _P.plateau_patience    # ... after this many epochs without improvement
+    dtype: str = _P.dtype
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self):
@@ -141,6 +144,7 @@ class GridConfig:
         self.plateau_factor = validation.in_interval("plateau_factor", self.plateau_factor, 0.0, 1.0,
                                                      closed_low=False)
         self.plateau_patience = validation.count("plateau_patience", self.plateau_patience, minimum=0)
+        validation.one_of("dtype", self.dtype, DTYPES)
         self.steps  # noqa: B018 - validates
 
     @property
@@ -321,7 +325,7 @@ def grid_config(p: AdamWGridParams) -> GridConfig:
                       wd_range=wd[:2], n_wd=wd[2], n=p.n, n_val=p.n_val, classes=p.classes, turns=p.turns,
                       noise=p.noise, hidden=p.hidden, batch_size=p.batch_size, epochs=p.epochs, schedule=p.schedule,
                       momentum=p.momentum, normalized_wd=p.normalized_wd, threshold=p.threshold, dataset=p.dataset,
-                      plateau_factor=p.plateau_factor, plateau_patience=p.plateau_patience)
+                      plateau_factor=p.plateau_factor, plateau_patience=p.plateau_patience, dtype=p.dtype)
 
 
 def check(p: AdamWGridParams) -> None:
