@@ -1,0 +1,50 @@
+"""Figures of an ``adamw-budgets`` result: validation-accuracy heatmaps per budget over raw λ (top row) and
+over λ_norm (bottom row) on one colour scale, best cell starred; and the best λ against the budget."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from matplotlib.colors import Normalize
+
+from dyntools import plots
+from dyntools.plots.adamw_heatmaps import _edges
+
+
+def plot_result(result, out_dir: Path, formats=("png", "pdf")) -> list[Path]:
+    budgets, lrs = result["budgets"], result["lrs"]
+    nb = len(budgets)
+    fig, axes = plots.figure(ncols=nb, nrows=2, width=3.4, height=3.0)
+    norm = Normalize(0.5, 1.0)
+    mesh = None
+    for a, label in enumerate(("raw λ", "λ_norm  (λ = λ_norm √(b/(B·T)))")):
+        wds = result["wds"][a]
+        for k in range(nb):
+            ax = axes[a, k]
+            mesh = ax.pcolormesh(_edges(wds), _edges(lrs), np.ma.masked_invalid(result["val_acc"][a, k]), norm=norm,
+                                 cmap="viridis", shading="flat")
+            i, j = result["best"][a, k]
+            ax.plot(wds[j], lrs[i], marker="*", ms=13, color=plots.PALETTE[4], mec="black")
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_xlabel(label)
+            ax.set_ylabel("learning rate")
+            ax.set_title(f"{budgets[k]:g} epochs: best {result['best_wd'][a, k]:.2g}")
+            ax.grid(False)
+    fig.colorbar(mesh, ax=list(axes.ravel()), label="validation accuracy (star: best)", shrink=0.8)
+    paths = plots.save(fig, out_dir, "adamw_budgets_heatmaps", formats)
+
+    fig, axes = plots.figure(ncols=1, nrows=1, width=4.6, height=3.4)
+    ax = axes[0, 0]
+    ax.plot(budgets, result["best_wd"][0], "o-", color=plots.PALETTE[0], label="best raw λ (raw grid)")
+    ax.plot(budgets, result["best_wd"][1], "s-", color=plots.PALETTE[1], label="best λ_norm (normalized grid)")
+    ax.plot(budgets, result["best_raw_lambda"][1], "s:", color=plots.PALETTE[1],
+            label="λ used at the best λ_norm")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("budget T (epochs)")
+    ax.set_ylabel("best weight decay")
+    ax.set_title("Does the best decay move with the budget?")
+    ax.legend(framealpha=0.85)
+    return paths + plots.save(fig, out_dir, "adamw_budgets_best_lambda", formats)
