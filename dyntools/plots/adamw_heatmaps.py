@@ -62,13 +62,7 @@ def _panel_row(fig, axes, result, key, title, norm, cmap, colorbar_label):
 
 def plot_result(result, out_dir: Path, formats=("png", "pdf")) -> list[Path]:
     names = result.config["optimizers"]
-    threshold = result.config["threshold"]
-    paths = []
-    fig, axes = plots.figure(ncols=len(names), nrows=1, width=4.3, height=3.6)
-    chance = 1.0 / result.config.get("classes", 2)
-    _panel_row(fig, axes[0], result, "val_acc", "validation accuracy", Normalize(chance, 1.0), "viridis",
-               f"validation accuracy (contour: {threshold:.0%})")
-    paths += plots.save(fig, out_dir, "adamw_grid_val_accuracy", formats)
+    paths = plot_val_accuracy(result, out_dir, formats)
     loss = result["val_loss"]
     finite = loss[np.isfinite(loss) & (loss > 0)]
     norm = LogNorm(vmin=max(finite.min(), 1e-4), vmax=finite.max()) if finite.size else None
@@ -89,6 +83,15 @@ def plot_result(result, out_dir: Path, formats=("png", "pdf")) -> list[Path]:
     if "w_small" in result.arrays and np.isfinite(result["w_small"]).any():
         paths += plot_weight_sparsity(result, out_dir, formats)
     return paths
+
+
+def plot_val_accuracy(result, out_dir: Path, formats=("png", "pdf"), name="adamw_grid_val_accuracy"):
+    """Heatmaps of the final validation accuracy, the threshold's contour and the best cell."""
+    fig, axes = plots.figure(ncols=len(result.config["optimizers"]), nrows=1, width=4.3, height=3.6)
+    chance = 1.0 / result.config.get("classes", 2)
+    _panel_row(fig, axes[0], result, "val_acc", "validation accuracy", Normalize(chance, 1.0), "viridis",
+               f"validation accuracy (contour: {result.config['threshold']:.0%})")
+    return plots.save(fig, out_dir, name, formats)
 
 
 def plot_train_accuracy(result, out_dir: Path, formats=("png", "pdf"), name="adamw_grid_train_accuracy"):
