@@ -359,17 +359,23 @@ def add_learning_curves(cfg: GridConfig, spec: sweep.SweepSpec, result: RunResul
 
 # ----------------------------------------------------------------------------------- report entry
 
+QUICK = {"n_lr": 4, "n_wd": 6, "n": 400, "n_val": 400, "epochs": 48, "hidden": (16, 16, 16), "batch_size": 32}
+
+
+def report_grid(quick: bool, **changes) -> tuple[GridConfig, int | None]:
+    """The report's grid (quick: 4 × 6 cells of a small network, in this process; full: 8 × 12) and its
+    workers; ``changes`` override fields (the other catalogue entries of the heatmap family use it)."""
+    if quick:
+        return GridConfig(**{**QUICK, **changes}), 1
+    return GridConfig(**{"n_lr": 8, "n_wd": 12, **changes}), None
+
+
 def reproduce(ctx):
     from dyntools import plots
     from dyntools.report import Section
     from dyntools.tables import markdown_table
 
-    if ctx.quick:
-        cfg = GridConfig(n_lr=4, n_wd=6, n=400, n_val=400, epochs=48, hidden=(16, 16, 16), batch_size=32)
-        workers = 1
-    else:
-        cfg = GridConfig(n_lr=8, n_wd=12)
-        workers = None
+    cfg, workers = report_grid(ctx.quick)
     out = ctx.out_dir / "runs" / KIND
     result = run_grid(cfg, out, seed=ctx.seed, workers=workers, progress=ctx.progress)
     figs = plots.plot_result(result, ctx.figure_dir, ("png",))

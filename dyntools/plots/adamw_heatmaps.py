@@ -119,11 +119,11 @@ def plot_learning_curves(result, out_dir: Path, formats=("png", "pdf"), name="ad
     epochs, cells = result["lc_epochs"], result["lc_cells"]
     fig, axes = plots.figure(ncols=2, nrows=1, width=4.6, height=3.6)
     ax_loss, ax_err = axes[0]
-    for o, name in enumerate(names):
+    for o, opt in enumerate(names):
         lrs = result["lrs"][o] if result["lrs"].ndim == 2 else result["lrs"]
         for r, (style, what) in enumerate((("-", "best"), ("--", "chosen"))):
             i, j = cells[o, r]
-            label = f"{LABELS.get(name, name)}, {what}: lr {lrs[i]:.2g}, λ {result['wds'][j]:.2g}"
+            label = f"{LABELS.get(opt, opt)}, {what}: lr {lrs[i]:.2g}, λ {result['wds'][j]:.2g}"
             color = plots.PALETTE[o % len(plots.PALETTE)]
             ax_loss.plot(epochs, result["lc_train_loss"][o, r], style, color=color, label=label)
             ax_err.plot(epochs, 1.0 - result["lc_val_acc"][o, r], style, color=color, label=label)
