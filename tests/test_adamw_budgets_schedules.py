@@ -28,7 +28,8 @@ def test_budgets_sweep_reports_the_best_lambda_on_both_axes(tmp_path, capsys):
     result = store.load(out)
     assert result["val_acc"].shape == (2, 3, 1, 4) and summary["cells"] == 24
     # the λ used at the best λ_norm is λ_norm √(b/(B·T))
-    np.testing.assert_allclose(result["best_raw_lambda"][1], result["best_wd"][1] * np.sqrt(12 / (48 * np.array([1, 2, 4]))))
+    scale = np.sqrt(12 / (48 * np.array([1, 2, 4])))
+    np.testing.assert_allclose(result["best_raw_lambda"][1], result["best_wd"][1] * scale)
     np.testing.assert_array_equal(result["best_raw_lambda"][0], result["best_wd"][0])
     assert "claim" in summary["verdict"] and isinstance(summary["claim_holds"], bool)
     assert (out / "raw-4" / "cells").is_dir()

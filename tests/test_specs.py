@@ -36,7 +36,8 @@ def test_the_registry_finds_every_experiment_and_entry():
                                                   "voronoi-ladder"}
     assert list(registry.catalogue()) == ["proofs", "loss-stabilization", "relu-nets", "adamw-heatmaps",
                                           "adamw-learning-curves", "adamw-normalized-wd", "adamw-schedules",
-                                          "adamw-l1-sparsity", "adamw-digits", "sde-orders", "sde-label-noise", "diag-nets", "voronoi"]
+                                          "adamw-l1-sparsity", "adamw-digits", "sde-orders", "sde-label-noise",
+                                          "diag-nets", "voronoi"]
 
 
 @pytest.mark.parametrize("verb, name, exp", EXPERIMENTS, ids=IDS)
