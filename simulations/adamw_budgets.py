@@ -32,12 +32,12 @@ AXES = ("raw", "normalized")
 class BudgetParams:
     """``dyntools sweep adamw-budgets``: AdamW heatmaps at several budgets over raw λ and over λ_norm."""
 
-    budgets: tuple = param((16.0, 64.0, 256.0), kind="floats", low=0.0, low_open=True, metavar="E1,E2,..",
+    budgets: tuple = param((8.0, 64.0, 512.0), kind="floats", low=0.0, low_open=True, metavar="E1,E2,..",
                            help="training budgets in epochs, strictly increasing (at least 3 for the claim)")
     optimizer: str = param("adamw", choices=("adamw", "sgdw", "adamw_l1"), help="the decoupled optimizer")
     lr_grid: tuple = param((1e-3, 1e-2, 3), kind="grid", metavar="LOW:HIGH:N", help="log-spaced learning rates")
-    wd_grid: tuple = param((1e-5, 1e-1, 9), kind="grid", metavar="LOW:HIGH:N", help="log-spaced raw λ")
-    wd_norm_grid: tuple = param((10 ** -3.5, 10 ** 0.5, 9), kind="grid", metavar="LOW:HIGH:N",
+    wd_grid: tuple = param((1e-5, 1e-1, 13), kind="grid", metavar="LOW:HIGH:N", help="log-spaced raw λ")
+    wd_norm_grid: tuple = param((10 ** -3.5, 10 ** 0.5, 13), kind="grid", metavar="LOW:HIGH:N",
                                 help="log-spaced λ_norm, λ = λ_norm √(b/(B·T))")
     n: int = param(1000, low=2, help="training points")
     n_val: int = param(1000, low=1, help="validation points")
@@ -179,7 +179,7 @@ def table(p: BudgetParams, result) -> str:
 EXPERIMENT = Experiment(
     name=KIND, verb="sweep",
     help="AdamW heatmaps at several budgets over raw λ and normalized λ_norm: does the best λ move? (seed 003)",
-    example="dyntools sweep adamw-budgets --budgets 16,64,256 --out runs/budgets",
+    example="dyntools sweep adamw-budgets --budgets 8,64,512 --out runs/budgets",
     params=BudgetParams, run=run, table=table, summary=summary, check=check)
 
 

@@ -25,7 +25,7 @@ def reproduce(ctx):
         cfg, workers = GridConfig(dataset="digits", n_lr=3, n_wd=4, epochs=12, hidden=(32, 32),
                                   learning_curve_points=0), 1
     else:
-        cfg, workers = GridConfig(dataset="digits", n_lr=8, n_wd=12, epochs=48, hidden=(64, 64)), None
+        cfg, workers = GridConfig(dataset="digits", n_lr=6, n_wd=10, epochs=32, hidden=(64, 64)), None
     start = time.perf_counter()
     result = run_grid(cfg, ctx.out_dir / "runs" / "adamw-grid-digits", seed=ctx.seed, workers=workers,
                       progress=ctx.progress)

@@ -48,7 +48,8 @@ def reproduce(ctx):
     from dyntools.tables import markdown_table
     from simulations.adamw_heatmaps import report_grid, run_grid
 
-    cfg, workers = report_grid(ctx.quick, optimizers=("adamw", "adamw_l1"), learning_curve_points=0)
+    changes = {} if ctx.quick else {"n_lr": 6, "n_wd": 10}
+    cfg, workers = report_grid(ctx.quick, optimizers=("adamw", "adamw_l1"), learning_curve_points=0, **changes)
     start = time.perf_counter()
     result = run_grid(cfg, ctx.out_dir / "runs" / "adamw-grid-l1", seed=ctx.seed, workers=workers,
                       progress=ctx.progress)
