@@ -7,10 +7,11 @@ heatmap on the spirals is swept at several budgets ``T`` (epochs), once over the
 ``λ_norm``, and the best decay of each budget is read off both: the claim holds on the measured data
 when the best raw λ moves with the budget while the best ``λ_norm`` stays put.
 
-"Best" is the cell with the highest validation accuracy, ties broken by the lower validation loss.
-Each (axis, budget) is one :func:`simulations.adamw_heatmaps.run_grid` sweep in its own directory
-under ``--out`` (so an interrupted run resumes); the cells of every sweep share the streams of their
-grid position, so a budget differs from another only by its length.
+"Best" is the cell with the lowest validation loss (``--criterion val-acc``: the highest validation
+accuracy, ties broken by the loss). Each (axis, budget) is one :func:`simulations.adamw_heatmaps.run_grid`
+sweep in its own directory under ``--out`` (so an interrupted run resumes), *paired*: every cell of every
+sweep starts from the same initialization and sees the same minibatch order, so cells differ by their
+hyperparameters and budget only (with a stream per cell the initialization noise swamps the effect of λ).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from dyntools.spec import Entry, Experiment, RunContext, param
 KIND = "adamw-budgets"
 TITLE = "Normalized weight decay: AdamW's best λ against the budget, raw λ vs λ_norm (seed 003)"
 AXES = ("raw", "normalized")
+CRITERIA = ("val-loss", "val-acc")
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,9 @@ class BudgetParams:
     hidden: tuple = param((32, 32, 32), kind="ints", low=1, metavar="WIDTHS", help="hidden widths")
     batch_size: int = param(64, low=1, help="minibatch size")
     schedule: str = param("constant", choices=("constant", "cosine", "sgdr"), help="learning-rate schedule")
+    criterion: str = param("val-loss", choices=CRITERIA,
+                           help="best cell: lowest validation loss, or highest validation accuracy (ties broken "
+                                "by the loss)")
     workers: int | None = param(None, kind="int", low=1, help="local worker processes (default: all cores)")
 
 
@@ -70,15 +75,16 @@ def grid_configs(p: BudgetParams) -> dict:
     return {(axis, k): GridConfig(optimizers=(p.optimizer,), lr_range=lr[:2], n_lr=lr[2], wd_range=grids[axis][:2],
                                   n_wd=grids[axis][2], normalized_wd=axis == "normalized", n=p.n, n_val=p.n_val,
                                   hidden=p.hidden, batch_size=p.batch_size, epochs=e, schedule=p.schedule,
-                                  learning_curve_points=0)
+                                  learning_curve_points=0, paired=True)
             for axis in AXES for k, e in enumerate(budgets)}
 
 
-def best_cell(acc: np.ndarray, loss: np.ndarray) -> tuple[int, int]:
-    """The (lr, wd) index of the highest validation accuracy, ties broken by the lower validation loss."""
+def best_cell(acc: np.ndarray, loss: np.ndarray, criterion: str = "val-loss") -> tuple[int, int]:
+    """The (lr, wd) index of the lowest validation loss, or of the highest validation accuracy with ties
+    broken by the lower validation loss."""
     a = np.where(np.isfinite(acc), acc, -1.0)
     l_ = np.where(np.isfinite(loss), loss, np.inf)
-    order = np.lexsort((l_.ravel(), -a.ravel()))
+    order = np.lexsort((l_.ravel(), -a.ravel())) if criterion == "val-acc" else np.argsort(l_.ravel(), kind="stable")
     return tuple(int(v) for v in np.unravel_index(int(order[0]), acc.shape))
 
 
@@ -105,14 +111,14 @@ def run_budgets(p: BudgetParams, out, *, seed: int = 0, progress: bool = False) 
         a = AXES.index(axis)
         for key in ("val_acc", "val_loss", "train_loss"):
             arrays[key][a, k] = res[key][0]
-        i, j = best_cell(res["val_acc"][0], res["val_loss"][0])
+        i, j = best_cell(res["val_acc"][0], res["val_loss"][0], p.criterion)
         arrays["best"][a, k] = (i, j)
         arrays["best_wd"][a, k] = res["wds"][j]
         cfg = configs[(axis, k)]
         scale = np.sqrt(cfg.batch_size / (cfg.n * cfg.epochs)) if axis == "normalized" else 1.0
         arrays["best_raw_lambda"][a, k] = res["wds"][j] * scale
     summary = summarize(arrays)
-    config = {"budgets": list(budgets), "optimizer": p.optimizer, "n": p.n, "n_val": p.n_val,
+    config = {"budgets": list(budgets), "optimizer": p.optimizer, "criterion": p.criterion, "n": p.n, "n_val": p.n_val,
               "hidden": list(p.hidden), "batch_size": p.batch_size, "schedule": p.schedule,
               "lr_grid": list(p.lr_grid), "wd_grid": list(p.wd_grid), "wd_norm_grid": list(p.wd_norm_grid)}
     cells = sum(int(r.summary["cells"]) for r in results.values())
@@ -207,7 +213,9 @@ def reproduce(ctx):
           f"{p.schedule} schedule), budgets {', '.join(f'{b:g}' for b in p.budgets)} epochs; per budget a "
           f"{p.lr_grid[2]} × {p.wd_grid[2]} (lr, λ) grid over raw λ ∈ [{p.wd_grid[0]:g}, {p.wd_grid[1]:g}] and "
           f"one over λ_norm ∈ [{p.wd_norm_grid[0]:.3g}, {p.wd_norm_grid[1]:.3g}] with λ = λ_norm √(b/(B·T)); "
-          f"best = highest validation accuracy, ties broken by the validation loss ({seconds:.1f} s).",
+          f"every cell from the same initialization and minibatch order; best = "
+          f"{'lowest validation loss' if p.criterion == 'val-loss' else 'highest validation accuracy'} "
+          f"({seconds:.1f} s).",
           "", markdown_table(rows(result)), "", f"Measured: {s['verdict']}.", ""]
     md += [f"![{f.stem}]({ctx.relative(f)})" for f in figs]
     numbers = {"raw_grid_steps_moved": s["raw"]["grid_steps_moved"],

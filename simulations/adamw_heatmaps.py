@@ -89,6 +89,8 @@ class AdamWGridParams:
                                    help="learning curves also for the grid cell nearest to (LR, WD) "
                                         "(default the grid's centre); the best cell of each optimizer always")
     curve_points: int = param(32, low=0, help="points of each learning curve (0: none)")
+    paired: bool = param(False, help="every cell starts from the same initialization and sees the same minibatch "
+                                     "order (cells differ by their hyperparameters only)")
     momentum: float = param(0.9, low=0.0, high=1.0, high_open=True, help="momentum of sgd/sgdw")
     threshold: float = param(0.9, low=0.0, high=1.0, help="'good cell' validation accuracy")
     workers: int | None = param(None, kind="int", low=1, help="local worker processes (default: all cores)")
@@ -134,6 +136,7 @@ class GridConfig:
     sparsity_tol: float = _P.sparsity_tol
     curve_at: tuple | None = None                  # (lr, wd) of the chosen learning curve
     learning_curve_points: int = _P.curve_points
+    paired: bool = _P.paired                       # every cell on stream 0 (common random numbers)
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self):
@@ -254,6 +257,8 @@ def build_spec(cfg: GridConfig, seed: int) -> sweep.SweepSpec:
     cells = [{"optimizer": name, "lr": float(lr), "wd": float(wd), "o": o, "i": i, "j": j}
              for o, name in enumerate(cfg.optimizers)
              for i, lr in enumerate(cfg.lrs()[o]) for j, wd in enumerate(cfg.wds())]
+    if cfg.paired:
+        cells = [{**c, "stream": 0} for c in cells]
     return sweep.SweepSpec(KIND, "simulations.adamw_heatmaps:train_cell", cfg.as_json(), cells, seed)
 
 
@@ -418,7 +423,8 @@ def grid_config(p: AdamWGridParams) -> GridConfig:
                       plateau_factor=p.plateau_factor, plateau_patience=p.plateau_patience,
                       plateau_metric=p.plateau_metric, gamma=p.gamma, step_epochs=p.step_epochs,
                       milestones=p.milestones, restart_epochs=p.restart_epochs, restart_mult=p.restart_mult,
-                      sparsity_tol=p.sparsity_tol, curve_at=p.curve_at, learning_curve_points=p.curve_points)
+                      sparsity_tol=p.sparsity_tol, curve_at=p.curve_at, learning_curve_points=p.curve_points,
+                      paired=p.paired)
 
 
 def check(p: AdamWGridParams) -> None:

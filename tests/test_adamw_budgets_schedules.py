@@ -38,7 +38,7 @@ def test_budgets_sweep_reports_the_best_lambda_on_both_axes(tmp_path, capsys):
 def test_best_cell_breaks_accuracy_ties_by_the_validation_loss_and_the_verdict():
     acc = np.array([[0.9, 0.95], [0.95, 0.5]])
     loss = np.array([[0.1, 0.3], [0.2, 0.9]])
-    assert B.best_cell(acc, loss) == (1, 0)
+    assert B.best_cell(acc, loss, "val-acc") == (1, 0) and B.best_cell(acc, loss) == (0, 0)
     best = np.zeros((2, 3, 2), dtype=np.int64)
     best[0, :, 1] = [3, 2, 1]                    # raw: moves 2 grid steps
     best[1, :, 1] = [2, 2, 2]                    # normalized: stays
