@@ -91,6 +91,8 @@ class AdamWGridParams:
     curve_points: int = param(32, low=0, help="points of each learning curve (0: none)")
     paired: bool = param(False, help="every cell starts from the same initialization and sees the same minibatch "
                                      "order (cells differ by their hyperparameters only)")
+    replicates: int = param(1, low=1, help="with --paired: average every cell over this many paired replicates "
+                                           "(replicate r uses stream r for every cell)")
     momentum: float = param(0.9, low=0.0, high=1.0, high_open=True, help="momentum of sgd/sgdw")
     threshold: float = param(0.9, low=0.0, high=1.0, help="'good cell' validation accuracy")
     workers: int | None = param(None, kind="int", low=1, help="local worker processes (default: all cores)")
@@ -137,6 +139,7 @@ class GridConfig:
     curve_at: tuple | None = None                  # (lr, wd) of the chosen learning curve
     learning_curve_points: int = _P.curve_points
     paired: bool = _P.paired                       # every cell on stream 0 (common random numbers)
+    replicates: int = _P.replicates                # ... or the mean over streams 0 … R−1
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self):
@@ -185,6 +188,9 @@ class GridConfig:
                 raise ValueError(f"Invalid curve_at: {list(self.curve_at)} (expected two numbers LR,WD)")
             self.curve_at = tuple(validation.positive("curve_at", v) for v in self.curve_at)
         self.learning_curve_points = validation.count("curve_points", self.learning_curve_points, minimum=0)
+        self.replicates = validation.count("replicates", self.replicates)
+        if self.replicates > 1 and not self.paired:
+            raise ValueError(f"Invalid replicates: {self.replicates} (replicates need paired cells, --paired)")
         self.steps  # noqa: B018 - validates
 
     @property
@@ -258,7 +264,8 @@ def build_spec(cfg: GridConfig, seed: int) -> sweep.SweepSpec:
              for o, name in enumerate(cfg.optimizers)
              for i, lr in enumerate(cfg.lrs()[o]) for j, wd in enumerate(cfg.wds())]
     if cfg.paired:
-        cells = [{**c, "stream": 0} for c in cells]
+        cells = [{**c, "stream": r, **({"r": r} if cfg.replicates > 1 else {})}
+                 for r in range(cfg.replicates) for c in cells]
     return sweep.SweepSpec(KIND, "simulations.adamw_heatmaps:train_cell", cfg.as_json(), cells, seed)
 
 
@@ -273,15 +280,17 @@ def assemble(cfg: GridConfig, spec: sweep.SweepSpec, outcome: sweep.SweepOutcome
     arrays["diverged_step"] = np.full(shape, -1, dtype=np.int64)
     n_rec = len(outcome.cells[0]["curve"])
     arrays["curves"] = np.full((*shape, n_rec), np.nan)
+    R = cfg.replicates                          # a cell's numbers: the mean over its replicates
     for cell, res in zip(spec.cells, outcome.cells):
         at = (cell["o"], cell["i"], cell["j"])
-        for k in CELL_SCALARS:
-            arrays[k][at] = res[k]
-        for k in WEIGHT_STATS:                  # cells computed before the statistics existed: NaN
-            arrays[k][at] = res.get(k, np.nan)
-        arrays["diverged"][at] = res["status"] == "diverged"
-        arrays["diverged_step"][at] = res["diverged_step"]
-        arrays["curves"][at] = res["curve"]
+        first = cell.get("r", 0) == 0
+        for k in (*CELL_SCALARS, *WEIGHT_STATS):   # weight statistics: NaN in cells computed before they existed
+            value = res.get(k, np.nan) / R
+            arrays[k][at] = value if first else arrays[k][at] + value
+        arrays["curves"][at] = res["curve"] / R if first else arrays["curves"][at] + res["curve"] / R
+        arrays["diverged"][at] |= res["status"] == "diverged"
+        if arrays["diverged_step"][at] < 0:
+            arrays["diverged_step"][at] = res["diverged_step"]
     arrays["lrs"], arrays["wds"] = cfg.lrs(), cfg.wds()
     summary = summarize(cfg, arrays)
     n_div = int(arrays["diverged"].sum())
@@ -347,11 +356,11 @@ def curve_cells(cfg: GridConfig, arrays: dict) -> np.ndarray:
 
 def add_learning_curves(cfg: GridConfig, spec: sweep.SweepSpec, result: RunResult) -> None:
     """Re-run the best and the chosen cell of each optimizer with ``curve_points`` recordings (same
-    streams, so the same trajectory as the sweep's cell) and add ``lc_*`` arrays ``[optimizer, (best,
+    streams, so the same trajectory as the sweep's cell; with replicates, replicate 0's) and add ``lc_*`` arrays ``[optimizer, (best,
     chosen), point]`` to ``result``: train loss/accuracy and validation loss/accuracy against epochs."""
     cells = curve_cells(cfg, result.arrays)
     config = {**spec.config, "curve_points": cfg.learning_curve_points}
-    index = {(c["o"], c["i"], c["j"]): k for k, c in enumerate(spec.cells)}
+    index = {(c["o"], c["i"], c["j"]): k for k, c in enumerate(spec.cells) if c.get("r", 0) == 0}
     runs = [[train_cell(config, spec.cells[index[(o, *cells[o, r])]], spec.seed, index[(o, *cells[o, r])])
              for r in range(2)] for o in range(len(cfg.optimizers))]
     steps = runs[0][0]["curve_steps"]
@@ -424,7 +433,7 @@ def grid_config(p: AdamWGridParams) -> GridConfig:
                       plateau_metric=p.plateau_metric, gamma=p.gamma, step_epochs=p.step_epochs,
                       milestones=p.milestones, restart_epochs=p.restart_epochs, restart_mult=p.restart_mult,
                       sparsity_tol=p.sparsity_tol, curve_at=p.curve_at, learning_curve_points=p.curve_points,
-                      paired=p.paired)
+                      paired=p.paired, replicates=p.replicates)
 
 
 def check(p: AdamWGridParams) -> None:

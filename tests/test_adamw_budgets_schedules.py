@@ -22,7 +22,8 @@ NET = ["--n", "48", "--n-val", "48", "--hidden", "5,5", "--batch-size", "12", "-
 def test_budgets_sweep_reports_the_best_lambda_on_both_axes(tmp_path, capsys):
     out = tmp_path / "b"
     assert cli.main(["sweep", "adamw-budgets", "--budgets", "1,2,4", "--lr-grid", "1e-2:1e-2:1",
-                     "--wd-grid", "1e-4:1e-1:4", "--wd-norm-grid", "1e-3:1:4", *NET, "--out", str(out),
+                     "--wd-grid", "1e-4:1e-1:4", "--wd-norm-grid", "1e-3:1:4", "--replicates", "1", *NET,
+                     "--out", str(out),
                      "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     result = store.load(out)
@@ -46,8 +47,33 @@ def test_best_cell_breaks_accuracy_ties_by_the_validation_loss_and_the_verdict()
               "best_raw_lambda": np.ones((2, 3)), "val_acc": np.ones((2, 3, 1, 4))}
     s = B.summarize(arrays)
     assert s["claim_holds"] and s["raw"]["grid_steps_moved"] == 2 and s["normalized"]["grid_steps_moved"] == 0
+    assert s["raw_falls_with_budget"]
+    best[1, :, 1] = [2, 3, 2]                    # one grid step: still "stays put"
+    assert B.summarize(arrays)["claim_holds"]
     best[1, :, 1] = [0, 2, 3]
     assert not B.summarize(arrays)["claim_holds"]
+    best[1, :, 1] = [2, 2, 2]
+    best[0, :, 1] = [3, 1, 3]                    # moves, but not falling with the budget
+    s = B.summarize(arrays)
+    assert s["claim_holds"] and not s["raw_falls_with_budget"]
+    best[0, :, 1] = [3, 3, 2]                    # one step only: does not "move"
+    assert not B.summarize(arrays)["claim_holds"]
+
+
+def test_paired_replicates_average_the_cells_runs(tmp_path):
+    from dyntools.classifier_cell import train_cell
+    from simulations.adamw_heatmaps import GridConfig, run_grid
+
+    cfg = GridConfig(optimizers=("adamw",), n_lr=1, n_wd=2, lr_range=(1e-2, 1e-2), wd_range=(1e-3, 1e-1), n=48,
+                     n_val=48, hidden=(5, 5), batch_size=12, epochs=2, paired=True, replicates=2,
+                     learning_curve_points=0)
+    result = run_grid(cfg, tmp_path / "g", seed=4, workers=1)
+    cell = {"optimizer": "adamw", "lr": 1e-2, "wd": 1e-1}
+    runs = [train_cell(result.config, {**cell, "stream": r}, 4, 99) for r in range(2)]
+    assert result["val_loss"][0, 0, 1] == runs[0]["val_loss"] / 2 + runs[1]["val_loss"] / 2
+    assert runs[0]["val_loss"] != runs[1]["val_loss"] and result.summary["cells"] == 4
+    with pytest.raises(ValueError, match="Invalid replicates"):
+        GridConfig(replicates=2)
 
 
 def test_schedules_are_paired_by_seed_and_reproducible(tmp_path):
