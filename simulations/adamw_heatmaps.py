@@ -385,14 +385,14 @@ def report_grid(quick: bool, **changes) -> tuple[GridConfig, int | None]:
 
 
 def reproduce(ctx):
-    from dyntools import plots
+    from dyntools.plots.adamw_heatmaps import plot_heatmaps
     from dyntools.report import Section
     from dyntools.tables import markdown_table
 
     cfg, workers = report_grid(ctx.quick)
     out = ctx.out_dir / "runs" / KIND
     result = run_grid(cfg, out, seed=ctx.seed, workers=workers, progress=ctx.progress)
-    figs = plots.plot_result(result, ctx.figure_dir, ("png",))
+    figs = plot_heatmaps(result, ctx.figure_dir, ("png",))      # the other figures: adamw-learning-curves
     s = result.summary["optimizers"]
     rows = [{"optimizer": k, "best val acc": v["best_val_acc"], "at lr": v["best_lr"], "at wd": v["best_wd"],
              f"cells ≥ {cfg.threshold:.0%}": v["cells_above_threshold"],

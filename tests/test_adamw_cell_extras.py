@@ -125,3 +125,7 @@ def test_learning_curves_rerun_the_sweeps_cell_exactly(tmp_path):
             assert result["lc_val_acc"][o, r, -1] == result["val_acc"][o, i, j]
         assert tuple(result["lc_cells"][o, 1]) == (1, 0)          # nearest to (3e-2, 1e-4)
     assert np.all((result["w_small"] >= 0) & (result["w_small"] <= 1)) and np.all(result["w_l1"] > 0)
+    from dyntools.plots import adamw_heatmaps as HP
+
+    paths = HP.plot_learning_curves(result, tmp_path, ("png",)) + HP.plot_weight_sparsity(result, tmp_path, ("png",))
+    assert [p.name for p in paths] == ["adamw_grid_learning_curves.png", "adamw_grid_weight_sparsity.png"]

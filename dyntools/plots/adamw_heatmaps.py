@@ -61,6 +61,18 @@ def _panel_row(fig, axes, result, key, title, norm, cmap, colorbar_label):
 
 
 def plot_result(result, out_dir: Path, formats=("png", "pdf")) -> list[Path]:
+    """Every figure of the result: :func:`plot_heatmaps`, then what the result carries beyond them."""
+    paths = plot_heatmaps(result, out_dir, formats)
+    if "lc_steps" in result.arrays:              # sweeps of dyntools ≥ learning curves
+        paths += plot_train_accuracy(result, out_dir, formats)
+        paths += plot_learning_curves(result, out_dir, formats)
+    if "w_small" in result.arrays and np.isfinite(result["w_small"]).any():
+        paths += plot_weight_sparsity(result, out_dir, formats)
+    return paths
+
+
+def plot_heatmaps(result, out_dir: Path, formats=("png", "pdf")) -> list[Path]:
+    """Validation accuracy, validation loss and final training loss over (lr, wd)."""
     names = result.config["optimizers"]
     paths = plot_val_accuracy(result, out_dir, formats)
     loss = result["val_loss"]
@@ -76,13 +88,7 @@ def plot_result(result, out_dir: Path, formats=("png", "pdf")) -> list[Path]:
     norm = LogNorm(vmin=max(finite.min(), 1e-4), vmax=finite.max()) if finite.size else None
     _panel_row(fig, axes[0], result, "train_loss", "final training loss", norm, "magma_r",
                "training cross-entropy")
-    paths += plots.save(fig, out_dir, "adamw_grid_train_loss", formats)
-    if "lc_steps" in result.arrays:              # sweeps of dyntools ≥ learning curves
-        paths += plot_train_accuracy(result, out_dir, formats)
-        paths += plot_learning_curves(result, out_dir, formats)
-    if "w_small" in result.arrays and np.isfinite(result["w_small"]).any():
-        paths += plot_weight_sparsity(result, out_dir, formats)
-    return paths
+    return paths + plots.save(fig, out_dir, "adamw_grid_train_loss", formats)
 
 
 def plot_val_accuracy(result, out_dir: Path, formats=("png", "pdf"), name="adamw_grid_val_accuracy"):
