@@ -147,6 +147,9 @@ def summarize(arrays: dict) -> dict:
                      "best_val_acc": [float(arrays["val_acc"][a, k][tuple(arrays["best"][a, k])])
                                       for k in range(len(arrays["budgets"]))],
                      "grid_steps_moved": moves[axis]}
+    if "val_loss" in arrays:                     # how much λ matters: best-lr validation loss, max/min over λ
+        profile = np.nanmin(arrays["val_loss"][0], axis=1)                     # [budget, wd]
+        out["raw"]["loss_max_over_min"] = (np.nanmax(profile, axis=1) / np.nanmin(profile, axis=1)).tolist()
     raw_j = arrays["best"][0, :, 1]
     falling = bool(np.all(np.diff(raw_j) <= 0) and raw_j[-1] < raw_j[0])
     holds = moves["raw"] >= 2 and moves["normalized"] <= 1
@@ -230,6 +233,10 @@ def reproduce(ctx):
           f"{'lowest validation loss' if p.criterion == 'val-loss' else 'highest validation accuracy'} "
           f"({seconds:.1f} s).",
           "", markdown_table(rows(result)), "", f"Measured: {s['verdict']}.", ""]
+    if "loss_max_over_min" in s["raw"]:
+        md[-1:] = ["", f"How much λ matters at all: over the raw grid the validation loss (at the best learning rate) "
+                   f"varies by a factor {', '.join(f'{v:.2f}' for v in s['raw']['loss_max_over_min'])} at the "
+                   f"budgets {', '.join(f'{b:g}' for b in p.budgets)} (right panel of the second figure).", ""]
     md += [f"![{f.stem}]({ctx.relative(f)})" for f in figs]
     numbers = {"raw_grid_steps_moved": s["raw"]["grid_steps_moved"],
                "normalized_grid_steps_moved": s["normalized"]["grid_steps_moved"], "claim_holds": s["claim_holds"]}

@@ -35,7 +35,7 @@ def plot_result(result, out_dir: Path, formats=("png", "pdf")) -> list[Path]:
     fig.colorbar(mesh, ax=list(axes.ravel()), label="validation accuracy (star: best)", shrink=0.8)
     paths = plots.save(fig, out_dir, "adamw_budgets_heatmaps", formats)
 
-    fig, axes = plots.figure(ncols=1, nrows=1, width=4.6, height=3.4)
+    fig, axes = plots.figure(ncols=2, nrows=1, width=4.6, height=3.4)
     ax = axes[0, 0]
     ax.plot(budgets, result["best_wd"][0], "o-", color=plots.PALETTE[0], label="best raw λ (raw grid)")
     ax.plot(budgets, result["best_wd"][1], "s-", color=plots.PALETTE[1], label="best λ_norm (normalized grid)")
@@ -47,4 +47,18 @@ def plot_result(result, out_dir: Path, formats=("png", "pdf")) -> list[Path]:
     ax.set_ylabel("best weight decay")
     ax.set_title("Does the best decay move with the budget?")
     ax.legend(framealpha=0.85)
+    ax = axes[0, 1]                               # the profiles the best values are read from
+    scale = result["best_raw_lambda"][1] / result["best_wd"][1]           # √(b/(B·T)) per budget
+    for k, budget in enumerate(budgets):
+        color = plots.PALETTE[k % len(plots.PALETTE)]
+        ax.plot(result["wds"][0], np.nanmin(result["val_loss"][0, k], axis=0), "-", color=color,
+                label=f"{budget:g} epochs, raw grid")
+        ax.plot(result["wds"][1] * scale[k], np.nanmin(result["val_loss"][1, k], axis=0), "--", color=color,
+                label=f"{budget:g} epochs, λ_norm grid")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("weight decay λ actually used")
+    ax.set_ylabel("validation loss (best learning rate)")
+    ax.set_title("Validation loss against λ per budget")
+    ax.legend(framealpha=0.85, fontsize=7)
     return paths + plots.save(fig, out_dir, "adamw_budgets_best_lambda", formats)
