@@ -258,6 +258,11 @@ def check_grid(name: str, grid) -> tuple[float, float, int]:
 
 # ----------------------------------------------------------------------------------- the grid
 
+#: Settings read after the sweep (the learning-curve re-runs), not by the cells: not part of a sweep's identity,
+#: so sweeps that differ only by them share their cells on disk.
+AFTER_THE_SWEEP = ("curve_at", "learning_curve_points")
+
+
 def build_spec(cfg: GridConfig, seed: int) -> sweep.SweepSpec:
     seed = validation.seed(seed)
     cells = [{"optimizer": name, "lr": float(lr), "wd": float(wd), "o": o, "i": i, "j": j}
@@ -266,7 +271,8 @@ def build_spec(cfg: GridConfig, seed: int) -> sweep.SweepSpec:
     if cfg.paired:
         cells = [{**c, "stream": r, **({"r": r} if cfg.replicates > 1 else {})}
                  for r in range(cfg.replicates) for c in cells]
-    return sweep.SweepSpec(KIND, "simulations.adamw_heatmaps:train_cell", cfg.as_json(), cells, seed)
+    config = {k: v for k, v in cfg.as_json().items() if k not in AFTER_THE_SWEEP}
+    return sweep.SweepSpec(KIND, "simulations.adamw_heatmaps:train_cell", config, cells, seed)
 
 
 CELL_SCALARS = ("train_loss", "train_acc", "val_loss", "val_acc")
@@ -389,7 +395,7 @@ def reproduce(ctx):
     from dyntools.report import Section
     from dyntools.tables import markdown_table
 
-    cfg, workers = report_grid(ctx.quick)
+    cfg, workers = report_grid(ctx.quick, learning_curve_points=0)      # curves: adamw-learning-curves
     out = ctx.out_dir / "runs" / KIND
     result = run_grid(cfg, out, seed=ctx.seed, workers=workers, progress=ctx.progress)
     figs = plot_heatmaps(result, ctx.figure_dir, ("png",))      # the other figures: adamw-learning-curves
