@@ -9,7 +9,11 @@ larger. The problem set's questions are answered with numbers: the best validati
 each optimizer and the count/fraction of cells above a threshold (default 90 %).
 
 Each cell is one run of :func:`train_cell` on a :mod:`dyntools.sweep` (local processes or Dask);
-its initialization and minibatch order come from ``streams.path_states(seed, 1, KEY, index)``.
+its initialization and minibatch order come from ``streams.path_states(seed, 1, KEY, index)`` — or, with
+``--paired``, from stream ``r`` of replicate ``r`` for every cell. Every cell also records the statistics
+of its final weights; after the sweep the best cell of each optimizer and a chosen one are re-run with
+recordings (:func:`add_learning_curves`). Every schedule of :mod:`dyntools.optim.schedules` is selectable
+(:func:`dyntools.classifier_cell.make_schedule`), reduce-on-plateau on the training or validation loss.
 """
 
 from __future__ import annotations
