@@ -103,6 +103,8 @@ def test_sparsity_at_equal_accuracy_on_a_synthetic_grid():
     assert s["level"] == pytest.approx(0.96)
     assert s["optimizers"]["adamw"]["cells_at_level"] == 2 and s["optimizers"]["adamw"]["max_small_fraction"] == 0.2
     assert s["optimizers"]["adamw_l1"]["max_small_fraction"] == 0.6 and s["optimizers"]["adamw_l1"]["lr"] == 1e-2
+    assert s["optimizers"]["adamw"]["median_small_fraction"] == pytest.approx(0.15)
+    assert s["optimizers"]["adamw_l1"]["median_small_fraction"] == pytest.approx(0.3)
 
 
 @pytest.mark.parametrize("args, needle", [
