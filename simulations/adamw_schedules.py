@@ -147,7 +147,7 @@ def summarize(optimizers: list, schedules: list, arrays: dict) -> dict:
             se = float(np.nanstd(gain) / np.sqrt(max(1, np.sum(np.isfinite(gain)) - 1)))
             clear = best != c and float(np.nanmean(gain)) > 2 * se
             out["verdicts"][name] = (
-                f"{name}: lowest final validation loss with {schedules[best]}"
+                f"lowest final validation loss with {schedules[best]}"
                 + ("" if best == c else f", {float(np.nanmean(gain)):.4f} ± {se:.4f} (paired, s.e.) below constant")
                 + (": a schedule helps beyond the seed noise" if clear else
                    ": no schedule beats constant beyond the seed noise (2 s.e.)"))
@@ -228,7 +228,7 @@ def reproduce(ctx):
           f"{p.n} spiral points. Values are mean ± std over seeds at the end of the run; the anytime error is "
           f"the validation error averaged over {p.curve_points} points along the run.",
           "", markdown_table(rows(result)), "",
-          "Measured: " + "; ".join(verdicts.values()) + ".", "",
+          "Measured: " + "; ".join(f"{k}: {v}" for k, v in verdicts.items()) + ".", "",
           f"Warm-restart (sgdr) heatmaps, {grid.n_lr} × {grid.n_wd} cells: best validation accuracy "
           + ", ".join(f"{k} {v['best_val_acc']:.3f} (cells ≥ {grid.threshold:.0%}: {v['cells_above_threshold']})"
                       for k, v in hs.items()) + f" ({seconds:.1f} s in all).", ""]
