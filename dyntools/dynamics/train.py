@@ -193,7 +193,7 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
           theta0=None, bound: float | None = None, indices=None, common_stream: bool = False,
           stream_key: tuple[int, ...] = (), chunks: int = 1, progress: bool = False, kernel: str = "numba",
           workers: int | None = None, fast: bool = True, labels=None, step_loss: bool = False,
-          plateau_every: int | None = None) -> RunResult:
+          plateau_every: int | None = None, plateau_metric=None) -> RunResult:
     """Train ``model`` on ``data`` with ``optimizer`` (see the module docstring for the step).
 
     Parameters
@@ -207,7 +207,9 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
                                   :class:`~dyntools.optim.schedules.ReduceLROnPlateau` is *reactive*: the
                                   run is cut at every ``plateau_every`` steps (default one epoch, ⌊n/b⌋) and
                                   the schedule is stepped on the mean mini-batch loss of the piece over the
-                                  run's paths; its multiplier holds for the next piece
+                                  run's paths (or on ``plateau_metric(thetas)``, given the current parameters
+                                  (S, p) of the run's paths, e.g. a validation loss); its multiplier holds
+                                  for the next piece
     batch : int                   examples per step (ignored by the ``full`` sampler)
     sampler : str                 one of :data:`dyntools.engine.samplers.NAMES` ("replay" needs ``indices``)
     drop_last : bool              ``epoch`` sampler: a batch never spans two epochs
@@ -351,7 +353,9 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
     def advance_and_react(t0, t1, last):
         advance(t0, t1, last)
         for g in reactive:                 # the multiplier of the next piece, as lr · (m_t · factor)
-            factor = scheds[g].step(float(np.mean(step_losses[run_of == g, t0:t1])))
+            metric = (np.mean(step_losses[run_of == g, t0:t1]) if plateau_metric is None
+                      else plateau_metric(thetas[run_of == g]))
+            factor = scheds[g].step(float(metric))
             lrs[g, t1:] = opts[g].lr * (mults[g] * factor)
 
     drive.chunked(advance_and_react if reactive else advance, steps, chunks=chunks, bounds=bounds, work_per_step=P,
