@@ -30,6 +30,28 @@ def jacobian_rank(matrices: np.ndarray, rel_threshold: float = 1e-5) -> np.ndarr
     return int(ranks) if np.ndim(ranks) == 0 else ranks.astype(np.int64)
 
 
+#: Levels at which runs summarize the distribution of column norms / per-example gradient norms.
+NORM_QUANTILES = (0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)
+
+
+def column_norms(jacobians: np.ndarray) -> np.ndarray:
+    """ℓ2 norms of the columns of ``φ_θ(X)`` (n × p, or a stack (..., n, p)): entry ``j`` is
+    ``(Σ_i (∂h(x_i)/∂θ_j)²)^{1/2}``, how much parameter ``j`` moves the predictions on X. The
+    label-noise conjecture of Andriushchenko et al. (2023) is that SGD's noise drives these down."""
+    return np.sqrt(np.sum(np.square(np.asarray(jacobians, dtype=np.float64)), axis=-2))
+
+
+def example_grad_norms(jacobians: np.ndarray) -> np.ndarray:
+    """Per-example gradient norms ``‖∇_θ h(x_i)‖₂``: the ℓ2 norms of the rows of ``φ_θ(X)``.
+    ``Σ_j column_norms² = Σ_i example_grad_norms² = ‖φ_θ(X)‖_F²``."""
+    return np.sqrt(np.sum(np.square(np.asarray(jacobians, dtype=np.float64)), axis=-1))
+
+
+def norm_quantiles(values: np.ndarray) -> np.ndarray:
+    """The :data:`NORM_QUANTILES` of ``values`` along the last axis (shape (..., len(NORM_QUANTILES)))."""
+    return np.moveaxis(np.quantile(np.asarray(values, dtype=np.float64), NORM_QUANTILES, axis=-1), 0, -1)
+
+
 #: Below this relative threshold on σ the Gram route (eigenvalues of φφᵀ, i.e. σ²) loses accuracy
 #: (σ² is resolved to ~1e-16·σ_max²), so :func:`gram_rank` falls back to an SVD of the factor.
 GRAM_MIN_THRESHOLD = 1e-6

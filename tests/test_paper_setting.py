@@ -54,3 +54,73 @@ def test_paper_indices_equal_one_randint_per_step(n, steps, seed):
 def test_paper_data_bad_input_names_the_parameter(kw, name):
     with pytest.raises(ValueError, match=f"Invalid {name}"):
         paper_diag_net_data(**kw)
+
+
+# ------------------------------------------------------------------------------ the paper's run
+
+def direct_sgd(data, indices, eta_steps, steps):
+    """The paper's equations, batch 1: e = <x_i, u*v> - y_i; u -= eta e x_i*v; v -= eta e x_i*u."""
+    u, v = 0.1 * np.ones(data.X.shape[1]), np.zeros(data.X.shape[1])
+    out = [(u, v)]
+    for t in range(steps):
+        x = data.X[indices[t]]
+        e = x @ (u * v) - data.y[indices[t]]
+        u, v = u - eta_steps[t] * e * x * v, v - eta_steps[t] * e * x * u
+        out.append((u, v))
+    return out
+
+
+@pytest.mark.parametrize("kernel", ["numpy", "numba"])
+def test_paper_run_first_steps_equal_direct_numpy_sgd(kernel):
+    from simulations.diag_nets import run_experiment
+
+    steps = 60
+    res = run_experiment("paper-sgd", data="paper", steps=steps, schedules=("small", "large"),
+                         decay_at=(0.5,), decay_factors=(1.5,), grid="linear", records=steps + 1, kernel=kernel,
+                         sharpness_iters=0, keep_params=True, rank_points=20)
+    assert res.config["data"] == "paper" and res.config["replayed"] and res.config["decay_rule"] == "after"
+    data = paper_diag_net_data()
+    idx = paper_sgd_indices(80, steps)
+    for g, eta in enumerate((0.25, 0.282)):
+        etas = np.full(steps, eta)
+        if g == 1:
+            etas[steps // 2 + 1:] /= 1.5                           # after step floor(0.5 T) has run
+        assert np.allclose(res["etas"][g], etas, rtol=0, atol=1e-15)
+        ref = direct_sgd(data, idx, etas, steps)
+        for k, t in enumerate(res["steps"]):
+            u, v = ref[t]
+            assert np.allclose(res["u_rec"][g, 0, k], u, rtol=1e-9, atol=1e-12)
+            assert np.allclose(res["v_rec"][g, 0, k], v, rtol=1e-9, atol=1e-12)
+
+
+def test_paper_defaults_and_metrics():
+    from simulations.diag_nets import EXPERIMENT, paper_record_steps
+
+    p = EXPERIMENT.make("paper-sgd", data="paper")
+    assert (p.n, p.d, p.r, p.n_test, p.steps, p.seeds) == (80, 200, 20, 1000, 100_001, 1)
+    assert (p.rank_points, p.rank_threshold, p.l0_threshold, p.decay_rule) == (400, 1e-15, 1e-50, "after")
+    g = EXPERIMENT.make("paper-gd", data="paper")
+    assert (g.n, g.d, g.method, g.rank_points, g.eta_large) == (40, 100, "gd", 200, 3.53)
+    assert EXPERIMENT.make("paper-sgd", data="paper", steps=500).steps == 500      # explicit options win
+    assert EXPERIMENT.make("paper-sgd").steps == 100_000                           # no --data paper: unchanged
+    grid = paper_record_steps(100_001)
+    assert grid[:100].tolist() == list(range(100)) and grid[-1] < 100_001
+    expected = np.unique(np.concatenate([np.arange(100), np.round(np.linspace(0, 100_001, 250))[:-1]]))
+    assert grid.tolist() == expected.astype(int).tolist()
+
+
+def test_heldout_rank_is_the_svd_count_on_test_points():
+    from dyntools.dynamics.diag_net_sgd import heldout_ranks
+
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((1, 12, 5))
+    u = rng.standard_normal((1, 3, 5))
+    v = rng.standard_normal((1, 3, 5))
+    u[0, 1, 2] = v[0, 1, 2] = 0.0                     # a dead coordinate: rank 4
+    v[0, 2] = 0.0                                      # v = 0: phi = [X*u, 0], rank 5
+    got = heldout_ranks(X, np.zeros(1, np.int64), u, v, 1e-10)
+    for k in range(3):
+        phi = np.hstack([X[0] * u[0, k], X[0] * v[0, k]])
+        s = np.linalg.svd(phi, compute_uv=False)
+        assert got[0, k] == np.sum(s > 1e-10 * s[0]) <= 5   # columns j and d+j are parallel: rank <= d
+    assert got[0].tolist() == [5, 4, 5]
