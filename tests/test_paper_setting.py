@@ -124,3 +124,46 @@ def test_heldout_rank_is_the_svd_count_on_test_points():
         s = np.linalg.svd(phi, compute_uv=False)
         assert got[0, k] == np.sum(s > 1e-10 * s[0]) <= 5   # columns j and d+j are parallel: rank <= d
     assert got[0].tolist() == [5, 4, 5]
+
+
+# ------------------------------------------------------------------------------- bad input (CLI)
+
+def cli(*args, cwd=None):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "dyntools", *map(str, args)], capture_output=True, text=True,
+                          cwd=cwd)
+
+
+@pytest.mark.parametrize("args,name", [
+    (["--data", "paper", "--n", "50"], "n"),
+    (["--data", "paper", "--d", "150"], "d"),
+    (["--data", "paper", "--r", "10"], "r"),
+    (["--preset", "paper-gd", "--data", "paper", "--n", "80"], "n"),
+    (["--data", "paper", "--rank-threshold", "0"], "rank"),
+    (["--data", "paper", "--l0-threshold=-1e-3"], "l0"),
+    (["--data", "paper", "--l0-threshold", "0"], "l0"),
+    (["--data", "paper", "--rank-points", "1001"], "rank_points"),
+    (["--n-test", "100", "--rank-points", "101"], "rank_points"),
+    (["--rank-threshold", "1e-9"], "rank_threshold"),
+    (["--data", "nonsense"], "--data"),
+])
+def test_cli_bad_paper_options_one_line_exit_2_nothing_written(tmp_path, args, name):
+    out = tmp_path / "run"
+    proc = cli("simulate", "diag-net", *args, "--out", out)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and name in lines[0], proc.stderr
+    assert not out.exists()
+
+
+def test_python_bad_rank_points_names_the_parameter():
+    from dyntools.dynamics.diag_net_sgd import train_diag_net
+    from dyntools.optim.schedules import Constant
+
+    data = paper_diag_net_data(40, 100, 20, n_test=50)
+    with pytest.raises(ValueError, match="Invalid rank_points"):
+        train_diag_net([data], [("s", 0.1, Constant())], steps=5, rank_points=51)
+    with pytest.raises(ValueError, match="Invalid rank_threshold"):
+        train_diag_net([data], [("s", 0.1, Constant())], steps=5, rank_points=10, rank_threshold=0.0)
