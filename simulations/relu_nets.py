@@ -72,6 +72,12 @@ SETTINGS: dict[str, Setting] = {
     "1d": Setting("1d", "1d", hidden=(100,), biases=(True, False), init="regression_1d", init_scales=(1.0,),
                   log10_steps=4.5, eta_small=None, eta_large=2e-4, decays=((0.02, 2.5), (0.5, 3.0)),
                   warmup_factor=400.0, warmup_exponent=1.0, warmup_per_length=True, n=12, d=1),
+    # The authors' second 1-D run (fc_nets_1d_regression.ipynb, "a bit stronger warm-up"): the same
+    # runs with the warm-up factor 500·L instead of 400·L.
+    "1d-warmup500": Setting("1d-warmup500", "1d", hidden=(100,), biases=(True, False), init="regression_1d",
+                            init_scales=(1.0,), log10_steps=4.5, eta_small=None, eta_large=2e-4,
+                            decays=((0.02, 2.5), (0.5, 3.0)), warmup_factor=500.0, warmup_exponent=1.0,
+                            warmup_per_length=True, n=12, d=1),
     "teacher2": Setting("teacher2", "teacher", hidden=(20,), biases=(False, False), init="gaussian",
                         init_scales=(0.5, 0.0), log10_steps=4.15, eta_small=0.13, eta_large=0.455,
                         decays=((0.1, 2.0), (0.3, 4.0), (0.5, 5.0)), n=15, d=2, teacher=(3,)),
@@ -233,20 +239,34 @@ def build(s: Setting, seed: int):
     return layout, layout.init(seed), X, y, X_test, y_test, teacher
 
 
+def paper_snapshot_steps(steps: int) -> np.ndarray:
+    """The iterations of the authors' 1-D predictor figure: entries 99, 101, 105, 130, 170, 248 of
+    their recording grid (steps 0–99, then ``round(linspace(0, T, 151))`` without its last point),
+    clipped to the run."""
+    grid = np.unique(np.concatenate([np.arange(100), np.round(np.linspace(0, steps, 151))[:-1]])).astype(np.int64)
+    picks = grid[np.minimum([99, 101, 105, 130, 170, 248], grid.size - 1)]
+    return np.unique(np.minimum(picks, steps))
+
+
 def run_seed(s: Setting, seed: int, *, records: int = _P.records, threshold: float = _P.threshold,
              rank_threshold: float = _P.rank_threshold, kernel: str = _P.kernel, progress: bool = False):
     """Train every schedule of ``s`` for one seed; returns (arrays, seconds of training)."""
     from types import SimpleNamespace
 
     from dyntools.dynamics.train import train
+    from dyntools.engine.record import make_grid
     from dyntools.metrics import network_metrics
     from dyntools.optim import optimizers as O
 
     layout, theta0, X, y, X_test, y_test, teacher = build(s, seed)
     sched = schedules(s)
+    record_steps = make_grid("log", s.steps, records)
+    if s.task == "1d":                  # also the snapshots of the paper's predictor figure
+        record_steps = np.union1d(record_steps, paper_snapshot_steps(s.steps))
     res = train(layout, SimpleNamespace(X=X, y=y), [O.sgd(eta) for _, eta, _ in sched],
                 schedule=[sc for _, _, sc in sched], steps=s.steps, batch=s.batch,
-                sampler="full" if s.method == "gd" else "distinct", records=records, seed=seed, theta0=theta0,
+                sampler="full" if s.method == "gd" else "distinct", record_steps=record_steps, seed=seed,
+                theta0=theta0,
                 common_stream=True, kernel=kernel, chunks=20 if progress else 1, progress=progress)
     theta_rec, diverged_at = res["theta"][:, 0], res["diverged_at"][:, 0]
     etas = np.ascontiguousarray(np.broadcast_to(res["lrs"], (len(sched), s.steps)))
@@ -359,6 +379,7 @@ def simulate(setting: str = "1d", *, seed: int = 0, seeds: int = _P.seeds, recor
               "warmup_factor": s.warmup_factor, "warmup_exponent": s.warmup_exponent,
               "warmup_per_length": s.warmup_per_length, "labels": labels,
               "threshold": threshold, "rank_threshold": rank_threshold, "records": records, "seeds": seeds,
+              "snapshots": paper_snapshot_steps(s.steps).tolist() if s.task == "1d" else [],
               "kernel": kernel}
     summary = {"status": status, "schedules": labels, "table": table_rows(table, labels),
                "init": init_sharpness(s, seed)}
