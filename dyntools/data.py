@@ -95,10 +95,13 @@ def paper_diag_net_data(n: int = 80, d: int = 200, r: int = 20, *, n_test: int =
     if r > d:
         raise ValueError(f"Invalid r: {r} (must be <= d = {d})")
     n_test = validation.count("n_test", n_test)
+    from threadpoolctl import threadpool_limits
+
     legacy = np.random.RandomState(_legacy_seed(seed))
     mean, cov = np.zeros(d), np.eye(d)
-    X = legacy.multivariate_normal(mean, cov, n)
-    X_test = legacy.multivariate_normal(mean, cov, n_test)
+    with threadpool_limits(1):              # its SVD of I_d: a threaded LAPACK only fights a busy machine
+        X = legacy.multivariate_normal(mean, cov, n)
+        X_test = legacy.multivariate_normal(mean, cov, n_test)
     g = legacy.randn(d)
     g[r:] = 0.0
     beta_star = np.abs(g) / np.linalg.norm(g)

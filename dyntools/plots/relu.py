@@ -8,6 +8,8 @@
 * ``relu_predictor_paper`` (1-D): the paper's drawing — one panel per iteration of the authors'
   figure, both runs overlaid, the y-axis limited to the data's range (``[1.3·min y, 1.2·max y]``, as
   the authors' notebook), distinct kinks marked.
+* ``relu_column_norms``: column norms of ``φ_θ(X)`` and per-example gradient norms over time next
+  to the loss (:mod:`dyntools.plots.column_norms`).
 * ``relu_neurons`` (two-layer, d = 2): the student's neurons ``|a_j| w_j`` (each neuron's
   contribution ``a_j σ(⟨w_j, x⟩) = sign(a_j) σ(⟨|a_j| w_j, x⟩)``) against the teacher's ``w_j`` (unit
   norm, ``|a_j| = 1``) in the plane, at the end of training, one panel per schedule.
@@ -191,8 +193,12 @@ def plot_neurons_2d(result, out_dir: Path, formats) -> list[Path]:
 
 
 def plot_result(result, out_dir: Path, formats=("png", "pdf")) -> list[Path]:
+    from dyntools.plots.column_norms import plot_column_norms
+
     out_dir = Path(out_dir)
     paths = plot_curves(result, out_dir, formats)
+    if "col_norm_q" in result.arrays:
+        paths += plot_column_norms(result, out_dir, formats, stem="relu_column_norms")
     if result.config["task"] == "1d":
         paths += plot_predictor_1d(result, out_dir, formats)
         paths += plot_predictor_paper_1d(result, out_dir, formats)
