@@ -515,6 +515,18 @@ def reproduce_paper(ctx):
                                          "diverged_at": int(result["diverged_at"][g, 0]),
                                          "verdict": verdicts.get(spec["label"])}
                          for g, spec in enumerate(cfg["runs"])}
+        med = list(result.config["norm_quantiles"]).index(0.5)
+        col_end = [float(result["col_norm_q"][g, 0, -1, med]) for g in (0, last)]
+        grad_end = [float(result["grad_norm_q"][g, 0, -1, med]) for g in (0, last)]
+        numbers[f"{name}-column-norms"] = {"median_column_norm_end": dict(zip(("small", "large"), col_end)),
+                                            "median_example_grad_norm_end": dict(zip(("small", "large"), grad_end))}
+        norms_text = (f"The conjecture's quantity at the last recording (median over the 2d columns of φ(X) / over "
+                      f"the n examples): column norm {col_end[0]:.3g} (small step) vs {col_end[1]:.3g} (the run "
+                      f"with the longest large-step phase); per-example gradient norm {grad_end[0]:.3g} vs "
+                      f"{grad_end[1]:.3g}. " + ("The large-step run's column norms are the smaller, as the "
+                                                "conjecture has it." if col_end[1] < col_end[0] else
+                                                "The large-step run's column norms are NOT the smaller.")
+                      + "\n\n")
         text = (f"### {name} on the paper's data: n={cfg['n']}, d={cfg['d']}, r={cfg['r']}, "
                 f"{cfg['method'].upper()}, {cfg['steps']} steps, kernel {cfg['kernel']}\n\n{result.message}.\n\n"
                 + markdown_table(table_rows(result)) + "\n\n")
@@ -539,6 +551,7 @@ def reproduce_paper(ctx):
                      "it survives: the authors' arithmetic (BLAS dot products, kept by the NumPy twin) does, the "
                      "fused kernel's may not. The small step is not chaotic: there the fused kernel agrees with "
                      "the notebook to ~1e-12 relative.\n\n")
+        text += norms_text
         text += ("Metrics as the authors compute them: the rank of φ = [X⊙u, X⊙v] on the "
                  f"{cfg['rank_on']} by SVD at relative threshold {cfg['rank_threshold']:g} (columns j and d + j "
                  "are parallel, so this rank is at most d — it cannot reach 2d), ℓ0 counts "
