@@ -167,3 +167,20 @@ def test_python_bad_rank_points_names_the_parameter():
         train_diag_net([data], [("s", 0.1, Constant())], steps=5, rank_points=51)
     with pytest.raises(ValueError, match="Invalid rank_threshold"):
         train_diag_net([data], [("s", 0.1, Constant())], steps=5, rank_points=10, rank_threshold=0.0)
+
+
+def test_cli_data_paper_runs_the_authors_setting(tmp_path):
+    import json
+
+    from dyntools import store
+
+    out = tmp_path / "own"
+    proc = cli("simulate", "diag-net", "--data", "paper", "--steps", "300", "--records", "10", "--dense-start", "3",
+               "--rank-points", "20", "--schedules", "small", "--out", out, "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["runs"]
+    res = store.load(out)
+    assert res.config["data"] == "paper" and res.config["replayed"] and res.config["kernel"] == "numpy"
+    assert res.config["l0_threshold"] == 1e-50 and res.config["rank_threshold"] == 1e-15
+    assert res.config["rank_on"] == "first 20 test points" and res.config["seeds"] == 1
+    assert res["col_norm_q"].shape[-1] == 7 and np.all(np.isfinite(res["col_norm_q"]))
