@@ -184,3 +184,19 @@ def test_cli_data_paper_runs_the_authors_setting(tmp_path):
     assert res.config["l0_threshold"] == 1e-50 and res.config["rank_threshold"] == 1e-15
     assert res.config["rank_on"] == "first 20 test points" and res.config["seeds"] == 1
     assert res["col_norm_q"].shape[-1] == 7 and np.all(np.isfinite(res["col_norm_q"]))
+
+
+def test_notebook_comparison_verdicts():
+    from simulations.diag_nets import NOTEBOOK_FINAL, compare_with_notebook
+
+    class Fake(dict):
+        config = {"runs": [{"label": f"r{g}"} for g in range(4)]}
+
+    ref = np.array(NOTEBOOK_FINAL["paper-sgd"], dtype=float)                # (run, [train, test, l0])
+    res = Fake(train_loss=ref[:, 0, None, None].copy(), test_loss=ref[:, 1, None, None].copy(),
+               l0=ref[:, 2, None, None].copy(), rank=np.full((4, 1, 1), 5.0), diverged_at=np.array([[-1]] * 4))
+    res["test_loss"][1] *= 1.5                                               # close: within x2, l0 equal
+    res["l0"][2] += 30                                                       # not reproduced
+    res["diverged_at"][3] = 7128
+    verdicts = [r["verdict"] for r in compare_with_notebook(res, "paper-sgd")]
+    assert verdicts == ["reproduced", "close", "not reproduced", "not reproduced (diverged at step 7128)"]
