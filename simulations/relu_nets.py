@@ -260,25 +260,29 @@ def run_seed(s: Setting, seed: int, *, records: int = _P.records, threshold: flo
 
     layout, theta0, X, y, X_test, y_test, teacher = build(s, seed)
     sched = schedules(s)
-    record_steps = make_grid("log", s.steps, records)
-    if s.task == "1d":                  # also the snapshots of the paper's predictor figure
-        record_steps = np.union1d(record_steps, paper_snapshot_steps(s.steps))
+    base = make_grid("log", s.steps, records)
+    snaps = paper_snapshot_steps(s.steps) if s.task == "1d" else np.zeros(0, dtype=np.int64)
+    record_steps = np.union1d(base, snaps)   # also the snapshots of the paper's 1-D figure (kept apart)
     res = train(layout, SimpleNamespace(X=X, y=y), [O.sgd(eta) for _, eta, _ in sched],
                 schedule=[sc for _, _, sc in sched], steps=s.steps, batch=s.batch,
                 sampler="full" if s.method == "gd" else "distinct", record_steps=record_steps, seed=seed,
                 theta0=theta0,
                 common_stream=True, kernel=kernel, chunks=20 if progress else 1, progress=progress)
-    theta_rec, diverged_at = res["theta"][:, 0], res["diverged_at"][:, 0]
+    on_base = np.isin(record_steps, base)
+    theta_rec, diverged_at = res["theta"][:, 0][:, on_base], res["diverged_at"][:, 0]
+    snapshot_theta = res["theta"][:, 0][:, np.isin(record_steps, snaps)]
     etas = np.ascontiguousarray(np.broadcast_to(res["lrs"], (len(sched), s.steps)))
     seconds = res.timings["simulate"]
     is_1d = s.task == "1d"
     metrics = network_metrics(layout, theta_rec, X, y, None if is_1d else X_test, None if is_1d else y_test,
                               threshold=threshold, rank_threshold=rank_threshold, kinks=is_1d,
                               kink_range=(float(X.min()), float(X.max())) if is_1d else None)
-    arrays = {"steps": res["steps"], "theta": theta_rec, "diverged_at": diverged_at, "etas": etas, "X": X, "y": y,
+    arrays = {"steps": base, "theta": theta_rec, "diverged_at": diverged_at, "etas": etas, "X": X, "y": y,
               **metrics}
     if not is_1d:
         arrays["teacher"] = teacher
+    else:
+        arrays["snapshot_steps"], arrays["snapshot_theta"] = snaps, snapshot_theta
     return layout, arrays, seconds
 
 

@@ -65,7 +65,9 @@ def test_relu_run_records_norms_and_draws_the_paper_figures(tmp_path):
 
     res = simulate("1d-warmup500", seeds=1, records=10, log10_steps=2.5)
     assert res.config["warmup_factor"] == 500.0 and res.config["snapshots"] == paper_snapshot_steps(316).tolist()
-    assert set(res.config["snapshots"]) <= set(res["steps"].tolist())
+    assert res["snapshot_steps"].tolist() == res.config["snapshots"]
+    assert res["snapshot_theta"].shape[:2] == (2, len(res.config["snapshots"]))
+    assert not set(res.config["snapshots"]) <= set(res["steps"].tolist())   # kept apart from the log grid
     layout = MLP(tuple(res.config["widths"]), biases=tuple(res.config["biases"]))
     k = -1
     J = layout.jacobian(res["theta"][1, k], res["X"])

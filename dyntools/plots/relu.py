@@ -126,9 +126,13 @@ def plot_predictor_paper_1d(result, out_dir: Path, formats, snapshots=None) -> l
 
     layout = _layout(result)
     X, y = result["X"][:, 0], result["y"]
-    steps = result["steps"]
-    if snapshots is None:
-        snapshots = result.config.get("snapshots") or steps[np.linspace(0, steps.size - 1, 6).astype(int)]
+    if "snapshot_theta" in result.arrays and snapshots is None:     # recorded at the paper's iterations
+        steps, thetas = result["snapshot_steps"], result["snapshot_theta"]
+        snapshots = steps
+    else:
+        steps, thetas = result["steps"], result["theta"]
+        if snapshots is None:
+            snapshots = steps[np.linspace(0, steps.size - 1, 6).astype(int)]
     picks = [int(np.searchsorted(steps, t)) for t in snapshots if t in set(steps.tolist())]
     labels = result.config["labels"]
     grid = np.linspace(X.min() - 0.05, X.max() + 0.05, 600)[:, None]
@@ -137,7 +141,7 @@ def plot_predictor_paper_1d(result, out_dir: Path, formats, snapshots=None) -> l
     for q, k in enumerate(picks):
         ax = axes[0][q]
         for r, lab in enumerate(labels):
-            th = result["theta"][r, k]
+            th = thetas[r, k]
             c = plots.PALETTE[r % len(plots.PALETTE)]
             if not np.all(np.isfinite(th)):
                 continue
