@@ -34,7 +34,7 @@ def test_the_registry_finds_every_experiment_and_entry():
     assert set(registry.experiments("simulate")) == {"stabilization", "relu", "sde", "diag-net", "voronoi"}
     assert set(registry.experiments("sweep")) == {"adamw-grid", "voronoi-ladder"}
     assert list(registry.catalogue()) == ["proofs", "loss-stabilization", "relu-nets", "adamw-heatmaps",
-                                          "sde-orders", "sde-label-noise", "diag-nets", "voronoi"]
+                                          "sde-orders", "sde-label-noise", "diag-nets", "diag-nets-paper", "voronoi"]
 
 
 @pytest.mark.parametrize("verb, name, exp", EXPERIMENTS, ids=IDS)
