@@ -233,7 +233,7 @@ def train(p: DiagNetParams, *, seed: int = 0, progress: bool = False, chunks: in
                       p.decay_rule)
     library_defaults = {k: getattr(p, k) for k in ("bound", "rank_threshold", "l0_threshold", "sharpness_iters",
                                                    "rank_points") if getattr(p, k) is not None}
-    if p.data == "paper" and indices is None and p.method != "gd":
+    if p.data == "paper" and indices is None and p.method == "sgd":     # the authors' sample sequence
         indices = paper_sgd_indices(p.n, p.steps * p.batch)
     record_steps = paper_record_steps(p.steps, p.records, p.dense_start) if p.grid == "paper" else None
     result = train_diag_net(
