@@ -27,6 +27,7 @@ PLOTTERS: dict[str, str] = {
     "diag-net": "dyntools.plots.diag_net",
     "voronoi": "dyntools.plots.voronoi",
     "voronoi-ladder": "dyntools.plots.voronoi",
+    "sgd-vs-label-noise": "dyntools.plots.label_noise",
 }
 
 #: Okabe & Ito (2008) colour-blind safe palette.
