@@ -28,6 +28,7 @@ PLOTTERS: dict[str, str] = {
     "voronoi": "dyntools.plots.voronoi",
     "voronoi-ladder": "dyntools.plots.voronoi",
     "sgd-vs-label-noise": "dyntools.plots.label_noise",
+    "deep-nets": "dyntools.plots.deep_nets",
 }
 
 #: Okabe & Ito (2008) colour-blind safe palette.
