@@ -9,6 +9,7 @@ The public API, ``import dyntools as dt``::
     dt.train(model, data, optimizer, *, steps, schedule, batch, sampler, label_noise, record_steps, seed, …)
     dt.solve(sde, x0, *, t1, h, paths, scheme, seed, …)          # SDEs (Euler–Maruyama / Milstein)
     dt.sde_models.gbm, .ou, .toy_sde, .simulate_diag_net, …       # built-in SDEs, exact moments, label noise
+    dt.label_noise_match.matching_delta, .mlp_label_noise_sde      # SGD ≈ GD with label noise: the matched δ
     dt.prove(claims)                                               # exact verdicts of symbolic claims
     dt.load(dir), dt.save(result, dir), dt.RunResult               # results on disk
     dt.DiagNet, dt.MLP, dt.QuadraticToy, dt.ToyModel, dt.Model     # models (dt.models: every module)
@@ -36,6 +37,7 @@ _LAZY = {
     "solve": ("dyntools.dynamics.sde", "solve"),
     "SDE": ("dyntools.dynamics.sde", "SDE"),
     "sde_models": ("dyntools.dynamics.sde_models", None),
+    "label_noise_match": ("dyntools.dynamics.label_noise_match", None),
     "Model": ("dyntools.models.base", "Model"),
     "DiagNet": ("dyntools.models.diag_net", "DiagNet"),
     "MLP": ("dyntools.models.mlp", "MLP"),

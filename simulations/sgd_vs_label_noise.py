@@ -16,7 +16,7 @@ For every seed (its own data set and initial point, shared by all methods of the
    the engine itself, because the EM step ``θ − h∇L + √(ηδ̃h) φᵀZ`` (δ̃ = (2δ/n)²) *is* the label-noise
    GD step at step ``h`` with label std ``δ' = δ√(η/h) = δ√r`` (``h·2δ'/n = √(ηh)·2δ/n``), run for
    ``r·T`` steps (:func:`dyntools.dynamics.label_noise_match.mlp_label_noise_sde` states the same SDE
-   for :func:`dyntools.solve`; the tests hold the two steps equal);
+   for :func:`dyntools.solve`; the tests hold the two steps equal, draw for draw);
 5. plain **GD** (δ = 0), the control: an agreement that GD shares says nothing about noise.
 
 All are recorded at the same steps (the SDE at τ = tη) and measured the same way: train and test
