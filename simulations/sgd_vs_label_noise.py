@@ -80,7 +80,7 @@ class ConjectureParams:
                                help="agreement: median test-loss ratio within [1/this, this]")
 
 
-PRESETS = {"diag-net": {}, "relu": {"model": "relu", "eta": 0.35, "steps": 14_125}}
+PRESETS = {"diag-net": {"delta_scales": (1.0, 4.0, 16.0)}, "relu": {"model": "relu", "eta": 0.35, "steps": 14_125}}
 #: ``dyntools reproduce --quick``: 8 seeds, shorter runs
 QUICK = {"diag-net": {"steps": 5_000, "seeds": 8, "records": 24},
          "relu": {"steps": 3_000, "seeds": 10, "records": 20, "delta_scales": (1.0,)}}
