@@ -62,3 +62,15 @@ def test_cli_bad_input_one_line_exit_2_nothing_written(tmp_path, args, word):
     out = tmp_path / "bad"
     proc = run_cli("simulate", "deep-nets", *args, "--out", out, cwd=tmp_path)
     assert_usage_error(proc, word, out_dir=out)
+
+
+def test_bench_workload_is_the_experiments():
+    from dyntools.bench import deep_nets as bench
+
+    p = dn.EXPERIMENT.make(None)
+    model, data, opts, scheds = bench.workload()
+    assert tuple(model.widths) == tuple(dn.network(p, 1258).widths)
+    assert np.array_equal(model.init(0), dn.network(p, 1258).init(0, 0))
+    assert [o.lr for o in opts] == [eta for _, eta, _ in dn.schedules(p)]
+    assert [repr(s) for s in scheds] == [repr(s) for _, _, s in dn.schedules(p)]
+    assert (bench.BATCH, bench.STEPS, bench.TRAININGS) == (p.batch, p.steps, len(p.settings) * p.seeds)
