@@ -81,6 +81,8 @@ class ConjectureParams:
 
 
 PRESETS = {"diag-net": {"delta_scales": (1.0, 4.0, 16.0)}, "relu": {"model": "relu", "eta": 0.35, "steps": 14_125}}
+#: the full report also runs the ReLU preset at these steps (the verdict's sensitivity to η)
+SENSITIVITY_ETAS = (0.3, 0.37)
 #: ``dyntools reproduce --quick``: 8 seeds, shorter runs
 QUICK = {"diag-net": {"steps": 5_000, "seeds": 8, "records": 24},
          "relu": {"steps": 3_000, "seeds": 10, "records": 20, "delta_scales": (1.0,)}}
@@ -386,6 +388,13 @@ def reproduce(ctx):
                markdown_table(final_rows(res)), "", markdown_table(gap_rows(res)), ""]
         md += [f"![{name}]({ctx.relative(q)})" for q in paths] + [""]
         s = res.summary
+        if name == "relu" and not ctx.quick:         # how robust is the verdict to the step? (reported)
+            for eta in SENSITIVITY_ETAS:
+                other = simulate(EXPERIMENT.make(name, eta=eta), seed=ctx.seed)
+                md += [f"Sensitivity to the step, η = {eta:g}: " + verdict_text(other) + " SGD diverged on "
+                       f"{other.summary['diverged']['SGD']} of {p.seeds} seeds.", ""]
+                numbers[f"{name}-eta-{eta:g}"] = {"verdict": other.summary["verdict"],
+                                                  "per_metric": other.summary["per_metric"]}
         numbers[name] = {"verdict": s["verdict"], "delta_median": s["delta"]["median"],
                          "level_median": s["level"]["median"], "per_metric": s["per_metric"],
                          "final_medians": s["final_medians"], "diverged": s["diverged"]}
