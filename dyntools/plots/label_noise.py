@@ -1,5 +1,5 @@
 """SGD against GD with label noise (the conjecture of seed 004): train loss, sparsity, Jacobian rank and
-test loss over the run, one curve per method (median over seeds, 25–75 % band)."""
+test loss over the run, one curve per method (median over the seeds where SGD did not diverge, 25–75 % band)."""
 
 from __future__ import annotations
 
@@ -18,11 +18,12 @@ def plot_result(result, out_dir: Path, formats=("png", "pdf"), stem: str = "sgd_
     steps = np.maximum(result["steps"], 1)
     fig, axes = figure(4, 1, width=3.4, height=2.8)
     styles = ["-", "--", ":", "-.", (0, (5, 1)), (0, (1, 1))]
+    kept = result["diverged_at"][0] < 0          # the seeds where SGD did not diverge, for every method
     for ax, (key, label, log) in zip(axes[0], PANELS):
         vals = result[key]
         for m, name in enumerate(cfg["methods"]):
             with np.errstate(all="ignore"):
-                v = vals[m]
+                v = vals[m][kept]
                 ok = np.isfinite(v).any(axis=0)
                 if not ok.any():
                     continue
@@ -40,6 +41,6 @@ def plot_result(result, out_dir: Path, formats=("png", "pdf"), stem: str = "sgd_
             ax.axvspan(max(1, w0 * cfg["steps"]), w1 * cfg["steps"], color="0.85", alpha=0.5, lw=0,
                        label="window of the level")
     axes[0][0].legend(loc="best")
-    fig.suptitle(f"{cfg['model']}: SGD vs label-noise GD / SDE at the matched δ (η = {cfg['eta']:g}, "
-                 f"{cfg['seeds']} seeds; median, 25–75 %)")
+    fig.suptitle(f"{cfg['model']}: SGD vs label-noise GD / SDE at the matched δ (η = {cfg['eta']:g}; median, "
+                 f"25–75 % over the {int(kept.sum())} of {cfg['seeds']} seeds where SGD did not diverge)")
     return save(fig, out_dir, stem, formats)
