@@ -32,11 +32,12 @@ def _subparser(verb: str, name: str):
 
 def test_the_registry_finds_every_experiment_and_entry():
     assert set(registry.experiments("simulate")) == {"stabilization", "relu", "sde", "diag-net", "voronoi",
-                                                     "sgd-vs-label-noise", "deep-nets"}
+                                                     "trajectories", "universal-approximation", "sgd-vs-label-noise",
+                                                     "deep-nets"}
     assert set(registry.experiments("sweep")) == {"adamw-grid", "voronoi-ladder"}
     assert list(registry.catalogue()) == ["proofs", "loss-stabilization", "relu-nets", "adamw-heatmaps",
                                           "sde-orders", "sde-label-noise", "diag-nets", "sgd-vs-label-noise",
-                                          "deep-nets", "voronoi"]
+                                          "deep-nets", "voronoi", "trajectory-gallery", "universal-approximation"]
 
 
 @pytest.mark.parametrize("verb, name, exp", EXPERIMENTS, ids=IDS)

@@ -21,6 +21,7 @@ BENCHMARKS: dict[str, str] = {
     "diag-net": "dyntools.bench.diag_net",
     "voronoi": "dyntools.bench.voronoi",
     "deep-nets": "dyntools.bench.deep_nets",
+    "gallery": "dyntools.bench.gallery",
 }
 
 
