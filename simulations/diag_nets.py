@@ -537,9 +537,10 @@ def reproduce_paper(ctx):
                      "and the same ℓ0; close: ℓ0 within 10 % and test loss within ×2):\n\n"
                      + markdown_table(rows) + "\n\n")
         else:
-            text += ("Quick mode: the first 2 001 of the 100 001 steps, so the notebook's final numbers are not "
-                     "compared, only the SGD run is drawn and the fused kernel (which diverges at step 7128 on "
-                     "this sequence) is not run.\n\n")
+            text += (f"Quick mode: the first {cfg['steps']:,} of the 100 001 steps, so the notebook's final numbers "
+                     "are not compared"
+                     + (", and the fused kernel (which diverges at step 7128 on this sequence) is not run.\n\n"
+                        if name == "paper-sgd" else "; this run's figures are drawn at full size only.\n\n"))
         if name == "paper-sgd" and not ctx.quick:      # (the fused kernel's divergence comes at step 7128)
             fused = run_experiment(name, data="paper", seed=ctx.seed, kernel="numba", sharpness_iters=0,
                                    **{**size, "grid": "log", "records": 5, "dense_start": 0})
