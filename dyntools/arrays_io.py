@@ -22,8 +22,10 @@ from pathlib import Path
 
 import numpy as np
 
-#: The largest array a file may hold (entries): 2**28 float64 = 2 GiB.
-MAX_ENTRIES = 2**28
+from dyntools import validation
+
+#: The largest array a file may hold (entries): 2**28 float64 = 2 GiB, the limit of every request.
+MAX_ENTRIES = validation.MAX_ENTRIES
 
 
 def _check_dtype(option: str, path, dtype: np.dtype) -> None:

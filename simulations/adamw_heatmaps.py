@@ -34,6 +34,9 @@ from dyntools.spec import Entry, Experiment, RunContext, param
 
 KIND = "adamw-grid"
 TITLE = "AdamW vs Adam+L2: (learning rate, weight decay) heatmaps on the spirals (seed 001)"
+#: The most cells one sweep may hold (each writes one file and costs about a second).
+MAX_CELLS = 100_000
+
 DEFAULT_RANGES = {  # (lr range, wd range) per optimizer family, log-spaced
     "adam": ((1e-4, 1e-1), (1e-6, 1e0)), "adamw": ((1e-4, 1e-1), (1e-6, 1e0)),
     "adamw_l1": ((1e-4, 1e-1), (1e-6, 1e0)), "adamw_l1l2": ((1e-4, 1e-1), (1e-6, 1e0)),
@@ -47,31 +50,34 @@ DEFAULT_RANGES = {  # (lr range, wd range) per optimizer family, log-spaced
 class AdamWGridParams:
     """``dyntools sweep adamw-grid``: the grid, the task, the training and where the cells run."""
 
-    optimizers: tuple = param(("adam", "adamw"), kind="strs", metavar="NAMES",
+    optimizers: tuple = param(("adam", "adamw"), kind="strs", metavar="NAMES", max_len=len(DEFAULT_RANGES),
                               help="comma-separated optimizers, e.g. adam,adamw or sgd,sgdw")
-    lr_grid: tuple | None = param(None, kind="grid", metavar="LOW:HIGH:N",
+    lr_grid: tuple | None = param(None, kind="grid", metavar="LOW:HIGH:N", max_len=1000,
                                   help="log-spaced learning rates (default per optimizer: Adam-like 1e-4:1e-1:16, "
                                        "SGD/SGDW/AdaGrad 1e-3:1:16)")
-    wd_grid: tuple = param((1e-6, 1.0, 24), kind="grid", metavar="LOW:HIGH:N", help="log-spaced weight decays")
+    wd_grid: tuple = param((1e-6, 1.0, 24), kind="grid", metavar="LOW:HIGH:N", max_len=1000,
+                           help="log-spaced weight decays (cells = optimizers × lr N × wd N ≤ 1e5)")
     normalized_wd: bool = param(False, help="read the wd axis as λ_norm, λ = λ_norm √(b/(B·T)) (Loshchilov & Hutter)")
     dataset: str = param("spirals", choices=DATASETS,
                          help="spirals, or digits (scikit-learn's bundled 8x8 digits, no download)")
-    n: int = param(1000, low=2, help="training points")
-    n_val: int = param(1000, low=1, help="validation points")
-    classes: int = param(2, low=2, help="number of spiral arms/classes")
-    turns: float = param(1.5, low=0.0, low_open=True, help="turns of each arm: difficulty")
-    noise: float = param(0.05, low=0.0, help="Gaussian noise std: difficulty")
-    hidden: tuple = param((32, 32, 32), kind="ints", low=1, metavar="WIDTHS", help="hidden widths")
-    batch_size: int = param(64, low=1, help="minibatch size")
-    epochs: float = param(128.0, low=0.0, low_open=True, help="epochs (128 = 2000 steps at n=1000)")
+    n: int = param(1000, low=2, high=10**6, help="training points")
+    n_val: int = param(1000, low=1, high=10**6, help="validation points")
+    classes: int = param(2, low=2, high=1000, help="number of spiral arms/classes")
+    turns: float = param(1.5, low=0.0, low_open=True, high=1e6, help="turns of each arm: difficulty")
+    noise: float = param(0.05, low=0.0, high=1e100, help="Gaussian noise std: difficulty")
+    hidden: tuple = param((32, 32, 32), kind="ints", low=1, high=4096, max_len=16, metavar="WIDTHS",
+                          help="hidden widths")
+    batch_size: int = param(64, low=1, high=10**6, help="minibatch size")
+    epochs: float = param(128.0, low=0.0, low_open=True, high=1e6,
+                          help="epochs (128 = 2000 steps at n=1000; epochs × n / batch ≤ 1e9 steps)")
     schedule: str = param("constant", choices=SCHEDULES, help="learning-rate schedule")
     plateau_factor: float = param(0.5, low=0.0, high=1.0, low_open=True, high_open=True,
                                   help="schedule plateau: lr multiplier when the training loss stalls")
-    plateau_patience: int = param(5, low=0, help="schedule plateau: epochs without improvement before reducing")
+    plateau_patience: int = param(5, low=0, high=10**6, help="schedule plateau: epochs without improvement before reducing")
     momentum: float = param(0.9, low=0.0, high=1.0, high_open=True, help="momentum of sgd/sgdw")
     threshold: float = param(0.9, low=0.0, high=1.0, help="'good cell' validation accuracy")
-    workers: int | None = param(None, kind="int", low=1, help="local worker processes (default: all cores)")
-    dask_local: int | None = param(None, kind="int", low=1, metavar="N",
+    workers: int | None = param(None, kind="int", low=1, high=1024, help="local worker processes (default: all cores)")
+    dask_local: int | None = param(None, kind="int", low=1, high=1024, metavar="N",
                                    help="run on a Dask LocalCluster of N worker processes")
     scheduler: str | None = param(None, kind="str", metavar="tcp://HOST:PORT", help="run on an existing Dask cluster")
     connect_timeout: float = param(10.0, low=0.0, low_open=True, help="seconds to reach --scheduler")
@@ -325,7 +331,13 @@ def grid_config(p: AdamWGridParams) -> GridConfig:
 
 
 def check(p: AdamWGridParams) -> None:
-    grid_config(p)
+    cfg = grid_config(p)
+    cells = len(cfg.optimizers) * cfg.n_lr * cfg.n_wd
+    if cells > MAX_CELLS:
+        raise ValueError(f"Invalid --lr-grid/--wd-grid: {cells} cells (optimizers × lr N × wd N; at most {MAX_CELLS})")
+    if cfg.steps > 10**9:
+        raise ValueError(f"Invalid --epochs: {cfg.steps:.3g} steps per cell (epochs × n / batch-size; at most 1e9)")
+    validation.entries("(--n + --n-val) × widest layer", (cfg.n + cfg.n_val) * max(*cfg.hidden, cfg.classes))
     sweep.check_backend(p.workers, p.dask_local, p.scheduler)
 
 
