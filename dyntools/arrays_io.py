@@ -57,19 +57,24 @@ def _regular_file(option: str, path) -> Path:
     return path
 
 
+def _check_header(option: str, where, fh) -> None:
+    """Read an ``.npy`` header from ``fh``: dtype and size checked before any data is read."""
+    try:
+        version = np.lib.format.read_magic(fh)
+        if version == (1, 0):
+            shape, _, dtype = np.lib.format.read_array_header_1_0(fh)
+        else:
+            shape, _, dtype = np.lib.format.read_array_header_2_0(fh)
+    except (ValueError, OSError, EOFError) as exc:
+        raise ValueError(f"Invalid {option}: {where} is not a .npy array ({exc})") from None
+    _check_dtype(option, where, dtype)
+    if float(np.prod(shape, dtype=np.float64)) > MAX_ENTRIES:
+        raise ValueError(f"Invalid {option}: {where} claims shape {shape} (at most {MAX_ENTRIES:,} entries)")
+
+
 def _npy(option: str, path: Path) -> np.ndarray:
     with open(path, "rb") as fh:
-        try:
-            version = np.lib.format.read_magic(fh)
-            if version == (1, 0):
-                shape, _, dtype = np.lib.format.read_array_header_1_0(fh)
-            else:
-                shape, _, dtype = np.lib.format.read_array_header_2_0(fh)
-        except (ValueError, OSError) as exc:
-            raise ValueError(f"Invalid {option}: {path} is not a .npy file ({exc})") from None
-        _check_dtype(option, path, dtype)
-        if int(np.prod(shape, dtype=np.float64)) > MAX_ENTRIES:
-            raise ValueError(f"Invalid {option}: {path} claims {shape} entries (at most {MAX_ENTRIES:,})")
+        _check_header(option, path, fh)
     try:
         return np.load(path, allow_pickle=False)
     except (ValueError, OSError, EOFError) as exc:
@@ -96,25 +101,34 @@ def load_array(option: str, path, *, kind: str = "float", ndim=1) -> np.ndarray:
     return _check_values(option, path, arr, kind, ndim)
 
 
-def load_npz(option: str, path, names, *, optional=()) -> dict[str, np.ndarray]:
-    """The arrays ``names`` (and any of ``optional`` present) of an ``.npz`` archive, as finite float64."""
+def load_npz(option: str, path, names, *, optional=(), ndims: dict | None = None) -> dict[str, np.ndarray]:
+    """The arrays ``names`` (and any of ``optional`` present) of an ``.npz`` archive, as finite float64;
+    ``ndims`` gives a member's required number of dimensions. Each member's header is checked (dtype,
+    size) before its data is read."""
     path = _regular_file(option, path)
+    ndims = ndims or {}
     if path.suffix == ".npy":
         raise ValueError(f"Invalid {option}: {path} is a single .npy array (expected an .npz with "
                          f"{', '.join(names)})")
+    if not zipfile.is_zipfile(path):
+        raise ValueError(f"Invalid {option}: {path} is not an .npz archive")
     try:
-        with np.load(path, allow_pickle=False) as z:
-            if not isinstance(z, np.lib.npyio.NpzFile):
-                raise ValueError("not an .npz archive")
-            missing = [k for k in names if k not in z.files]
+        with zipfile.ZipFile(path) as archive:
+            members = {n[:-4]: n for n in archive.namelist() if n.endswith(".npy")}
+            missing = [k for k in names if k not in members]
             if missing:
-                raise ValueError(f"lacks {', '.join(missing)}")
+                raise ValueError(f"Invalid {option}: {path} lacks {', '.join(missing)}")
             out = {}
-            for key in [*names, *(k for k in optional if k in z.files)]:
-                member = z[key]
-                _check_dtype(option, f"{path}[{key}]", member.dtype)
-                out[key] = member
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
-        raise ValueError(f"Invalid {option}: {path} {exc}" if "lacks" in str(exc)
-                         else f"Invalid {option}: cannot read {path} ({exc})") from None
-    return {k: _check_values(option, f"{path}[{k}]", v, "float", None) for k, v in out.items()}
+            for key in [*names, *(k for k in optional if k in members)]:
+                where = f"{path}[{key}]"
+                with archive.open(members[key]) as fh:
+                    _check_header(option, where, fh)
+                with archive.open(members[key]) as fh:
+                    out[key] = np.lib.format.read_array(fh, allow_pickle=False)
+    except (OSError, EOFError, zipfile.BadZipFile, RuntimeError) as exc:
+        raise ValueError(f"Invalid {option}: cannot read {path} ({exc})") from None
+    except ValueError as exc:
+        if str(exc).startswith(f"Invalid {option}"):
+            raise
+        raise ValueError(f"Invalid {option}: cannot read {path} ({exc})") from None
+    return {k: _check_values(option, f"{path}[{k}]", v, "float", ndims.get(k)) for k, v in out.items()}

@@ -389,16 +389,19 @@ def load_data(path):
     from dyntools.data import RegressionData
     from dyntools.dynamics.diag_net_sgd import check_data
 
-    arrays = load_npz("--data", path, ("X", "y", "X_test", "y_test"), optional=("beta_star",))
-    check_data(arrays["X"], arrays["y"], "X", "y")
-    check_data(arrays["X_test"], arrays["y_test"], "X_test", "y_test")
-    d = arrays["X"].shape[1]
-    if arrays["X_test"].shape[1] != d:
-        raise ValueError(f"Invalid X_test: {arrays['X_test'].shape[1]} columns, X has {d}")
-    beta = arrays.get("beta_star", np.zeros(d))
-    beta = validation.finite_array("beta_star", beta, ndim=1)
-    if beta.shape[0] != d:
-        raise ValueError(f"Invalid beta_star: length {beta.shape[0]} does not match d = {d}")
+    arrays = load_npz("--data", path, ("X", "y", "X_test", "y_test"), optional=("beta_star",),
+                      ndims={"X": 2, "y": 1, "X_test": 2, "y_test": 1, "beta_star": 1})
+    try:
+        check_data(arrays["X"], arrays["y"], "X", "y")
+        check_data(arrays["X_test"], arrays["y_test"], "X_test", "y_test")
+        d = arrays["X"].shape[1]
+        if arrays["X_test"].shape[1] != d:
+            raise ValueError(f"Invalid X_test: {arrays['X_test'].shape[1]} columns, X has {d}")
+        beta = arrays.get("beta_star", np.zeros(d))
+        if beta.shape[0] != d:
+            raise ValueError(f"Invalid beta_star: length {beta.shape[0]} does not match d = {d}")
+    except ValueError as exc:                   # name the option and the file
+        raise ValueError(f"Invalid --data: {path}: {exc}") from None
     return RegressionData(*(np.asarray(arrays[k], dtype=np.float64) for k in ("X", "y", "X_test", "y_test")),
                           beta)
 
@@ -407,11 +410,10 @@ def load_init(path, d: int):
     """``u0`` and ``v0`` (length ``d`` each) from an ``.npz``."""
     from dyntools.arrays_io import load_npz
 
-    arrays = load_npz("--init-file", path, ("u0", "v0"))
-    u0 = validation.finite_array("u0", arrays["u0"], ndim=1)
-    v0 = validation.finite_array("v0", arrays["v0"], ndim=1)
+    arrays = load_npz("--init-file", path, ("u0", "v0"), ndims={"u0": 1, "v0": 1})
+    u0, v0 = arrays["u0"], arrays["v0"]
     if u0.shape[0] != d or v0.shape[0] != d:
-        raise ValueError(f"Invalid --init-file: u0 and v0 must have length d = {d}")
+        raise ValueError(f"Invalid --init-file: {path}: u0 and v0 must have length d = {d}")
     return u0, v0
 
 

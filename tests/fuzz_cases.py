@@ -93,10 +93,10 @@ def _blocked():
 
 
 def _parser_once():
-    from dyntools import cli
-
     if not hasattr(_parser_once, "parser"):
-        _parser_once.parser = cli.build_parser()
+        from dyntools import cli
+
+        _parser_once.parser = cli.build_parser()     # called before invoke() patches build_parser
     return _parser_once.parser
 
 
@@ -109,6 +109,7 @@ def invoke(argv: list[str], workdir: Path, *, block_run: bool = True) -> Outcome
     cwd = os.getcwd()
     build = cli.build_parser
     os.chdir(workdir)
+    _parser_once()
     cli.build_parser = _parser_once           # argparse objects are reusable: build them once
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), warnings.catch_warnings():
@@ -328,4 +329,160 @@ def value_cases() -> list[Case]:
     for name in subcommands():        # a positional (experiment name, DIR) first where one is needed
         first = [{"simulate": "stabilization", "sweep": "adamw-grid", "plot": "."}.get(name, "")]
         cases.append(Case("values", [name, *filter(None, first), "--no-such-option"], ("--no-such-option",)))
+    return cases
+
+
+# ----------------------------------------------------------------------------------- array files
+
+def _npy(name: str, arr) -> Callable[[Path], None]:
+    def make(root: Path):
+        import numpy as np
+
+        with open(root / name, "wb") as fh:         # np.save(path) would append ".npy"
+            np.save(fh, arr, allow_pickle=True)
+    return make
+
+
+def _raw(name: str, data: bytes) -> Callable[[Path], None]:
+    def make(root: Path):
+        (root / name).write_bytes(data)
+    return make
+
+
+def _claims(name: str, shape) -> Callable[[Path], None]:
+    """An .npy whose header claims ``shape`` (float64) followed by 16 bytes."""
+    def make(root: Path):
+        import numpy as np
+
+        with open(root / name, "wb") as fh:
+            np.lib.format.write_array_header_1_0(fh, {"descr": "<f8", "fortran_order": False, "shape": shape})
+            fh.write(b"\0" * 16)
+    return make
+
+
+def _truncated(name: str) -> Callable[[Path], None]:
+    def make(root: Path):
+        import numpy as np
+
+        with open(root / name, "wb") as fh:
+            np.save(fh, np.arange(1000.0))
+        data = (root / name).read_bytes()
+        (root / name).write_bytes(data[: len(data) // 2])
+    return make
+
+
+def _special(name: str, kind: str) -> Callable[[Path], None]:
+    def make(root: Path):
+        if kind == "dir":
+            (root / name).mkdir()
+        elif kind == "fifo":
+            os.mkfifo(root / name)
+        elif kind == "loop":
+            (root / name).symlink_to(root / name)
+        elif kind == "dangling":
+            (root / name).symlink_to(root / "nowhere")
+    return make
+
+
+def array_file_damages(suffix: str) -> list[tuple[str, Callable[[Path], None]]]:
+    """(why, make) for files no array option may accept, named ``bad<suffix>``."""
+    import numpy as np
+
+    name = "bad" + suffix
+    out = [("strings", _npy(name, np.array(["1", "2", "3"]))),
+           ("bytes", _npy(name, np.array([b"1", b"2"]))),
+           ("structured", _npy(name, np.zeros(3, dtype=[("a", "f8"), ("b", "i4")]))),
+           ("datetime", _npy(name, np.array(["2020-01-01", "2020-01-02"], dtype="datetime64[D]"))),
+           ("timedelta", _npy(name, np.array([1, 2], dtype="timedelta64[s]"))),
+           ("bool", _npy(name, np.array([True, False, True]))),
+           ("complex", _npy(name, np.array([1 + 2j, 3 + 0j]))),
+           ("object (pickle)", _npy(name, np.array([1, "a", None], dtype=object))),
+           ("3-d", _npy(name, np.ones((2, 2, 2)))),
+           ("0-d", _npy(name, np.float64(1.0))),
+           ("empty", _npy(name, np.zeros(0))),
+           ("NaN", _npy(name, np.array([1.0, np.nan, 2.0]))),
+           ("inf", _npy(name, np.array([1.0, np.inf]))),
+           ("header claims 1e12 entries", _claims(name, (10**6, 10**6))),
+           ("truncated", _truncated(name)),
+           ("garbage", _raw(name, b"\x93NUMPY\x07\x00garbage" + bytes(range(256)))),
+           ("empty file", _raw(name, b"")),
+           ("a zip that is no npz", _raw(name, b"PK\x05\x06" + b"\0" * 18)),
+           ("a directory", _special(name, "dir")),
+           ("a fifo", _special(name, "fifo")),
+           ("a symlink loop", _special(name, "loop")),
+           ("a dangling symlink", _special(name, "dangling"))]
+    if suffix != ".npy":
+        out += [("text of words", _raw(name, b"one two three\n")), ("text with nan", _raw(name, b"1 nan 2\n")),
+                ("ragged text", _raw(name, b"1 2 3\n4 5\n")), ("binary", _raw(name, bytes(range(256)) * 4)),
+                ("blank lines only", _raw(name, b"\n\n  \n"))]
+    return out
+
+
+def _npz(name: str, members: dict) -> Callable[[Path], None]:
+    def make(root: Path):
+        import numpy as np
+
+        with open(root / name, "wb") as fh:
+            np.savez(fh, **members)
+    return make
+
+
+def npz_members(opt: Option) -> tuple[str, ...]:
+    """The members an ``.npz`` option requires, as its own error message names them (``lacks A, B``): found
+    by asking the command, so a new option is covered without a table here."""
+    import tempfile
+
+    import numpy as np
+
+    with tempfile.TemporaryDirectory() as tmp:
+        np.savez(Path(tmp) / "probe.npz", junk=np.ones(2))
+        (Path(tmp) / "cwd").mkdir()
+        outcome = invoke([*opt.command, opt.flag, "../probe.npz", "--out", "out"], Path(tmp) / "cwd")
+    line = outcome.stderr.strip()
+    if "lacks " not in line:
+        return ()
+    return tuple(m.strip() for m in line.split("lacks ", 1)[1].split(","))
+
+
+def file_cases() -> list[Case]:
+    """Every kind of damaged or wrong-kind file for every file option of every experiment (``--samples``,
+    ``--indices``, ``--data``, ``--init-file`` … as the specs declare them) and for ``prove --file``."""
+    import numpy as np
+
+    cases = []
+    for opt in options():
+        if opt.param.kind != "file":
+            continue
+        npz = ".npz" in (opt.param.metavar or "")
+        suffixes = (".npz",) if npz else (".npy", ".txt", "")
+        for suffix in suffixes:
+            for why, make in array_file_damages(suffix):
+                cases.append(Case("files", [*opt.command, opt.flag, f"../bad{suffix}", "--out", "out"],
+                                  (*opt.names, f"bad{suffix}"), setup=make, note=why))
+        if npz:
+            cases.append(Case("files", [*opt.command, opt.flag, "../bad.npy", "--out", "out"],
+                              (*opt.names, "bad.npy"), setup=_npy("bad.npy", np.ones(4)), note=".npy for .npz"))
+            members = npz_members(opt)
+            assert members, f"{opt.flag}: cannot tell which members its .npz needs"
+            good = {m: np.ones((4, 4)) if m.isupper() or m.startswith("X") else np.ones(4) for m in members}
+            for m in members:
+                for why, value in (("strings", np.array(["a", "b"])), ("complex", np.ones(4) * 1j),
+                                   ("bool", np.ones(4, bool)), ("datetime", np.arange(4).astype("datetime64[D]")),
+                                   ("NaN", np.full(4, np.nan)), ("3-d", np.ones((2, 2, 2))), ("empty", np.zeros(0)),
+                                   ("object", np.array([None, 1], dtype=object))):
+                    cases.append(Case("files", [*opt.command, opt.flag, "../bad.npz", "--out", "out"],
+                                      (*opt.names, "bad.npz"), setup=_npz("bad.npz", {**good, m: value}),
+                                      note=f"member {m}: {why}"))
+                rest = {k: v for k, v in good.items() if k != m}
+                cases.append(Case("files", [*opt.command, opt.flag, "../bad.npz", "--out", "out"],
+                                  (*opt.names, "bad.npz"), setup=_npz("bad.npz", rest), note=f"no member {m}"))
+        else:
+            cases.append(Case("files", [*opt.command, opt.flag, "../bad.npz", "--out", "out"],
+                              (*opt.names, "bad.npz"), setup=_npz("bad.npz", {"x": np.ones(4)}), note=".npz for .npy"))
+    py = {"empty file": b"", "syntax error": b"def (:\n", "binary": bytes(range(256)),
+          "raises": b"raise RuntimeError('boom')\n", "no claims": b"x = 1\n", "CLAIMS not a list": b"CLAIMS = 3\n",
+          "exits": b"import sys\nsys.exit(0)\n"}
+    for why, data in py.items():
+        cases.append(Case("files", ["prove", "--file", "../claims.py"], ("--file", "claims.py"),
+                          setup=_raw("claims.py", data), note=why))
     return cases
