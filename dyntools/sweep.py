@@ -112,7 +112,11 @@ def check_backend(workers: int | None, dask_local: int | None, scheduler: str | 
 def check_out(out: str | os.PathLike) -> Path:
     """A new directory, a finished or partial sweep, or any result directory dyntools wrote."""
     out = Path(out)
-    if (out / SPEC_FILE).is_file():
+    try:
+        resumed = (out / SPEC_FILE).is_file()
+    except OSError:                     # a name too long, a link loop …: check_writable says which
+        resumed = False
+    if resumed:
         if not os.access(out, os.W_OK | os.X_OK):
             raise store.StoreError(f"Invalid --out: {out} is not writable")
         return out
@@ -165,11 +169,19 @@ def write_cell(out: Path, index: int, result: dict) -> bool:
         return False
     arrays = {k: np.asarray(v) for k, v in result.items() if k not in ("status", "message")}
     meta = {"index": index, "status": str(result["status"]), "message": str(result["message"])}
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".npz", dir=path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".npz", dir=path.parent)
+    except OSError as exc:
+        raise store.StoreError(f"Cannot write {path}: {exc.strerror or exc}") from None
     try:
         with os.fdopen(fd, "wb") as fh:
             np.savez(fh, _meta=np.array(json.dumps(meta)), **arrays)
+            fh.flush()
+            os.fsync(fh.fileno())
         os.replace(tmp, path)
+    except OSError as exc:                    # a full disk, a quota: one line, no temporary left
+        Path(tmp).unlink(missing_ok=True)
+        raise store.StoreError(f"Cannot write {path}: {exc.strerror or exc}") from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -234,6 +246,7 @@ def run_sweep(spec: SweepSpec, out: str | os.PathLike, *, workers: int | None = 
     client = cluster = None
     if backend == "dask":
         client = connect(scheduler, connect_timeout)      # fails before anything is written
+    created = _first_missing(out)                       # what to remove if nothing gets finished
     try:
         done = prepare(spec, out)
         todo = [i for i in range(len(spec.cells)) if i not in done]
@@ -254,6 +267,10 @@ def run_sweep(spec: SweepSpec, out: str | os.PathLike, *, workers: int | None = 
                         bar.update(1)
                 else:
                     _run_local(spec, out, todo, bar, workers or os.cpu_count() or 1)
+    except BaseException:
+        if created is not None and (not (out / CELLS_DIR).is_dir() or not finished_cells(out, len(spec.cells))):
+            shutil.rmtree(created, ignore_errors=True)   # nothing finished: leave nothing behind
+        raise
     finally:
         if client is not None:
             client.close()
@@ -261,6 +278,16 @@ def run_sweep(spec: SweepSpec, out: str | os.PathLike, *, workers: int | None = 
             cluster.close()
     cells = [read_cell(out, i) for i in range(len(spec.cells))]
     return SweepOutcome(cells, len(todo), len(done), backend, time.perf_counter() - start)
+
+
+def _first_missing(path: Path) -> Path | None:
+    """The outermost directory of ``path`` that does not exist yet (``None``: ``path`` exists)."""
+    path = Path(os.path.abspath(path))
+    if path.exists():
+        return None
+    while not path.parent.exists():
+        path = path.parent
+    return path
 
 
 def _exit_with_parent(parent: int, period: float = 0.5) -> None:

@@ -486,3 +486,136 @@ def file_cases() -> list[Case]:
         cases.append(Case("files", ["prove", "--file", "../claims.py"], ("--file", "claims.py"),
                           setup=_raw("claims.py", data), note=why))
     return cases
+
+
+# ----------------------------------------------------------------------------------- output paths
+
+def odd_outputs() -> list[tuple[str, str, Callable[[Path], None] | None, tuple[str, ...]]]:
+    """(why, path as given from the working directory, setup in the sandbox root, extra names) — places
+    no command may write a directory to."""
+    def file(root):
+        (root / "afile").write_text("keep")
+
+    def foreign(root):
+        (root / "foreign").mkdir()
+        (root / "foreign" / "mine.txt").write_text("keep")
+
+    def link(kind):
+        return _special("link", kind)
+
+    return [("empty path", "", None, ()), ("the current directory", ".", None, ()),
+            ("the root", "/", None, ()), ("a file", "../afile", file, ("afile",)),
+            ("below a file", "../afile/sub", file, ("afile",)), ("a device", "/dev/null", None, ("/dev/null",)),
+            ("a 300-byte name", "x" * 300, None, ()), ("a dangling symlink", "../link", link("dangling"), ("link",)),
+            ("a symlink loop", "../link/run", link("loop"), ("link",)),
+            ("a foreign non-empty directory", "../foreign", foreign, ("foreign",)),
+            ("/proc", "/proc/dyntools-run", None, ())]
+
+
+def output_cases() -> list[Case]:
+    """Every odd output location for every command that writes: each experiment's ``--out``,
+    ``reproduce --out``, ``plot --out`` and ``prove --md/--latex``."""
+    cases = []
+    for argv, flag in writing_commands():
+        for why, path, setup, names in odd_outputs():
+            cases.append(Case("outputs", [*argv, flag, path], (flag, "--out", *names), setup=setup, note=why))
+    def result(root):
+        import numpy as np
+
+        from dyntools.engine.result import RunResult
+        from dyntools.store import save
+
+        arrays = {"t": np.linspace(0, 1, 5), "x": np.ones((2, 5, 1))}
+        save(RunResult("sde", {"model": "gbm", "h": 0.1, "scheme": "em", "args": [0.0]}, arrays, "completed", ""),
+             root / "res")
+
+    for why, path, setup, names in odd_outputs():
+        def both(root, setup=setup):
+            result(root)
+            if setup is not None:
+                setup(root)
+        if path not in (".", "x" * 300, "../foreign"):    # plot --out DIR may be an existing directory
+            cases.append(Case("outputs", ["plot", "../res", "--out", path], ("--out", *names), setup=both, note=why))
+    for flag in ("--md", "--latex"):
+        for why, path, setup, names in odd_outputs():
+            if path in ("x" * 300, "../afile"):          # a long name is fine for a file; a file is replaced
+                continue
+            cases.append(Case("outputs", ["prove", "sgd-weight-decay", flag, path], (flag, *names), setup=setup,
+                              note=why))
+    return cases
+
+
+# ----------------------------------------------------------------------------------- a full file system
+
+def full_disk_cases(mnt: Path) -> list[Case]:
+    """Small real runs of commands that write, into a file system with no space left (``mnt``): the
+    write fails after the computation; one line, exit 2, nothing left in ``mnt`` or the working directory."""
+    out = str(mnt / "run")
+    cases = [Case("full disk", ["simulate", "stabilization", "--steps", "300", "--paths", "64", "--out", out],
+                  ("No space left", "--out", out), block_run=False),
+             Case("full disk", ["simulate", "sde", "--model", "gbm", "--paths", "64", "--records", "51", "--out", out],
+                  ("No space left", "--out", out), block_run=False),
+             Case("full disk", ["prove", "sgd-weight-decay", "--md", str(mnt / "p.md")], ("No space left", "--md"),
+                  block_run=False),
+             Case("full disk", ["sweep", "adamw-grid", "--optimizers", "adam", "--lr-grid", "1e-3:1e-2:2",
+                                "--wd-grid", "1e-6:1e-5:1", "--n", "40", "--n-val", "20", "--hidden", "4",
+                                "--batch-size", "20", "--epochs", "1", "--workers", "1", "--out", out],
+                  ("No space left", "--out", out), block_run=False)]
+    return cases
+
+
+# ----------------------------------------------------------------------------------- foreign servers
+
+def fake_server(mode: str):
+    """A TCP server on 127.0.0.1 that is no Dask scheduler: ``silent`` accepts and never speaks, ``http``
+    answers like a web server, ``garbage`` sends an SSH banner and random bytes. Returns (port, stop)."""
+    import socket
+    import threading
+
+    server = socket.socket()
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    server.settimeout(0.2)
+    stop = threading.Event()
+    held = []
+
+    def serve():
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            held.append(conn)
+            try:
+                if mode == "http":
+                    conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 11\r\n\r\nbad request")
+                elif mode == "garbage":
+                    conn.sendall(b"SSH-2.0-OpenSSH_9.6\r\n" + bytes(range(256)) * 8)
+            except OSError:
+                pass
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+
+    def close():
+        stop.set()
+        thread.join(2)
+        for c in held:
+            c.close()
+        server.close()
+    return server.getsockname()[1], close
+
+
+def server_experiments() -> list[tuple[str, str]]:
+    """(verb, name) of every experiment with a ``scheduler`` parameter."""
+    from dyntools import spec
+
+    return [(verb, exp.name) for verb, exp in experiments()
+            if any(f.name == "scheduler" for f, _ in spec.params_of(exp.params))]
+
+
+def server_cases(port: int, mode: str, timeout: float = 1.0) -> list[Case]:
+    return [Case("servers", [verb, name, "--scheduler", f"tcp://127.0.0.1:{port}", "--connect-timeout", str(timeout),
+                             "--out", "out"], ("--scheduler",), block_run=False, note=mode)
+            for verb, name in server_experiments()]

@@ -21,6 +21,26 @@ def _result_dirs(root: Path) -> list[Path]:
     return found
 
 
+def check_out(out) -> Path | None:
+    """``--out``: an existing writable directory (figures go inside it) or a new directory
+    :func:`dyntools.store.check_writable` accepts — checked before any result is read."""
+    if out is None:
+        return None
+    if str(out).strip() == "":
+        raise store.StoreError("Invalid --out: empty path (name a directory for the figures)")
+    out = Path(out)
+    try:
+        existing = out.is_dir() and str(out).strip() != "" and not out.is_symlink()
+    except OSError:
+        existing = False
+    if not existing:
+        return store.check_writable(out)
+    if out.resolve().parent == out.resolve():
+        raise store.StoreError(f"Invalid --out: {str(out)!r} is a root; name a directory for the figures")
+    store.check_writable(out / ".figures")          # the probe: can a new entry be made there?
+    return out
+
+
 def run(args, progress: bool) -> CommandOutput:
     from dyntools import plots  # matplotlib only when drawing (keeps `dyntools --help` fast)
 
@@ -28,6 +48,7 @@ def run(args, progress: bool) -> CommandOutput:
     bad = [f for f in formats if f not in FORMATS]
     if not formats or bad:
         raise ValueError(f"Invalid --format: {args.format!r} (choose from {', '.join(FORMATS)})")
+    args.out = check_out(args.out)
     dirs = _result_dirs(args.dir)
     results = [(d, store.load(d)) for d in dirs]          # validate everything before drawing
     for _, r in results:
