@@ -296,7 +296,9 @@ def load(directory: str | os.PathLike) -> RunResult:
         raise StoreError(f"Invalid result directory {directory}: cannot read {META_FILE} ({exc.strerror})") from None
     meta = validate_meta(meta, str(meta_path))
     try:
-        with np.load(directory / ARRAYS_FILE, allow_pickle=False) as npz:
+        with open(directory / ARRAYS_FILE, "rb") as fh, np.load(fh, allow_pickle=False) as npz:
+            if not isinstance(npz, np.lib.npyio.NpzFile):
+                raise ValueError("not an .npz archive")
             arrays = {k: npz[k] for k in npz.files}
     except FileNotFoundError:
         raise StoreError(f"Damaged result directory {directory}: {ARRAYS_FILE} is missing") from None

@@ -217,7 +217,8 @@ def build_spec(cfg: GridConfig, seed: int) -> sweep.SweepSpec:
     cells = [{"optimizer": name, "lr": float(lr), "wd": float(wd), "o": o, "i": i, "j": j}
              for o, name in enumerate(cfg.optimizers)
              for i, lr in enumerate(cfg.lrs()[o]) for j, wd in enumerate(cfg.wds())]
-    return sweep.SweepSpec(KIND, "simulations.adamw_heatmaps:train_cell", cfg.as_json(), cells, seed)
+    return sweep.SweepSpec(KIND, "simulations.adamw_heatmaps:train_cell", cfg.as_json(), cells, seed,
+                           finite=("train_loss", "train_acc", "val_loss", "val_acc", "curve", "diverged_step"))
 
 
 def assemble(cfg: GridConfig, spec: sweep.SweepSpec, outcome: sweep.SweepOutcome) -> RunResult:
@@ -239,10 +240,13 @@ def assemble(cfg: GridConfig, spec: sweep.SweepSpec, outcome: sweep.SweepOutcome
     n_div = int(arrays["diverged"].sum())
     message = (f"{len(spec.cells)} cells ({outcome.computed} computed, {outcome.reused} reused) on "
                f"{outcome.backend}; {n_div} diverged")
+    if outcome.damaged:
+        message += f"; {len(outcome.damaged)} damaged cells recomputed ({'; '.join(outcome.damaged)})"
     return RunResult(KIND, {**cfg.as_json(), "steps": cfg.steps}, arrays, "completed", message,
                      seed=spec.seed,
                      summary={**summary, "cells": len(spec.cells), "computed": outcome.computed,
-                              "reused": outcome.reused, "diverged_cells": n_div, "backend": outcome.backend},
+                              "reused": outcome.reused, "diverged_cells": n_div, "backend": outcome.backend,
+                              "damaged_cells": outcome.damaged},
                      timings={"sweep": outcome.seconds})
 
 

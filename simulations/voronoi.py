@@ -345,7 +345,8 @@ def ladder_spec(p: VoronoiParams, rungs=LADDER_RUNGS, decays=DECAYS, seeds: int 
     config["no_decay"] = list(p.no_decay)
     cells = [{"rung": r, "decay": d, "seed_index": s} for r in rungs for d in (decays if r != "exact" else ("-",))
              for s in range(seeds)]
-    return SweepSpec("voronoi-ladder", "simulations.voronoi:ladder_cell", config, cells, int(seed))
+    return SweepSpec("voronoi-ladder", "simulations.voronoi:ladder_cell", config, cells, int(seed),
+                     finite=("final_test_acc", "majority", "test_acc"))
 
 
 def run_ladder(p: VoronoiParams, out, *, rungs=LADDER_RUNGS, decays=DECAYS, seeds: int = 5, seed: int = 0,
@@ -357,7 +358,10 @@ def run_ladder(p: VoronoiParams, out, *, rungs=LADDER_RUNGS, decays=DECAYS, seed
     outcome = sweep.run_sweep(spec, out, workers=workers, dask_local=dask_local, scheduler=scheduler,
                               connect_timeout=connect_timeout, progress=progress)
     result = assemble_ladder(spec, outcome.cells)
-    result.summary.update({"computed": outcome.computed, "reused": outcome.reused, "backend": outcome.backend})
+    result.summary.update({"computed": outcome.computed, "reused": outcome.reused, "backend": outcome.backend,
+                           "damaged_cells": outcome.damaged})
+    if outcome.damaged:
+        result.message += f"; {len(outcome.damaged)} damaged cells recomputed ({'; '.join(outcome.damaged)})"
     result.timings["sweep"] = outcome.seconds
     sweep.finalize(result, out)
     return result

@@ -29,7 +29,7 @@ import traceback
 import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 #: Counts per class of the cases run in this process: ``{"values": Counter(tried=…, handled=…)}``.
@@ -58,7 +58,7 @@ class Case:
     setup: Callable[[Path], None] | None = None   # makes the files the case needs (in its workdir's parent)
     note: str = ""
     block_run: bool = True
-    extra: dict = field(default_factory=dict)
+    may_succeed: bool = False                  # exit 0 is fine too (a harmless damage), if nothing escapes
 
 
 def _raise_ran(*args, **kwargs):
@@ -113,8 +113,10 @@ def invoke(argv: list[str], workdir: Path, *, block_run: bool = True) -> Outcome
     cli.build_parser = _parser_once           # argparse objects are reusable: build them once
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), warnings.catch_warnings():
-            warnings.resetwarnings()
+            warnings.resetwarnings()              # Python's default filters, as a user's `dyntools` runs with
             warnings.simplefilter("default")
+            for category in (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning):
+                warnings.simplefilter("ignore", category)
             warnings.showwarning = lambda m, c, f, n, file=None, line=None: sys.stderr.write(
                 warnings.formatwarning(m, c, f, n, line))
             with _blocked() if block_run else contextlib.nullcontext():
@@ -140,6 +142,12 @@ def judge(case: Case, outcome: Outcome, workdir: Path, before: set[str]) -> str:
         return "accepted (the command started computing)"
     lines = outcome.stderr.strip().splitlines()
     problems = []
+    if case.may_succeed and outcome.code == 0:
+        escaped = [str(p) for p in workdir.parent.parent.rglob("*ESCAPE*")]
+        left = sorted(p.name for p in workdir.iterdir())
+        new = sorted(set(os.listdir(workdir.parent)) - before)
+        return "; ".join([f"wrote {escaped}"] * bool(escaped) + [f"left {left}"] * bool(left)
+                         + [f"created {new}"] * bool(new) + [f"stderr {outcome.stderr!r}"] * bool(outcome.stderr))
     if outcome.code != 2:
         problems.append(f"exit {outcome.code}")
     if len(lines) != 1:
@@ -619,3 +627,101 @@ def server_cases(port: int, mode: str, timeout: float = 1.0) -> list[Case]:
     return [Case("servers", [verb, name, "--scheduler", f"tcp://127.0.0.1:{port}", "--connect-timeout", str(timeout),
                              "--out", "out"], ("--scheduler",), block_run=False, note=mode)
             for verb, name in server_experiments()]
+
+
+# ----------------------------------------------------------------------------------- damaged results
+
+def result_damages() -> list[tuple[str, Callable[[Path], None]]]:
+    """(why, damage) for a result directory: each damage edits ``dir`` in place."""
+    import json
+
+    import numpy as np
+
+    def meta_edit(fn):
+        def damage(d: Path):
+            meta = json.loads((d / "result.json").read_text())
+            fn(meta)
+            (d / "result.json").write_text(json.dumps(meta))
+        return damage
+
+    def text(data: bytes):
+        return lambda d: (d / "result.json").write_bytes(data)
+
+    def arrays(fn):
+        def damage(d: Path):
+            with np.load(d / "arrays.npz") as z:
+                a = {k: z[k] for k in z.files}
+            fn(a)
+            np.savez(d / "arrays.npz", **a)
+        return damage
+
+    def replace(name: str, fn):
+        return lambda d: fn(d / name)
+
+    def as_dir(path: Path):
+        path.unlink()
+        path.mkdir()
+
+    def pickled(path: Path):
+        with open(path, "wb") as fh:
+            np.save(fh, np.array([None]), allow_pickle=True)
+
+    out = [("empty result.json", text(b"")),
+           ("truncated result.json", replace("result.json", lambda p: p.write_bytes(p.read_bytes()[:40]))),
+           ("binary result.json", text(bytes(range(256)))), ("null", text(b"null")), ("a list", text(b"[]")),
+           ("nested 200000 deep", text(b"[" * 200_000 + b"]" * 200_000)), ("NaN literal", text(b'{"schema": NaN}')),
+           ("result.json is a directory", replace("result.json", as_dir)),
+           ("arrays.npz missing", replace("arrays.npz", Path.unlink)),
+           ("arrays.npz empty", replace("arrays.npz", lambda p: p.write_bytes(b""))),
+           ("arrays.npz truncated", replace("arrays.npz", lambda p: p.write_bytes(p.read_bytes()[:100]))),
+           ("an array dropped", arrays(lambda a: a.pop(sorted(a)[0]))),
+           ("an array reshaped", arrays(lambda a: a.update({sorted(a)[0]: np.zeros(7)}))),
+           ("an array of strings", arrays(lambda a: a.update({sorted(a)[0]: np.array(["x"])}))),
+           ("arrays.npz holds a pickle", replace("arrays.npz", pickled))]
+    for key in ("schema", "kind", "status", "message", "seed", "config", "summary", "timings", "versions", "arrays"):
+        out.append((f"no {key}", meta_edit(lambda m, key=key: m.pop(key, None))))
+        for value in (None, "x", [], {}, -1, 1e308, True):
+            out.append((f"{key} = {value!r}", meta_edit(lambda m, key=key, value=value: m.update({key: value}))))
+    out += [("kind with a path", meta_edit(lambda m: m.update(kind="../../../../tmp/ESCAPE"))),
+            ("status unknown", meta_edit(lambda m: m.update(status="splendid"))),
+            ("array spec {}", meta_edit(lambda m: m["arrays"].update({next(iter(m["arrays"])): {}}))),
+            ("array spec negative shape", meta_edit(lambda m: m["arrays"][next(iter(m["arrays"]))].update(shape=[-1]))),
+            ("timings a string", meta_edit(lambda m: m.update(timings={"simulate": "fast"})))]
+    return out
+
+
+def config_damages(config: dict) -> list[tuple[str, Callable[[Path], None]]]:
+    """Every key of a real result's ``config`` removed or given a value of the wrong type (alternately: each
+    harmless damage costs a drawing)."""
+    import json
+
+    def edit(fn):
+        def damage(d: Path):
+            meta = json.loads((d / "result.json").read_text())
+            fn(meta["config"])
+            (d / "result.json").write_text(json.dumps(meta))
+        return damage
+
+    out = []
+    values = (None, "x/../../ESCAPE", [], {}, -1e308)
+    for i, key in enumerate(config):                # each key removed or given a wrong value (in turn)
+        value = values[i % len(values)]
+        if i % 2:
+            out.append((f"config without {key}", edit(lambda c, key=key: c.pop(key))))
+            continue
+        out.append((f"config {key} = {value!r}", edit(lambda c, key=key, value=value: c.update({key: value}))))
+    return out
+
+
+def result_cases(source: Path, damages) -> list[Case]:
+    """``plot`` of a copy of the result ``source`` with one damage each; handled when refused with one line
+    naming the result (or drawn, exit 0, with every figure inside the figures directory — see
+    :func:`judge_plot`)."""
+    cases = []
+    for why, damage in damages:
+        def setup(root, damage=damage):
+            shutil.copytree(source, root / "res")
+            damage(root / "res")
+        cases.append(Case("results", ["plot", "../res", "--format", "png"], ("res", "result"), setup=setup, note=why,
+                          may_succeed=True))
+    return cases

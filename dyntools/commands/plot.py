@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
+
+import numpy as np
 
 from dyntools import store
 from dyntools.commands import CommandOutput
@@ -61,8 +64,13 @@ def run(args, progress: bool) -> CommandOutput:
             out = args.out / d.relative_to(args.dir)
         store.check_writable(out) if not Path(out).exists() else None
         try:
-            written += [str(p) for p in plots.plot_result(r, out, formats)]
-        except (KeyError, IndexError, TypeError, AttributeError) as exc:     # contents a plotter cannot use
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore", RuntimeWarning)      # NaN/inf in a figure: drawn, not printed
+                written += [str(p) for p in plots.plot_result(r, out, formats)]
+        except store.StoreError:
+            raise
+        except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:   # contents a plotter cannot use
+            first = (str(exc).splitlines() or [""])[0][:160]
             raise store.StoreError(f"Damaged result directory {d}: its figures need {type(exc).__name__} "
-                                   f"{exc} (the result does not hold what its kind {r.kind!r} promises)") from None
+                                   f"{first} (the result does not hold what its kind {r.kind!r} promises)") from None
     return CommandOutput({"figures": written}, "\n".join(f"wrote {p}" for p in written), written=written)
