@@ -148,10 +148,13 @@ def connect(scheduler: str, timeout: float):
     box: dict = {}
 
     def attempt():
+        client = Client.__new__(Client)           # kept, so that a failed attempt can be marked closed
         try:
-            box["client"] = Client(scheduler, timeout=f"{timeout}s", set_as_default=False)
+            client.__init__(scheduler, timeout=f"{timeout}s", set_as_default=False)
+            box["client"] = client
         except BaseException as exc:              # noqa: BLE001 - reported below as one line
             box["error"] = exc
+            client.status = "closed"              # nothing to close: its __del__ would wait and print at exit
 
     thread = threading.Thread(target=attempt, name="dyntools-connect", daemon=True)
     thread.start()

@@ -725,3 +725,25 @@ def result_cases(source: Path, damages) -> list[Case]:
         cases.append(Case("results", ["plot", "../res", "--format", "png"], ("res", "result"), setup=setup, note=why,
                           may_succeed=True))
     return cases
+
+
+def run_subprocess(case: Case, base: Path) -> str:
+    """``case`` run as a real ``python -m dyntools`` process (nothing blocked: the command line is refused
+    before any work, or it is a failure); returns '' when handled, else the problem."""
+    import subprocess
+
+    root = base / "proc"
+    workdir = root / "cwd"
+    workdir.mkdir(parents=True)
+    if case.setup is not None:
+        case.setup(root)
+    before = set(os.listdir(root))
+    proc = subprocess.run([sys.executable, "-m", "dyntools", *map(str, case.argv)], cwd=workdir, capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "MPLBACKEND": "Agg"})
+    outcome = Outcome(proc.returncode, proc.stdout, proc.stderr)
+    problem = judge(case, outcome, workdir, before)
+    tally = TALLY.setdefault("subprocess", Counter())
+    tally["tried"] += 1
+    tally["handled"] += not problem
+    _remove(root)
+    return problem
