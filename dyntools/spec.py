@@ -218,7 +218,8 @@ def _check_scalar(name: str, p: Param, value, kind: str):
 def validate(params):
     """Check every declared field of ``params`` against its declaration (one-line ``ValueError``s
     naming the parameter and the allowed range); returns ``params`` with ints/floats normalized."""
-    changes = {f.name: check_value(p.label or f.name, p, getattr(params, f.name)) for f, p in params_of(params)}
+    changes = {f.name: check_value(p.label or (flag_of(f, p) if p.kind == "grid" else f.name), p,
+                                   getattr(params, f.name)) for f, p in params_of(params)}
     return dataclasses.replace(params, **changes)
 
 

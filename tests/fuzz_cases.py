@@ -576,7 +576,8 @@ def full_disk_cases(mnt: Path) -> list[Case]:
 
 def fake_server(mode: str):
     """A TCP server on 127.0.0.1 that is no Dask scheduler: ``silent`` accepts and never speaks, ``http``
-    answers like a web server, ``garbage`` sends an SSH banner and random bytes. Returns (port, stop)."""
+    answers like a web server, ``garbage`` sends an SSH banner and random bytes, ``binary`` only bytes.
+    Returns (port, stop)."""
     import socket
     import threading
 
@@ -600,6 +601,8 @@ def fake_server(mode: str):
                     conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 11\r\n\r\nbad request")
                 elif mode == "garbage":
                     conn.sendall(b"SSH-2.0-OpenSSH_9.6\r\n" + bytes(range(256)) * 8)
+                elif mode == "binary":
+                    conn.sendall(b"\x00\xff" * 512)
             except OSError:
                 pass
 
