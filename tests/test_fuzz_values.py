@@ -80,3 +80,17 @@ def _workdir(base):
     work = base / "cwd"
     work.mkdir()
     return work
+
+
+def test_the_harness_stops_every_valid_command_before_it_computes(tmp_path):
+    """The suite's premise: a command that accepts its input raises ``Ran`` instead of computing (if a
+    refactoring moved the run context, bad values that slip through would start real runs)."""
+    for verb, exp in F.experiments():
+        work = tmp_path / exp.name
+        work.mkdir()
+        out = F.invoke([verb, exp.name, "--out", "out"], work)
+        assert out.code == "ran", (exp.name, out)
+        assert not any(work.iterdir())
+    for argv in (["reproduce", "--only", "proofs", "--out", "out"], ["prove", "sgd-weight-decay"], ["bench", "sde"]):
+        out = F.invoke(argv, tmp_path)
+        assert out.code == "ran", (argv, out)
