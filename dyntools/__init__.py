@@ -10,10 +10,13 @@ The public API, ``import dyntools as dt``::
     dt.solve(sde, x0, *, t1, h, paths, scheme, seed, …)          # SDEs (Euler–Maruyama / Milstein)
     dt.sde_models.gbm, .ou, .toy_sde, .simulate_diag_net, …       # built-in SDEs, exact moments, label noise
     dt.prove(claims)                                               # exact verdicts of symbolic claims
+    dt.Claim, dt.IntervalCheck, dt.unroll, dt.load_claims          # write, certify, unroll, load claims
+    dt.builtin_claims(names, controls=…), dt.claim_families()      # the claims of proofs/
     dt.load(dir), dt.save(result, dir), dt.RunResult               # results on disk
     dt.DiagNet, dt.MLP, dt.QuadraticToy, dt.ToyModel, dt.Model     # models (dt.models: every module)
     dt.VoronoiLadder, dt.data_voronoi, dt.adamw_decay              # seed 000's ladder, environment, decays
     dt.toy_data(toy)                                               # the toy's samples as a training set
+    dt.Surface(name), dt.trajectories.gallery(…)                   # 2-D surfaces; the optimizer trajectory gallery
     dt.sgd, dt.sgdw, dt.adam, dt.adamw, dt.adagrad, dt.rmsprop, …   # optimizers; dt.schedules
     dt.metrics, dt.data                                            # measurements and data sets
 
@@ -33,6 +36,12 @@ from dyntools.store import load, save  # noqa: E402
 _LAZY = {
     "train": ("dyntools.dynamics.train", "train"),
     "prove": ("dyntools.symbolic.api", "prove"),
+    "Claim": ("dyntools.symbolic.core", "Claim"),
+    "IntervalCheck": ("dyntools.symbolic.interval", "IntervalCheck"),
+    "unroll": ("dyntools.symbolic.unroll", "unroll"),
+    "load_claims": ("dyntools.symbolic.userfile", "load_claims"),
+    "builtin_claims": ("dyntools.commands.prove", "builtin_claims"),
+    "claim_families": ("dyntools.commands.prove", "claim_families"),
     "solve": ("dyntools.dynamics.sde", "solve"),
     "SDE": ("dyntools.dynamics.sde", "SDE"),
     "sde_models": ("dyntools.dynamics.sde_models", None),
@@ -51,6 +60,8 @@ _LAZY = {
     "data_voronoi": ("dyntools.data_voronoi", None),
     "VoronoiLadder": ("dyntools.models.voronoi", "VoronoiLadder"),
     "adamw_decay": ("dyntools.optim.decay_groups", "adamw_decay"),
+    "Surface": ("dyntools.models.surfaces", "Surface"),
+    "trajectories": ("dyntools.dynamics.trajectories", None),
     **{name: ("dyntools.optim", name) for name in ("sgd", "sgdw", "adam", "adamw", "adamw_l1", "adamw_l1l2",
                                                    "adagrad", "rmsprop", "rmsprop_bc", "Optimizer")},
 }

@@ -53,7 +53,9 @@ class SDEParams:
     sigma: float = param(0.3, low=0.0, high=1e150, help="GBM/OU volatility")
     theta: float = param(1.0, low=0.0, low_open=True, high=1e150, help="OU mean-reversion rate")
     eta: float = param(0.1, low=0.0, help="SGD step eta in the label-noise SDE; > 0 for diag-net")
-    delta: float = param(0.05, low=0.0, help="SDE noise intensity delta: label noise of std n*sqrt(delta)")
+    label_noise: float = param(9.0, low=0.0,
+                               help="label-noise standard deviation delta (labels y + N(0, delta^2), as in simulate "
+                                    "diag-net); the SDE's intensity is (delta/n)^2, toy (delta/2n)^2")
     method: str = param("sde", choices=("sde", "sgd"), help="diag-net: sde (EM of the SDE) | sgd (label-noise GD)")
     n: int = param(40, low=1, high=10**6, help="diag-net samples / toy data points")
     d: int = param(100, low=1, high=10**5, help="diag-net dimension (n × d ≤ 2^28)")
@@ -115,15 +117,15 @@ def run(p: SDEParams, ctx: RunContext):
         tau = TAU if p.t1 is None else p.t1
         if p.study == "sgd-vs-sde":
             etas = [p.eta / 2**k for k in range(ETA_HALVINGS)]
-            return sde_label_noise.sgd_vs_sde(data, etas=etas, delta=p.delta, tau=tau, paths=p.paths,
+            return sde_label_noise.sgd_vs_sde(data, etas=etas, label_noise=p.label_noise, tau=tau, paths=p.paths,
                                               substeps=max(p.substeps, MIN_SUBSTEPS), alpha=p.alpha, seed=seed,
                                               records=min(p.records, MAX_RECORDS))
         if p.study == "sparsity":
-            return sde_label_noise.sparsity_mechanism(data, eta=p.eta, delta=p.delta, tau=tau, h=p.h,
+            return sde_label_noise.sparsity_mechanism(data, eta=p.eta, label_noise=p.label_noise, tau=tau, h=p.h,
                                                       paths=p.paths, alpha=p.alpha, seed=seed, records=p.records,
                                                       eta_after=p.eta / STEP_DROP)
         return sde_models.simulate_diag_net(data, eta=p.eta, tau=tau, h=p.h,
-                                            delta=sde_models.label_noise_std(p.delta, p.n), method=p.method,
+                                            delta=p.label_noise, method=p.method,
                                             paths=p.paths, init="balanced", alpha=p.alpha, seed=seed,
                                             records=p.records, bound=p.bound, substeps=p.substeps)
     mu = MU.get(p.model) if p.mu is None else p.mu
@@ -134,7 +136,7 @@ def run(p: SDEParams, ctx: RunContext):
         sde = sde_models.ou(p.theta, mu, p.sigma)
     else:
         toy = QuadraticToy.uniform(n=p.n, seed=seed)
-        sde = sde_models.toy_sde(toy, p.eta, sde_models.label_noise_std(p.delta, toy.x.size, sde_models.TOY_SCALE))
+        sde = sde_models.toy_sde(toy, p.eta, p.label_noise)
     result = solve(sde, x0, t1=T1 if p.t1 is None else p.t1, h=H if p.h is None else p.h, paths=p.paths,
                    scheme=p.scheme, seed=seed, records=p.records, substeps=p.substeps, bound=p.bound)
     result.config["x0"] = x0

@@ -22,6 +22,8 @@ from dyntools.spec import Entry
 from simulations.sde_orders import fit_slope, png_link
 
 TITLE = "Label-noise SDE: GD vs SDE and the sparsity mechanism"
+#: the SDE intensity δ̃ of both studies in the report (label-noise std δ = n√δ̃)
+INTENSITY = 0.05
 
 
 def _moments(res) -> dict[str, np.ndarray]:
@@ -30,9 +32,11 @@ def _moments(res) -> dict[str, np.ndarray]:
             "beta_mean": np.nanmean(beta, axis=0), "beta_var": np.nanvar(beta, axis=0)}
 
 
-def sgd_vs_sde(data, *, etas=(0.2, 0.1, 0.05, 0.025), delta: float = 1e-3, tau: float = 5.0, paths: int = 128,
+def sgd_vs_sde(data, *, etas=(0.2, 0.1, 0.05, 0.025), label_noise: float = 1.0, tau: float = 5.0, paths: int = 128,
                substeps: int = 8, alpha: float = 0.5, records: int = 41, seed: int = 0):
     """Label-noise GD at each step η versus the SDE (h = η/substeps) on a coupled Brownian path.
+    ``label_noise`` is the standard deviation δ of the label noise (the SDE's intensity is δ̃ = (δ/n)²,
+    :mod:`dyntools.dynamics.sde_models`).
     Saved at ``records`` multiples of the largest η (so on every run's step grid).
 
     Arrays (E = number of step sizes, K = records): ``tau`` (K,), ``etas`` (E,),
@@ -46,7 +50,7 @@ def sgd_vs_sde(data, *, etas=(0.2, 0.1, 0.05, 0.025), delta: float = 1e-3, tau: 
     etas = validation.finite_array("etas", etas, ndim=1)
     if np.any(etas <= 0):
         raise ValueError("Invalid etas: every step size must be > 0")
-    delta = validation.non_negative("delta", delta)
+    label_noise = validation.non_negative("label_noise", label_noise)
     tau = validation.positive("tau", tau)
     timings: dict[str, float] = {}
     out: dict[str, list] = {k: [] for k in ("loss_mean_sgd", "loss_var_sgd", "beta_mean_sgd", "beta_var_sgd",
@@ -59,7 +63,7 @@ def sgd_vs_sde(data, *, etas=(0.2, 0.1, 0.05, 0.025), delta: float = 1e-3, tau: 
     statuses = []
     with timed(timings, "simulate"):
         for e, eta in enumerate(etas):
-            common = dict(eta=float(eta), delta=sde_models.label_noise_std(delta, data.X.shape[0]), tau=tau,
+            common = dict(eta=float(eta), delta=label_noise, tau=tau,
                           paths=paths, init="balanced", alpha=alpha, seed=seed, save_tau=save_tau, stream_key=(e,))
             gd = sde_models.simulate_diag_net(data, method="sgd", substeps=substeps, **common)
             sde = sde_models.simulate_diag_net(data, method="sde", h=float(eta) / substeps, **common)
@@ -85,7 +89,8 @@ def sgd_vs_sde(data, *, etas=(0.2, 0.1, 0.05, 0.025), delta: float = 1e-3, tau: 
     message = ("weak gap max_tau |E L_GD - E L_SDE| = "
                + ", ".join(f"{g:.3g} (eta {e:g})" for g, e in zip(arrays["gap_loss"], etas))
                + f"; fitted order {slope:.2f}" + (f"; {len(diverged)} runs diverged" if diverged else ""))
-    config = {"etas": etas.tolist(), "delta": delta, "tau": tau, "paths": paths, "substeps": substeps,
+    config = {"etas": etas.tolist(), "label_noise": label_noise,
+              "intensity": sde_models.sde_intensity(label_noise, data.X.shape[0]), "tau": tau, "paths": paths, "substeps": substeps,
               "alpha": alpha, "n": int(data.X.shape[0]), "d": int(data.X.shape[1])}
     summary = {"gap_loss": arrays["gap_loss"].tolist(), "gap_beta": arrays["gap_beta"].tolist(),
                "gap_order": slope, "shrinking": shrinking,
@@ -96,26 +101,29 @@ def sgd_vs_sde(data, *, etas=(0.2, 0.1, 0.05, 0.025), delta: float = 1e-3, tau: 
 
 # ------------------------------------------------------------------------ sparsity mechanism
 
-def sparsity_mechanism(data, *, eta: float = 0.1, delta: float = 0.01, tau: float = 60.0,
+def sparsity_mechanism(data, *, eta: float = 0.1, label_noise: float = 4.0, tau: float = 60.0,
                        switch_frac: float = 0.6,
                        eta_after: float = 0.001, h: float | None = None, paths: int = 8, alpha: float = 0.5,
                        records: int = 121, seed: int = 0):
-    """SDE with ηδ large until ``switch_frac·tau``, then η → ``eta_after`` (noise ηδ drops), against
+    """SDE with label noise of standard deviation δ = ``label_noise`` (intensity δ̃ = (δ/n)²) and ηδ̃
+    large until ``switch_frac·tau``, then η → ``eta_after`` (noise ηδ̃ drops), against
     noiseless gradient flow (δ = 0, same h) from the same start. Arrays: ``tau`` (K,), ``off``/``on``
     (P, K) the mean |β_j| off the support and the mean |β_j − β*_j| on it, ``off_gd``/``on_gd`` for
     the noiseless run, ``test_loss``/``test_loss_gd`` (P, K), ``rank`` (K,) Jacobian rank of path 0,
-    ``level`` = √(ηδ)."""
+    ``level`` = √(ηδ̃)."""
     from dyntools.dynamics import sde_models
     from dyntools.engine.result import RunResult, timed
     from dyntools.metrics import jacobian_rank
 
+    label_noise = validation.non_negative("label_noise", label_noise)
+    intensity = sde_models.sde_intensity(label_noise, data.X.shape[0])
     tau = validation.positive("tau", tau)
     switch_frac = validation.in_interval("switch_frac", switch_frac, 0.0, 1.0, closed_high=True)
     timings: dict[str, float] = {}
     h = eta / 10 if h is None else h
     with timed(timings, "simulate"):
         sde = sde_models.simulate_diag_net(data, method="sde", eta=eta, tau=tau, h=h, paths=paths,
-                                           delta=sde_models.label_noise_std(delta, data.X.shape[0]),
+                                           delta=label_noise,
                                            init="balanced", alpha=alpha, seed=seed, records=records,
                                            eta_after=eta_after, switch_tau=switch_frac * tau)
         gd = sde_models.simulate_diag_net(data, method="sde", eta=eta, delta=0.0, tau=tau, h=h, paths=1,
@@ -134,7 +142,7 @@ def sparsity_mechanism(data, *, eta: float = 0.1, delta: float = 0.01, tau: floa
     _, off_gd, on_gd, test_gd = parts(gd)
     phi = sde_models.diag_net_jacobian(sde["u"][0], sde["v"][0], data.X)
     rank = jacobian_rank(phi, 1e-3)
-    level = float(np.sqrt(eta * delta))
+    level = float(np.sqrt(eta * intensity))
     k_switch = int(np.searchsorted(sde["tau"], switch_frac * tau))
     final_test, final_test_gd = float(np.nanmedian(test[:, -1])), float(test_gd[0, -1])
     recovered = final_test < 0.1 * final_test_gd
@@ -143,12 +151,12 @@ def sparsity_mechanism(data, *, eta: float = 0.1, delta: float = 0.01, tau: floa
     message = (f"off-support mean |beta| shrank by {shrink_off:.2e} before the step decrease; "
                "final test loss "
                f"{final_test:.3g} with label noise vs {final_test_gd:.3g} for noiseless gradient flow; "
-               f"sqrt(eta delta) = {level:.3g}")
+               f"sqrt(eta delta~) = {level:.3g}")
     arrays = {"tau": sde["tau"], "off": off, "on": on, "off_gd": off_gd, "on_gd": on_gd, "test_loss": test,
               "test_loss_gd": test_gd, "train_loss": sde["loss"], "rank": np.asarray(rank),
               "beta_final": beta[:, -1],
               "beta_star": data.beta_star, "beta_final_gd": gd["u"][0, -1] * gd["v"][0, -1]}
-    config = {"eta": eta, "delta": delta, "tau": tau, "switch_tau": switch_frac * tau, "eta_after": eta_after,
+    config = {"eta": eta, "label_noise": label_noise, "intensity": intensity, "tau": tau, "switch_tau": switch_frac * tau, "eta_after": eta_after,
               "h": h, "paths": paths, "alpha": alpha, "n": int(data.X.shape[0]), "d": int(data.X.shape[1]),
               "r": int(support.sum())}
     summary = {"level": level, "off_shrink_before_switch": shrink_off, "final_test_loss": final_test,
@@ -161,31 +169,35 @@ def sparsity_mechanism(data, *, eta: float = 0.1, delta: float = 0.01, tau: floa
 
 def reproduce(ctx):
     from dyntools.data import sparse_regression
+    from dyntools.dynamics.sde_models import label_noise_std
     from dyntools.plots.sde import sgd_vs_sde_figure, sparsity_figure
     from dyntools.report import Section
     from dyntools.tables import markdown_table
 
     quick = ctx.quick
     data = sparse_regression(n=40, d=100, r=5, seed=ctx.seed)
-    cmp_ = sgd_vs_sde(data, etas=(0.1, 0.05, 0.025, 0.0125), delta=0.05, tau=5.0, paths=32 if quick else 256,
+    # both studies run at the SDE intensity δ̃ = 0.05, i.e. label noise of standard deviation δ = n√δ̃
+    cmp_ = sgd_vs_sde(data, etas=(0.1, 0.05, 0.025, 0.0125), label_noise=label_noise_std(INTENSITY, 40), tau=5.0, paths=32 if quick else 256,
                       substeps=8, alpha=0.5, seed=ctx.seed, records=41)
     f1 = sgd_vs_sde_figure(cmp_, ctx.figure_dir, ("png", "pdf"))
     sdata = data if quick else sparse_regression(n=80, d=200, r=10, seed=ctx.seed)
-    sp = sparsity_mechanism(sdata, eta=0.1, delta=0.05, tau=100.0, switch_frac=0.6, eta_after=0.001,
+    sp = sparsity_mechanism(sdata, eta=0.1, label_noise=label_noise_std(INTENSITY, sdata.X.shape[0]), tau=100.0, switch_frac=0.6, eta_after=0.001,
                             paths=4 if quick else 16, alpha=0.5, seed=ctx.seed, records=101)
     f2 = sparsity_figure(sp, ctx.figure_dir, ("png", "pdf"))
     gaps = [{"eta": e, "max_τ abs(E L_GD − E L_SDE)": g, "2 s.e.": 2 * s, "max_tau ‖E β_GD − E β_SDE‖∞": b}
             for e, g, s, b in zip(cmp_["etas"], cmp_["gap_loss"], cmp_["gap_se"], cmp_["gap_beta"])]
     ss = sp.summary
     md = (
-        "Label-noise GD with step η (full batch, label noise of standard deviation n√δ, which matches "
-        "√(ηδ)φᵀdB for L = (1/2n)‖Xβ − y‖²; see `dyntools.dynamics.sde_models`) against the SDE at τ = tη "
-        f"(h = η/8), on one Brownian path per pair. n = 40, d = 100, r = 5, δ = 0.05, u = v = 0.5 at start, "
+        "Label-noise GD with step η (full batch, label noise of standard deviation δ, which matches "
+        "√(ηδ̃)φᵀdB with the intensity δ̃ = (δ/n)² for L = (1/2n)‖Xβ − y‖²; see `dyntools.dynamics.sde_models`) "
+        "against the SDE at τ = tη "
+        f"(h = η/8), on one Brownian path per pair. n = 40, d = 100, r = 5, δ = {cmp_.config['label_noise']:.4g} "
+        f"(δ̃ = {INTENSITY:g}), u = v = 0.5 at start, "
         f"{cmp_.config['paths']} path pairs.\n\n{markdown_table(gaps)}\n\n"
         f"![SGD vs SDE]({png_link(ctx, f1)})\n\n{cmp_.message} "
         f"(the gap shrinks: {cmp_.summary['shrinking']}).\n\n"
         f"Sparsity mechanism (n = {sp.config['n']}, d = {sp.config['d']}, r = {sp.config['r']}; "
-        f"η = 0.1, δ = 0.05 "
+        f"η = 0.1, δ = {sp.config['label_noise']:.4g} (δ̃ = {INTENSITY:g}) "
         f"until τ = {sp.config['switch_tau']:g}, then η = 0.001): {sp.message}. Jacobian rank of φ (relative "
         f"threshold 1e-3, path 0): {ss['initial_rank']} → {ss['final_rank']}.\n\n"
         f"![sparsity]({png_link(ctx, f2)})")

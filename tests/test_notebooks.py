@@ -13,15 +13,9 @@ import pytest
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
 
-#: Deep imports still in the symbolic notebooks (owned by the symbolic work, issue #11: their names — ``Claim``,
-#: ``IntervalCheck``, ``unroll``, the built-in proof registry, the CLI's ``main`` — are not public names of
-#: ``dyntools`` yet). Each entry must still occur (else delete it here); nothing may be added to them.
-PENDING: dict[str, set[str]] = {
-    "02_proofs.ipynb": {"from dyntools import tables", "from dyntools.commands.prove import builtin_registry",
-                        "from dyntools.symbolic import IntervalCheck, registry, render"},
-    "09_check_your_derivation.ipynb": {"from dyntools.symbolic import Claim", "from dyntools import optim",
-                                       "from dyntools.symbolic.unroll import unroll", "from dyntools.cli import main"},
-}
+#: Deep imports a notebook is allowed for now, with the reason (none: every notebook uses the public API).
+#: Each entry must still occur (else delete it here).
+PENDING: dict[str, set[str]] = {}
 
 FORBIDDEN_ROOTS = ("simulations", "proofs")
 _MAGIC = re.compile(r"^\s*[%!]")
@@ -59,12 +53,12 @@ def test_notebook_uses_only_the_public_api(path):
                        f"dt.metrics, …; or add a public name to dyntools/__init__.py's _LAZY): {sorted(extra)}")
 
 
-@pytest.mark.parametrize("name", sorted(PENDING))
-def test_pending_notebook_imports_are_still_there(name):
-    path = next((p for p in NOTEBOOKS if p.name == name), None)
-    assert path is not None, f"{name} is gone: delete it from PENDING in tests/test_notebooks.py"
-    stale = PENDING[name] - violations(code_of(path))
-    assert not stale, f"{name} no longer has {sorted(stale)}: delete them from PENDING in tests/test_notebooks.py"
+def test_pending_notebook_imports_are_still_there():
+    for name, allowed in PENDING.items():
+        path = next((p for p in NOTEBOOKS if p.name == name), None)
+        assert path is not None, f"{name} is gone: delete it from PENDING in tests/test_notebooks.py"
+        stale = allowed - violations(code_of(path))
+        assert not stale, f"{name} no longer has {sorted(stale)}: delete them from PENDING in tests/test_notebooks.py"
 
 
 @pytest.mark.parametrize("source, bad", [

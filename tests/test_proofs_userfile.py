@@ -167,3 +167,21 @@ def test_markdown_shows_the_domains(tmp_path, capsys):
     md = tmp_path / "out.md"
     main(["prove", "--file", str(path), "--md", str(md)])
     assert "`beta` ∈ `Interval.open(0, 1)`" in md.read_text()
+
+
+def test_public_names_give_the_builtin_claims_and_load_files(tmp_path):
+    import dyntools as dt
+
+    families = dt.claim_families()
+    assert "sgd-weight-decay" in families and "proofs" not in families
+    plain = dt.builtin_claims(["sgd-weight-decay"])
+    with_controls = dt.builtin_claims(["sgd-weight-decay"], controls=True)
+    assert plain and all(c.family == "sgd-weight-decay" and not c.control for c in plain)
+    assert any(c.control for c in with_controls) and len(with_controls) > len(plain)
+    with pytest.raises(ValueError, match="Invalid claim name"):
+        dt.builtin_claims(["no-such-claim"])
+    f = tmp_path / "mine.py"
+    f.write_text("import sympy as sp\nfrom dyntools import Claim\nx = sp.Symbol('x', real=True)\n"
+                 "CLAIMS = [Claim.equation('sq', (x + 1) ** 2, x**2 + 1)]\n")
+    report = dt.prove(dt.load_claims(f))
+    assert report["sq"].verdict == "refuted" and "sq" in report["sq"].markdown()

@@ -46,7 +46,7 @@ def test_simulate_diag_net_sgd(tmp_path):
     (["--model", "heston"], "Invalid model"),
     (["--scheme", "rk4"], "Invalid scheme"),
     (["--h", "0"], "Invalid h"),
-    (["--model", "toy", "--delta", "-1"], "Invalid delta"),
+    (["--model", "toy", "--label-noise", "-1"], "Invalid label_noise"),
     (["--x0", "nan"], "Invalid x0"),
     (["--model", "diag-net", "--scheme", "milstein"], "needs diagonal noise"),
 ])

@@ -150,7 +150,8 @@ def test_bad_diag_net_input():
 
 def test_gd_sde_gap_shrinks_with_eta():
     data = sparse_regression(n=20, d=40, r=3, seed=0)
-    res = sgd_vs_sde(data, etas=(0.1, 0.05, 0.025), delta=0.05, tau=2.0, paths=64, substeps=8, records=21)
+    res = sgd_vs_sde(data, etas=(0.1, 0.05, 0.025), label_noise=sde_models.label_noise_std(0.05, 20), tau=2.0,
+                     paths=64, substeps=8, records=21)
     assert res.status == "completed" and res.summary["verdict"] == "shrinking", res.message
     assert res["gap_loss"][-1] < 0.5 * res["gap_loss"][0]
     assert res["loss_mean_sgd"].shape == (3, res["tau"].size)
@@ -158,7 +159,8 @@ def test_gd_sde_gap_shrinks_with_eta():
 
 def test_sparsity_mechanism_and_noiseless_control():
     data = sparse_regression(n=40, d=100, r=5, seed=0)
-    res = sparsity_mechanism(data, eta=0.1, delta=0.05, tau=60.0, switch_frac=0.6, paths=2, records=31)
+    res = sparsity_mechanism(data, eta=0.1, label_noise=sde_models.label_noise_std(0.05, 40), tau=60.0,
+                             switch_frac=0.6, paths=2, records=31)
     assert res.status == "completed" and res.summary["verdict"] == "sparse-recovery", res.message
     assert res.summary["off_shrink_before_switch"] < 0.05
     # false control: without label noise (gradient flow) the predictor is not sparse

@@ -20,6 +20,7 @@ BENCHMARKS: dict[str, str] = {
     "sde": "dyntools.bench.sde",
     "diag-net": "dyntools.bench.diag_net",
     "voronoi": "dyntools.bench.voronoi",
+    "gallery": "dyntools.bench.gallery",
 }
 
 

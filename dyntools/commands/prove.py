@@ -36,6 +36,19 @@ FILE_HELP = ("a Python file of your own claims (a list CLAIMS of dyntools.symbol
              "Claim objects); the file is YOUR Python code and is executed, so only use files you trust")
 
 
+def claim_families() -> list[str]:
+    """The names of the built-in families of claims (``dyntools prove --list``); public as
+    ``dt.claim_families``."""
+    return list(BUILTIN_FAMILIES)
+
+
+def builtin_claims(names=(), *, controls: bool = False) -> list:
+    """The built-in claims that ``dyntools prove NAME…`` runs: ``names`` are claim or family names
+    (every family when empty); false controls come with ``controls=True`` or when named. Public as
+    ``dt.builtin_claims``; run them with ``dt.prove``."""
+    return builtin_registry().select(names, controls=controls)
+
+
 def builtin_registry():
     """A registry filled with the built-in families (modules imported on first use)."""
     from dyntools.symbolic.registry import Registry

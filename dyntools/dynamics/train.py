@@ -52,7 +52,7 @@ def advance_path(kernel, p, arrays, t0, t1, record_steps, theta_rec, bound, dive
 
     thetas : float64[P, p]; opt_states : float64[P, 3, p]; Xs, ys : [S', n, d], [S', n] (data_of[p]
     picks the path's data set); states : uint64[P, 4]; perms : int64[P, n]; pos : int64[P];
-    precond_of : int64[G]; hps : float64[G, 8]; lrs : float64[G, 1 or T] (lr · m_t); run_of : int64[P];
+    precond_of : int64[G]; hps : float64[G, N_HPARAMS]; lrs : float64[G, 1 or T] (lr · m_t); run_of : int64[P];
     replay : int64[P or 1, T·b] or (0, 0); step_losses : float64[P, T] (the kernel's mini-batch loss
     of every step) or (P, 0); theta_rec : float64[P, K, p]; diverged_at : int64[P].
     The path works on private copies of its rows (neighbouring rows share cache lines).

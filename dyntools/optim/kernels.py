@@ -10,7 +10,7 @@ the same arithmetic in the same order as the readable chain of
     u = u + d            if where = decoupled  (decay *after* the preconditioner)
     θ ← θ − lr_t u
 
-``hp = [λ, ρ, where, a, b, c, d, e]`` and ``precond`` come from
+``hp = [λ, ρ, where, a, b, c, d, e, f]`` (``f = 1``: Adam without its bias corrections) and ``precond`` come from
 :class:`dyntools.optim.optimizers.Optimizer`; ``state`` is a ``float64[3, P]`` array of slots
 (momentum buffer / first moment, second moment, AMSGrad maximum or centered mean), zero at the
 start except AdaGrad's accumulator (:func:`init_state`). ``t`` is 1-based.
@@ -95,8 +95,8 @@ def _sgd_momentum(hp, where, theta, g, state, t, lr_t):
 @njit(cache=True, error_model="numpy")
 def _adam(hp, where, theta, g, state, t, lr_t):
     a, b, c, d = hp[3], hp[4], hp[5], hp[6]
-    bc1 = 1.0 - a ** t
-    bc2_sqrt = (1.0 - b ** t) ** 0.5
+    bc1 = 1.0 - a ** t if hp[8] == 0.0 else 1.0
+    bc2_sqrt = (1.0 - b ** t) ** 0.5 if hp[8] == 0.0 else 1.0
     w = 1.0 - a
     for i in range(theta.shape[0]):
         th = theta[i]
@@ -173,7 +173,7 @@ def fused_step(precond, hp, theta, g, state, t, lr_t):
             _sgd_plain(hp, where, theta, g, lr_t)
         else:
             _sgd_momentum(hp, where, theta, g, state, t, lr_t)
-    elif precond == 1:  # Adam a=β1, b=β2, c=ε, d=amsgrad
+    elif precond == 1:  # Adam a=β1, b=β2, c=ε, d=amsgrad, hp[8]=1: no bias correction
         _adam(hp, where, theta, g, state, t, lr_t)
     elif precond == 2:  # AdaGrad a=lr_decay, b=initial acc, c=ε
         _adagrad(hp, where, theta, g, state, t, lr_t)
@@ -254,8 +254,8 @@ def fused_step_np(precond, hp, theta, g, state, t, lr_t):
             state[0] = buf
             u = u + a * buf if c != 0.0 else buf
     elif precond == 1:
-        bc1 = 1.0 - a ** t
-        bc2_sqrt = (1.0 - b ** t) ** 0.5
+        bc1 = 1.0 - a ** t if hp[8] == 0.0 else 1.0
+        bc2_sqrt = (1.0 - b ** t) ** 0.5 if hp[8] == 0.0 else 1.0
         m = _lerp_np(state[0], u, 1.0 - a)
         v = state[1] * b + (1.0 - b) * u * u
         state[0] = m

@@ -15,6 +15,10 @@ optimizer          chain (decay position shown)                                 
 ``adamw_l1l2``     ``scale_by_adam → add_decay(λ, ρ)``                          seed 000
 =================  ==========================================================  ===================
 
+``adam`` and ``adamw`` take ``bias_correction=False``: the moments enter uncorrected,
+``u = m_t/(√v_t + ε)`` (slot ``hparams[8] = 1``; the first step is then ``(1 − β₁)/√(1 − β₂) ≈ 3.16``
+times Adam's in every coordinate where ε ≪ |g|).
+
 The parameters move by ``θ ← θ − lr·m_t·u`` with ``m_t`` the schedule multiplier, so decoupled
 decay is ``θ ← θ − lr·m_t·λ·θ`` (torch's AdamW: ``p ← p (1 − lr_t λ)``; the paper's
 ``η_t λ`` is torch's ``lr_t · λ`` with ``λ_torch = λ_paper / α``).
@@ -36,8 +40,10 @@ from dyntools.optim import transforms as T
 SGD_MOMENTUM, ADAM, ADAGRAD, RMSPROP, RMSPROP_BC = 0, 1, 2, 3, 4
 #: Where the decay enters: nowhere, before the preconditioner (coupled), after it (decoupled).
 NO_DECAY, COUPLED, DECOUPLED = 0, 1, 2
-#: Length of the hyperparameter vector: [λ, ρ, where, a, b, c, d, e].
-N_HPARAMS = 8
+#: Length of the hyperparameter vector: [λ, ρ, where, a, b, c, d, e, f] (f: 1 = Adam without bias correction).
+N_HPARAMS = 9
+#: Slot of the hyperparameter vector that switches Adam's bias corrections off (1.0) or on (0.0).
+NO_BIAS_CORRECTION = 8
 N_SLOTS = 3
 
 
@@ -157,26 +163,33 @@ def sgdw(lr: float, momentum: float = 0.0, dampening: float = 0.0, nesterov: boo
     return _sgd_like("sgdw", lr, momentum, dampening, nesterov, weight_decay, DECOUPLED)
 
 
-def _adam_like(name, lr, betas, eps, weight_decay, amsgrad, where, l1_ratio=0.0) -> Optimizer:
+def _adam_like(name, lr, betas, eps, weight_decay, amsgrad, where, l1_ratio=0.0,
+               bias_correction=True) -> Optimizer:
     lr, eps, weight_decay = _lr(lr), _eps(eps), _wd(weight_decay)
     b1, b2 = _betas(betas)
-    core = [T.scale_by_adam(b1, b2, eps, bool(amsgrad))]
-    return Optimizer(name, lr, _with_decay(core, weight_decay, where, l1_ratio), ADAM,
-                     _hp(weight_decay, l1_ratio, where, b1, b2, eps, float(bool(amsgrad))),
-                     dict(betas=(b1, b2), eps=eps, weight_decay=weight_decay, amsgrad=bool(amsgrad),
-                          l1_ratio=l1_ratio))
+    if not isinstance(bias_correction, bool | np.bool_):
+        raise TypeError(f"Invalid bias_correction: {bias_correction!r} (expected True or False)")
+    core = [T.scale_by_adam(b1, b2, eps, bool(amsgrad), bool(bias_correction))]
+    hp = _hp(weight_decay, l1_ratio, where, b1, b2, eps, float(bool(amsgrad)))
+    hp[NO_BIAS_CORRECTION] = 0.0 if bias_correction else 1.0
+    options = dict(betas=(b1, b2), eps=eps, weight_decay=weight_decay, amsgrad=bool(amsgrad), l1_ratio=l1_ratio)
+    if not bias_correction:
+        options["bias_correction"] = False
+    return Optimizer(name, lr, _with_decay(core, weight_decay, where, l1_ratio), ADAM, hp, options)
 
 
 def adam(lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: float = 0.0,
-         amsgrad: bool = False) -> Optimizer:
-    """``torch.optim.Adam``: the L2 term ``λθ`` is added to the gradient *before* the moments."""
-    return _adam_like("adam", lr, betas, eps, weight_decay, amsgrad, COUPLED)
+         amsgrad: bool = False, *, bias_correction: bool = True) -> Optimizer:
+    """``torch.optim.Adam``: the L2 term ``λθ`` is added to the gradient *before* the moments.
+    ``bias_correction=False``: ``θ ← θ − lr_t m_t/(√v_t + ε)`` (no division by ``1 − βᵗ``)."""
+    return _adam_like("adam", lr, betas, eps, weight_decay, amsgrad, COUPLED, bias_correction=bias_correction)
 
 
 def adamw(lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: float = 1e-2,
-          amsgrad: bool = False) -> Optimizer:
-    """``torch.optim.AdamW``: ``θ ← θ − lr_t (m̂/(√v̂ + ε) + λθ)``."""
-    return _adam_like("adamw", lr, betas, eps, weight_decay, amsgrad, DECOUPLED)
+          amsgrad: bool = False, *, bias_correction: bool = True) -> Optimizer:
+    """``torch.optim.AdamW``: ``θ ← θ − lr_t (m̂/(√v̂ + ε) + λθ)`` (``bias_correction=False``: m, v
+    in place of m̂, v̂)."""
+    return _adam_like("adamw", lr, betas, eps, weight_decay, amsgrad, DECOUPLED, bias_correction=bias_correction)
 
 
 def adamw_l1(lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: float = 1e-2,

@@ -140,12 +140,16 @@ class scale_by_adam(Transform):
     """Adam's preconditioner (Kingma & Ba 2015; ``torch.optim.Adam``)::
 
         m_t = β₁ m + (1 − β₁) g,   v_t = β₂ v + (1 − β₂) g²,   (AMSGrad: v̄_t = max(v̄, v_t))
-        u   = (m_t / (1 − β₁ᵗ)) / (√v_t / √(1 − β₂ᵗ) + ε)."""
+        u   = (m_t / (1 − β₁ᵗ)) / (√v_t / √(1 − β₂ᵗ) + ε).
+
+    ``bias_correction=False`` drops both corrections, ``u = m_t / (√v_t + ε)`` (Adam before
+    Kingma & Ba's Alg. 1 line 9–10: the zero-initialized moments make the first steps short)."""
 
     b1: float = 0.9
     b2: float = 0.999
     eps: float = 1e-8
     amsgrad: bool = False
+    bias_correction: bool = True
 
     def init(self, params):
         return (np.zeros_like(params), np.zeros_like(params), np.zeros_like(params))
@@ -154,8 +158,8 @@ class scale_by_adam(Transform):
         m, v, vmax = state
         m = lerp(m, u, 1 - self.b1)
         v = v * self.b2 + (1 - self.b2) * u * u
-        bc1 = 1 - self.b1 ** t
-        bc2_sqrt = _root(1 - self.b2 ** t)
+        bc1 = 1 - self.b1 ** t if self.bias_correction else 1
+        bc2_sqrt = _root(1 - self.b2 ** t) if self.bias_correction else 1
         if self.amsgrad:
             vmax = _maximum(vmax, v)
             denom = _sqrt(vmax) / bc2_sqrt + self.eps

@@ -33,6 +33,8 @@ PLOTTERS: dict[str, str] = {
     "diag-net": "dyntools.plots.diag_net",
     "voronoi": "dyntools.plots.voronoi",
     "voronoi-ladder": "dyntools.plots.voronoi",
+    "trajectories": "dyntools.plots.trajectories",
+    "universal-approximation": "dyntools.plots.universal",
 }
 
 #: The divergence line of the result being drawn (set by :func:`plot_result`, read by :func:`save`).

@@ -417,6 +417,15 @@ class ClaimResult:
     def as_expected(self) -> bool:
         return self.verdict == self.claim.expected
 
+    def markdown(self, heading: str = "###") -> str:
+        """This claim's section of the Markdown report (statement, assumptions, steps, verdict)."""
+        from dyntools.symbolic import render
+
+        return render.claim_markdown(self, heading)
+
+    def _repr_markdown_(self) -> str:  # Jupyter
+        return self.markdown()
+
     def as_dict(self) -> dict[str, Any]:
         c = self.claim
         return {

@@ -32,8 +32,11 @@ Coverage of ``dyntools reproduce --quick`` (its catalogue: ``dyntools.commands.r
 * ``sde-orders`` (``convergence_study(levels=(4, 8), fine=10)``): ``sde-ou-convergence`` (same levels and
   fine level; 400 paths instead of 1500).
 * ``sde-label-noise``: ``sgd_vs_sde`` -> ``sde-sgd-vs-sde`` (exactly the quick arguments: etas 0.1/2^k,
-  delta 0.05, tau 5, 32 paths, substeps 8, records 41); ``sparsity_mechanism`` -> ``sde-sparsity`` (the quick
-  arguments: eta 0.1, delta 0.05, tau 100, eta_after = eta/100 = 0.001, records 101; 2 paths instead of 4).
+  SDE intensity 0.05, tau 5, 32 paths, substeps 8, records 41); ``sparsity_mechanism`` -> ``sde-sparsity`` (the
+  quick arguments: eta 0.1, intensity 0.05, tau 100, eta_after = eta/100 = 0.001, records 101; 2 paths instead of
+  4). The SDE cases were captured with ``--delta`` = the intensity; the option is now ``--label-noise`` = the
+  label-noise standard deviation δ = n√δ̃/scale, passed as the exact ``repr`` of the value the old code computed
+  (n = 40: 40·√0.05 = 8.94427190999916; the toy, scale ½: 40·√1e-6/0.5 = 0.08), so the runs are bitwise the same.
 * ``diag-nets``: ``run_experiment("paper-sgd"/"paper-gd")`` -> ``dn-paper-sgd``, ``dn-paper-gd`` (fewer
   steps/seeds/records, fewer power iterations); ``step_scan`` -> ``dn-scan-c0.6`` (the scan's run at scale
   0.6 is the preset with ``eta_small = 0.25*0.6``, ``eta_large = 0.282*0.6`` and ``sharpness_iters = 0``;
@@ -58,6 +61,9 @@ _ADAMW_TINY = ["--wd-grid", "1e-4:1e-1:2", "--n", "160", "--n-val", "160", "--hi
 _DN_SMALL = ["--n-test", "100", "--records", "30", "--sharpness-iters", "30"]
 
 #: (name, argv). ``{inputs}`` is replaced by the directory written by :func:`write_inputs`.
+#: label-noise std δ = 40·√0.05 (exact repr) of the SDE cases captured with the intensity --delta 0.05
+_DN_NOISE = "8.94427190999916"
+
 CASES: list[tuple[str, list[str]]] = [
     # --- loss stabilization (README + catalogue loss-stabilization 1-3)
     ("stab-sgd", ["simulate", "stabilization", "--eta", "1.08", "--x-min", "1", "--x-max", "1.05",
@@ -91,16 +97,16 @@ CASES: list[tuple[str, list[str]]] = [
                              "--paths", "32", "--records", "11"]),
     ("sde-ou-convergence", ["simulate", "sde", "--model", "ou", "--convergence", "--paths", "400",
                             "--levels", "4:8"]),
-    ("sde-toy", ["simulate", "sde", "--model", "toy", "--eta", "0.5", "--delta", "1e-6", "--x0", "0.3",
+    ("sde-toy", ["simulate", "sde", "--model", "toy", "--eta", "0.5", "--label-noise", "0.08", "--x0", "0.3",
                  "--t1", "2", "--h", "0.01", "--paths", "16", "--records", "21"]),
-    ("sde-dn-sgd", ["simulate", "sde", "--model", "diag-net", "--method", "sgd", "--eta", "0.1", "--delta", "0.05",
-                    "--t1", "2", "--paths", "4", "--records", "11"]),
-    ("sde-dn-sde", ["simulate", "sde", "--model", "diag-net", "--eta", "0.1", "--delta", "0.05", "--t1", "2",
+    ("sde-dn-sgd", ["simulate", "sde", "--model", "diag-net", "--method", "sgd", "--eta", "0.1",
+                    "--label-noise", _DN_NOISE, "--t1", "2", "--paths", "4", "--records", "11"]),
+    ("sde-dn-sde", ["simulate", "sde", "--model", "diag-net", "--eta", "0.1", "--label-noise", _DN_NOISE, "--t1", "2",
                     "--paths", "4", "--records", "11"]),
     ("sde-sgd-vs-sde", ["simulate", "sde", "--model", "diag-net", "--study", "sgd-vs-sde", "--eta", "0.1",
-                        "--delta", "0.05", "--t1", "5", "--paths", "32", "--records", "41"]),
+                        "--label-noise", _DN_NOISE, "--t1", "5", "--paths", "32", "--records", "41"]),
     ("sde-sparsity", ["simulate", "sde", "--model", "diag-net", "--study", "sparsity", "--eta", "0.1",
-                      "--delta", "0.05", "--t1", "100", "--paths", "2", "--records", "101"]),
+                      "--label-noise", _DN_NOISE, "--t1", "100", "--paths", "2", "--records", "101"]),
     # --- diagonal linear networks (README + catalogue diag-nets)
     ("dn-paper-sgd", ["simulate", "diag-net", "--preset", "paper-sgd", "--steps", "2000", "--seeds", "3",
                       *_DN_SMALL]),
