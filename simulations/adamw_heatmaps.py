@@ -9,7 +9,11 @@ larger. The problem set's questions are answered with numbers: the best validati
 each optimizer and the count/fraction of cells above a threshold (default 90 %).
 
 Each cell is one run of :func:`train_cell` on a :mod:`dyntools.sweep` (local processes or Dask);
-its initialization and minibatch order come from ``streams.path_states(seed, 1, KEY, index)``.
+its initialization and minibatch order come from ``streams.path_states(seed, 1, KEY, index)`` — or, with
+``--paired``, from stream ``r`` of replicate ``r`` for every cell. Every cell also records the statistics
+of its final weights; after the sweep the best cell of each optimizer and a chosen one are re-run with
+recordings (:func:`add_learning_curves`). Every schedule of :mod:`dyntools.optim.schedules` is selectable
+(:func:`dyntools.classifier_cell.make_schedule`), reduce-on-plateau on the training or validation loss.
 """
 
 from __future__ import annotations
@@ -22,7 +26,10 @@ import numpy as np
 from dyntools import data, sweep, validation
 from dyntools.classifier_cell import (  # noqa: F401 - train_cell is the sweep's cell function (by name)
     DATASETS,
+    DTYPES,
+    PLATEAU_METRICS,
     SCHEDULES,
+    check_schedule,
     effective_wd,
     make_optimizer,
     make_schedule,
@@ -71,9 +78,34 @@ class AdamWGridParams:
     epochs: float = param(128.0, low=0.0, low_open=True, high=1e6,
                           help="epochs (128 = 2000 steps at n=1000; epochs × n / batch ≤ 1e9 steps)")
     schedule: str = param("constant", choices=SCHEDULES, help="learning-rate schedule")
+    dtype: str = param("float64", choices=DTYPES, help="precision of the training (float32: about twice as fast)")
+    gamma: float | None = param(None, kind="float", help="schedule step/multistep: lr factor at each decay "
+                                "(default 0.1); exponential: factor per epoch (default: the run ends at 1 percent)")
+    step_epochs: float | None = param(None, kind="float", metavar="E",
+                                      help="schedule step: decay every E epochs (default a quarter of the run)")
+    milestones: tuple | None = param(None, kind="floats", metavar="E1,E2,..", max_len=1000,
+                                     help="schedule multistep: epochs of the decays (default ½ and ¾ of the run)")
+    restart_epochs: float | None = param(None, kind="float", metavar="E",
+                                         help="schedule sgdr: first period in epochs (default a seventh of the run)")
+    restart_mult: int | None = param(None, kind="int", high=1000, help="schedule sgdr: period factor at each restart "
+                                     "(default 2)")
     plateau_factor: float = param(0.5, low=0.0, high=1.0, low_open=True, high_open=True,
-                                  help="schedule plateau: lr multiplier when the training loss stalls")
-    plateau_patience: int = param(5, low=0, high=10**6, help="schedule plateau: epochs without improvement before reducing")
+                                  help="schedule plateau: lr multiplier when the monitored loss stalls")
+    plateau_patience: int = param(5, low=0, high=10**6,
+                                  help="schedule plateau: epochs without improvement before reducing")
+    plateau_metric: str = param("train-loss", choices=PLATEAU_METRICS,
+                                help="schedule plateau: the loss it monitors once per epoch (the epoch's mean "
+                                     "mini-batch loss, or the validation loss)")
+    sparsity_tol: float = param(1e-3, low=0.0, low_open=True,
+                                help="weight statistics: a weight counts as zero when |w| < this")
+    curve_at: tuple | None = param(None, kind="floats", metavar="LR,WD", max_len=2,
+                                   help="learning curves also for the grid cell nearest to (LR, WD) "
+                                        "(default the grid's centre); the best cell of each optimizer always")
+    curve_points: int = param(32, low=0, high=10**5, help="points of each learning curve (0: none)")
+    paired: bool = param(False, help="every cell starts from the same initialization and sees the same minibatch "
+                                     "order (cells differ by their hyperparameters only)")
+    replicates: int = param(1, low=1, high=1000, help="with --paired: average every cell over this many paired replicates "
+                                           "(replicate r uses stream r for every cell)")
     momentum: float = param(0.9, low=0.0, high=1.0, high_open=True, help="momentum of sgd/sgdw")
     threshold: float = param(0.9, low=0.0, high=1.0, help="'good cell' validation accuracy")
     workers: int | None = param(None, kind="int", low=1, high=1024, help="local worker processes (default: all cores)")
@@ -110,6 +142,18 @@ class GridConfig:
     dataset: str = _P.dataset
     plateau_factor: float = _P.plateau_factor      # schedule "plateau": multiply the lr by this ...
     plateau_patience: int = _P.plateau_patience    # ... after this many epochs without improvement
+    dtype: str = _P.dtype
+    plateau_metric: str = _P.plateau_metric        # ... of this loss
+    gamma: float | None = None                     # schedule options (classifier_cell.make_schedule)
+    step_epochs: float | None = None
+    milestones: tuple | None = None
+    restart_epochs: float | None = None
+    restart_mult: int | None = None
+    sparsity_tol: float = _P.sparsity_tol
+    curve_at: tuple | None = None                  # (lr, wd) of the chosen learning curve
+    learning_curve_points: int = _P.curve_points
+    paired: bool = _P.paired                       # every cell on stream 0 (common random numbers)
+    replicates: int = _P.replicates                # ... or the mean over streams 0 … R−1
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self):
@@ -147,6 +191,21 @@ class GridConfig:
         self.plateau_factor = validation.in_interval("plateau_factor", self.plateau_factor, 0.0, 1.0,
                                                      closed_low=False)
         self.plateau_patience = validation.count("plateau_patience", self.plateau_patience, minimum=0)
+        validation.one_of("dtype", self.dtype, DTYPES)
+        if self.milestones is not None:
+            self.milestones = tuple(self.milestones)
+        check_schedule(self.schedule, self.epochs, gamma=self.gamma, step_epochs=self.step_epochs,
+                       milestones=self.milestones, restart_epochs=self.restart_epochs,
+                       restart_mult=self.restart_mult, plateau_metric=self.plateau_metric)
+        self.sparsity_tol = validation.positive("sparsity_tol", self.sparsity_tol)
+        if self.curve_at is not None:
+            if len(self.curve_at) != 2:
+                raise ValueError(f"Invalid curve_at: {list(self.curve_at)} (expected two numbers LR,WD)")
+            self.curve_at = tuple(validation.positive("curve_at", v) for v in self.curve_at)
+        self.learning_curve_points = validation.count("curve_points", self.learning_curve_points, minimum=0)
+        self.replicates = validation.count("replicates", self.replicates)
+        if self.replicates > 1 and not self.paired:
+            raise ValueError(f"Invalid replicates: {self.replicates} (replicates need paired cells, --paired)")
         self.steps  # noqa: B018 - validates
 
     @property
@@ -171,6 +230,8 @@ class GridConfig:
         d["optimizers"], d["hidden"] = list(self.optimizers), list(self.hidden)
         d["lr_range"] = None if self.lr_range is None else list(self.lr_range)
         d["wd_range"] = list(self.wd_range)
+        for key in ("milestones", "curve_at"):
+            d[key] = None if d[key] is None else list(d[key])
         return d
 
 
@@ -212,29 +273,46 @@ def check_grid(name: str, grid) -> tuple[float, float, int]:
 
 # ----------------------------------------------------------------------------------- the grid
 
+#: Settings read after the sweep (the learning-curve re-runs), not by the cells: not part of a sweep's identity,
+#: so sweeps that differ only by them share their cells on disk.
+AFTER_THE_SWEEP = ("curve_at", "learning_curve_points")
+
+
 def build_spec(cfg: GridConfig, seed: int) -> sweep.SweepSpec:
     seed = validation.seed(seed)
     cells = [{"optimizer": name, "lr": float(lr), "wd": float(wd), "o": o, "i": i, "j": j}
              for o, name in enumerate(cfg.optimizers)
              for i, lr in enumerate(cfg.lrs()[o]) for j, wd in enumerate(cfg.wds())]
-    return sweep.SweepSpec(KIND, "simulations.adamw_heatmaps:train_cell", cfg.as_json(), cells, seed,
+    if cfg.paired:
+        cells = [{**c, "stream": r, **({"r": r} if cfg.replicates > 1 else {})}
+                 for r in range(cfg.replicates) for c in cells]
+    config = {k: v for k, v in cfg.as_json().items() if k not in AFTER_THE_SWEEP}
+    return sweep.SweepSpec(KIND, "simulations.adamw_heatmaps:train_cell", config, cells, seed,
                            finite=("train_loss", "train_acc", "val_loss", "val_acc", "curve", "diverged_step"))
+
+
+CELL_SCALARS = ("train_loss", "train_acc", "val_loss", "val_acc")
+WEIGHT_STATS = ("w_small", "w_l1", "w_l2")     # classifier_cell.weight_stats
 
 
 def assemble(cfg: GridConfig, spec: sweep.SweepSpec, outcome: sweep.SweepOutcome) -> RunResult:
     shape = (len(cfg.optimizers), cfg.n_lr, cfg.n_wd)
-    arrays = {k: np.full(shape, np.nan) for k in ("train_loss", "train_acc", "val_loss", "val_acc")}
+    arrays = {k: np.full(shape, np.nan) for k in (*CELL_SCALARS, *WEIGHT_STATS)}
     arrays["diverged"] = np.zeros(shape, dtype=bool)
     arrays["diverged_step"] = np.full(shape, -1, dtype=np.int64)
     n_rec = len(outcome.cells[0]["curve"])
     arrays["curves"] = np.full((*shape, n_rec), np.nan)
+    R = cfg.replicates                          # a cell's numbers: the mean over its replicates
     for cell, res in zip(spec.cells, outcome.cells):
         at = (cell["o"], cell["i"], cell["j"])
-        for k in ("train_loss", "train_acc", "val_loss", "val_acc"):
-            arrays[k][at] = res[k]
-        arrays["diverged"][at] = res["status"] == "diverged"
-        arrays["diverged_step"][at] = res["diverged_step"]
-        arrays["curves"][at] = res["curve"]
+        first = cell.get("r", 0) == 0
+        for k in (*CELL_SCALARS, *WEIGHT_STATS):   # weight statistics: NaN in cells computed before they existed
+            value = res.get(k, np.nan) / R
+            arrays[k][at] = value if first else arrays[k][at] + value
+        arrays["curves"][at] = res["curve"] / R if first else arrays["curves"][at] + res["curve"] / R
+        arrays["diverged"][at] |= res["status"] == "diverged"
+        if arrays["diverged_step"][at] < 0:
+            arrays["diverged_step"][at] = res["diverged_step"]
     arrays["lrs"], arrays["wds"] = cfg.lrs(), cfg.wds()
     summary = summarize(cfg, arrays)
     n_div = int(arrays["diverged"].sum())
@@ -265,6 +343,10 @@ def summarize(cfg: GridConfig, arrays: dict) -> dict:
             "cells_above_threshold": good, "fraction_above_threshold": good / acc.size,
             "diverged_cells": int(arrays["diverged"][o].sum()),
         }
+        if "train_acc" in arrays:
+            out["optimizers"][name]["best_train_acc"] = float(arrays["train_acc"][o][i, j])
+        if "w_small" in arrays:
+            out["optimizers"][name].update({f"best_{k}": float(arrays[k][o][i, j]) for k in WEIGHT_STATS})
     return out
 
 
@@ -275,26 +357,67 @@ def run_grid(cfg: GridConfig, out, *, seed: int = 0, workers=None, dask_local=No
     outcome = sweep.run_sweep(spec, out, workers=workers, dask_local=dask_local, scheduler=scheduler,
                               connect_timeout=connect_timeout, progress=progress)
     result = assemble(cfg, spec, outcome)
+    if cfg.learning_curve_points:
+        add_learning_curves(cfg, spec, result)
     sweep.finalize(result, out)
     return result
 
 
+def curve_cells(cfg: GridConfig, arrays: dict) -> np.ndarray:
+    """``[optimizer, (best, chosen), (i, j)]``: the best cell by validation accuracy and the cell nearest
+    (in log distance) to ``cfg.curve_at`` — the grid's centre when not given."""
+    lrs, wds = arrays["lrs"], arrays["wds"]
+    out = np.zeros((len(cfg.optimizers), 2, 2), dtype=np.int64)
+    for o in range(len(cfg.optimizers)):
+        acc = np.where(np.isfinite(arrays["val_acc"][o]), arrays["val_acc"][o], -1.0)
+        out[o, 0] = np.unravel_index(int(np.argmax(acc)), acc.shape)
+        if cfg.curve_at is None:
+            out[o, 1] = (cfg.n_lr // 2, cfg.n_wd // 2)
+        else:
+            out[o, 1] = (int(np.argmin(np.abs(np.log(lrs[o] / cfg.curve_at[0])))),
+                         int(np.argmin(np.abs(np.log(wds / cfg.curve_at[1])))))
+    return out
+
+
+def add_learning_curves(cfg: GridConfig, spec: sweep.SweepSpec, result: RunResult) -> None:
+    """Re-run the best and the chosen cell of each optimizer with ``curve_points`` recordings (same
+    streams, so the same trajectory as the sweep's cell; with replicates, replicate 0's) and add ``lc_*`` arrays ``[optimizer, (best,
+    chosen), point]`` to ``result``: train loss/accuracy and validation loss/accuracy against epochs."""
+    cells = curve_cells(cfg, result.arrays)
+    config = {**spec.config, "curve_points": cfg.learning_curve_points}
+    index = {(c["o"], c["i"], c["j"]): k for k, c in enumerate(spec.cells) if c.get("r", 0) == 0}
+    runs = [[train_cell(config, spec.cells[index[(o, *cells[o, r])]], spec.seed, index[(o, *cells[o, r])])
+             for r in range(2)] for o in range(len(cfg.optimizers))]
+    steps = runs[0][0]["curve_steps"]
+    result.arrays["lc_cells"] = cells
+    result.arrays["lc_steps"] = steps
+    result.arrays["lc_epochs"] = steps * cfg.batch_size / cfg.n
+    for key in ("train_loss", "train_acc", "val_loss", "val_acc"):
+        result.arrays[f"lc_{key}"] = np.array([[r[f"curve_{key}"] for r in pair] for pair in runs])
+
+
 # ----------------------------------------------------------------------------------- report entry
 
+QUICK = {"n_lr": 4, "n_wd": 6, "n": 400, "n_val": 400, "epochs": 48, "hidden": (16, 16, 16), "batch_size": 32}
+
+
+def report_grid(quick: bool, **changes) -> tuple[GridConfig, int | None]:
+    """The report's grid (quick: 4 × 6 cells of a small network, in this process; full: 8 × 12) and its
+    workers; ``changes`` override fields (the other catalogue entries of the heatmap family use it)."""
+    if quick:
+        return GridConfig(**{**QUICK, **changes}), 1
+    return GridConfig(**{"n_lr": 8, "n_wd": 12, **changes}), None
+
+
 def reproduce(ctx):
-    from dyntools import plots
+    from dyntools.plots.adamw_heatmaps import plot_heatmaps
     from dyntools.report import Section
     from dyntools.tables import markdown_table
 
-    if ctx.quick:
-        cfg = GridConfig(n_lr=4, n_wd=6, n=400, n_val=400, epochs=48, hidden=(16, 16, 16), batch_size=32)
-        workers = 1
-    else:
-        cfg = GridConfig(n_lr=8, n_wd=12)
-        workers = None
+    cfg, workers = report_grid(ctx.quick, learning_curve_points=0)      # curves: adamw-learning-curves
     out = ctx.out_dir / "runs" / KIND
     result = run_grid(cfg, out, seed=ctx.seed, workers=workers, progress=ctx.progress)
-    figs = plots.plot_result(result, ctx.figure_dir, ("png",))
+    figs = plot_heatmaps(result, ctx.figure_dir, ("png",))      # the other figures: adamw-learning-curves
     s = result.summary["optimizers"]
     rows = [{"optimizer": k, "best val acc": v["best_val_acc"], "at lr": v["best_lr"], "at wd": v["best_wd"],
              f"cells ≥ {cfg.threshold:.0%}": v["cells_above_threshold"],
@@ -331,14 +454,19 @@ def grid_config(p: AdamWGridParams) -> GridConfig:
                       wd_range=wd[:2], n_wd=wd[2], n=p.n, n_val=p.n_val, classes=p.classes, turns=p.turns,
                       noise=p.noise, hidden=p.hidden, batch_size=p.batch_size, epochs=p.epochs, schedule=p.schedule,
                       momentum=p.momentum, normalized_wd=p.normalized_wd, threshold=p.threshold, dataset=p.dataset,
-                      plateau_factor=p.plateau_factor, plateau_patience=p.plateau_patience)
+                      plateau_factor=p.plateau_factor, plateau_patience=p.plateau_patience, dtype=p.dtype,
+                      plateau_metric=p.plateau_metric, gamma=p.gamma, step_epochs=p.step_epochs,
+                      milestones=p.milestones, restart_epochs=p.restart_epochs, restart_mult=p.restart_mult,
+                      sparsity_tol=p.sparsity_tol, curve_at=p.curve_at, learning_curve_points=p.curve_points,
+                      paired=p.paired, replicates=p.replicates)
 
 
 def check(p: AdamWGridParams) -> None:
     cfg = grid_config(p)
-    cells = len(cfg.optimizers) * cfg.n_lr * cfg.n_wd
+    cells = len(cfg.optimizers) * cfg.n_lr * cfg.n_wd * (cfg.replicates if cfg.paired else 1)
     if cells > MAX_CELLS:
-        raise ValueError(f"Invalid --lr-grid/--wd-grid: {cells} cells (optimizers × lr N × wd N; at most {MAX_CELLS})")
+        raise ValueError(f"Invalid --lr-grid/--wd-grid: {cells} cells (optimizers × lr N × wd N × replicates; "
+                         f"at most {MAX_CELLS})")
     if cfg.steps > 10**9:
         raise ValueError(f"Invalid --epochs: {cfg.steps:.3g} steps per cell (epochs × n / batch-size; at most 1e9)")
     validation.entries("(--n + --n-val) × widest layer", (cfg.n + cfg.n_val) * max(*cfg.hidden, cfg.classes))

@@ -8,14 +8,17 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from numba import njit
 
 from dyntools import data
+from dyntools.dynamics.fast.mlp import sgd_step_l1_clearing
 from dyntools.dynamics.train import train
 from dyntools.engine import guard, streams
 from dyntools.metrics import network_metrics
 from dyntools.models import mlp as MM
 from dyntools.models import mlp_gemm
 from dyntools.models.mlp import MLP, jacobian_fd
+from dyntools.optim import kernels
 from dyntools.optim import optimizers as O
 from dyntools.optim import schedules as S
 
@@ -362,3 +365,27 @@ def test_l1_size_and_its_twin(n, seed):
         theta[seed % n] = np.nan
         assert np.isnan(guard.l1_size(theta))
         assert np.isnan(guard.l1_size_np(theta))
+
+
+@njit
+def _fused_sgd_l1(theta, grad, lr):
+    return sgd_step_l1_clearing(theta, grad, lr)
+
+
+@njit
+def _l1_clearing(theta, grad):
+    return guard.l1_size_clearing(theta, grad)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(1, 40), st.floats(1e-4, 1.0), st.integers(0, 10_000), st.sampled_from(["float64", "float32"]))
+def test_fused_sgd_step_and_l1_guard_equal_the_two_passes(n, lr, seed, dtype):
+    rng = np.random.default_rng(seed)
+    theta, grad = rng.standard_normal(n).astype(dtype), rng.standard_normal(n).astype(dtype)
+    t1, g1 = theta.copy(), grad.copy()
+    size = _fused_sgd_l1(t1, g1, lr)
+    opt = O.sgd(lr)
+    kernels.fused_step(opt.precond, opt.hparams, theta, grad, kernels.init_state(opt, n).astype(dtype), 1, lr)
+    assert size == _l1_clearing(theta, grad)
+    np.testing.assert_array_equal(t1, theta)
+    assert not g1.any() and not grad.any()

@@ -33,10 +33,12 @@ def _subparser(verb: str, name: str):
 def test_the_registry_finds_every_experiment_and_entry():
     assert set(registry.experiments("simulate")) == {"stabilization", "relu", "sde", "diag-net", "voronoi",
                                                         "trajectories", "universal-approximation"}
-    assert set(registry.experiments("sweep")) == {"adamw-grid", "voronoi-ladder"}
+    assert set(registry.experiments("sweep")) == {"adamw-grid", "adamw-budgets", "adamw-schedules",
+                                                  "voronoi-ladder"}
     assert list(registry.catalogue()) == ["proofs", "loss-stabilization", "relu-nets", "adamw-heatmaps",
-                                          "sde-orders", "sde-label-noise", "diag-nets", "voronoi",
-                                          "trajectory-gallery", "universal-approximation"]
+                                          "adamw-learning-curves", "adamw-normalized-wd", "adamw-schedules",
+                                          "adamw-l1-sparsity", "adamw-digits", "sde-orders", "sde-label-noise",
+                                          "diag-nets", "voronoi", "trajectory-gallery", "universal-approximation"]
 
 
 @pytest.mark.parametrize("verb, name, exp", EXPERIMENTS, ids=IDS)

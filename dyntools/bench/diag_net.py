@@ -7,6 +7,8 @@ Targets (issue 4):
   sample indices, same step sizes; the loop is :func:`~dyntools.dynamics.diag_net_sgd.sgd_reference_loop`);
 * a 32-seed ensemble using both cores: ≥ 1.7× over the same kernel on one thread;
 * the Jacobian rank at all ~350 recordings (n = 80, d = 200) in under 1 s;
+* the 32-seed run against JAX (optional anchor: vmap over seeds, ``lax.scan`` over steps, optax.sgd), per
+  path-step, at least 2× faster;
 * the SGD step against the machine's arithmetic limit: flops per step over the measured time per
   step, compared with a float64 matrix-multiply rate measured in the same run (one BLAS thread, in a
   child process so the thread count can be pinned).
@@ -24,11 +26,12 @@ import time
 import numpy as np
 
 from dyntools.bench import BenchReport, Target, best_time
+from dyntools.bench import sweep as sweep_bench
 
 _MATMUL_CODE = """
 import time, numpy as np
 n = {n}
-a = np.random.default_rng(0).standard_normal((n, n)); b = a.T.copy()
+a = np.random.default_rng(0).standard_normal((n, n)).astype("{dtype}"); b = a.T.copy()
 a @ b
 best = 1e9
 for _ in range(3):
@@ -37,11 +40,11 @@ print(2 * n**3 / best)
 """
 
 
-def matmul_rate(threads: int = 1, n: int = 1000) -> float:
-    """float64 GEMM flop rate (flops/s) with ``threads`` BLAS threads, measured in a child process."""
+def matmul_rate(threads: int = 1, n: int = 1000, dtype: str = "float64") -> float:
+    """GEMM flop rate (flops/s, ``dtype``) with ``threads`` BLAS threads, measured in a child process."""
     env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads),
                MKL_NUM_THREADS=str(threads))
-    out = subprocess.run([sys.executable, "-c", _MATMUL_CODE.format(n=n)], env=env, capture_output=True,
+    out = subprocess.run([sys.executable, "-c", _MATMUL_CODE.format(n=n, dtype=dtype)], env=env, capture_output=True,
                          text=True, check=True)
     return float(out.stdout.strip())
 
@@ -58,6 +61,43 @@ def sgd_flops_per_step(d: int, n: int, m: int, records: int, steps: int) -> tupl
         return k * d - k * (k - 1) / 2
 
     return 8.0 * d, (d + 2.0 * (entries(n) + entries(m))) * records / steps
+
+
+def jax_sgd_runs(Xs, ys, thetas, indices, lrs):
+    """A JAX user's version of the seeds' SGD runs (float64), compiled: ``run() -> (u, v)`` per seed.
+
+    ``h(x) = ⟨u ⊙ v, x⟩``, loss ``½ (h(x_i) − y_i)²`` of the replayed sample ``indices[s, t]``, optax.sgd
+    with the step sizes ``lrs[t]``; jit + vmap over the seeds (each with its data set ``Xs[s], ys[s]``),
+    lax.scan over the steps. Compiled and run once before it is returned."""
+    jax, jnp, optax = sweep_bench.jax_modules()
+    jax.config.update("jax_enable_x64", True)
+    d = thetas.shape[1] // 2
+    lr = jnp.asarray(lrs, jnp.float64)
+    opt = optax.sgd(lambda count: lr[count])
+
+    def loss(params, x, y):
+        u, v = params
+        return 0.5 * (jnp.dot(x, u * v) - y) ** 2
+
+    def one_seed(theta, X, y, idx):
+        params = (theta[:d], theta[d:])
+
+        def step(carry, i):
+            p, s = carry
+            g = jax.grad(loss)(p, X[i], y[i])
+            upd, s = opt.update(g, s, p)
+            return (optax.apply_updates(p, upd), s), None
+
+        (p, _), _ = jax.lax.scan(step, (params, opt.init(params)), idx)
+        return p
+
+    fn = jax.jit(jax.vmap(one_seed))
+    args = (jnp.asarray(thetas), jnp.asarray(Xs), jnp.asarray(ys), jnp.asarray(indices))
+    jax.block_until_ready(fn(*args))
+
+    def run():
+        return jax.block_until_ready(fn(*args))
+    return run
 
 
 def _setup(n_paths, steps, records, seed=0):
@@ -171,6 +211,20 @@ def run(quick: bool = False) -> BenchReport:
                                 "ensemble_seconds_parallel": t_par,
                                 "ensemble_seconds_one_thread": t_one})
     report.targets.append(Target(f"32-seed ensemble: {threads} threads vs 1", t_one / t_par, 1.7))
+
+    # 2b. the JAX anchor: the same 32 seeds as a JAX user writes them (vmap over seeds, lax.scan over steps,
+    #     optax.sgd on the loss ½ r², the indices drawn beforehand); without recordings, which favours JAX
+    if sweep_bench.jax_modules() is None:
+        report.notes.append("JAX comparison skipped: jax not installed (pip install 'dyntools[bench]')")
+    else:
+        idx = np.stack([np.random.default_rng(i).integers(0, 80, steps) for i in range(32)])
+        run_jax = jax_sgd_runs(ens["Xs"], ens["ys"], ens["thetas"], idx, ens["lrs"][0])
+        t_jax = best_time(run_jax, repeats=2)
+        ns_ours, ns_jax = 1e9 * t_par / (32 * steps), 1e9 * t_jax / (32 * steps)
+        report.measurements.update({"jax_seconds_32_seeds_float64": t_jax, "jax_ns_per_path_step": ns_jax,
+                                    "dyntools_ns_per_path_step": ns_ours})
+        report.targets.append(Target("32-seed SGD run: dyntools vs JAX (vmap + lax.scan + optax), per path-step",
+                                     ns_jax / ns_ours, 2.0))
 
     # 3. Jacobian rank at every recording of one run (u, v recorded by the kernel above)
     ur = np.ascontiguousarray(check["theta_rec"][..., :200])

@@ -1,11 +1,19 @@
-"""``dyntools bench sweep``: one heatmap cell (compiled) vs its NumPy twin and vs PyTorch, and the
-time of the full 16 × 24 × 2 grid extrapolated from measured cells.
+"""``dyntools bench sweep``: one heatmap cell (compiled) vs its NumPy twin and vs PyTorch; grids of cells
+in float64 and float32 against their arithmetic floor and against JAX; the time of the full 16 × 24 × 2
+grid extrapolated from measured cells.
 
 The cell: an MLP 2 → 32 → 32 → 32 → 2 (ReLU, softmax cross-entropy; :class:`dyntools.models.mlp.MLP`)
 trained by AdamW with batch 64 for 2000 steps on 1000 spiral points, float64, through
 :func:`dyntools.train` (minibatches of the ``epoch`` sampler drawn beforehand and replayed). The
 trainer's NumPy twin (``kernel="numpy"``) and the PyTorch loop (one thread, the same initial weights
 and minibatches, ``torch.optim.AdamW(foreach=False)``) do the same work; all are timed in this process.
+
+The grids (96 cells: Adam and AdamW on 6 learning rates × 8 weight decays; 8 cells with ``quick``) run on
+the local sweep backend with one worker per core, in each precision; their wall time over the number of
+cells is compared with the cell's arithmetic floor (its flops at the machine's matrix-product rate, NumPy
+1000³ on all cores, measured here) and with JAX (optional, ``pip install 'dyntools[bench]'``): the same
+cells as a JAX user writes them — jit + vmap over the cells, ``lax.scan`` over the steps, optax's Adam(W),
+compiled before timing (:func:`jax_grid`).
 """
 
 from __future__ import annotations
@@ -98,42 +106,83 @@ CELL_CONFIG = {"dataset": "spirals", "n": 1000, "n_val": 1000, "classes": 2, "tu
                "normalized_wd": False}
 
 
-def grid_spec(n_lr: int, n_wd: int, *, epochs: float, seed: int = 0):
+def grid_axes(n_lr: int, n_wd: int) -> list[dict]:
     """Adam and AdamW cells on log-spaced (lr ∈ [1e-4, 1e-1]) × (wd ∈ [1e-6, 1]) axes."""
+    return [{"optimizer": name, "lr": float(lr), "wd": float(wd)} for name in ("adam", "adamw")
+            for lr in np.geomspace(1e-4, 1e-1, n_lr) for wd in np.geomspace(1e-6, 1.0, n_wd)]
+
+
+def grid_spec(n_lr: int, n_wd: int, *, epochs: float, seed: int = 0, dtype: str = "float64"):
+    """The sweep of :func:`grid_axes` (the adamw-grid's cell function, in precision ``dtype``)."""
     from dyntools import sweep
 
-    cells = [{"optimizer": name, "lr": float(lr), "wd": float(wd)} for name in ("adam", "adamw")
-             for lr in np.geomspace(1e-4, 1e-1, n_lr) for wd in np.geomspace(1e-6, 1.0, n_wd)]
-    return sweep.SweepSpec("bench-grid", "dyntools.classifier_cell:train_cell", {**CELL_CONFIG, "epochs": epochs},
-                           cells, seed)
+    return sweep.SweepSpec("bench-grid", "dyntools.classifier_cell:train_cell",
+                           {**CELL_CONFIG, "epochs": epochs, "dtype": dtype}, grid_axes(n_lr, n_wd), seed)
+
+
+def _grid_seconds(n_lr: int, n_wd: int, steps: int, dtype: str, workers: int) -> dict:
+    """Run a grid on the local sweep backend (``workers`` processes); wall time and per-cell times."""
+    from dyntools import sweep
+
+    spec = grid_spec(n_lr, n_wd, epochs=(steps * 64) / 1000, dtype=dtype)
+    with tempfile.TemporaryDirectory() as tmp:
+        start = time.perf_counter()
+        outcome = sweep.run_sweep(spec, os.path.join(tmp, "grid"), workers=workers)
+        wall = time.perf_counter() - start
+    cell = [c["seconds"] for c in outcome.cells]
+    return {"cells": len(cell), "wall": wall, "median cell": float(np.median(cell)),
+            "fixed": max(0.0, wall - sum(cell) / workers), "per cell": sum(cell) / workers / len(cell)}
+
+
+def _jax_grid_seconds(model, d, n_lr: int, n_wd: int, steps: int, dtype: str) -> float:
+    """Seconds per cell of :func:`jax_grid` on the same cells (Adam and AdamW halves, compiled first)."""
+    cells = grid_axes(n_lr, n_wd)
+    total = 0.0
+    for decoupled in (False, True):
+        mine = [c for c in cells if (c["optimizer"] == "adamw") == decoupled]
+        idx = [cells.index(c) for c in mine]
+        thetas = np.stack([model.init(0, i) for i in idx])
+        batches = np.stack([samplers.epoch_batches(streams.path_states(0, 1, streams.key("bench"), i), 1000,
+                                                   steps, 64) for i in idx])
+        run = jax_grid(model, d.X, d.y, thetas, batches, [c["lr"] for c in mine], [c["wd"] for c in mine],
+                       decoupled, dtype)
+        total += best_time(run, repeats=1)
+    return total / len(cells)
 
 
 def run(quick: bool = False) -> BenchReport:
+    from dyntools.bench.diag_net import matmul_rate
     from dyntools.dynamics.train import train
 
     steps = 200 if quick else 2000
     report = BenchReport("sweep")
     d = data.spirals(1000, seed=0)
-    model = MLP((2, 32, 32, 32, 2), head="cross-entropy", init="uniform", init_stream="bench", init_key=(1,),
-                sampling_stream="bench")
+    models = {dt: MLP((2, 32, 32, 32, 2), head="cross-entropy", init="uniform", init_stream="bench", init_key=(1,),
+                      sampling_stream="bench", dtype=dt) for dt in ("float64", "float32")}
+    model = models["float64"]
     theta0 = model.init(0)
     batches = samplers.epoch_batches(streams.path_states(0, 1, streams.key("bench")), 1000, steps, 64)
     opt = O.adamw(1e-3, weight_decay=1e-2)
 
-    def cell(kernel="numba", n_steps=steps):       # the minibatches drawn beforehand, as torch's loop gets them
-        return train(model, d, opt, steps=n_steps, batch=64, sampler="replay", indices=batches[:n_steps].ravel(),
-                     record_steps=np.array([n_steps]), seed=0, kernel=kernel)
+    def cell(kernel="numba", n_steps=steps, dtype="float64"):   # minibatches drawn beforehand, as torch gets them
+        return train(models[dtype], d, opt, steps=n_steps, batch=64, sampler="replay",
+                     indices=batches[:n_steps].ravel(), record_steps=np.array([n_steps]), seed=0, kernel=kernel)
 
     cell(n_steps=5)                                                           # compile / load cache
-    t_numba = best_time(cell, repeats=3)
+    cell(n_steps=5, dtype="float32")
+    t_numba, t_f32 = float("inf"), float("inf")
+    for _ in range(3):                            # interleaved, so a burst of load elsewhere hits both alike
+        t_numba = min(t_numba, best_time(cell, repeats=1))
+        t_f32 = min(t_f32, best_time(lambda: cell(dtype="float32"), repeats=1))
     t_numpy = best_time(lambda: cell("numpy"), repeats=1)
     report.measurements.update({"cell steps": steps, "numba cell seconds": t_numba,
-                                "numpy cell seconds": t_numpy})
+                                "numba cell seconds (float32)": t_f32, "numpy cell seconds": t_numpy})
     # what the hardware allows: the cell's arithmetic as a float64 rate, next to one-thread BLAS
     # matrix products measured here (the cell's 64 × 32 · 32 × 32 shape and 64³) and the cell's kernel
     flops = cell_flops(model, 64, steps)
     report.measurements.update({"cell GFLOP (dense multiply-adds x2)": flops / 1e9,
                                 "numba cell GFLOP/s": flops / t_numba / 1e9,
+                                "numba cell GFLOP/s (float32)": flops / t_f32 / 1e9,
                                 "numpy matmul GFLOP/s, 64x32 @ 32x32 per call": _matmul_rate(64, 32, 32, 2000),
                                 "numpy matmul GFLOP/s, 64x64 @ 64x64 per call": _matmul_rate(64, 64, 64, 1000),
                                 "numba _gemm GFLOP/s, one 32x33 @ 33x64 block in cache": _kernel_rate(2000)})
@@ -151,24 +200,107 @@ def run(quick: bool = False) -> BenchReport:
         report.measurements["torch cell seconds (1 thread, float64)"] = t_torch
         report.targets.append(Target("one cell: numba vs PyTorch (CPU, 1 thread)", t_torch / t_numba, 5.0))
 
-    # full-size cells on the local sweep backend (all cores), extrapolated to 16 × 24 × 2 cells:
-    # wall = fixed cost (worker start-up, numba cache loading) + cells × per-cell seconds / workers
-    from dyntools import sweep
-
-    n_lr, n_wd = (2, 2) if quick else (4, 4)
+    # grids of full-size cells on the local sweep backend (all cores), each precision. Per cell: the cells'
+    # own seconds over the workers (each cell: data, model, training, evaluation); the fixed cost of starting
+    # the workers (as JAX's compilation, a one-off) is reported apart. The 16 × 24 × 2 grid is extrapolated:
+    # fixed cost + cells × cell seconds / workers.
     workers = os.cpu_count() or 1
-    spec = grid_spec(n_lr, n_wd, epochs=(steps * 64) / 1000)
-    with tempfile.TemporaryDirectory() as tmp:
-        start = time.perf_counter()
-        outcome = sweep.run_sweep(spec, os.path.join(tmp, "grid"), workers=workers)
-        t_grid = time.perf_counter() - start
-    cell_seconds = float(np.median([c["seconds"] for c in outcome.cells])) * (2000 / steps)
-    fixed = max(0.0, t_grid - sum(c["seconds"] for c in outcome.cells) / workers)
-    full = fixed + cell_seconds * GRID_CELLS / workers
-    report.measurements.update({"measured grid cells": len(spec.cells), "measured grid wall seconds": t_grid,
-                                "median cell seconds (2000 steps)": cell_seconds, "fixed seconds": fixed,
-                                "workers": workers})
-    report.targets.append(Target(f"16x24x2 grid seconds on {workers} cores, EXTRAPOLATED from "
-                                 f"{len(spec.cells)} measured cells", full, 180.0, higher_is_better=False,
-                                 unit="s"))
+    n_lr, n_wd = (2, 2) if quick else (6, 8)
+    grid = {}
+    for dt in ("float64", "float32"):
+        g = _grid_seconds(n_lr, n_wd, steps, dt, workers)
+        grid[dt] = g["per cell"]
+        cell_seconds = g["median cell"] * (2000 / steps)
+        full = g["fixed"] + cell_seconds * GRID_CELLS / workers
+        report.measurements.update({f"grid cells ({dt})": g["cells"], f"grid wall seconds ({dt})": g["wall"],
+                                    f"grid seconds per cell ({dt}, cell seconds / workers)": grid[dt],
+                                    f"grid seconds per cell ({dt}, wall / cells)": g["wall"] / g["cells"],
+                                    f"median cell seconds ({dt}, 2000 steps)": cell_seconds,
+                                    f"fixed seconds ({dt})": g["fixed"]})
+        report.targets.append(Target(f"16x24x2 grid seconds ({dt}) on {workers} cores, EXTRAPOLATED from "
+                                     f"{g['cells']} measured cells", full, 15.0 if dt == "float32" else 180.0,
+                                     higher_is_better=False, unit="s"))
+    report.measurements["workers"] = workers
+
+    # the arithmetic floor of a cell: its flops at the machine's matrix-product rate on all cores
+    for dt in ("float64", "float32"):
+        rate = matmul_rate(workers, dtype=dt)
+        floor = flops / rate
+        report.measurements.update({f"matmul GFLOP/s ({dt}, {workers} threads, 1000^3)": rate / 1e9,
+                                    f"cell floor seconds ({dt})": floor})
+        report.targets.append(Target(f"grid cell ({dt}) over its arithmetic floor", grid[dt] / floor,
+                                     2.5, higher_is_better=False))
+
+    # the JAX anchor: the same cells as a JAX user writes them (jit + vmap + lax.scan + optax)
+    if jax_modules() is None:
+        report.notes.append("JAX comparison skipped: jax not installed (pip install 'dyntools[bench]')")
+    else:
+        for dt in ("float64", "float32"):
+            t_jax = _jax_grid_seconds(model, d, n_lr, n_wd, steps, dt)
+            report.measurements[f"jax grid seconds per cell ({dt}, 2 blocks of {n_lr * n_wd} cells)"] = t_jax
+            report.targets.append(Target(f"grid ({dt}): dyntools vs JAX (jit+vmap+scan, optax), per cell",
+                                         t_jax / grid[dt], 2.0))
     return report
+
+
+# ------------------------------------------------------------------------------ the JAX anchor
+
+def jax_modules():
+    """``(jax, jnp, optax)`` or None when jax/optax are not installed (the optional ``bench`` extra)."""
+    try:
+        import jax
+        import jax.numpy as jnp
+        import optax
+    except ImportError:
+        return None
+    return jax, jnp, optax
+
+
+def jax_grid(model, X, y, thetas, batches, lrs, wds, decoupled, dtype: str):
+    """A JAX user's version of a block of heatmap cells, compiled: ``run() -> losses``.
+
+    jit + vmap over the cells, lax.scan over the steps, optax for the optimizer: ``optax.adamw`` for
+    the decoupled cells, ``add_decayed_weights`` before ``scale_by_adam`` (PyTorch's Adam with L2)
+    for the others; the cells' initial parameters ``thetas`` (cells × p, the MLP's out × in layout),
+    minibatches ``batches`` (cells × steps × b), ``lrs`` and ``wds`` are those of the dyntools cells.
+    Compiled (and run once) before it is returned, so that timing ``run()`` times the training only."""
+    jax, jnp, optax = jax_modules()
+    if dtype == "float64":
+        jax.config.update("jax_enable_x64", True)
+    ft = jnp.float64 if dtype == "float64" else jnp.float32
+    n_layers = model.n_layers
+    params0 = [(jnp.asarray(W, ft), jnp.asarray(b, ft)) for W, b in model.unpack(thetas)]
+    Xj, yj = jnp.asarray(X, ft), jnp.asarray(y, jnp.int32)
+    bj = jnp.asarray(batches, jnp.int32)
+
+    def loss_fn(params, idx):
+        a = Xj[idx]
+        for l, (W, b) in enumerate(params):
+            a = a @ W.T + b
+            if l < n_layers - 1:
+                a = jax.nn.relu(a)
+        return optax.softmax_cross_entropy_with_integer_labels(a, yj[idx]).mean()
+
+    def one_cell(params, idx_seq, lr, wd):
+        if decoupled:
+            opt = optax.adamw(lr, b1=0.9, b2=0.999, eps=1e-8, weight_decay=wd)
+        else:
+            opt = optax.chain(optax.add_decayed_weights(wd), optax.scale_by_adam(b1=0.9, b2=0.999, eps=1e-8),
+                              optax.scale(-lr))
+
+        def step(carry, idx):
+            p, s = carry
+            loss, g = jax.value_and_grad(loss_fn)(p, idx)
+            upd, s = opt.update(g, s, p)
+            return (optax.apply_updates(p, upd), s), loss
+
+        (_, _), losses = jax.lax.scan(step, (params, opt.init(params)), idx_seq)
+        return losses
+
+    fn = jax.jit(jax.vmap(one_cell))
+    args = (params0, bj, jnp.asarray(lrs, ft), jnp.asarray(wds, ft))
+    fn(*args).block_until_ready()                                # compile, and one run
+
+    def run():
+        return fn(*args).block_until_ready()
+    return run

@@ -79,8 +79,8 @@ def advance_path(kernel, p, arrays, t0, t1, record_steps, theta_rec, bound, dive
     b = n if sampler == samplers.FULL else batch
     idx = np.empty(b, dtype=np.int64)
     noise = np.zeros(b)
-    grad = np.empty(n_par)
-    ws = np.zeros(ws_size)
+    grad = np.empty(n_par, dtype=theta.dtype)
+    ws = np.zeros(ws_size, dtype=theta.dtype)
     const_lr = lrs.shape[1] == 1
     row = 0 if replay.shape[0] == 1 else p
     k = np.searchsorted(record_steps, t0)
@@ -128,8 +128,8 @@ def advance_path_numpy(kernel_np, p, thetas, opt_states, Xs, ys, data_of, iargs,
     g = run_of[p]
     n = X.shape[0]
     b = n if sampler == samplers.FULL else batch
-    grad = np.empty(theta.shape[0])
-    ws = np.zeros(ws_size)
+    grad = np.empty(theta.shape[0], dtype=theta.dtype)
+    ws = np.zeros(ws_size, dtype=theta.dtype)
     row = 0 if replay.shape[0] == 1 else p
     k = record.start_index(record_steps, t0)
     for t in range(t0, t1):
@@ -193,7 +193,7 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
           theta0=None, bound: float | None = None, indices=None, common_stream: bool = False,
           stream_key: tuple[int, ...] = (), chunks: int = 1, progress: bool = False, kernel: str = "numba",
           workers: int | None = None, fast: bool = True, labels=None, step_loss: bool = False,
-          plateau_every: int | None = None) -> RunResult:
+          plateau_every: int | None = None, plateau_metric=None) -> RunResult:
     """Train ``model`` on ``data`` with ``optimizer`` (see the module docstring for the step).
 
     Parameters
@@ -207,7 +207,9 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
                                   :class:`~dyntools.optim.schedules.ReduceLROnPlateau` is *reactive*: the
                                   run is cut at every ``plateau_every`` steps (default one epoch, ⌊n/b⌋) and
                                   the schedule is stepped on the mean mini-batch loss of the piece over the
-                                  run's paths; its multiplier holds for the next piece
+                                  run's paths (or on ``plateau_metric(thetas)``, given the current parameters
+                                  (S, p) of the run's paths, e.g. a validation loss); its multiplier holds
+                                  for the next piece
     batch : int                   examples per step (ignored by the ``full`` sampler)
     sampler : str                 one of :data:`dyntools.engine.samplers.NAMES` ("replay" needs ``indices``)
     drop_last : bool              ``epoch`` sampler: a batch never spans two epochs
@@ -286,7 +288,8 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
         if inits.shape not in ((p_dim,), (S, p_dim)):
             raise ValueError(f"Invalid theta0: expected shape ({p_dim},) or ({S}, {p_dim}), got {inits.shape}")
         inits = np.broadcast_to(inits, (S, p_dim))
-    thetas = np.ascontiguousarray(np.tile(inits, (G, 1)), dtype=np.float64)
+    fdt = np.dtype(getattr(model, "dtype", np.float64))          # the precision the model trains in
+    thetas = np.ascontiguousarray(np.tile(inits, (G, 1)), dtype=fdt)
     bound = (guard.default_bound(np.abs(inits).sum(axis=1).max()) if bound is None
              else validation.positive("bound", bound))
     if sampler_code == samplers.REPLAY:
@@ -303,12 +306,13 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
         states = np.tile(streams.path_states(seed, S, key, *stream_key), (G, 1))
     else:
         states = np.concatenate([streams.path_states(seed, S, key, g, *stream_key) for g in range(G)])
-    Xs = np.ascontiguousarray(np.stack([np.asarray(ds.X, dtype=np.float64) for ds in sets]))
-    y_dtype = np.float64 if model.head == "regression" else np.int64
+    Xs = np.ascontiguousarray(np.stack([np.asarray(ds.X, dtype=np.float64) for ds in sets]), dtype=fdt)
+    y_dtype = fdt if model.head == "regression" else np.int64
     ys = np.ascontiguousarray(np.stack([np.asarray(ds.y).astype(y_dtype) for ds in sets]))
     data_of = np.tile(np.arange(S, dtype=np.int64) if len(sets) == S else np.zeros(S, dtype=np.int64), G)
     run_of = np.repeat(np.arange(G, dtype=np.int64), S)
-    opt_states = np.ascontiguousarray(np.stack([optim_kernels.init_state(opts[g], p_dim) for g in run_of]))
+    opt_states = np.ascontiguousarray(np.stack([optim_kernels.init_state(opts[g], p_dim) for g in run_of]),
+                                      dtype=fdt)
     perms = np.tile(np.arange(n, dtype=np.int64), (P, 1))
     pos = np.full(P, n, dtype=np.int64)
     diverged_at = np.full(P, guard.NEVER, dtype=np.int64)
@@ -349,7 +353,9 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
     def advance_and_react(t0, t1, last):
         advance(t0, t1, last)
         for g in reactive:                 # the multiplier of the next piece, as lr · (m_t · factor)
-            factor = scheds[g].step(float(np.mean(step_losses[run_of == g, t0:t1])))
+            metric = (np.mean(step_losses[run_of == g, t0:t1]) if plateau_metric is None
+                      else plateau_metric(thetas[run_of == g]))
+            factor = scheds[g].step(float(metric))
             lrs[g, t1:] = opts[g].lr * (mults[g] * factor)
 
     drive.chunked(advance_and_react if reactive else advance, steps, chunks=chunks, bounds=bounds, work_per_step=P,
@@ -358,7 +364,8 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
     def shape(a):
         return a.reshape((G, S) + a.shape[1:])
 
-    arrays = {"steps": record_steps, "lrs": lrs, "theta": shape(theta_rec), "final_theta": shape(thetas),
+    arrays = {"steps": record_steps, "lrs": lrs, "theta": shape(theta_rec),
+              "final_theta": shape(thetas.astype(np.float64, copy=False)),
               "diverged_at": shape(diverged_at)}
     if step_loss:
         arrays["step_loss"] = shape(step_losses)

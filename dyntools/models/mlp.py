@@ -53,10 +53,19 @@ The stream of seed index 0 is ``SeedSequence(seed, (KEY, *init_key))`` and that 
 state of its child 0, :func:`~dyntools.engine.streams.path_states`); a sweep gives each cell its own
 ``init_stream``/``init_key``.
 
+**Precision** (``dtype``): ``"float64"`` (default) or ``"float32"``. :func:`dyntools.train` allocates
+the parameters, data, optimizer state and the kernels' scratch in ``model.dtype``; the kernels are the
+same source compiled for each precision (their scalar accumulators of the regression head and the
+optimizer's scalar hyper-parameters stay float64), and results come back as float64 arrays holding the
+float32 values. The float32 cross-entropy loop flushes subnormal numbers to zero
+(:mod:`dyntools.dynamics.fast.mlp`). Full-data metrics (:meth:`MLP.evaluate`, :meth:`MLP.loss`) are
+computed in float64 from the given θ.
+
 **Tuned loops** (:meth:`MLP.fast_path`, :mod:`dyntools.dynamics.fast.mlp`): with the compiled kernel,
 the regression head with the ``distinct``/``full`` samplers runs a per-example loop with the kernel
-inlined, and the cross-entropy head runs the generic step with its grouped-product kernel called
-directly; both give the generic loop's bits (tests/test_mlp.py).
+inlined (plain SGD and the divergence guard fused into one pass), and the cross-entropy head in float32
+runs the generic loop with subnormals flushed; both give the generic loop's bits where nothing is
+subnormal (tests/test_mlp.py, tests/test_mlp_float32.py).
 """
 
 from __future__ import annotations
@@ -70,6 +79,7 @@ from dyntools.models import mlp_gemm
 from dyntools.models.base import HEADS, Model
 
 INITS = ("gaussian", "regression-1d", "uniform")
+DTYPES = ("float64", "float32")
 
 
 # ------------------------------------------------------------------------------------------ layout
@@ -337,13 +347,15 @@ class MLP(Model):
     init_stream, init_key : the stream purpose (default ``mlp.init-1d`` for ``regression-1d``, else
         ``mlp.init``) and extra key words of the initialization
     sampling_stream : the purpose of the trainer's sample and label-noise streams
+    dtype : "float64" | "float32"   the precision :func:`dyntools.train` trains in: parameters, data,
+        optimizer state and the kernels' scratch (see "Precision" in the module docstring)
     """
 
     name = "mlp"
 
     def __init__(self, widths, *, biases: bool | tuple = True, head: str = "regression", init: str = "gaussian",
                  init_scales=1.0, init_stream: str | None = None, init_key: tuple[int, ...] = (),
-                 sampling_stream: str = "mlp.sampling"):
+                 sampling_stream: str = "mlp.sampling", dtype: str = "float64"):
         widths = tuple(int(w) if isinstance(w, int | np.integer) else w for w in widths)
         if len(widths) < 2:
             raise ValueError("Invalid widths: need at least an input and an output width")
@@ -377,6 +389,8 @@ class MLP(Model):
         self.init_key = tuple(int(k) for k in init_key)
         self.sampling_stream = sampling_stream
         streams.key(sampling_stream)
+        self.dtype = np.dtype(validation.one_of("dtype", dtype if isinstance(dtype, str) else np.dtype(dtype).name,
+                                                DTYPES))
         self._widths, self._w_off, self._b_off, self._p = layout_arrays(widths, flags)
         self._iargs = kernel_iargs(self._widths, self._w_off, self._b_off)
         if self.head == "regression":
@@ -430,7 +444,8 @@ class MLP(Model):
 
     def config(self) -> dict:
         return {"name": self.name, "widths": list(self.widths), "biases": list(self.biases), "head": self.head,
-                "init": self.init_name, "init_scales": self.init_scales.tolist(), "n_params": self.n_params}
+                "init": self.init_name, "init_scales": self.init_scales.tolist(), "n_params": self.n_params,
+                "dtype": self.dtype.name}
 
     # ---------------------------------------------------------------- initializations
     def init(self, seed: int, index: int = 0) -> np.ndarray:

@@ -25,6 +25,8 @@ PLOTTERS: dict[str, str] = {
     "stabilization-phase": "dyntools.plots.stabilization",
     "relu": "dyntools.plots.relu",
     "adamw-grid": "dyntools.plots.adamw_heatmaps",
+    "adamw-budgets": "dyntools.plots.adamw_budgets",
+    "adamw-schedules": "dyntools.plots.adamw_schedules",
     "sde": "dyntools.plots.sde",
     "sde-convergence": "dyntools.plots.sde",
     "sde-diag-net": "dyntools.plots.sde",

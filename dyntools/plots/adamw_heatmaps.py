@@ -2,6 +2,8 @@
 
 One panel per optimizer side by side on one shared colour scale; the best cell is starred, the
 cells reaching the accuracy threshold are outlined by a contour, and diverged cells are crossed.
+Results that carry them also get the final training accuracy, the fraction of (near-)zero weights
+(``w_small``) and the learning curves of the best and the chosen cell (``lc_*``, against epochs).
 """
 
 from __future__ import annotations
@@ -59,14 +61,20 @@ def _panel_row(fig, axes, result, key, title, norm, cmap, colorbar_label):
 
 
 def plot_result(result, out_dir: Path, formats=("png", "pdf")) -> list[Path]:
+    """Every figure of the result: :func:`plot_heatmaps`, then what the result carries beyond them."""
+    paths = plot_heatmaps(result, out_dir, formats)
+    if "lc_steps" in result.arrays:              # sweeps of dyntools ≥ learning curves
+        paths += plot_train_accuracy(result, out_dir, formats)
+        paths += plot_learning_curves(result, out_dir, formats)
+    if "w_small" in result.arrays and np.isfinite(result["w_small"]).any():
+        paths += plot_weight_sparsity(result, out_dir, formats)
+    return paths
+
+
+def plot_heatmaps(result, out_dir: Path, formats=("png", "pdf")) -> list[Path]:
+    """Validation accuracy, validation loss and final training loss over (lr, wd)."""
     names = result.config["optimizers"]
-    threshold = result.config["threshold"]
-    paths = []
-    fig, axes = plots.figure(ncols=len(names), nrows=1, width=4.3, height=3.6)
-    chance = 1.0 / result.config.get("classes", 2)
-    _panel_row(fig, axes[0], result, "val_acc", "validation accuracy", Normalize(chance, 1.0), "viridis",
-               f"validation accuracy (contour: {threshold:.0%})")
-    paths += plots.save(fig, out_dir, "adamw_grid_val_accuracy", formats)
+    paths = plot_val_accuracy(result, out_dir, formats)
     loss = result["val_loss"]
     finite = loss[np.isfinite(loss) & (loss > 0)]
     norm = LogNorm(vmin=max(finite.min(), 1e-4), vmax=finite.max()) if finite.size else None
@@ -80,5 +88,56 @@ def plot_result(result, out_dir: Path, formats=("png", "pdf")) -> list[Path]:
     norm = LogNorm(vmin=max(finite.min(), 1e-4), vmax=finite.max()) if finite.size else None
     _panel_row(fig, axes[0], result, "train_loss", "final training loss", norm, "magma_r",
                "training cross-entropy")
-    paths += plots.save(fig, out_dir, "adamw_grid_train_loss", formats)
-    return paths
+    return paths + plots.save(fig, out_dir, "adamw_grid_train_loss", formats)
+
+
+def plot_val_accuracy(result, out_dir: Path, formats=("png", "pdf"), name="adamw_grid_val_accuracy"):
+    """Heatmaps of the final validation accuracy, the threshold's contour and the best cell."""
+    fig, axes = plots.figure(ncols=len(result.config["optimizers"]), nrows=1, width=4.3, height=3.6)
+    chance = 1.0 / result.config.get("classes", 2)
+    _panel_row(fig, axes[0], result, "val_acc", "validation accuracy", Normalize(chance, 1.0), "viridis",
+               f"validation accuracy (contour: {result.config['threshold']:.0%})")
+    return plots.save(fig, out_dir, name, formats)
+
+
+def plot_train_accuracy(result, out_dir: Path, formats=("png", "pdf"), name="adamw_grid_train_accuracy"):
+    """Heatmaps of the final training accuracy (contour and star: validation accuracy, as elsewhere)."""
+    fig, axes = plots.figure(ncols=len(result.config["optimizers"]), nrows=1, width=4.3, height=3.6)
+    chance = 1.0 / result.config.get("classes", 2)
+    _panel_row(fig, axes[0], result, "train_acc", "final training accuracy", Normalize(chance, 1.0),
+               "viridis", "training accuracy")
+    return plots.save(fig, out_dir, name, formats)
+
+
+def plot_weight_sparsity(result, out_dir: Path, formats=("png", "pdf"), name="adamw_grid_weight_sparsity"):
+    """Heatmaps of the fraction of weights (biases left out) with ``|w| <`` the sweep's tolerance."""
+    fig, axes = plots.figure(ncols=len(result.config["optimizers"]), nrows=1, width=4.3, height=3.6)
+    tol = result.config.get("sparsity_tol", 1e-3)
+    _panel_row(fig, axes[0], result, "w_small", f"weights with |w| < {tol:g}", Normalize(0.0, 1.0),
+               "cividis", f"fraction of weights with |w| < {tol:g}")
+    return plots.save(fig, out_dir, name, formats)
+
+
+def plot_learning_curves(result, out_dir: Path, formats=("png", "pdf"), name="adamw_grid_learning_curves"):
+    """Training loss (log) and validation error against epochs: per optimizer (colour) the best cell
+    (solid) and the chosen one (dashed), each labelled with its (lr, wd)."""
+    names = result.config["optimizers"]
+    epochs, cells = result["lc_epochs"], result["lc_cells"]
+    fig, axes = plots.figure(ncols=2, nrows=1, width=4.6, height=3.6)
+    ax_loss, ax_err = axes[0]
+    for o, opt in enumerate(names):
+        lrs = result["lrs"][o] if result["lrs"].ndim == 2 else result["lrs"]
+        for r, (style, what) in enumerate((("-", "best"), ("--", "chosen"))):
+            i, j = cells[o, r]
+            label = f"{LABELS.get(opt, opt)}, {what}: lr {lrs[i]:.2g}, λ {result['wds'][j]:.2g}"
+            color = plots.PALETTE[o % len(plots.PALETTE)]
+            ax_loss.plot(epochs, result["lc_train_loss"][o, r], style, color=color, label=label)
+            ax_err.plot(epochs, 1.0 - result["lc_val_acc"][o, r], style, color=color, label=label)
+    ax_loss.set_yscale("log")
+    ax_loss.set_ylabel("training cross-entropy (full training set)")
+    ax_err.set_ylabel("validation error (1 − accuracy)")
+    for ax in (ax_loss, ax_err):
+        ax.set_xlabel("epoch")
+    fig.legend(*ax_err.get_legend_handles_labels(), loc="outside lower center", ncols=2, frameon=False)
+    fig.suptitle("Learning curves: best cell (solid) and chosen cell (dashed) of each optimizer")
+    return plots.save(fig, out_dir, name, formats)

@@ -1,0 +1,246 @@
+"""Normalized weight decay: the best λ against the training budget (Loshchilov & Hutter 2019, App. B.1).
+
+Seed 003's tl;dr: "optimal weight decay depends on the total number of batch passes/weight updates".
+Loshchilov & Hutter propose to set ``λ = λ_norm √(b / (B T))`` (batch size ``b``, ``B`` training points,
+``T`` epochs) so that one ``λ_norm`` serves every budget. Here AdamW's (learning rate × weight decay)
+heatmap on the spirals is swept at several budgets ``T`` (epochs), once over the raw λ and once over
+``λ_norm``, and the best decay of each budget is read off both: the claim holds on the measured data
+when the best raw λ moves with the budget while the best ``λ_norm`` stays put.
+
+"Best" is the cell with the lowest validation loss (``--criterion val-acc``: the highest validation
+accuracy, ties broken by the loss). Each (axis, budget) is one :func:`simulations.adamw_heatmaps.run_grid`
+sweep in its own directory under ``--out`` (so an interrupted run resumes), *paired*: replicate ``r`` of
+every cell of every sweep starts from the same initialization and sees the same minibatch order, so cells
+differ by their hyperparameters and budget only (with a stream per cell the initialization noise swamps
+the effect of λ), and a cell's numbers are the mean over ``--replicates`` replicates.
+
+Verdict: the best raw λ *moves* when it changes by at least two grid steps between budgets, the best
+``λ_norm`` *stays put* when it changes by at most one; the claim holds when both do. The direction is
+reported too (L&H: the best raw λ falls like 1/√T).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dyntools import validation
+from dyntools.engine.result import RunResult
+from dyntools.spec import Entry, Experiment, RunContext, param
+
+KIND = "adamw-budgets"
+TITLE = "Normalized weight decay: AdamW's best λ against the budget, raw λ vs λ_norm (seed 003)"
+AXES = ("raw", "normalized")
+CRITERIA = ("val-loss", "val-acc")
+
+
+@dataclass(frozen=True)
+class BudgetParams:
+    """``dyntools sweep adamw-budgets``: AdamW heatmaps at several budgets over raw λ and over λ_norm."""
+
+    budgets: tuple = param((8.0, 64.0, 512.0), kind="floats", low=0.0, low_open=True, metavar="E1,E2,..",
+                           help="training budgets in epochs, strictly increasing (at least 3 for the claim)")
+    optimizer: str = param("adamw", choices=("adamw", "sgdw", "adamw_l1"), help="the decoupled optimizer")
+    lr_grid: tuple = param((3e-3, 1e-2, 2), kind="grid", metavar="LOW:HIGH:N", help="log-spaced learning rates")
+    wd_grid: tuple = param((1e-5, 1e-1, 13), kind="grid", metavar="LOW:HIGH:N", help="log-spaced raw λ")
+    wd_norm_grid: tuple = param((10 ** -3.5, 10 ** 0.5, 13), kind="grid", metavar="LOW:HIGH:N",
+                                help="log-spaced λ_norm, λ = λ_norm √(b/(B·T))")
+    n: int = param(1000, low=2, help="training points")
+    n_val: int = param(1000, low=1, help="validation points")
+    hidden: tuple = param((32, 32, 32), kind="ints", low=1, metavar="WIDTHS", help="hidden widths")
+    batch_size: int = param(64, low=1, help="minibatch size")
+    schedule: str = param("constant", choices=("constant", "cosine", "sgdr"), help="learning-rate schedule")
+    replicates: int = param(3, low=1, help="paired replicates averaged in every cell (initializations and "
+                                           "minibatch orders shared by all cells)")
+    criterion: str = param("val-loss", choices=CRITERIA,
+                           help="best cell: lowest validation loss, or highest validation accuracy (ties broken "
+                                "by the loss)")
+    workers: int | None = param(None, kind="int", low=1, help="local worker processes (default: all cores)")
+
+
+def check_budgets(budgets) -> tuple[float, ...]:
+    """Budgets in epochs: positive and strictly increasing."""
+    out = tuple(validation.positive("budgets", b) for b in budgets)
+    if not out:
+        raise ValueError("Invalid budgets: need at least one")
+    if any(b <= a for a, b in zip(out, out[1:])):
+        raise ValueError(f"Invalid budgets: {list(out)} (must be strictly increasing)")
+    return out
+
+
+def grid_configs(p: BudgetParams) -> dict:
+    """``{(axis, budget index): GridConfig}``: one heatmap sweep per axis and budget."""
+    from simulations.adamw_heatmaps import GridConfig, check_grid
+
+    budgets = check_budgets(p.budgets)
+    lr = check_grid("lr-grid", p.lr_grid)
+    grids = {"raw": check_grid("wd-grid", p.wd_grid), "normalized": check_grid("wd-norm-grid", p.wd_norm_grid)}
+    if grids["raw"][2] != grids["normalized"][2]:
+        raise ValueError(f"Invalid --wd-norm-grid: {grids['normalized'][2]} points (the raw grid has "
+                         f"{grids['raw'][2]}; use as many)")
+    return {(axis, k): GridConfig(optimizers=(p.optimizer,), lr_range=lr[:2], n_lr=lr[2], wd_range=grids[axis][:2],
+                                  n_wd=grids[axis][2], normalized_wd=axis == "normalized", n=p.n, n_val=p.n_val,
+                                  hidden=p.hidden, batch_size=p.batch_size, epochs=e, schedule=p.schedule,
+                                  learning_curve_points=0, paired=True, replicates=p.replicates)
+            for axis in AXES for k, e in enumerate(budgets)}
+
+
+def best_cell(acc: np.ndarray, loss: np.ndarray, criterion: str = "val-loss") -> tuple[int, int]:
+    """The (lr, wd) index of the lowest validation loss, or of the highest validation accuracy with ties
+    broken by the lower validation loss."""
+    a = np.where(np.isfinite(acc), acc, -1.0)
+    l_ = np.where(np.isfinite(loss), loss, np.inf)
+    order = np.lexsort((l_.ravel(), -a.ravel())) if criterion == "val-acc" else np.argsort(l_.ravel(), kind="stable")
+    return tuple(int(v) for v in np.unravel_index(int(order[0]), acc.shape))
+
+
+def run_budgets(p: BudgetParams, out, *, seed: int = 0, progress: bool = False) -> RunResult:
+    from pathlib import Path
+
+    from simulations.adamw_heatmaps import run_grid
+
+    configs = grid_configs(p)
+    budgets = check_budgets(p.budgets)
+    nb = len(budgets)
+    results = {key: run_grid(cfg, Path(out) / f"{key[0]}-{budgets[key[1]]:g}", seed=seed, workers=p.workers,
+                             progress=progress) for key, cfg in configs.items()}
+    first = results[("raw", 0)]
+    shape = (2, nb, *first["val_acc"][0].shape)
+    arrays = {k: np.full(shape, np.nan) for k in ("val_acc", "val_loss", "train_loss")}
+    arrays["wds"] = np.stack([results[(axis, 0)]["wds"] for axis in AXES])
+    arrays["lrs"] = first["lrs"][0]
+    arrays["budgets"] = np.array(budgets)
+    arrays["best"] = np.zeros((2, nb, 2), dtype=np.int64)
+    arrays["best_wd"] = np.zeros((2, nb))
+    arrays["best_raw_lambda"] = np.zeros((2, nb))       # the λ the optimizer used at the best cell
+    for (axis, k), res in results.items():
+        a = AXES.index(axis)
+        for key in ("val_acc", "val_loss", "train_loss"):
+            arrays[key][a, k] = res[key][0]
+        i, j = best_cell(res["val_acc"][0], res["val_loss"][0], p.criterion)
+        arrays["best"][a, k] = (i, j)
+        arrays["best_wd"][a, k] = res["wds"][j]
+        cfg = configs[(axis, k)]
+        scale = np.sqrt(cfg.batch_size / (cfg.n * cfg.epochs)) if axis == "normalized" else 1.0
+        arrays["best_raw_lambda"][a, k] = res["wds"][j] * scale
+    summary = summarize(arrays)
+    config = {"budgets": list(budgets), "optimizer": p.optimizer, "criterion": p.criterion, "n": p.n, "n_val": p.n_val,
+              "hidden": list(p.hidden), "batch_size": p.batch_size, "schedule": p.schedule,
+              "lr_grid": list(p.lr_grid), "wd_grid": list(p.wd_grid), "wd_norm_grid": list(p.wd_norm_grid)}
+    cells = sum(int(r.summary["cells"]) for r in results.values())
+    computed = sum(int(r.summary["computed"]) for r in results.values())
+    message = f"{len(results)} sweeps, {cells} cells ({computed} computed); {summary['verdict']}"
+    return RunResult(KIND, config, arrays, "completed", message, seed=seed,
+                     summary={**summary, "cells": cells, "computed": computed},
+                     timings={"sweep": sum(r.timings["sweep"] for r in results.values())})
+
+
+def summarize(arrays: dict) -> dict:
+    """Best λ per budget on both axes, how far each moves (in grid steps) and the verdict."""
+    out = {"budgets": arrays["budgets"].tolist()}
+    moves = {}
+    for a, axis in enumerate(AXES):
+        j = arrays["best"][a, :, 1]
+        moves[axis] = int(j.max() - j.min())
+        out[axis] = {"best_wd": arrays["best_wd"][a].tolist(), "best_lambda": arrays["best_raw_lambda"][a].tolist(),
+                     "best_val_acc": [float(arrays["val_acc"][a, k][tuple(arrays["best"][a, k])])
+                                      for k in range(len(arrays["budgets"]))],
+                     "grid_steps_moved": moves[axis]}
+    if "val_loss" in arrays:                     # how much λ matters: best-lr validation loss, max/min over λ
+        profile = np.nanmin(arrays["val_loss"][0], axis=1)                     # [budget, wd]
+        out["raw"]["loss_max_over_min"] = (np.nanmax(profile, axis=1) / np.nanmin(profile, axis=1)).tolist()
+    raw_j = arrays["best"][0, :, 1]
+    falling = bool(np.all(np.diff(raw_j) <= 0) and raw_j[-1] < raw_j[0])
+    holds = moves["raw"] >= 2 and moves["normalized"] <= 1
+    out["claim_holds"] = bool(holds)
+    out["raw_falls_with_budget"] = falling
+    out["verdict"] = (f"best raw λ moves {moves['raw']} grid step(s) across budgets "
+                      f"({'falling' if falling else 'not monotonically falling'} with T), best λ_norm moves "
+                      f"{moves['normalized']}: the claim (raw moves ≥ 2 steps, λ_norm ≤ 1) "
+                      f"{'holds' if holds else 'does NOT hold'} on this data")
+    return out
+
+
+# ----------------------------------------------------------------------------------- the command line
+
+def check(p: BudgetParams) -> None:
+    grid_configs(p)
+    from dyntools import sweep
+
+    sweep.check_backend(p.workers, None, None)
+
+
+def run(p: BudgetParams, ctx: RunContext) -> RunResult:
+    from dyntools import sweep
+
+    result = run_budgets(p, ctx.out, seed=ctx.seed, progress=ctx.progress)
+    sweep.finalize(result, ctx.out)
+    return result
+
+
+def summary(p: BudgetParams, result) -> dict:
+    return {"status": result.status, "message": result.message, **result.summary}
+
+
+def rows(result) -> list[dict]:
+    s = result.summary
+    return [{"budget (epochs)": b, "best raw λ": s["raw"]["best_wd"][k], "val acc (raw)": s["raw"]["best_val_acc"][k],
+             "best λ_norm": s["normalized"]["best_wd"][k], "= λ": s["normalized"]["best_lambda"][k],
+             "val acc (norm)": s["normalized"]["best_val_acc"][k]} for k, b in enumerate(s["budgets"])]
+
+
+def table(p: BudgetParams, result) -> str:
+    from dyntools.tables import key_values, text_table
+
+    return "\n".join([text_table(rows(result)), "", key_values({"verdict": result.summary["verdict"],
+                                                                 "seconds": result.timings["sweep"]})])
+
+
+EXPERIMENT = Experiment(
+    name=KIND, verb="sweep",
+    help="AdamW heatmaps at several budgets over raw λ and normalized λ_norm: does the best λ move? (seed 003)",
+    example="dyntools sweep adamw-budgets --budgets 8,64,512 --out runs/budgets",
+    params=BudgetParams, run=run, table=table, summary=summary, check=check)
+
+
+# ----------------------------------------------------------------------------------- report entry
+
+QUICK = {"budgets": (4.0, 16.0, 64.0), "n": 400, "n_val": 400, "hidden": (16, 16, 16), "batch_size": 32,
+         "lr_grid": (1e-2, 1e-2, 1), "wd_grid": (1e-4, 1.0, 5), "wd_norm_grid": (10 ** -2.5, 10 ** 1.5, 5),
+         "workers": 1}
+
+
+def reproduce(ctx):
+    import time
+
+    from dyntools import plots
+    from dyntools.report import Section
+    from dyntools.tables import markdown_table
+
+    p = BudgetParams(**QUICK) if ctx.quick else BudgetParams()
+    start = time.perf_counter()
+    result = run_budgets(p, ctx.out_dir / "runs" / KIND, seed=ctx.seed, progress=ctx.progress)
+    seconds = time.perf_counter() - start
+    figs = plots.plot_result(result, ctx.figure_dir, ("png",))
+    s = result.summary
+    md = [f"{p.optimizer} on the spirals ({p.n} points, MLP {'×'.join(map(str, p.hidden))}, batch {p.batch_size}, "
+          f"{p.schedule} schedule), budgets {', '.join(f'{b:g}' for b in p.budgets)} epochs; per budget a "
+          f"{p.lr_grid[2]} × {p.wd_grid[2]} (lr, λ) grid over raw λ ∈ [{p.wd_grid[0]:g}, {p.wd_grid[1]:g}] and "
+          f"one over λ_norm ∈ [{p.wd_norm_grid[0]:.3g}, {p.wd_norm_grid[1]:.3g}] with λ = λ_norm √(b/(B·T)); "
+          f"every cell the mean of {p.replicates} replicate(s), each from one initialization and minibatch "
+          f"order shared by all cells; best = "
+          f"{'lowest validation loss' if p.criterion == 'val-loss' else 'highest validation accuracy'} "
+          f"({seconds:.1f} s).",
+          "", markdown_table(rows(result)), "", f"Measured: {s['verdict']}.", ""]
+    if "loss_max_over_min" in s["raw"]:
+        md[-1:] = ["", f"How much λ matters at all: over the raw grid the validation loss (at the best learning rate) "
+                   f"varies by a factor {', '.join(f'{v:.2f}' for v in s['raw']['loss_max_over_min'])} at the "
+                   f"budgets {', '.join(f'{b:g}' for b in p.budgets)} (right panel of the second figure).", ""]
+    md += [f"![{f.stem}]({ctx.relative(f)})" for f in figs]
+    numbers = {"raw_grid_steps_moved": s["raw"]["grid_steps_moved"],
+               "normalized_grid_steps_moved": s["normalized"]["grid_steps_moved"], "claim_holds": s["claim_holds"]}
+    return Section(TITLE, "\n".join(md), numbers=numbers, figures=[ctx.relative(f) for f in figs])
+
+
+REPORT = Entry("adamw-normalized-wd", TITLE, reproduce, order=32)
