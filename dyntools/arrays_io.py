@@ -8,7 +8,7 @@ Every option that takes an array file goes through :func:`load_array` / :func:`l
 * only real numbers are accepted: bool, complex, string, bytes, datetime, timedelta, object and
   structured arrays are refused, naming the dtype (nothing is silently coerced: a datetime never
   becomes days, a complex number never loses its imaginary part);
-* ``kind="int"`` also requires integral values; ``kind="float"`` finite values;
+* ``kind="int"`` also requires integral values within int64; ``kind="float"`` finite values;
 * text files are parsed as numbers with NumPy's warnings turned into one error (an empty file is an
   error, not a warning on stderr);
 * every error is a ``ValueError`` naming the option and the file.
@@ -43,6 +43,8 @@ def _check_values(option: str, path, arr: np.ndarray, kind: str, ndim) -> np.nda
     if kind == "int":
         if arr.dtype.kind == "f" and (not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr))):
             raise ValueError(f"Invalid {option}: {path} must hold integers")
+        if np.any(arr.astype(np.float64) >= 2.0**63) or np.any(arr.astype(np.float64) < -(2.0**63)):
+            raise ValueError(f"Invalid {option}: {path} holds integers beyond the int64 range")
         return arr.astype(np.int64)
     arr = arr.astype(np.float64)
     if not np.all(np.isfinite(arr)):

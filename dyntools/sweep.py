@@ -208,7 +208,7 @@ def read_cell(out: Path, index: int, finite: tuple[str, ...] = ()) -> dict:
 
     path = cell_path(out, index)
     try:
-        with np.load(path, allow_pickle=False) as npz:
+        with open(path, "rb") as fh, np.load(fh, allow_pickle=False) as npz:
             meta = json.loads(str(npz["_meta"]))
             result = {k: npz[k] for k in npz.files if k != "_meta"}
     except (OSError, EOFError, KeyError, ValueError, zipfile.BadZipFile) as exc:
