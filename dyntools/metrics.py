@@ -30,6 +30,28 @@ def jacobian_rank(matrices: np.ndarray, rel_threshold: float = 1e-5) -> np.ndarr
     return int(ranks) if np.ndim(ranks) == 0 else ranks.astype(np.int64)
 
 
+#: Levels at which runs summarize the distribution of column norms / per-example gradient norms.
+NORM_QUANTILES = (0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)
+
+
+def column_norms(jacobians: np.ndarray) -> np.ndarray:
+    """ℓ2 norms of the columns of ``φ_θ(X)`` (n × p, or a stack (..., n, p)): entry ``j`` is
+    ``(Σ_i (∂h(x_i)/∂θ_j)²)^{1/2}``, how much parameter ``j`` moves the predictions on X. The
+    label-noise conjecture of Andriushchenko et al. (2023) is that SGD's noise drives these down."""
+    return np.sqrt(np.sum(np.square(np.asarray(jacobians, dtype=np.float64)), axis=-2))
+
+
+def example_grad_norms(jacobians: np.ndarray) -> np.ndarray:
+    """Per-example gradient norms ``‖∇_θ h(x_i)‖₂``: the ℓ2 norms of the rows of ``φ_θ(X)``.
+    ``Σ_j column_norms² = Σ_i example_grad_norms² = ‖φ_θ(X)‖_F²``."""
+    return np.sqrt(np.sum(np.square(np.asarray(jacobians, dtype=np.float64)), axis=-1))
+
+
+def norm_quantiles(values: np.ndarray) -> np.ndarray:
+    """The :data:`NORM_QUANTILES` of ``values`` along the last axis (shape (..., len(NORM_QUANTILES)))."""
+    return np.moveaxis(np.quantile(np.asarray(values, dtype=np.float64), NORM_QUANTILES, axis=-1), 0, -1)
+
+
 #: Below this relative threshold on σ the Gram route (eigenvalues of φφᵀ, i.e. σ²) loses accuracy
 #: (σ² is resolved to ~1e-16·σ_max²), so :func:`gram_rank` falls back to an SVD of the factor.
 GRAM_MIN_THRESHOLD = 1e-6
@@ -290,7 +312,10 @@ def network_metrics(model, theta_rec, X, y, X_test=None, y_test=None, *, thresho
       set (:func:`feature_sparsity`, correlation ``threshold``);
     * ``jac_rank`` (R, K): rank of ``φ_θ(X)`` (n × p) with relative threshold ``rank_threshold``
       (:func:`jacobian_rank_gram`, through the n × n Gram matrix);
-    * ``kinks`` (R, K) for a two-layer 1-D network: distinct kinks inside ``kink_range``.
+    * ``kinks`` (R, K) for a two-layer 1-D network: distinct kinks inside ``kink_range``;
+    * ``col_norm_q`` / ``grad_norm_q`` (R, K, Q): the :data:`NORM_QUANTILES` of the p column norms of
+      ``φ_θ(X)`` and of the n per-example gradient norms ``‖∇_θ h(x_i)‖`` (the quantity of the
+      label-noise conjecture), and ``phi_fro`` (R, K), ``‖φ_θ(X)‖_F``.
 
     Entries at non-finite parameters (after a divergence) are NaN (−1 for integer metrics).
     """
@@ -304,7 +329,9 @@ def network_metrics(model, theta_rec, X, y, X_test=None, y_test=None, *, thresho
     n_hidden = model.n_layers - 1
     ok = np.all(np.isfinite(theta_rec), axis=-1)
     out = {"train_loss": np.full((R, K), np.nan), "test_loss": np.full((R, K), np.nan),
-           "sparsity": np.full((R, K, n_hidden), np.nan), "jac_rank": np.full((R, K), -1, dtype=np.int64)}
+           "sparsity": np.full((R, K, n_hidden), np.nan), "jac_rank": np.full((R, K), -1, dtype=np.int64),
+           "col_norm_q": np.full((R, K, len(NORM_QUANTILES)), np.nan),
+           "grad_norm_q": np.full((R, K, len(NORM_QUANTILES)), np.nan), "phi_fro": np.full((R, K), np.nan)}
     if kinks:
         out["kinks"] = np.full((R, K), -1, dtype=np.int64)
     lo, hi = (-np.inf, np.inf) if kink_range is None else kink_range
@@ -320,7 +347,12 @@ def network_metrics(model, theta_rec, X, y, X_test=None, y_test=None, *, thresho
                     out["test_loss"][r, k] = np.mean((model.forward_np(th, X_test)[0][..., 0] - y_test) ** 2)
             for l in range(n_hidden):
                 out["sparsity"][r, k, l] = feature_sparsity(hidden[l], threshold)
-            out["jac_rank"][r, k] = jacobian_rank_gram(model.jacobian(th, X), rank_threshold)
+            J = model.jacobian(th, X)
+            out["jac_rank"][r, k] = jacobian_rank_gram(J, rank_threshold)
+            cols = column_norms(J)
+            out["col_norm_q"][r, k] = norm_quantiles(cols)
+            out["grad_norm_q"][r, k] = norm_quantiles(example_grad_norms(J))
+            out["phi_fro"][r, k] = np.sqrt(np.sum(cols ** 2))
             if kinks:
                 (W1, b1), (W2, _) = model.unpack(th)
                 out["kinks"][r, k] = n_kinks_1d(W1[:, 0], b1, W2[0], lo=lo, hi=hi)

@@ -15,7 +15,7 @@ Kinds of parameter (``kind=``, inferred from the default where it is a plain int
   ``max_len`` the number of entries);
 * ``grid`` — ``A:B:N`` (a ``(float, float, int)`` tuple, A and B finite, ``1 <= N <= max_len``; the
   experiment checks what A, B and N mean);
-* ``file`` — a path that must name an existing readable file.
+* ``file`` — a path that must name an existing readable file (or one of ``choices``: named built-in data).
 
 A default of ``None`` means "not given": the experiment (or the model it runs) decides.
 
@@ -146,6 +146,8 @@ def coerce(name: str, p: Param, text: str, flag: str | None = None):
             raise ValueError(f"Invalid {where}: {text!r} (expected {p.metavar or 'A:B:N'} with numbers, "
                              "N an integer)") from None
     if p.kind == "file":
+        if p.choices is not None and text in p.choices:
+            return text
         path = Path(text)
         if not path.is_file() or not os.access(path, os.R_OK):
             raise ValueError(f"Invalid {where}: {text} is not a readable file")
@@ -162,6 +164,8 @@ def check_value(name: str, p: Param, value):
             raise TypeError(f"{name} must be True or False, got {value!r}")
         return value
     if p.kind == "file":
+        if p.choices is not None and isinstance(value, str) and value in p.choices:
+            return value
         if not Path(value).is_file() or not os.access(value, os.R_OK):
             raise ValueError(f"Invalid {name}: {value} is not a readable file")
         return Path(value)
@@ -223,12 +227,18 @@ def validate(params):
     return dataclasses.replace(params, **changes)
 
 
-def with_preset(cls, presets: dict[str, dict], preset: str | None, **overrides):
-    """``cls()`` with the preset's overrides, then ``overrides`` (``None`` values ignored), validated."""
+def with_preset(cls, presets: dict[str, dict], preset: str | None, conditional: Callable | None = None,
+                **overrides):
+    """``cls()`` with the preset's overrides, then the ``conditional(preset, given)`` defaults (values
+    that follow from the given options, e.g. a named data set's own settings), then ``overrides``
+    (``None`` values ignored), validated."""
     base: dict = {}
     if preset is not None:
         base = dict(presets[validation.one_of("preset", preset, tuple(presets))])
-    base.update({k: v for k, v in overrides.items() if v is not None})
+    given = {k: v for k, v in overrides.items() if v is not None}
+    if conditional is not None:
+        base.update(conditional(preset, given))
+    base.update(given)
     unknown = set(base) - {f.name for f in dataclasses.fields(cls)}
     if unknown:
         raise TypeError(f"unknown parameters: {', '.join(sorted(unknown))}")
@@ -268,6 +278,7 @@ class Experiment:
     summary: Callable
     check: Callable | None = None
     presets: dict[str, dict] = field(default_factory=dict)   # the first is the default
+    conditional: Callable | None = None   # (preset, given options) -> defaults implied by them
 
     def __post_init__(self):
         validation.one_of("verb", self.verb, ("simulate", "sweep"))
@@ -280,7 +291,7 @@ class Experiment:
 
     def make(self, preset: str | None = None, **overrides):
         """Parameters: defaults ← the preset ← ``overrides``, every field checked, then ``check``."""
-        params = with_preset(self.params, self.presets, preset, **overrides)
+        params = with_preset(self.params, self.presets, preset, self.conditional, **overrides)
         if self.check is not None:
             self.check(params)
         return params

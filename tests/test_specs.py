@@ -38,7 +38,8 @@ def test_the_registry_finds_every_experiment_and_entry():
     assert list(registry.catalogue()) == ["proofs", "loss-stabilization", "relu-nets", "adamw-heatmaps",
                                           "adamw-learning-curves", "adamw-normalized-wd", "adamw-schedules",
                                           "adamw-l1-sparsity", "adamw-digits", "sde-orders", "sde-label-noise",
-                                          "diag-nets", "voronoi", "trajectory-gallery", "universal-approximation"]
+                                          "diag-nets", "diag-nets-paper", "voronoi", "trajectory-gallery",
+                                          "universal-approximation"]
 
 
 @pytest.mark.parametrize("verb, name, exp", EXPERIMENTS, ids=IDS)

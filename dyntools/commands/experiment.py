@@ -32,7 +32,9 @@ def help_text(f, p: spec.Param, presets: dict[str, dict]) -> str:
     """The option's help: its text, then (type and range; default; the presets that change it)."""
     kind = {"int": "integer", "float": "number", "ints": "integers", "floats": "numbers", "strs": "names",
             "file": "a readable file"}.get(p.kind, "")
-    if p.choices:                               # a str's metavar lists them
+    if p.choices and p.kind == "file":          # a file or a named built-in data set
+        kind = "a readable file or " + " | ".join(p.choices)
+    elif p.choices:                             # a str's metavar lists them
         kind = "names among " + " | ".join(p.choices) if p.kind == "strs" else ""
     elif p.range_text():
         joint = ", " if p.kind in ("ints", "floats", "strs") and p.max_len is not None else " "
@@ -63,6 +65,8 @@ def add_parser(sub, exp: spec.Experiment, formatter) -> argparse.ArgumentParser:
         else:
             kwargs["type"] = _TYPES.get(prm.kind, str)
             kwargs["metavar"] = prm.metavar or ("{" + ",".join(prm.choices) + "}" if prm.choices else f.name.upper())
+            if prm.kind == "file" and prm.choices and not prm.metavar:
+                kwargs["metavar"] = "FILE|" + "|".join(prm.choices)
         target.add_argument(spec.flag_of(f, prm), **kwargs)
     p.add_argument("--seed", type=int, default=0, help="root seed (non-negative integer; default 0)")
     p.add_argument("--out", type=Path, default=Path(f"runs/{exp.name}"), metavar="DIR",

@@ -202,7 +202,8 @@ def train_diag_net(datasets, runs, *, steps: int, method: str = "sgd", batch: in
                    record_steps=None, records: int = 350, grid: str = "log", dense_start: int = 10,
                    keep_params: bool = False, indices=None, bound: float = 1e6,
                    rank_threshold: float = RANK_THRESHOLD, l0_threshold: float = L0_THRESHOLD,
-                   sharpness_iters: int = 1000, seed: int = 0, chunks: int = 1, progress: bool = False,
+                   rank_points: int | None = None, sharpness_iters: int = 1000, seed: int = 0, chunks: int = 1,
+                   progress: bool = False,
                    kernel: str = "numba", workers: int | None = None):
     """Train diagonal networks for every (run, data set) pair and measure them.
 
@@ -222,13 +223,18 @@ def train_diag_net(datasets, runs, *, steps: int, method: str = "sgd", batch: in
     indices : int array (T·b,) or (paths, T·b) replayed sample indices (SGD only)
     bound : float                             divergence threshold on ‖u‖₁ + ‖v‖₁
     rank_threshold, l0_threshold : float      metric thresholds (reported)
+    rank_points : int                         rank of φ on the first ``rank_points`` *test* points instead
+                                              of the training set, by SVD (any threshold in (0, 1]; the
+                                              authors': 2d points, 1e-15)
     seed : int                                root seed of the SGD streams (and Gaussian inits)
     workers : int                             threads of the compiled kernel (default: numba's count);
                                               the result does not depend on it
 
     Returns a :class:`~dyntools.result.RunResult` of kind ``"diag-net"``; arrays are indexed
     ``[run, seed, record]``: ``train_loss``, ``test_loss``, ``rank``, ``l0``, ``l1``,
-    ``balancedness``, ``precision``, ``recall``, ``sharpness`` (λ_max of the full-batch Hessian, by
+    ``balancedness``, ``precision``, ``recall``, ``col_norm_q`` / ``grad_norm_q`` (``[run, seed, record, q]``:
+    the :data:`~dyntools.metrics.NORM_QUANTILES` of the 2d column norms of φ(X) and of the n per-example
+    gradient norms on the training set), ``phi_fro`` (‖φ(X)‖_F), ``sharpness`` (λ_max of the full-batch Hessian, by
     power iteration on HVPs with at most ``sharpness_iters`` iterations; 0 skips it: NaN) and
     ``sharpness_converged`` (False where the power iteration ran out of iterations; the last estimate
     is kept); per path
@@ -250,8 +256,12 @@ def train_diag_net(datasets, runs, *, steps: int, method: str = "sgd", batch: in
     weight_decay = validation.non_negative("weight_decay", weight_decay)
     bound = validation.positive("bound", bound)
     sharpness_iters = validation.count("sharpness_iters", sharpness_iters, minimum=0)
-    validation.in_interval("rank_threshold", rank_threshold, metrics.GRAM_MIN_THRESHOLD, 1.0,
-                           closed_high=True)
+    if rank_points is None:
+        validation.in_interval("rank_threshold", rank_threshold, metrics.GRAM_MIN_THRESHOLD, 1.0,
+                               closed_high=True)
+    else:
+        validation.in_interval("rank_threshold", rank_threshold, 0.0, 1.0, closed_low=False, closed_high=True)
+        rank_points = validation.count("rank_points", rank_points)
     validation.non_negative("l0_threshold", l0_threshold)
     if not runs:
         raise ValueError("Invalid runs: need at least one (label, eta, schedule)")
@@ -265,6 +275,8 @@ def train_diag_net(datasets, runs, *, steps: int, method: str = "sgd", batch: in
         if ds.X.shape != (n, d) or ds.X_test.shape != (m, d):
             raise ValueError(f"Invalid datasets: every data set needs X of shape ({n}, {d}) "
                              f"and X_test of shape ({m}, {d})")
+    if rank_points is not None and rank_points > m:
+        raise ValueError(f"Invalid rank_points: {rank_points} (the held-out set has n_test = {m} points)")
     if method != "gd" and batch > n:
         raise ValueError(f"Invalid batch: {batch} (must be <= n = {n})")
     if indices is not None and method == "gd":
@@ -305,7 +317,9 @@ def train_diag_net(datasets, runs, *, steps: int, method: str = "sgd", batch: in
 
     with timed(timings, "metrics"):
         out = recorded_metrics(u_rec, v_rec, Xs, data_of, np.stack([ds.beta_star for ds in datasets]),
-                               rank_threshold=rank_threshold, l0_threshold=l0_threshold)
+                               rank_threshold=rank_threshold, l0_threshold=l0_threshold,
+                               X_rank=None if rank_points is None else
+                               np.stack([ds.X_test[:rank_points] for ds in datasets]))
         if sharpness_iters:
             out["sharpness"], out["sharpness_converged"] = recorded_sharpness(
                 u_rec, v_rec, Xs, ys, data_of, iters=sharpness_iters)
@@ -331,6 +345,8 @@ def train_diag_net(datasets, runs, *, steps: int, method: str = "sgd", batch: in
               "label_noise": label_noise, "momentum": momentum, "weight_decay": weight_decay,
               "init": "given" if u0 is not None else init, "alpha": alpha, "init_scale": init_scale,
               "bound": bound, "rank_threshold": rank_threshold, "l0_threshold": l0_threshold,
+              "rank_on": "train" if rank_points is None else f"first {rank_points} test points",
+              "norm_quantiles": list(metrics.NORM_QUANTILES),
               "replayed": indices is not None, "kernel": kernel, "records": int(K),
               "sharpness_iters": sharpness_iters, "path": res.config["path"]}
     result = RunResult("diag-net", config, arrays, "", "", seed=seed, timings=timings)
@@ -348,19 +364,49 @@ def check_data(X, y, xname: str = "X", yname: str = "y") -> None:
                          f"the {X.shape[0]} rows of {xname}")
 
 
-def recorded_metrics(u_rec, v_rec, Xs, data_of, beta_stars, *, rank_threshold=RANK_THRESHOLD,
-                     l0_threshold=L0_THRESHOLD) -> dict[str, np.ndarray]:
-    """Metrics at every recording of every path (u_rec, v_rec: (P, K, d); NaN rows = not recorded):
-    Jacobian rank (via the n × n Gram matrix), ‖β‖₀, ‖β‖₁, balancedness, support precision/recall."""
+def heldout_ranks(X_rank, data_of, u_rec, v_rec, rel_threshold, chunk: int = 8) -> np.ndarray:
+    """Rank of ``φ = [X ⊙ u, X ⊙ v]`` on held-out points (the authors' metric: their column order,
+    an SVD, ``σ_i > rel_threshold · σ_max``) at every recording: (P, K) floats, NaN where nothing was
+    recorded. ``X_rank``: (S, m, d) points per data set. As ``φ``'s columns j and d + j are parallel,
+    the exact rank is at most ``min(m, d)``; a larger count is round-off above the threshold."""
+    from threadpoolctl import threadpool_limits
+
     from dyntools import metrics
 
     P, K, _ = u_rec.shape
-    out = {k: np.full((P, K), np.nan) for k in ("l0", "l1", "balancedness", "precision", "recall")}
-    if rank_threshold < metrics.GRAM_MIN_THRESHOLD:
-        raise ValueError(f"Invalid rank_threshold: {rank_threshold} "
-                         f"(must be >= {metrics.GRAM_MIN_THRESHOLD})")
-    ranks = jacobian_ranks(Xs, data_of, u_rec, v_rec, rank_threshold).astype(np.float64)
-    out["rank"] = np.where(ranks >= 0, ranks, np.nan)
+    out = np.full((P, K), np.nan)
+    with threadpool_limits(1):          # many small SVDs: a threaded LAPACK only fights a busy machine
+        for p in range(P):
+            X = X_rank[data_of[p]]
+            ok = np.flatnonzero(np.isfinite(u_rec[p]).all(axis=1) & np.isfinite(v_rec[p]).all(axis=1))
+            for lo in range(0, ok.size, chunk):
+                k = ok[lo:lo + chunk]
+                phi = np.concatenate([X[None] * u_rec[p, k, None, :], X[None] * v_rec[p, k, None, :]], axis=2)
+                out[p, k] = metrics.jacobian_rank(phi, rel_threshold)
+    return out
+
+
+def recorded_metrics(u_rec, v_rec, Xs, data_of, beta_stars, *, rank_threshold=RANK_THRESHOLD,
+                     l0_threshold=L0_THRESHOLD, X_rank=None) -> dict[str, np.ndarray]:
+    """Metrics at every recording of every path (u_rec, v_rec: (P, K, d); NaN rows = not recorded):
+    Jacobian rank (via the n × n Gram matrix of the training set, or on the held-out points
+    ``X_rank`` by SVD: :func:`heldout_ranks`), ‖β‖₀, ‖β‖₁, balancedness, support precision/recall,
+    and the distribution (quantiles) of the column norms and per-example gradient norms of φ(X)."""
+    from dyntools import metrics
+    from dyntools.models import diag_net
+
+    P, K, _ = u_rec.shape
+    out = {k: np.full((P, K), np.nan) for k in ("l0", "l1", "balancedness", "precision", "recall", "phi_fro")}
+    Q = len(metrics.NORM_QUANTILES)
+    out["col_norm_q"], out["grad_norm_q"] = np.full((P, K, Q), np.nan), np.full((P, K, Q), np.nan)
+    if X_rank is not None:
+        out["rank"] = heldout_ranks(X_rank, data_of, u_rec, v_rec, rank_threshold)
+    else:
+        if rank_threshold < metrics.GRAM_MIN_THRESHOLD:
+            raise ValueError(f"Invalid rank_threshold: {rank_threshold} "
+                             f"(must be >= {metrics.GRAM_MIN_THRESHOLD})")
+        ranks = jacobian_ranks(Xs, data_of, u_rec, v_rec, rank_threshold).astype(np.float64)
+        out["rank"] = np.where(ranks >= 0, ranks, np.nan)
     for p in range(P):
         ok = np.isfinite(u_rec[p]).all(axis=1) & np.isfinite(v_rec[p]).all(axis=1)
         if not ok.any():
@@ -372,6 +418,11 @@ def recorded_metrics(u_rec, v_rec, Xs, data_of, beta_stars, *, rank_threshold=RA
         out["balancedness"][p, ok] = metrics.balancedness(u, v)
         prec, rec = metrics.support_recovery(beta, beta_stars[data_of[p]], l0_threshold)
         out["precision"][p, ok], out["recall"][p, ok] = prec, rec
+        X = Xs[data_of[p]]
+        cols = diag_net.column_norms(u, v, X)
+        out["col_norm_q"][p, ok] = metrics.norm_quantiles(cols)
+        out["grad_norm_q"][p, ok] = metrics.norm_quantiles(diag_net.example_grad_norms(u, v, X))
+        out["phi_fro"][p, ok] = np.sqrt(np.sum(cols ** 2, axis=-1))
     return out
 
 

@@ -82,6 +82,18 @@ class Model:
         """``φ_θ(X) = [∇_θ h_θ(x_i)]_i`` (n × p)."""
         raise NotImplementedError(f"{self.name} has no jacobian hook")
 
+    def column_norms(self, theta: np.ndarray, X: np.ndarray) -> np.ndarray:
+        """ℓ2 norms of the p columns of ``φ_θ(X)`` (from :meth:`jacobian` unless a model has a closed form)."""
+        from dyntools.metrics import column_norms
+
+        return column_norms(self.jacobian(theta, X))
+
+    def example_grad_norms(self, theta: np.ndarray, X: np.ndarray) -> np.ndarray:
+        """``‖∇_θ h_θ(x_i)‖₂`` for the n rows of X (the row norms of :meth:`jacobian`)."""
+        from dyntools.metrics import example_grad_norms
+
+        return example_grad_norms(self.jacobian(theta, X))
+
     def features(self, theta: np.ndarray, X: np.ndarray) -> list[np.ndarray]:  # pragma: no cover
         """Hidden activations, one (n × width) array per hidden layer."""
         raise NotImplementedError(f"{self.name} has no features hook")

@@ -83,6 +83,20 @@ def jacobian(u, v, X) -> np.ndarray:
     return np.hstack([X * np.asarray(v), X * np.asarray(u)])
 
 
+def column_norms(u, v, X) -> np.ndarray:
+    """Column norms of ``φ = [X ⊙ v, X ⊙ u]`` in closed form: ``[|v_j|·‖X_{:,j}‖, |u_j|·‖X_{:,j}‖]``
+    (length 2d; ``u, v`` of shape (..., d) give (..., 2d))."""
+    c = np.linalg.norm(np.asarray(X, dtype=np.float64), axis=0)
+    return np.concatenate([np.abs(v) * c, np.abs(u) * c], axis=-1)
+
+
+def example_grad_norms(u, v, X) -> np.ndarray:
+    """``‖∇_{(u,v)} h(x_i)‖ = (Σ_j x_ij² (u_j² + v_j²))^{1/2}`` for every row of X
+    (``u, v`` of shape (..., d) give (..., n))."""
+    w = np.square(np.asarray(u, dtype=np.float64)) + np.square(np.asarray(v, dtype=np.float64))
+    return np.sqrt(np.maximum(w @ np.square(np.asarray(X, dtype=np.float64)).T, 0.0))
+
+
 def jacobian_gram(u, v, X) -> np.ndarray:
     """``φφᵀ = X diag(u² + v²) Xᵀ`` (n × n), or a stack (k, n, n) for ``u, v`` of shape (k, d)."""
     X = np.asarray(X, dtype=np.float64)
@@ -259,6 +273,12 @@ class DiagNet(Model):
 
     def jacobian(self, theta, X):
         return jacobian(theta[:self.d], theta[self.d:], X)
+
+    def column_norms(self, theta, X):
+        return column_norms(theta[..., :self.d], theta[..., self.d:], X)
+
+    def example_grad_norms(self, theta, X):
+        return example_grad_norms(theta[..., :self.d], theta[..., self.d:], X)
 
     def recorded_loss(self, theta_rec, Xs, ys, data_of):
         """The loss at every recording, in the factored form of :func:`loss_factor` (compiled)."""

@@ -66,6 +66,21 @@ class PiecewiseDecay(Schedule):
 
 
 @dataclass(frozen=True)
+class DecayAfterStep(PiecewiseDecay):
+    """The authors' convention of the same decays (their SGD/GD loops divide the step at the end of
+    iteration ``i = ⌊f·T⌋``): step ``⌊f·T⌋`` still runs at the old value, ``m_t`` is divided by
+    ``factors[j]`` for ``t > ⌊fractions[j] · T⌋``. For ``T = 10⁵ + 1`` and ``f = 0.1`` the new value
+    starts at step 10001, where :class:`PiecewiseDecay` starts at ``round(10000.1) = 10000``."""
+
+    def multipliers(self, steps: int) -> np.ndarray:
+        steps = validation.count("steps", steps)
+        m = np.ones(steps)
+        for frac, factor in zip(self.fractions, self.factors):
+            m[math.floor(frac * steps) + 1:] /= factor
+        return m
+
+
+@dataclass(frozen=True)
 class LinearWarmup(Schedule):
     """Multiply ``inner`` by ``min(1, (t + 1) / warmup_steps)``."""
 

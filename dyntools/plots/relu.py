@@ -5,6 +5,11 @@
   the step-size schedules in a fifth panel.
 * ``relu_predictor`` (1-D): the learned predictor at a few moments of training with its distinct
   kinks marked, for each schedule, over the 12 training points.
+* ``relu_predictor_paper`` (1-D): the paper's drawing — one panel per iteration of the authors'
+  figure, both runs overlaid, the y-axis limited to the data's range (``[1.3·min y, 1.2·max y]``, as
+  the authors' notebook), distinct kinks marked.
+* ``relu_column_norms``: column norms of ``φ_θ(X)`` and per-example gradient norms over time next
+  to the loss (:mod:`dyntools.plots.column_norms`).
 * ``relu_neurons`` (two-layer, d = 2): the student's neurons ``|a_j| w_j`` (each neuron's
   contribution ``a_j σ(⟨w_j, x⟩) = sign(a_j) σ(⟨|a_j| w_j, x⟩)``) against the teacher's ``w_j`` (unit
   norm, ``|a_j| = 1``) in the plane, at the end of training, one panel per schedule.
@@ -114,6 +119,47 @@ def plot_predictor_1d(result, out_dir: Path, formats) -> list[Path]:
     return plots.save(fig, out_dir, "relu_predictor", formats)
 
 
+def plot_predictor_paper_1d(result, out_dir: Path, formats, snapshots=None) -> list[Path]:
+    """The 1-D predictor figure as the paper draws it: at each iteration of ``snapshots`` (default
+    the recorded ones of the authors' figure) every run's predictor over the 12 points."""
+    from dyntools.metrics import kinks_1d
+
+    layout = _layout(result)
+    X, y = result["X"][:, 0], result["y"]
+    if "snapshot_theta" in result.arrays and snapshots is None:     # recorded at the paper's iterations
+        steps, thetas = result["snapshot_steps"], result["snapshot_theta"]
+        snapshots = steps
+    else:
+        steps, thetas = result["steps"], result["theta"]
+        if snapshots is None:
+            snapshots = steps[np.linspace(0, steps.size - 1, 6).astype(int)]
+    picks = [int(np.searchsorted(steps, t)) for t in snapshots if t in set(steps.tolist())]
+    labels = result.config["labels"]
+    grid = np.linspace(X.min() - 0.05, X.max() + 0.05, 600)[:, None]
+    lo, hi = 1.3 * float(y.min()), 1.2 * float(y.max())
+    fig, axes = plots.figure(ncols=len(picks), nrows=1, width=3.0, height=2.9)
+    for q, k in enumerate(picks):
+        ax = axes[0][q]
+        for r, lab in enumerate(labels):
+            th = thetas[r, k]
+            c = plots.PALETTE[r % len(plots.PALETTE)]
+            if not np.all(np.isfinite(th)):
+                continue
+            (W1, b1), (W2, _) = layout.unpack(th)
+            loc, _ = kinks_1d(W1[:, 0], b1, W2[0], lo=float(X.min()), hi=float(X.max()))
+            ax.plot(grid[:, 0], layout.predict(th, grid), color=c, lw=1.6,
+                    label=f"{lab} ({loc.size} kinks)" if q == 0 else f"{loc.size} kinks")
+            ax.plot(loc, layout.predict(th, loc[:, None]), "o", mfc="none", color=c, ms=6)
+        ax.scatter(X, y, color="black", zorder=5, s=14)
+        ax.set_ylim(lo, hi)
+        ax.set_title(f"iteration {int(steps[k])}")
+        ax.set_xlabel("x")
+        ax.legend(loc="lower right", fontsize=6)
+    axes[0][0].set_ylabel("h_θ(x)  (circles: distinct kinks)")
+    fig.suptitle(f"setting {result.config['setting']}: predictors at the iterations of the paper's figure")
+    return plots.save(fig, out_dir, "relu_predictor_paper", formats)
+
+
 def plot_neurons_2d(result, out_dir: Path, formats) -> list[Path]:
     from dyntools.models.mlp import MLP
 
@@ -151,10 +197,15 @@ def plot_neurons_2d(result, out_dir: Path, formats) -> list[Path]:
 
 
 def plot_result(result, out_dir: Path, formats=("png", "pdf")) -> list[Path]:
+    from dyntools.plots.column_norms import plot_column_norms
+
     out_dir = Path(out_dir)
     paths = plot_curves(result, out_dir, formats)
+    if "col_norm_q" in result.arrays:
+        paths += plot_column_norms(result, out_dir, formats, stem="relu_column_norms")
     if result.config["task"] == "1d":
         paths += plot_predictor_1d(result, out_dir, formats)
+        paths += plot_predictor_paper_1d(result, out_dir, formats)
     elif result.config["d"] == 2 and len(result.config["widths"]) == 3:
         paths += plot_neurons_2d(result, out_dir, formats)
     return paths
