@@ -9,6 +9,7 @@ The public API, ``import dyntools as dt``::
     dt.train(model, data, optimizer, *, steps, schedule, batch, sampler, label_noise, record_steps, seed, …)
     dt.solve(sde, x0, *, t1, h, paths, scheme, seed, …)          # SDEs (Euler–Maruyama / Milstein)
     dt.sde_models.gbm, .ou, .toy_sde, .simulate_diag_net, …       # built-in SDEs, exact moments, label noise
+    dt.label_noise_match.matching_delta, .mlp_label_noise_sde      # SGD ≈ GD with label noise: the matched δ
     dt.prove(claims)                                               # exact verdicts of symbolic claims
     dt.Claim, dt.IntervalCheck, dt.unroll, dt.load_claims          # write, certify, unroll, load claims
     dt.builtin_claims(names, controls=…), dt.claim_families()      # the claims of proofs/
@@ -45,6 +46,7 @@ _LAZY = {
     "solve": ("dyntools.dynamics.sde", "solve"),
     "SDE": ("dyntools.dynamics.sde", "SDE"),
     "sde_models": ("dyntools.dynamics.sde_models", None),
+    "label_noise_match": ("dyntools.dynamics.label_noise_match", None),
     "Model": ("dyntools.models.base", "Model"),
     "DiagNet": ("dyntools.models.diag_net", "DiagNet"),
     "MLP": ("dyntools.models.mlp", "MLP"),

@@ -57,3 +57,17 @@ def test_bad_input_one_line_exit_2_nothing_written(tmp_path, args, needle):
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and needle in lines[0], proc.stderr
     assert not out.exists()
+
+
+@pytest.mark.parametrize("study", ["sgd-vs-sde", "sparsity"])
+def test_label_noise_studies_take_the_std_and_plot(tmp_path, study):
+    from dyntools.cli import main
+
+    out = tmp_path / study
+    argv = ["simulate", "sde", "--model", "diag-net", "--study", study, "--n", "10", "--d", "20", "--r", "3",
+            "--label-noise", "2", "--t1", "1", "--paths", "2", "--records", "6", "--out", str(out)]
+    assert main(argv) == 0
+    res = store.load(out)
+    assert res.config["label_noise"] == 2.0 and res.config["intensity"] == pytest.approx((2.0 / 10) ** 2)
+    assert main(["plot", str(out), "--format", "png"]) == 0
+    assert any((out / "figures").glob("*.png"))

@@ -32,14 +32,15 @@ def _subparser(verb: str, name: str):
 
 def test_the_registry_finds_every_experiment_and_entry():
     assert set(registry.experiments("simulate")) == {"stabilization", "relu", "sde", "diag-net", "voronoi",
-                                                        "trajectories", "universal-approximation"}
+                                                     "trajectories", "universal-approximation", "sgd-vs-label-noise",
+                                                     "deep-nets"}
     assert set(registry.experiments("sweep")) == {"adamw-grid", "adamw-budgets", "adamw-schedules",
                                                   "voronoi-ladder"}
     assert list(registry.catalogue()) == ["proofs", "loss-stabilization", "relu-nets", "adamw-heatmaps",
                                           "adamw-learning-curves", "adamw-normalized-wd", "adamw-schedules",
                                           "adamw-l1-sparsity", "adamw-digits", "sde-orders", "sde-label-noise",
-                                          "diag-nets", "diag-nets-paper", "voronoi", "trajectory-gallery",
-                                          "universal-approximation"]
+                                          "diag-nets", "diag-nets-paper", "sgd-vs-label-noise", "deep-nets", "voronoi",
+                                          "trajectory-gallery", "universal-approximation"]
 
 
 @pytest.mark.parametrize("verb, name, exp", EXPERIMENTS, ids=IDS)

@@ -20,6 +20,7 @@ BENCHMARKS: dict[str, str] = {
     "sde": "dyntools.bench.sde",
     "diag-net": "dyntools.bench.diag_net",
     "voronoi": "dyntools.bench.voronoi",
+    "deep-nets": "dyntools.bench.deep_nets",
     "gallery": "dyntools.bench.gallery",
 }
 

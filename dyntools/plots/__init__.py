@@ -35,6 +35,8 @@ PLOTTERS: dict[str, str] = {
     "diag-net": "dyntools.plots.diag_net",
     "voronoi": "dyntools.plots.voronoi",
     "voronoi-ladder": "dyntools.plots.voronoi",
+    "sgd-vs-label-noise": "dyntools.plots.label_noise",
+    "deep-nets": "dyntools.plots.deep_nets",
     "trajectories": "dyntools.plots.trajectories",
     "universal-approximation": "dyntools.plots.universal",
 }

@@ -129,6 +129,14 @@ def diag_net_figure(result, out_dir, formats):
     return plots.save(fig, out_dir, f"sde_diag_net_{cfg['method']}", formats)
 
 
+def _noise(cfg: dict) -> str:
+    """The label noise of a study's config: its standard deviation δ and the SDE intensity δ̃ = (δ/n)²
+    (results written before the studies took δ stored the intensity as "delta")."""
+    if "label_noise" in cfg:
+        return f"δ = {cfg['label_noise']:.3g}, δ̃ = {cfg['intensity']:.3g}"
+    return f"δ̃ = {cfg['delta']:g}"
+
+
 def sgd_vs_sde_figure(result, out_dir, formats):
     """Means and variances over paths of the loss and of β (GD dashed, SDE solid), and the gap vs η."""
     tau, etas = result["tau"], result["etas"]
@@ -151,7 +159,7 @@ def sgd_vs_sde_figure(result, out_dir, formats):
     axes[0, 0].set_xlabel("SDE time τ = tη")
     axes[0, 0].set_ylabel("E L (mean over paths)")
     axes[0, 0].legend(fontsize=6, ncol=1)
-    axes[0, 0].set_title(f"δ = {result.config['delta']:g}, {result.config['paths']} coupled path pairs")
+    axes[0, 0].set_title(f"{_noise(result.config)}, {result.config['paths']} coupled path pairs")
     axes[0, 1].set_xlabel("SDE time τ = tη")
     axes[0, 1].set_ylabel("Var L over paths")
     axes[0, 1].set_title("variance of the loss: GD dashed, SDE solid")
@@ -193,7 +201,7 @@ def sparsity_figure(result, out_dir, formats):
     ax.text(cfg["switch_tau"], ax.get_ylim()[1], f" η → {cfg['eta_after']:g}", va="top", fontsize=7)
     ax.set_xlabel("SDE time τ")
     ax.set_ylabel("coordinate size (median over paths)")
-    ax.set_title(f"η = {cfg['eta']:g}, δ = {cfg['delta']:g}, n = {cfg['n']}, d = {cfg['d']}, r = {cfg['r']}")
+    ax.set_title(f"η = {cfg['eta']:g}, {_noise(cfg)}, n = {cfg['n']}, d = {cfg['d']}, r = {cfg['r']}")
     ax.legend(fontsize=6)
     ax = axes[0, 1]
     ax.semilogy(tau, np.nanmedian(result["test_loss"], axis=0), color=plots.PALETTE[0], lw=1.6,
