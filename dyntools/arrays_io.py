@@ -8,7 +8,7 @@ Every option that takes an array file goes through :func:`load_array` / :func:`l
 * only real numbers are accepted: bool, complex, string, bytes, datetime, timedelta, object and
   structured arrays are refused, naming the dtype (nothing is silently coerced: a datetime never
   becomes days, a complex number never loses its imaginary part);
-* ``kind="int"`` also requires integral values; ``kind="float"`` finite values;
+* ``kind="int"`` also requires integral values within int64; ``kind="float"`` finite values;
 * text files are parsed as numbers with NumPy's warnings turned into one error (an empty file is an
   error, not a warning on stderr);
 * every error is a ``ValueError`` naming the option and the file.
@@ -22,8 +22,10 @@ from pathlib import Path
 
 import numpy as np
 
-#: The largest array a file may hold (entries): 2**28 float64 = 2 GiB.
-MAX_ENTRIES = 2**28
+from dyntools import validation
+
+#: The largest array a file may hold (entries): 2**28 float64 = 2 GiB, the limit of every request.
+MAX_ENTRIES = validation.MAX_ENTRIES
 
 
 def _check_dtype(option: str, path, dtype: np.dtype) -> None:
@@ -41,6 +43,8 @@ def _check_values(option: str, path, arr: np.ndarray, kind: str, ndim) -> np.nda
     if kind == "int":
         if arr.dtype.kind == "f" and (not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr))):
             raise ValueError(f"Invalid {option}: {path} must hold integers")
+        if np.any(arr.astype(np.float64) >= 2.0**63) or np.any(arr.astype(np.float64) < -(2.0**63)):
+            raise ValueError(f"Invalid {option}: {path} holds integers beyond the int64 range")
         return arr.astype(np.int64)
     arr = arr.astype(np.float64)
     if not np.all(np.isfinite(arr)):
@@ -55,19 +59,24 @@ def _regular_file(option: str, path) -> Path:
     return path
 
 
+def _check_header(option: str, where, fh) -> None:
+    """Read an ``.npy`` header from ``fh``: dtype and size checked before any data is read."""
+    try:
+        version = np.lib.format.read_magic(fh)
+        if version == (1, 0):
+            shape, _, dtype = np.lib.format.read_array_header_1_0(fh)
+        else:
+            shape, _, dtype = np.lib.format.read_array_header_2_0(fh)
+    except (ValueError, OSError, EOFError) as exc:
+        raise ValueError(f"Invalid {option}: {where} is not a .npy array ({exc})") from None
+    _check_dtype(option, where, dtype)
+    if float(np.prod(shape, dtype=np.float64)) > MAX_ENTRIES:
+        raise ValueError(f"Invalid {option}: {where} claims shape {shape} (at most {MAX_ENTRIES:,} entries)")
+
+
 def _npy(option: str, path: Path) -> np.ndarray:
     with open(path, "rb") as fh:
-        try:
-            version = np.lib.format.read_magic(fh)
-            if version == (1, 0):
-                shape, _, dtype = np.lib.format.read_array_header_1_0(fh)
-            else:
-                shape, _, dtype = np.lib.format.read_array_header_2_0(fh)
-        except (ValueError, OSError) as exc:
-            raise ValueError(f"Invalid {option}: {path} is not a .npy file ({exc})") from None
-        _check_dtype(option, path, dtype)
-        if int(np.prod(shape, dtype=np.float64)) > MAX_ENTRIES:
-            raise ValueError(f"Invalid {option}: {path} claims {shape} entries (at most {MAX_ENTRIES:,})")
+        _check_header(option, path, fh)
     try:
         return np.load(path, allow_pickle=False)
     except (ValueError, OSError, EOFError) as exc:
@@ -94,25 +103,34 @@ def load_array(option: str, path, *, kind: str = "float", ndim=1) -> np.ndarray:
     return _check_values(option, path, arr, kind, ndim)
 
 
-def load_npz(option: str, path, names, *, optional=()) -> dict[str, np.ndarray]:
-    """The arrays ``names`` (and any of ``optional`` present) of an ``.npz`` archive, as finite float64."""
+def load_npz(option: str, path, names, *, optional=(), ndims: dict | None = None) -> dict[str, np.ndarray]:
+    """The arrays ``names`` (and any of ``optional`` present) of an ``.npz`` archive, as finite float64;
+    ``ndims`` gives a member's required number of dimensions. Each member's header is checked (dtype,
+    size) before its data is read."""
     path = _regular_file(option, path)
+    ndims = ndims or {}
     if path.suffix == ".npy":
         raise ValueError(f"Invalid {option}: {path} is a single .npy array (expected an .npz with "
                          f"{', '.join(names)})")
+    if not zipfile.is_zipfile(path):
+        raise ValueError(f"Invalid {option}: {path} is not an .npz archive")
     try:
-        with np.load(path, allow_pickle=False) as z:
-            if not isinstance(z, np.lib.npyio.NpzFile):
-                raise ValueError("not an .npz archive")
-            missing = [k for k in names if k not in z.files]
+        with zipfile.ZipFile(path) as archive:
+            members = {n[:-4]: n for n in archive.namelist() if n.endswith(".npy")}
+            missing = [k for k in names if k not in members]
             if missing:
-                raise ValueError(f"lacks {', '.join(missing)}")
+                raise ValueError(f"Invalid {option}: {path} lacks {', '.join(missing)}")
             out = {}
-            for key in [*names, *(k for k in optional if k in z.files)]:
-                member = z[key]
-                _check_dtype(option, f"{path}[{key}]", member.dtype)
-                out[key] = member
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
-        raise ValueError(f"Invalid {option}: {path} {exc}" if "lacks" in str(exc)
-                         else f"Invalid {option}: cannot read {path} ({exc})") from None
-    return {k: _check_values(option, f"{path}[{k}]", v, "float", None) for k, v in out.items()}
+            for key in [*names, *(k for k in optional if k in members)]:
+                where = f"{path}[{key}]"
+                with archive.open(members[key]) as fh:
+                    _check_header(option, where, fh)
+                with archive.open(members[key]) as fh:
+                    out[key] = np.lib.format.read_array(fh, allow_pickle=False)
+    except (OSError, EOFError, zipfile.BadZipFile, RuntimeError) as exc:
+        raise ValueError(f"Invalid {option}: cannot read {path} ({exc})") from None
+    except ValueError as exc:
+        if str(exc).startswith(f"Invalid {option}"):
+            raise
+        raise ValueError(f"Invalid {option}: cannot read {path} ({exc})") from None
+    return {k: _check_values(option, f"{path}[{k}]", v, "float", ndims.get(k)) for k, v in out.items()}

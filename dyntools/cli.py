@@ -92,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Draw the figures of a result (or of every result below DIR).\n\n"
                                    "example:\n  dyntools plot runs/stab")
     p.add_argument("dir", type=Path, metavar="DIR", help="a result directory written by simulate or sweep")
-    p.add_argument("--out", type=Path, default=None, metavar="DIR", help="where figures go (default DIR/figures)")
+    p.add_argument("--out", default=None, metavar="DIR", help="where figures go (default DIR/figures)")
     p.add_argument("--format", default="png,pdf", help="comma-separated figure formats (default png,pdf)")
     p.add_argument("--json", action="store_true", help="print the written files as one JSON object")
     p.set_defaults(_module=commands.load({"plot": "dyntools.commands.plot"}, "plot"))

@@ -11,11 +11,19 @@ Kinds of parameter (``kind=``, inferred from the default where it is a plain int
 * ``int``, ``float`` — numbers; ``low``/``high`` bound them (``low_open``/``high_open`` exclude the bound);
 * ``str`` — free text, or one of ``choices``;
 * ``flag`` — a boolean switch (default ``False``);
-* ``floats``, ``ints``, ``strs`` — comma-separated lists (a tuple; ``low``/``high`` bound each entry);
-* ``grid`` — ``A:B:N`` (a ``(float, float, int)`` tuple; the experiment checks what A, B and N mean);
+* ``floats``, ``ints``, ``strs`` — comma-separated lists (a tuple; ``low``/``high`` bound each entry,
+  ``max_len`` the number of entries);
+* ``grid`` — ``A:B:N`` (a ``(float, float, int)`` tuple, A and B finite, ``1 <= N <= max_len``; the
+  experiment checks what A, B and N mean);
 * ``file`` — a path that must name an existing readable file (or one of ``choices``: named built-in data).
 
 A default of ``None`` means "not given": the experiment (or the model it runs) decides.
+
+Sizes are bounded: every ``int`` and ``ints`` parameter declares ``high`` and every list and grid
+``max_len`` (``tests/test_fuzz_values.py`` checks), chosen from the memory or time the size costs, so that a
+request the machine cannot hold is refused with one line before anything is allocated or written.
+Products of sizes (``paths × records``) are checked by the experiment's ``check`` with
+:func:`dyntools.validation.entries`.
 """
 
 from __future__ import annotations
@@ -49,11 +57,20 @@ class Param:
     flag: str | None = None            # the command-line option; default ``--field-name``
     group: str | None = None           # a heading in ``--help``
     label: str | None = None           # the name in error messages; default the field's name
+    max_len: int | None = None         # lists: most entries; grids: largest N
 
     def range_text(self) -> str:
         """``> 0``, ``in [0, 1)``, ``>= 2``, ``one of a | b`` … ('' when unbounded)."""
         if self.choices:
             return "one of " + " | ".join(self.choices)
+        if self.kind == "grid":
+            return f"N <= {self.max_len}" if self.max_len is not None else ""
+        if self.kind in _LISTS and self.max_len is not None:
+            bounds = self._bounds()
+            return f"at most {self.max_len} entries" + (f", each {bounds}" if bounds else "")
+        return self._bounds()
+
+    def _bounds(self) -> str:
         if self.low is not None and self.high is not None:
             return (f"in {'(' if self.low_open else '['}{_num(self.low)}, {_num(self.high)}"
                     f"{')' if self.high_open else ']'}")
@@ -71,7 +88,7 @@ def _num(x: float) -> str:
 def param(default: Any, *, help: str, kind: str | None = None, low: float | None = None,  # noqa: A002
           high: float | None = None, low_open: bool = False, high_open: bool = False,
           choices: tuple[str, ...] | None = None, metavar: str | None = None, flag: str | None = None,
-          group: str | None = None, label: str | None = None):
+          group: str | None = None, label: str | None = None, max_len: int | None = None):
     """A dataclass field carrying its :class:`Param` declaration (see the module docstring)."""
     if kind is None:
         kind = {bool: "flag", int: "int", float: "float", str: "str"}.get(type(default))
@@ -82,7 +99,7 @@ def param(default: Any, *, help: str, kind: str | None = None, low: float | None
     if isinstance(default, list):
         default = tuple(default)
     meta = Param(help, kind, low, high, low_open, high_open, tuple(choices) if choices else None, metavar,
-                 flag, group, label)
+                 flag, group, label, max_len)
     return field(default=default, metadata={"param": meta})
 
 
@@ -157,10 +174,23 @@ def check_value(name: str, p: Param, value):
             validation.one_of(name, value, p.choices)
         return value
     if p.kind == "grid":
-        return tuple(value)
+        return _check_grid(name, p, value)
     if p.kind in _LISTS:
+        if p.max_len is not None and len(value) > p.max_len:
+            raise ValueError(f"Invalid {name}: {len(value)} entries (at most {p.max_len})")
         return tuple(_check_scalar(name, p, v, "strs" if p.kind == "strs" else p.kind[:-1]) for v in value)
     return _check_scalar(name, p, value, p.kind)
+
+
+def _check_grid(name: str, p: Param, value) -> tuple[float, float, int]:
+    """``(A, B, N)`` with A, B finite and ``1 <= N <= max_len``."""
+    if len(value) != 3:
+        raise ValueError(f"Invalid {name}: {value!r} (expected {p.metavar or 'A:B:N'})")
+    a, b = (validation.finite(name, v) for v in value[:2])
+    n = validation.count(f"{name} N", value[2])
+    if p.max_len is not None and n > p.max_len:
+        raise ValueError(f"Invalid {name}: N = {n} points (at most {p.max_len})")
+    return a, b, n
 
 
 def _check_scalar(name: str, p: Param, value, kind: str):
@@ -192,7 +222,8 @@ def _check_scalar(name: str, p: Param, value, kind: str):
 def validate(params):
     """Check every declared field of ``params`` against its declaration (one-line ``ValueError``s
     naming the parameter and the allowed range); returns ``params`` with ints/floats normalized."""
-    changes = {f.name: check_value(p.label or f.name, p, getattr(params, f.name)) for f, p in params_of(params)}
+    changes = {f.name: check_value(p.label or (flag_of(f, p) if p.kind == "grid" else f.name), p,
+                                   getattr(params, f.name)) for f, p in params_of(params)}
     return dataclasses.replace(params, **changes)
 
 

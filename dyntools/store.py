@@ -80,8 +80,37 @@ def check_writable(path: str | os.PathLike) -> Path:
         raise StoreError(f"Invalid --out: cannot use {path} ({getattr(exc, 'strerror', None) or exc})") from None
     if not probe_dir.is_dir():
         raise StoreError(f"Invalid --out: {path} lies below {probe_dir}, which is not a directory")
-    if not os.access(probe_dir, os.W_OK | os.X_OK):
-        raise StoreError(f"Invalid --out: {path} is not writable")
+    _probe(probe_dir, path, "--out")
+    return path
+
+
+def _probe(directory: Path, path, option: str) -> None:
+    """Refuse ``path`` unless ``directory`` really takes a new entry: a directory is made there and removed
+    at once (``os.access`` says yes to root on /proc, a read-only mount …)."""
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".dyntools-probe-", dir=directory))
+    except OSError as exc:
+        raise StoreError(f"Invalid {option}: {path} is not writable ({exc.strerror or exc})") from None
+
+
+def check_output_file(path: str | os.PathLike, option: str) -> Path:
+    """Fail early (before any work) if the text file ``path`` cannot be written by :func:`atomic_write_text`:
+    an empty path, a directory, a symbolic link or a device (never replaced), a missing or unwritable
+    directory, a name longer than the file system allows — one line naming ``option``."""
+    if str(path).strip() == "":
+        raise StoreError(f"Invalid {option}: empty path (name a file)")
+    path = Path(path)
+    try:
+        if path.is_symlink() or (path.exists() and not path.is_file()):
+            raise StoreError(f"Invalid {option}: {path} is a link, a device or a directory (never replaced)")
+        parent = path.resolve().parent
+        if len(os.fsencode(path.name)) > 255:
+            raise StoreError(f"Invalid {option}: the name {path.name[:20]}… is longer than 255 bytes")
+        if not parent.is_dir():
+            raise StoreError(f"Invalid {option}: cannot write {path} (directory {parent} does not exist)")
+    except (OSError, RuntimeError) as exc:          # a link loop, a permission error on the way …
+        raise StoreError(f"Invalid {option}: cannot use {path} ({getattr(exc, 'strerror', None) or exc})") from None
+    _probe(parent, path, option)
     return path
 
 
@@ -267,7 +296,9 @@ def load(directory: str | os.PathLike) -> RunResult:
         raise StoreError(f"Invalid result directory {directory}: cannot read {META_FILE} ({exc.strerror})") from None
     meta = validate_meta(meta, str(meta_path))
     try:
-        with np.load(directory / ARRAYS_FILE, allow_pickle=False) as npz:
+        with open(directory / ARRAYS_FILE, "rb") as fh, np.load(fh, allow_pickle=False) as npz:
+            if not isinstance(npz, np.lib.npyio.NpzFile):
+                raise ValueError("not an .npz archive")
             arrays = {k: npz[k] for k in npz.files}
     except FileNotFoundError:
         raise StoreError(f"Damaged result directory {directory}: {ARRAYS_FILE} is missing") from None

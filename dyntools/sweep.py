@@ -18,10 +18,13 @@ Backends (no home-made scheduler or transport):
 
 Storage, in the output directory: ``sweep.json`` (the sweep's identity: cell function, config,
 cells, seed), ``cells/cell_NNNNN.npz`` written by the driver as each cell finishes (temporary
-file + ``os.replace``, so a cell file is complete or absent), and at the end ``arrays.npz`` +
+file + fsync + ``os.replace``, so a cell file is complete or absent), and at the end ``arrays.npz`` +
 ``result.json`` (a normal :mod:`dyntools.store` result). Running the same sweep again into the
 same directory reuses every finished cell (no recomputation, no duplicates); a different sweep
-there starts afresh.
+there starts afresh. A cell file that cannot be reused — unreadable, truncated, empty, without its
+metadata, its status outside the vocabulary, or lacking one of the spec's ``finite`` values (or holding
+it non-finite although the cell did not diverge, e.g. a NaN accuracy) — is *damaged*: it is reported by
+path in :attr:`SweepOutcome.damaged` and recomputed.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ import re
 import shutil
 import tempfile
 import time
+import zipfile
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -57,6 +61,8 @@ class SweepSpec:
     config: dict[str, Any]
     cells: list[dict[str, Any]]
     seed: int
+    #: values every finished cell holds, finite unless the cell diverged (not part of the identity)
+    finite: tuple[str, ...] = ()
 
     def identity(self) -> dict:
         return json.loads(store.to_json({"kind": self.kind, "cell_fn": self.cell_fn, "config": self.config,
@@ -71,6 +77,7 @@ class SweepOutcome:
     backend: str
     seconds: float
     extra: dict[str, Any] = field(default_factory=dict)
+    damaged: list[str] = field(default_factory=list)      # "path: why" of each damaged cell recomputed
 
 
 def resolve(path: str) -> Callable:
@@ -112,7 +119,11 @@ def check_backend(workers: int | None, dask_local: int | None, scheduler: str | 
 def check_out(out: str | os.PathLike) -> Path:
     """A new directory, a finished or partial sweep, or any result directory dyntools wrote."""
     out = Path(out)
-    if (out / SPEC_FILE).is_file():
+    try:
+        resumed = (out / SPEC_FILE).is_file()
+    except OSError:                     # a name too long, a link loop …: check_writable says which
+        resumed = False
+    if resumed:
         if not os.access(out, os.W_OK | os.X_OK):
             raise store.StoreError(f"Invalid --out: {out} is not writable")
         return out
@@ -137,10 +148,13 @@ def connect(scheduler: str, timeout: float):
     box: dict = {}
 
     def attempt():
+        client = Client.__new__(Client)           # kept, so that a failed attempt can be marked closed
         try:
-            box["client"] = Client(scheduler, timeout=f"{timeout}s", set_as_default=False)
+            client.__init__(scheduler, timeout=f"{timeout}s", set_as_default=False)
+            box["client"] = client
         except BaseException as exc:              # noqa: BLE001 - reported below as one line
             box["error"] = exc
+            client.status = "closed"              # nothing to close: its __del__ would wait and print at exit
 
     thread = threading.Thread(target=attempt, name="dyntools-connect", daemon=True)
     thread.start()
@@ -165,24 +179,64 @@ def write_cell(out: Path, index: int, result: dict) -> bool:
         return False
     arrays = {k: np.asarray(v) for k, v in result.items() if k not in ("status", "message")}
     meta = {"index": index, "status": str(result["status"]), "message": str(result["message"])}
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".npz", dir=path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".npz", dir=path.parent)
+    except OSError as exc:
+        raise store.StoreError(f"Cannot write {path}: {exc.strerror or exc}") from None
     try:
         with os.fdopen(fd, "wb") as fh:
             np.savez(fh, _meta=np.array(json.dumps(meta)), **arrays)
+            fh.flush()
+            os.fsync(fh.fileno())
         os.replace(tmp, path)
+    except OSError as exc:                    # a full disk, a quota: one line, no temporary left
+        Path(tmp).unlink(missing_ok=True)
+        raise store.StoreError(f"Cannot write {path}: {exc.strerror or exc}") from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
     return True
 
 
-def read_cell(out: Path, index: int) -> dict:
-    with np.load(cell_path(out, index), allow_pickle=False) as npz:
-        meta = json.loads(str(npz["_meta"]))
-        result = {k: npz[k] for k in npz.files if k != "_meta"}
+class CellError(ValueError):
+    """A cell file that cannot be reused (the message says why)."""
+
+
+def read_cell(out: Path, index: int, finite: tuple[str, ...] = ()) -> dict:
+    """The finished cell ``index``; :class:`CellError` if its file is damaged (see the module docstring)."""
+    from dyntools.engine.result import STATUSES
+
+    path = cell_path(out, index)
+    try:
+        with open(path, "rb") as fh, np.load(fh, allow_pickle=False) as npz:
+            meta = json.loads(str(npz["_meta"]))
+            result = {k: npz[k] for k in npz.files if k != "_meta"}
+    except (OSError, EOFError, KeyError, ValueError, zipfile.BadZipFile) as exc:
+        raise CellError(f"{path}: unreadable ({type(exc).__name__}: {str(exc)[:80]})") from None
+    if not (isinstance(meta, dict) and meta.get("index") == index and meta.get("status") in STATUSES
+            and isinstance(meta.get("message"), str)):
+        raise CellError(f"{path}: its metadata is damaged")
     result = {k: (v.item() if v.ndim == 0 else v) for k, v in result.items()}
+    for key in finite:
+        if key not in result:
+            raise CellError(f"{path}: lacks {key!r}")
+        value = np.asarray(result[key])
+        if meta["status"] != "diverged" and (value.dtype.kind not in "iuf" or not np.all(np.isfinite(value))):
+            raise CellError(f"{path}: {key!r} is not finite although the cell did not diverge")
     result.update(status=meta["status"], message=meta["message"])
     return result
+
+
+def scan_cells(out: Path, n: int, finite: tuple[str, ...] = ()) -> tuple[set[int], list[str]]:
+    """The reusable cells of ``out`` (indices) and the damaged ones ("path: why")."""
+    done, damaged = set(), []
+    for i in sorted(finished_cells(out, n)):
+        try:
+            read_cell(out, i, finite)
+            done.add(i)
+        except CellError as exc:
+            damaged.append(str(exc))
+    return done, damaged
 
 
 def finished_cells(out: Path, n: int) -> set[int]:
@@ -197,8 +251,9 @@ def finished_cells(out: Path, n: int) -> set[int]:
     return done
 
 
-def prepare(spec: SweepSpec, out: Path) -> set[int]:
-    """Create or reopen the sweep directory; return the indices already finished."""
+def prepare(spec: SweepSpec, out: Path) -> tuple[set[int], list[str]]:
+    """Create or reopen the sweep directory; return the indices already finished and the damaged cells
+    (their files removed, so that they are computed again)."""
     identity = spec.identity()
     spec_path = out / SPEC_FILE
     if spec_path.is_file():
@@ -208,7 +263,10 @@ def prepare(spec: SweepSpec, out: Path) -> set[int]:
             same = False
         if same:
             (out / CELLS_DIR).mkdir(exist_ok=True)
-            return finished_cells(out, len(spec.cells))
+            done, damaged = scan_cells(out, len(spec.cells), spec.finite)
+            for i in set(finished_cells(out, len(spec.cells))) - done:
+                cell_path(out, i).unlink()
+            return done, damaged
     if out.exists():                                   # a different sweep / an older result: start afresh
         for name in (CELLS_DIR, SPEC_FILE, store.META_FILE, store.ARRAYS_FILE):
             target = out / name
@@ -219,7 +277,7 @@ def prepare(spec: SweepSpec, out: Path) -> set[int]:
     out.mkdir(parents=True, exist_ok=True)
     (out / CELLS_DIR).mkdir()
     store.atomic_write_text(spec_path, json.dumps(identity, indent=1) + "\n")
-    return set()
+    return set(), []
 
 
 # --------------------------------------------------------------------------------- running
@@ -234,8 +292,9 @@ def run_sweep(spec: SweepSpec, out: str | os.PathLike, *, workers: int | None = 
     client = cluster = None
     if backend == "dask":
         client = connect(scheduler, connect_timeout)      # fails before anything is written
+    created = _first_missing(out)                       # what to remove if nothing gets finished
     try:
-        done = prepare(spec, out)
+        done, damaged = prepare(spec, out)
         todo = [i for i in range(len(spec.cells)) if i not in done]
         with progress_bar(len(spec.cells), spec.kind, enabled=progress, unit="cell") as bar:
             bar.update(len(done))
@@ -254,13 +313,30 @@ def run_sweep(spec: SweepSpec, out: str | os.PathLike, *, workers: int | None = 
                         bar.update(1)
                 else:
                     _run_local(spec, out, todo, bar, workers or os.cpu_count() or 1)
+    except BaseException:
+        if created is not None and (not (out / CELLS_DIR).is_dir() or not finished_cells(out, len(spec.cells))):
+            shutil.rmtree(created, ignore_errors=True)   # nothing finished: leave nothing behind
+        raise
     finally:
         if client is not None:
             client.close()
         if cluster is not None:
             cluster.close()
-    cells = [read_cell(out, i) for i in range(len(spec.cells))]
-    return SweepOutcome(cells, len(todo), len(done), backend, time.perf_counter() - start)
+    try:
+        cells = [read_cell(out, i, spec.finite) for i in range(len(spec.cells))]
+    except CellError as exc:                 # written in this run and already damaged: a broken disk
+        raise store.StoreError(f"Damaged sweep cell {exc}") from None
+    return SweepOutcome(cells, len(todo), len(done), backend, time.perf_counter() - start, damaged=damaged)
+
+
+def _first_missing(path: Path) -> Path | None:
+    """The outermost directory of ``path`` that does not exist yet (``None``: ``path`` exists)."""
+    path = Path(os.path.abspath(path))
+    if path.exists():
+        return None
+    while not path.parent.exists():
+        path = path.parent
+    return path
 
 
 def _exit_with_parent(parent: int, period: float = 0.5) -> None:

@@ -39,24 +39,25 @@ CRITERIA = ("val-loss", "val-acc")
 class BudgetParams:
     """``dyntools sweep adamw-budgets``: AdamW heatmaps at several budgets over raw λ and over λ_norm."""
 
-    budgets: tuple = param((8.0, 64.0, 512.0), kind="floats", low=0.0, low_open=True, metavar="E1,E2,..",
+    budgets: tuple = param((8.0, 64.0, 512.0), kind="floats", low=0.0, low_open=True, metavar="E1,E2,..", max_len=100,
                            help="training budgets in epochs, strictly increasing (at least 3 for the claim)")
     optimizer: str = param("adamw", choices=("adamw", "sgdw", "adamw_l1"), help="the decoupled optimizer")
-    lr_grid: tuple = param((3e-3, 1e-2, 2), kind="grid", metavar="LOW:HIGH:N", help="log-spaced learning rates")
-    wd_grid: tuple = param((1e-5, 1e-1, 13), kind="grid", metavar="LOW:HIGH:N", help="log-spaced raw λ")
-    wd_norm_grid: tuple = param((10 ** -3.5, 10 ** 0.5, 13), kind="grid", metavar="LOW:HIGH:N",
+    lr_grid: tuple = param((3e-3, 1e-2, 2), kind="grid", metavar="LOW:HIGH:N", max_len=1000, help="log-spaced learning rates")
+    wd_grid: tuple = param((1e-5, 1e-1, 13), kind="grid", metavar="LOW:HIGH:N", max_len=1000, help="log-spaced raw λ")
+    wd_norm_grid: tuple = param((10 ** -3.5, 10 ** 0.5, 13), kind="grid", metavar="LOW:HIGH:N", max_len=1000,
                                 help="log-spaced λ_norm, λ = λ_norm √(b/(B·T))")
-    n: int = param(1000, low=2, help="training points")
-    n_val: int = param(1000, low=1, help="validation points")
-    hidden: tuple = param((32, 32, 32), kind="ints", low=1, metavar="WIDTHS", help="hidden widths")
-    batch_size: int = param(64, low=1, help="minibatch size")
+    n: int = param(1000, low=2, high=10**6, help="training points")
+    n_val: int = param(1000, low=1, high=10**6, help="validation points")
+    hidden: tuple = param((32, 32, 32), kind="ints", low=1, high=4096, max_len=16, metavar="WIDTHS",
+                          help="hidden widths")
+    batch_size: int = param(64, low=1, high=10**6, help="minibatch size")
     schedule: str = param("constant", choices=("constant", "cosine", "sgdr"), help="learning-rate schedule")
-    replicates: int = param(3, low=1, help="paired replicates averaged in every cell (initializations and "
+    replicates: int = param(3, low=1, high=1000, help="paired replicates averaged in every cell (initializations and "
                                            "minibatch orders shared by all cells)")
     criterion: str = param("val-loss", choices=CRITERIA,
                            help="best cell: lowest validation loss, or highest validation accuracy (ties broken "
                                 "by the loss)")
-    workers: int | None = param(None, kind="int", low=1, help="local worker processes (default: all cores)")
+    workers: int | None = param(None, kind="int", low=1, high=1024, help="local worker processes (default: all cores)")
 
 
 def check_budgets(budgets) -> tuple[float, ...]:

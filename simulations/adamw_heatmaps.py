@@ -41,6 +41,9 @@ from dyntools.spec import Entry, Experiment, RunContext, param
 
 KIND = "adamw-grid"
 TITLE = "AdamW vs Adam+L2: (learning rate, weight decay) heatmaps on the spirals (seed 001)"
+#: The most cells one sweep may hold (each writes one file and costs about a second).
+MAX_CELLS = 100_000
+
 DEFAULT_RANGES = {  # (lr range, wd range) per optimizer family, log-spaced
     "adam": ((1e-4, 1e-1), (1e-6, 1e0)), "adamw": ((1e-4, 1e-1), (1e-6, 1e0)),
     "adamw_l1": ((1e-4, 1e-1), (1e-6, 1e0)), "adamw_l1l2": ((1e-4, 1e-1), (1e-6, 1e0)),
@@ -54,55 +57,59 @@ DEFAULT_RANGES = {  # (lr range, wd range) per optimizer family, log-spaced
 class AdamWGridParams:
     """``dyntools sweep adamw-grid``: the grid, the task, the training and where the cells run."""
 
-    optimizers: tuple = param(("adam", "adamw"), kind="strs", metavar="NAMES",
+    optimizers: tuple = param(("adam", "adamw"), kind="strs", metavar="NAMES", max_len=len(DEFAULT_RANGES),
                               help="comma-separated optimizers, e.g. adam,adamw or sgd,sgdw")
-    lr_grid: tuple | None = param(None, kind="grid", metavar="LOW:HIGH:N",
+    lr_grid: tuple | None = param(None, kind="grid", metavar="LOW:HIGH:N", max_len=1000,
                                   help="log-spaced learning rates (default per optimizer: Adam-like 1e-4:1e-1:16, "
                                        "SGD/SGDW/AdaGrad 1e-3:1:16)")
-    wd_grid: tuple = param((1e-6, 1.0, 24), kind="grid", metavar="LOW:HIGH:N", help="log-spaced weight decays")
+    wd_grid: tuple = param((1e-6, 1.0, 24), kind="grid", metavar="LOW:HIGH:N", max_len=1000,
+                           help="log-spaced weight decays (cells = optimizers × lr N × wd N ≤ 1e5)")
     normalized_wd: bool = param(False, help="read the wd axis as λ_norm, λ = λ_norm √(b/(B·T)) (Loshchilov & Hutter)")
     dataset: str = param("spirals", choices=DATASETS,
                          help="spirals, or digits (scikit-learn's bundled 8x8 digits, no download)")
-    n: int = param(1000, low=2, help="training points")
-    n_val: int = param(1000, low=1, help="validation points")
-    classes: int = param(2, low=2, help="number of spiral arms/classes")
-    turns: float = param(1.5, low=0.0, low_open=True, help="turns of each arm: difficulty")
-    noise: float = param(0.05, low=0.0, help="Gaussian noise std: difficulty")
-    hidden: tuple = param((32, 32, 32), kind="ints", low=1, metavar="WIDTHS", help="hidden widths")
-    batch_size: int = param(64, low=1, help="minibatch size")
-    epochs: float = param(128.0, low=0.0, low_open=True, help="epochs (128 = 2000 steps at n=1000)")
+    n: int = param(1000, low=2, high=10**6, help="training points")
+    n_val: int = param(1000, low=1, high=10**6, help="validation points")
+    classes: int = param(2, low=2, high=1000, help="number of spiral arms/classes")
+    turns: float = param(1.5, low=0.0, low_open=True, high=1e6, help="turns of each arm: difficulty")
+    noise: float = param(0.05, low=0.0, high=1e100, help="Gaussian noise std: difficulty")
+    hidden: tuple = param((32, 32, 32), kind="ints", low=1, high=4096, max_len=16, metavar="WIDTHS",
+                          help="hidden widths")
+    batch_size: int = param(64, low=1, high=10**6, help="minibatch size")
+    epochs: float = param(128.0, low=0.0, low_open=True, high=1e6,
+                          help="epochs (128 = 2000 steps at n=1000; epochs × n / batch ≤ 1e9 steps)")
     schedule: str = param("constant", choices=SCHEDULES, help="learning-rate schedule")
     dtype: str = param("float64", choices=DTYPES, help="precision of the training (float32: about twice as fast)")
     gamma: float | None = param(None, kind="float", help="schedule step/multistep: lr factor at each decay "
                                 "(default 0.1); exponential: factor per epoch (default: the run ends at 1 percent)")
     step_epochs: float | None = param(None, kind="float", metavar="E",
                                       help="schedule step: decay every E epochs (default a quarter of the run)")
-    milestones: tuple | None = param(None, kind="floats", metavar="E1,E2,..",
+    milestones: tuple | None = param(None, kind="floats", metavar="E1,E2,..", max_len=1000,
                                      help="schedule multistep: epochs of the decays (default ½ and ¾ of the run)")
     restart_epochs: float | None = param(None, kind="float", metavar="E",
                                          help="schedule sgdr: first period in epochs (default a seventh of the run)")
-    restart_mult: int | None = param(None, kind="int", help="schedule sgdr: period factor at each restart "
+    restart_mult: int | None = param(None, kind="int", high=1000, help="schedule sgdr: period factor at each restart "
                                      "(default 2)")
     plateau_factor: float = param(0.5, low=0.0, high=1.0, low_open=True, high_open=True,
                                   help="schedule plateau: lr multiplier when the monitored loss stalls")
-    plateau_patience: int = param(5, low=0, help="schedule plateau: epochs without improvement before reducing")
+    plateau_patience: int = param(5, low=0, high=10**6,
+                                  help="schedule plateau: epochs without improvement before reducing")
     plateau_metric: str = param("train-loss", choices=PLATEAU_METRICS,
                                 help="schedule plateau: the loss it monitors once per epoch (the epoch's mean "
                                      "mini-batch loss, or the validation loss)")
     sparsity_tol: float = param(1e-3, low=0.0, low_open=True,
                                 help="weight statistics: a weight counts as zero when |w| < this")
-    curve_at: tuple | None = param(None, kind="floats", metavar="LR,WD",
+    curve_at: tuple | None = param(None, kind="floats", metavar="LR,WD", max_len=2,
                                    help="learning curves also for the grid cell nearest to (LR, WD) "
                                         "(default the grid's centre); the best cell of each optimizer always")
-    curve_points: int = param(32, low=0, help="points of each learning curve (0: none)")
+    curve_points: int = param(32, low=0, high=10**5, help="points of each learning curve (0: none)")
     paired: bool = param(False, help="every cell starts from the same initialization and sees the same minibatch "
                                      "order (cells differ by their hyperparameters only)")
-    replicates: int = param(1, low=1, help="with --paired: average every cell over this many paired replicates "
+    replicates: int = param(1, low=1, high=1000, help="with --paired: average every cell over this many paired replicates "
                                            "(replicate r uses stream r for every cell)")
     momentum: float = param(0.9, low=0.0, high=1.0, high_open=True, help="momentum of sgd/sgdw")
     threshold: float = param(0.9, low=0.0, high=1.0, help="'good cell' validation accuracy")
-    workers: int | None = param(None, kind="int", low=1, help="local worker processes (default: all cores)")
-    dask_local: int | None = param(None, kind="int", low=1, metavar="N",
+    workers: int | None = param(None, kind="int", low=1, high=1024, help="local worker processes (default: all cores)")
+    dask_local: int | None = param(None, kind="int", low=1, high=1024, metavar="N",
                                    help="run on a Dask LocalCluster of N worker processes")
     scheduler: str | None = param(None, kind="str", metavar="tcp://HOST:PORT", help="run on an existing Dask cluster")
     connect_timeout: float = param(10.0, low=0.0, low_open=True, help="seconds to reach --scheduler")
@@ -280,7 +287,8 @@ def build_spec(cfg: GridConfig, seed: int) -> sweep.SweepSpec:
         cells = [{**c, "stream": r, **({"r": r} if cfg.replicates > 1 else {})}
                  for r in range(cfg.replicates) for c in cells]
     config = {k: v for k, v in cfg.as_json().items() if k not in AFTER_THE_SWEEP}
-    return sweep.SweepSpec(KIND, "simulations.adamw_heatmaps:train_cell", config, cells, seed)
+    return sweep.SweepSpec(KIND, "simulations.adamw_heatmaps:train_cell", config, cells, seed,
+                           finite=("train_loss", "train_acc", "val_loss", "val_acc", "curve", "diverged_step"))
 
 
 CELL_SCALARS = ("train_loss", "train_acc", "val_loss", "val_acc")
@@ -310,10 +318,13 @@ def assemble(cfg: GridConfig, spec: sweep.SweepSpec, outcome: sweep.SweepOutcome
     n_div = int(arrays["diverged"].sum())
     message = (f"{len(spec.cells)} cells ({outcome.computed} computed, {outcome.reused} reused) on "
                f"{outcome.backend}; {n_div} diverged")
+    if outcome.damaged:
+        message += f"; {len(outcome.damaged)} damaged cells recomputed ({'; '.join(outcome.damaged)})"
     return RunResult(KIND, {**cfg.as_json(), "steps": cfg.steps}, arrays, "completed", message,
                      seed=spec.seed,
                      summary={**summary, "cells": len(spec.cells), "computed": outcome.computed,
-                              "reused": outcome.reused, "diverged_cells": n_div, "backend": outcome.backend},
+                              "reused": outcome.reused, "diverged_cells": n_div, "backend": outcome.backend,
+                              "damaged_cells": outcome.damaged},
                      timings={"sweep": outcome.seconds})
 
 
@@ -451,7 +462,14 @@ def grid_config(p: AdamWGridParams) -> GridConfig:
 
 
 def check(p: AdamWGridParams) -> None:
-    grid_config(p)
+    cfg = grid_config(p)
+    cells = len(cfg.optimizers) * cfg.n_lr * cfg.n_wd * (cfg.replicates if cfg.paired else 1)
+    if cells > MAX_CELLS:
+        raise ValueError(f"Invalid --lr-grid/--wd-grid: {cells} cells (optimizers × lr N × wd N × replicates; "
+                         f"at most {MAX_CELLS})")
+    if cfg.steps > 10**9:
+        raise ValueError(f"Invalid --epochs: {cfg.steps:.3g} steps per cell (epochs × n / batch-size; at most 1e9)")
+    validation.entries("(--n + --n-val) × widest layer", (cfg.n + cfg.n_val) * max(*cfg.hidden, cfg.classes))
     sweep.check_backend(p.workers, p.dask_local, p.scheduler)
 
 

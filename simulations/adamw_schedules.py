@@ -31,25 +31,27 @@ CELL_FN = "dyntools.classifier_cell:train_cell"
 class ScheduleParams:
     """``dyntools sweep adamw-schedules``: optimizers × schedules × seeds at one (lr, wd) each."""
 
-    optimizers: tuple = param(("adam", "adamw"), kind="strs", metavar="NAMES", help="comma-separated optimizers")
-    schedules: tuple = param(("constant", "cosine", "sgdr"), kind="strs", metavar="NAMES",
+    optimizers: tuple = param(("adam", "adamw"), kind="strs", metavar="NAMES", max_len=16,
+                              help="comma-separated optimizers")
+    schedules: tuple = param(("constant", "cosine", "sgdr"), kind="strs", metavar="NAMES", max_len=16,
                              help="comma-separated schedules of dyntools sweep adamw-grid --schedule")
-    lr: tuple = param((3e-3,), kind="floats", low=0.0, low_open=True, metavar="LR[,LR..]",
+    lr: tuple = param((3e-3,), kind="floats", low=0.0, low_open=True, metavar="LR[,LR..]", max_len=100,
                       help="learning rate: one, or one per optimizer")
-    wd: tuple = param((1e-4, 1e-2), kind="floats", low=0.0, metavar="WD[,WD..]",
+    wd: tuple = param((1e-4, 1e-2), kind="floats", low=0.0, metavar="WD[,WD..]", max_len=100,
                       help="weight decay: one, or one per optimizer (L2 for adam, decoupled for adamw)")
-    seeds: int = param(5, low=1, help="seeds (initialization and minibatch order), shared by every schedule")
+    seeds: int = param(5, low=1, high=1000, help="seeds (initialization and minibatch order), shared by every schedule")
     epochs: float = param(128.0, low=0.0, low_open=True, help="the budget of every run, in epochs")
     dataset: str = param("spirals", choices=("spirals", "digits"), help="spirals, or scikit-learn's 8x8 digits")
-    n: int = param(1000, low=2, help="training points")
-    n_val: int = param(1000, low=1, help="validation points")
-    hidden: tuple = param((32, 32, 32), kind="ints", low=1, metavar="WIDTHS", help="hidden widths")
-    batch_size: int = param(64, low=1, help="minibatch size")
+    n: int = param(1000, low=2, high=10**6, help="training points")
+    n_val: int = param(1000, low=1, high=10**6, help="validation points")
+    hidden: tuple = param((32, 32, 32), kind="ints", low=1, high=4096, max_len=16, metavar="WIDTHS",
+                          help="hidden widths")
+    batch_size: int = param(64, low=1, high=10**6, help="minibatch size")
     restart_epochs: float | None = param(None, kind="float", metavar="E",
                                          help="sgdr: first period in epochs (default a seventh of the run)")
-    restart_mult: int | None = param(None, kind="int", help="sgdr: period factor at each restart (default 2)")
-    curve_points: int = param(32, low=1, help="points of the anytime curves")
-    workers: int | None = param(None, kind="int", low=1, help="local worker processes (default: all cores)")
+    restart_mult: int | None = param(None, kind="int", high=1000, help="sgdr: period factor at each restart (default 2)")
+    curve_points: int = param(32, low=1, high=10**5, help="points of the anytime curves")
+    workers: int | None = param(None, kind="int", low=1, high=1024, help="local worker processes (default: all cores)")
 
 
 def per_optimizer(name: str, values, optimizers) -> tuple[float, ...]:

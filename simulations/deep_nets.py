@@ -50,19 +50,20 @@ METRICS = ("train_loss", "train_acc", "test_loss", "test_acc", "fsc_middle", "fs
 class DeepNetParams:
     """``dyntools simulate deep-nets``: both settings by default."""
 
-    settings: tuple = param(SETTINGS, kind="strs", choices=SETTINGS, metavar="NAMES", group=NET,
+    settings: tuple = param(SETTINGS, kind="strs", choices=SETTINGS, metavar="NAMES", group=NET, max_len=len(SETTINGS),
                             label="setting", help="comma-separated settings")
-    depth: int = param(4, low=1, group=NET, help="hidden layers D")
-    width: int = param(256, low=1, group=NET, help="hidden width m")
-    steps: int = param(1_000, low=10, group=RUN, help="iterations")
+    depth: int = param(4, low=1, high=64, group=NET, help="hidden layers D")
+    width: int = param(256, low=1, high=4096, group=NET, help="hidden width m")
+    steps: int = param(1_000, low=10, high=10**8, group=RUN, help="iterations")
     batch: int = param(32, low=1, high=1258, group=RUN, help="minibatch size")
-    seeds: int = param(3, low=1, group=RUN, help="seeds (initialization and sample order)")
+    seeds: int = param(3, low=1, high=1000, group=RUN, help="seeds (initialization and sample order)")
     eta_small: float = param(0.02, low=0.0, low_open=True, group=RUN, help="small constant (effective) step")
     eta_large: float = param(0.2, low=0.0, low_open=True, group=RUN, help="large (effective) step before the decay")
     decay_at: tuple = param((0.1, 0.3, 0.5), kind="floats", low=0.0, high=1.0, low_open=True, high_open=True,
+                            max_len=100,
                             metavar="FRACS", group=RUN, help="one large-step run per decay point")
     decay_factor: float = param(10.0, low=1.0, group=RUN, help="the large step is divided by this")
-    records: int = param(12, low=2, group=RUN, help="recorded steps (linear grid)")
+    records: int = param(12, low=2, high=10**4, group=RUN, help="recorded steps (linear grid)")
     sparsity_examples: int = param(400, low=2, high=1258, group=RUN,
                                    help="training images on which the feature sparsity is measured")
     momentum: float = param(0.9, low=0.0, high=1.0, high_open=True, group=SOTA, help="heavy-ball momentum")

@@ -45,10 +45,11 @@ class DiagNetParams:
     ``None`` for the metric settings means the default of
     :func:`~dyntools.dynamics.diag_net_sgd.train_diag_net`."""
 
-    n: int = param(80, low=1, group=DATA, help="training samples")
-    d: int = param(200, low=1, group=DATA, help="dimension")
-    r: int = param(20, low=1, group=DATA, help="sparsity of beta* (<= d)")
-    n_test: int = param(1000, low=1, group=DATA, help="test samples")
+    n: int = param(80, low=1, high=10**6, group=DATA, help="training samples")
+    d: int = param(200, low=1, high=10**5, group=DATA, help="dimension")
+    r: int = param(20, low=1, high=10**5, group=DATA, help="sparsity of beta* (<= d)")
+    n_test: int = param(1000, low=1, high=10**6, group=DATA,
+                        help="test samples (seeds × (n + n_test) × d ≤ 2^28 values)")
     noise: float = param(0.0, low=0.0, group=DATA, help="std of the Gaussian label noise of the training set")
     data: Path | str | None = param(None, kind="file", choices=("paper",), metavar="FILE.npz|paper", group=DATA,
                                     help="a given data set (X, y, X_test, y_test, optional beta_star) for every "
@@ -56,24 +57,24 @@ class DiagNetParams:
                                          "decay rule, recording grid and metrics (see PAPER_RUN)")
     method: str = param("sgd", choices=("gd", "sgd", "sgd-noreplace"), group=TRAIN,
                         help="full batch, or batches drawn with / without replacement (epoch shuffling)")
-    batch: int = param(1, low=1, group=TRAIN, help="SGD batch size (<= n)")
+    batch: int = param(1, low=1, high=10**6, group=TRAIN, help="SGD batch size (<= n)")
     label_noise: float = param(0.0, low=0.0, group=TRAIN,
                                help="label-noise SGD: fresh N(0, delta^2) added to each label")
     momentum: float = param(0.0, low=0.0, high=1.0, high_open=True, group=TRAIN, help="heavy-ball momentum")
     weight_decay: float = param(0.0, low=0.0, group=TRAIN, help="L2 weight decay")
-    steps: int = param(100_000, low=1, group=TRAIN, help="iterations")
+    steps: int = param(100_000, low=1, high=10**9, group=TRAIN, help="iterations (≤ 1e9: hours per seed)")
     kernel: str = param("numba", choices=("numba", "numpy"), group=TRAIN,
                         help="numba: the fused compiled loop (reassociated sums); numpy: the NumPy twin, the "
                              "authors' arithmetic (BLAS dot products), slower")
-    seeds: int = param(16, low=1, group=TRAIN,
+    seeds: int = param(16, low=1, high=10**4, group=TRAIN,
                        help="independent seeds (data set + SGD stream) per schedule")
     schedules: tuple = param(("small", "large"), kind="strs", choices=SCHEDULE_NAMES, metavar="NAMES", group=SCHED,
-                             label="schedule", help="comma-separated runs")
+                             max_len=len(SCHEDULE_NAMES), label="schedule", help="comma-separated runs")
     eta_small: float = param(0.25, low=0.0, low_open=True, group=SCHED, help="small constant step")
     eta_large: float = param(0.282, low=0.0, low_open=True, group=SCHED, help="large initial step")
-    decay_at: tuple = param((0.1, 0.3, 0.5), kind="floats", metavar="FRACS", group=SCHED,
+    decay_at: tuple = param((0.1, 0.3, 0.5), kind="floats", metavar="FRACS", group=SCHED, max_len=100,
                             help="decay points as fractions of the run")
-    decay_factors: tuple = param((4.8, 3.4, 1.5), kind="floats", metavar="FACTORS", group=SCHED,
+    decay_factors: tuple = param((4.8, 3.4, 1.5), kind="floats", metavar="FACTORS", group=SCHED, max_len=100,
                                  help="step divided by these")
     decay_rule: str = param("round", choices=DECAY_RULES, group=SCHED,
                             help="round: divided from step round(f*T) on; after: after step floor(f*T) has run "
@@ -81,34 +82,35 @@ class DiagNetParams:
     decay_mode: str = param("separate", choices=DECAY_MODES, group=SCHED,
                             help="separate: one large-step run per decay point (the paper's); cumulative: one "
                                  "run with every decay")
-    warmup: int = param(0, low=0, group=SCHED, help="linear warm-up steps of the large-step runs")
+    warmup: int = param(0, low=0, high=10**9, group=SCHED, help="linear warm-up steps of the large-step runs")
     init: str = param("paper", choices=("paper", "gaussian"), group=INIT,
                       help="paper: u0 = alpha*1, v0 = 0; gaussian: N(0, s^2)")
-    alpha: float = param(0.1, low=0.0, low_open=True, group=INIT,
+    alpha: float = param(0.1, low=0.0, low_open=True, high=1e6, group=INIT,
                          help="scale of the paper's init (u0 = alpha*1, v0 = 0: alpha = 0 is a saddle that never moves)")
-    init_scale: float = param(0.1, low=0.0, group=INIT, help="std of the gaussian init")
+    init_scale: float = param(0.1, low=0.0, high=1e6, group=INIT, help="std of the gaussian init")
     init_file: Path | None = param(None, kind="file", metavar="FILE.npz", group=INIT,
                                    help="given initial point: an .npz with arrays u0 and v0 of length d "
                                         "(overrides --init)")
     indices: Path | None = param(None, kind="file", metavar="FILE", group=INIT,
                                  help="replay: sample indices (.npy or text), shape (steps·batch,) shared or "
                                       "(seeds·runs, …)")
-    records: int = param(350, low=2, group=REC, help="about this many recorded steps")
+    records: int = param(350, low=2, high=10**5, group=REC,
+                         help="about this many recorded steps (seeds × runs × records (× 2d with --keep-params) ≤ 2^28)")
     grid: str = param("log", choices=("log", "linear", "paper"), group=REC,
                       help="recording grid (log: with a dense start; paper: every step below --dense-start plus "
                            "--records evenly spaced steps, the authors' grid)")
-    dense_start: int = param(10, low=0, group=REC, help="record every step up to this one")
+    dense_start: int = param(10, low=0, high=10**5, group=REC, help="record every step up to this one")
     rank_threshold: float | None = param(None, kind="float", low=0.0, high=1.0, low_open=True, group=REC,
                                          help="relative singular-value threshold of the Jacobian rank (>= 1e-6 "
                                               "on the training set); default train_diag_net's, 1e-4")
-    rank_points: int | None = param(None, kind="int", low=1, group=REC,
+    rank_points: int | None = param(None, kind="int", low=1, high=10**6, group=REC,
                                     help="Jacobian rank on the first this many test points (by SVD) instead of "
                                          "the training set (<= n-test)")
     l0_threshold: float | None = param(None, kind="float", low=0.0, low_open=True, group=REC,
                                        help="|beta_j| above this counts in l0; default train_diag_net's, 1e-3")
     bound: float | None = param(None, kind="float", low=0.0, low_open=True, group=REC,
                                 help="divergence when |u|_1 + |v|_1 exceeds this; default train_diag_net's, 1e6")
-    sharpness_iters: int | None = param(None, kind="int", low=0, group=REC, label="sharpness-iters",
+    sharpness_iters: int | None = param(None, kind="int", low=0, high=10**6, group=REC, label="sharpness-iters",
                                         help="power iterations per recording for lambda_max of the Hessian; "
                                              "0 skips it; default train_diag_net's, 1000")
     keep_params: bool = param(False, group=REC, help="also save u and v at every recording")
@@ -581,16 +583,19 @@ def load_data(path):
     from dyntools.data import RegressionData
     from dyntools.dynamics.diag_net_sgd import check_data
 
-    arrays = load_npz("--data", path, ("X", "y", "X_test", "y_test"), optional=("beta_star",))
-    check_data(arrays["X"], arrays["y"], "X", "y")
-    check_data(arrays["X_test"], arrays["y_test"], "X_test", "y_test")
-    d = arrays["X"].shape[1]
-    if arrays["X_test"].shape[1] != d:
-        raise ValueError(f"Invalid X_test: {arrays['X_test'].shape[1]} columns, X has {d}")
-    beta = arrays.get("beta_star", np.zeros(d))
-    beta = validation.finite_array("beta_star", beta, ndim=1)
-    if beta.shape[0] != d:
-        raise ValueError(f"Invalid beta_star: length {beta.shape[0]} does not match d = {d}")
+    arrays = load_npz("--data", path, ("X", "y", "X_test", "y_test"), optional=("beta_star",),
+                      ndims={"X": 2, "y": 1, "X_test": 2, "y_test": 1, "beta_star": 1})
+    try:
+        check_data(arrays["X"], arrays["y"], "X", "y")
+        check_data(arrays["X_test"], arrays["y_test"], "X_test", "y_test")
+        d = arrays["X"].shape[1]
+        if arrays["X_test"].shape[1] != d:
+            raise ValueError(f"Invalid X_test: {arrays['X_test'].shape[1]} columns, X has {d}")
+        beta = arrays.get("beta_star", np.zeros(d))
+        if beta.shape[0] != d:
+            raise ValueError(f"Invalid beta_star: length {beta.shape[0]} does not match d = {d}")
+    except ValueError as exc:                   # name the option and the file
+        raise ValueError(f"Invalid --data: {path}: {exc}") from None
     return RegressionData(*(np.asarray(arrays[k], dtype=np.float64) for k in ("X", "y", "X_test", "y_test")),
                           beta)
 
@@ -599,11 +604,10 @@ def load_init(path, d: int):
     """``u0`` and ``v0`` (length ``d`` each) from an ``.npz``."""
     from dyntools.arrays_io import load_npz
 
-    arrays = load_npz("--init-file", path, ("u0", "v0"))
-    u0 = validation.finite_array("u0", arrays["u0"], ndim=1)
-    v0 = validation.finite_array("v0", arrays["v0"], ndim=1)
+    arrays = load_npz("--init-file", path, ("u0", "v0"), ndims={"u0": 1, "v0": 1})
+    u0, v0 = arrays["u0"], arrays["v0"]
     if u0.shape[0] != d or v0.shape[0] != d:
-        raise ValueError(f"Invalid --init-file: u0 and v0 must have length d = {d}")
+        raise ValueError(f"Invalid --init-file: {path}: u0 and v0 must have length d = {d}")
     return u0, v0
 
 
@@ -651,8 +655,11 @@ def check(p: DiagNetParams) -> None:
     if p.rank_points is None and p.rank_threshold is not None and p.rank_threshold < GRAM_MIN_THRESHOLD:
         raise ValueError(f"Invalid rank_threshold: {p.rank_threshold:g} (must be >= {GRAM_MIN_THRESHOLD:g} on the "
                          "training set; give --rank-points for an SVD rank on held-out points)")
-    build_runs(p.eta_small, p.eta_large, p.decay_at, p.decay_factors, p.decay_mode, p.warmup, p.schedules,
-               p.decay_rule)
+    runs = build_runs(p.eta_small, p.eta_large, p.decay_at, p.decay_factors, p.decay_mode, p.warmup, p.schedules,
+                      p.decay_rule)
+    validation.entries("--seeds × (--n + --n-test) × --d", p.seeds * (p.n + p.n_test) * p.d)
+    validation.entries("--seeds × schedules × --records" + (" × 2 --d" if p.keep_params else ""),
+                       p.seeds * len(runs) * (p.records + p.dense_start) * (2 * p.d if p.keep_params else 8))
     given_arrays(p)
 
 

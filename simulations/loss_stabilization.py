@@ -42,28 +42,31 @@ class StabilizationParams:
 
     eta: float = param(1.08, help="step size η", low=0.0, low_open=True)
     eta_grid: tuple | None = param(None, kind="grid", metavar="START:STOP:N",
-                                   help="phase diagram over N step sizes instead of one run")
-    theta_star: float = param(1.0, help="θ*", low=0.0, low_open=True)
-    x_min: float | None = param(None, kind="float", low=0.0, low_open=True,
+                                   max_len=1000,
+                                   help="phase diagram over N step sizes instead of one run (one run of --paths each)")
+    theta_star: float = param(1.0, help="θ* (≤ 1e6: the loss holds θ*⁴ x², far from overflow)", low=0.0, low_open=True,
+                              high=1e6)
+    x_min: float | None = param(None, kind="float", low=0.0, low_open=True, high=1e6,
                                 help=f"lower end of the data support; default {X_MIN:g}, or min x with --samples")
-    x_max: float | None = param(None, kind="float", low=0.0, low_open=True,
+    x_max: float | None = param(None, kind="float", low=0.0, low_open=True, high=1e6,
                                 help=f"upper end of the data support; default {X_MAX:g}, or max x with --samples")
-    n: int = param(1000, help="number of data points drawn uniformly", low=1)
+    n: int = param(1000, help="number of data points drawn uniformly", low=1, high=10**8)
     samples: Path | None = param(None, kind="file", metavar="FILE",
                                  help="use these x samples (.npy or whitespace-separated text) instead of uniform "
                                       "data; the support is [--x-min, --x-max] if given, else [min x, max x]")
-    decay_at: tuple | None = param(None, kind="floats", metavar="F1,F2,…",
+    decay_at: tuple | None = param(None, kind="floats", metavar="F1,F2,…", max_len=100,
                                    help="fractions of the run after which η is divided (with --decay-by), "
                                         "e.g. 0.1,0.3,0.5")
-    decay_by: tuple | None = param(None, kind="floats", metavar="D1,D2,…",
+    decay_by: tuple | None = param(None, kind="floats", metavar="D1,D2,…", max_len=100,
                                    help="the division factors, e.g. 4.8,3.4,1.5")
     indices: Path | None = param(None, kind="file", metavar="FILE",
                                  help="replay: .npy of sample indices, shape (steps,) or (paths, steps)")
-    theta0: float = param(0.5, help="initial θ_0 in units of θ*", low=0.0, low_open=True)
-    steps: int = param(100_000, help="number of updates", low=1)
-    paths: int = param(64, help="independent SGD paths", low=1)
+    theta0: float = param(0.5, help="initial θ_0 in units of θ*", low=0.0, low_open=True, high=1e3)
+    steps: int = param(100_000, help="number of updates (≤ 1e8: the step-size schedule is an array of steps)",
+                       low=1, high=10**8)
+    paths: int = param(64, help="independent SGD paths (paths × records ≤ 2^28 values)", low=1, high=10**6)
     method: str = param("sgd", choices=("sgd", "gd"), help="SGD or full-batch GD")
-    records: int = param(200, help="recorded steps per path", low=2)
+    records: int = param(200, help="recorded steps per path", low=2, high=10**6)
     grid: str = param("log", choices=("log", "linear"), help="recording grid")
 
 
@@ -118,8 +121,8 @@ def replay_indices(p: StabilizationParams) -> np.ndarray | None:
 
 def check(p: StabilizationParams) -> None:
     """Cross-field checks (and the given files read), before anything is written."""
-    if p.eta_grid is not None:
-        eta_values(p.eta_grid)
+    etas = 1 if p.eta_grid is None else eta_values(p.eta_grid).size
+    validation.entries("--paths × --records (× N of --eta-grid)", etas * p.paths * (min(p.records, p.steps) + 64))
     make_toy(p, 0)
     make_schedule(p).multipliers(p.steps)
     if replay_indices(p) is not None and p.eta_grid is not None:

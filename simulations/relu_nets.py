@@ -133,20 +133,21 @@ class ReluParams:
     setting's value), and the measurement options."""
 
     setting: str = param("teacher3", choices=tuple(SETTINGS), help="the experiment")
-    seeds: int = param(5, low=1, help="seeds in the final table")
-    log10_steps: float | None = param(None, kind="float", low=0.0, low_open=True,
-                                      help="iterations = 10^x (default: the setting's)")
-    records: int = param(60, low=2, help="recorded steps on a log grid")
+    seeds: int = param(5, low=1, high=1000, help="seeds in the final table")
+    log10_steps: float | None = param(None, kind="float", low=0.0, low_open=True, high=9.0,
+                                      help="iterations = 10^x (default: the setting's; ≤ 9: hours per run)")
+    records: int = param(60, low=2, high=10**4, help="recorded steps on a log grid")
     method: str | None = param(None, kind="str", choices=("sgd", "gd"), help="SGD or full-batch GD (default sgd)")
-    batch: int | None = param(None, kind="int", low=1, help="SGD mini-batch size (default 1)")
-    n: int | None = param(None, kind="int", low=1, help="training points (teacher-student settings)")
-    d: int | None = param(None, kind="int", low=1, help="teacher input dimension (teacher-student settings)")
-    width: tuple | None = param(None, kind="ints", low=1, metavar="M[,M…]", help="student hidden widths, e.g. 10,10")
-    student_d: int | None = param(None, kind="int", low=1, label="student input dimension",
+    batch: int | None = param(None, kind="int", low=1, high=10**6, help="SGD mini-batch size (default 1)")
+    n: int | None = param(None, kind="int", low=1, high=10**6,
+                          help="training points (teacher-student settings; n × parameters ≤ 2^28: the Jacobian)")
+    d: int | None = param(None, kind="int", low=1, high=10**4, help="teacher input dimension (teacher-student settings)")
+    width: tuple | None = param(None, kind="ints", low=1, high=10**4, max_len=16, metavar="M[,M…]", help="student hidden widths, e.g. 10,10")
+    student_d: int | None = param(None, kind="int", low=1, high=10**4, label="student input dimension",
                                   help="student input dimension (must equal --d; default: equal)")
-    teacher_widths: tuple | None = param(None, kind="ints", low=1, metavar="K[,K…]",
+    teacher_widths: tuple | None = param(None, kind="ints", low=1, high=10**4, max_len=16, metavar="K[,K…]",
                                          help="teacher hidden widths, e.g. 2,2")
-    init_scale: tuple | None = param(None, kind="floats", low=0.0, metavar="S[,S…]",
+    init_scale: tuple | None = param(None, kind="floats", low=0.0, high=1e6, max_len=17, metavar="S[,S…]",
                                      help="init scale (per layer for Gaussian)")
     eta_small: float | None = param(None, kind="float", low=0.0, low_open=True,
                                     help="constant small step (teacher settings)")
@@ -199,6 +200,19 @@ def check(p: ReluParams) -> None:
     s = get_setting(p.setting, **overrides(p))                 # validates every field of the setting
     if p.student_d is not None and p.student_d != s.d:
         raise ValueError(f"Invalid student input dimension: {p.student_d} (must equal the teacher's d = {s.d})")
+    layers = len(s.hidden) + 1
+    if len(s.init_scales) not in (1, layers):        # e.g. teacher2's two scales with --width 10,10
+        scales = ",".join(f"{x:g}" for x in s.init_scales)
+        if p.init_scale is not None:
+            raise ValueError(f"Invalid --init-scale: {scales} ({len(s.init_scales)} values for {layers} layers; "
+                             "give one, or one per layer)")
+        raise ValueError(f"Invalid --width: {','.join(map(str, s.hidden))} makes {layers} layers but setting "
+                         f"{s.name} has {len(s.init_scales)} init scales ({scales}); give --init-scale with one "
+                         f"value or {layers}")
+    sizes = (s.d, *s.hidden, 1)
+    n_params = sum(a * b + b for a, b in zip(sizes[:-1], sizes[1:]))
+    validation.entries("--n × network parameters (the Jacobian)", max(s.n, s.n_test) * n_params)
+    validation.entries("--seeds × --records × network parameters", p.seeds * p.records * n_params)
 
 
 

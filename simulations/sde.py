@@ -40,27 +40,27 @@ class SDEParams:
                                           "vs exact solutions")
     levels: str = param("4:8", metavar="J0:J1", help="order study: h = T 2^-j for j in J0..J1, 0 <= J0 < J1 <= 14")
     study: str = param("none", choices=("none", "sgd-vs-sde", "sparsity"), help="diag-net only: a study")
-    h: float | None = param(None, kind="float", low=0.0, low_open=True,
-                            help=f"time step; default {H:g}, diag-net eta/10")
-    t1: float | None = param(None, kind="float", low=0.0, low_open=True,
+    h: float | None = param(None, kind="float", low=0.0, low_open=True, high=1e6,
+                            help=f"time step; default {H:g}, diag-net eta/10 (t1/h × substeps ≤ 1e9 steps)")
+    t1: float | None = param(None, kind="float", low=0.0, low_open=True, high=1e9,
                              help=f"final time; default {T1:g}, diag-net {TAU:g}")
-    paths: int = param(256, low=1, help="independent paths")
-    records: int = param(101, low=2, help="saved times")
-    substeps: int = param(1, low=1, help="fine Brownian increments per step")
-    x0: float | None = param(None, kind="float", help=f"initial state; default {X0['gbm']:g}, toy {X0['toy']:g}")
-    mu: float | None = param(None, kind="float",
+    paths: int = param(256, low=1, high=10**7, help="independent paths (paths × records × dimension ≤ 2^28)")
+    records: int = param(101, low=2, high=10**6, help="saved times")
+    substeps: int = param(1, low=1, high=10**6, help="fine Brownian increments per step")
+    x0: float | None = param(None, kind="float", low=-1e150, high=1e150, help=f"initial state; default {X0['gbm']:g}, toy {X0['toy']:g}")
+    mu: float | None = param(None, kind="float", low=-1e150, high=1e150,
                              help=f"GBM drift / OU mean; default {MU['gbm']:g} / {MU['ou']:g}")
-    sigma: float = param(0.3, low=0.0, help="GBM/OU volatility")
-    theta: float = param(1.0, low=0.0, low_open=True, help="OU mean-reversion rate")
+    sigma: float = param(0.3, low=0.0, high=1e150, help="GBM/OU volatility")
+    theta: float = param(1.0, low=0.0, low_open=True, high=1e150, help="OU mean-reversion rate")
     eta: float = param(0.1, low=0.0, help="SGD step eta in the label-noise SDE; > 0 for diag-net")
     label_noise: float = param(9.0, low=0.0,
                                help="label-noise standard deviation delta (labels y + N(0, delta^2), as in simulate "
                                     "diag-net); the SDE's intensity is (delta/n)^2, toy (delta/2n)^2")
     method: str = param("sde", choices=("sde", "sgd"), help="diag-net: sde (EM of the SDE) | sgd (label-noise GD)")
-    n: int = param(40, low=1, help="diag-net samples / toy data points")
-    d: int = param(100, low=1, help="diag-net dimension")
-    r: int = param(5, low=1, help="diag-net sparsity of beta*")
-    alpha: float = param(0.5, low=0.0, low_open=True, help="diag-net initialization u = v = alpha")
+    n: int = param(40, low=1, high=10**6, help="diag-net samples / toy data points")
+    d: int = param(100, low=1, high=10**5, help="diag-net dimension (n × d ≤ 2^28)")
+    r: int = param(5, low=1, high=10**5, help="diag-net sparsity of beta* (<= d)")
+    alpha: float = param(0.5, low=0.0, low_open=True, high=1e6, help="diag-net initialization u = v = alpha")
     bound: float = param(1e10, low=0.0, low_open=True, help="paths with |x| above this are stopped")
 
 
@@ -87,6 +87,18 @@ def check(p: SDEParams) -> None:
         validation.positive("eta", p.eta)
     if p.convergence:
         levels(p.levels)
+        return
+    diag = p.model == "diag-net"
+    h = p.h if p.h is not None else (p.eta / 10 if diag else H)
+    t1 = p.t1 if p.t1 is not None else (TAU if diag else T1)
+    if t1 / h * p.substeps > 1e9:
+        raise ValueError(f"Invalid --h: t1/h × substeps = {t1 / h * p.substeps:.3g} steps (at most 1e9; "
+                         "raise --h or lower --t1)")
+    if diag:
+        if p.r > p.d:
+            raise ValueError(f"Invalid r: {p.r} (must be <= d = {p.d})")
+        validation.entries("--n × --d", p.n * p.d)
+    validation.entries("--paths × --records × dimension", p.paths * p.records * (2 * p.d if diag else 1))
 
 
 def run(p: SDEParams, ctx: RunContext):

@@ -62,19 +62,21 @@ class ConjectureParams:
 
     model: str = param("diag-net", choices=MODELS, group=SETUP,
                        help="diagonal linear network or two-layer teacher-student ReLU net")
-    n: int = param(40, low=1, group=SETUP, help="training points (diag-net; relu uses the paper's 15)")
-    d: int = param(100, low=1, group=SETUP, help="dimension (diag-net)")
-    r: int = param(5, low=1, group=SETUP, help="sparsity of beta* (diag-net, <= d)")
+    n: int = param(40, low=1, high=10**6, group=SETUP, help="training points (diag-net; relu uses the paper's 15)")
+    d: int = param(100, low=1, high=10**5, group=SETUP, help="dimension (diag-net)")
+    r: int = param(5, low=1, high=10**5, group=SETUP, help="sparsity of beta* (diag-net, <= d)")
     eta: float = param(0.3, low=0.0, low_open=True, group=RUN, help="constant step of every method")
-    steps: int = param(20_000, low=10, group=RUN, help="iterations T")
-    seeds: int = param(16, low=1, group=RUN, help="seeds (data set, initial point, noise streams)")
-    records: int = param(40, low=4, group=RUN, help="recorded steps (log grid)")
-    window: tuple = param((0.1, 0.5), kind="floats", low=0.0, high=1.0, metavar="A,B", group=RUN,
+    steps: int = param(20_000, low=10, high=10**9, group=RUN, help="iterations T")
+    seeds: int = param(16, low=1, high=10**4, group=RUN, help="seeds (data set, initial point, noise streams)")
+    records: int = param(40, low=4, high=10**5, group=RUN, help="recorded steps (log grid)")
+    window: tuple = param((0.1, 0.5), kind="floats", low=0.0, high=1.0, metavar="A,B", group=RUN, max_len=2,
                           help="fractions of the run whose mean SGD train loss is the stabilized level")
     delta_scales: tuple = param((1.0, 4.0), kind="floats", low=0.0, low_open=True, metavar="S[,S…]", group=RUN,
+                                max_len=100,
                                 help="label-noise GD at these multiples of the matched delta (1 first)")
-    sde_substeps: int = param(2, low=1, group=RUN, help="SDE step h = eta / this")
+    sde_substeps: int = param(2, low=1, high=10**4, group=RUN, help="SDE step h = eta / this")
     fractions: tuple = param((0.1, 0.5, 1.0), kind="floats", low=0.0, high=1.0, low_open=True, metavar="F[,F…]",
+                             max_len=100,
                              group=CMP, help="compare at these fractions of the run")
     tolerance: float = param(0.2, low=0.0, low_open=True, group=CMP,
                              help="agreement: |median relative gap| at most this (sparsity, rank)")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dyntools import validation
 from dyntools.spec import Entry, Experiment, RunContext, param
 
 TITLE = "Optimizer trajectory gallery (2-D surfaces)"
@@ -27,20 +28,22 @@ FULL = {"steps": 10_000, "frames": 40}
 class TrajectoryParams:
     """The options of ``dyntools simulate trajectories``."""
 
-    surface: tuple = param(SURFACES, kind="strs", choices=SURFACES, metavar="NAME[,NAME…]",
+    surface: tuple = param(SURFACES, kind="strs", choices=SURFACES, metavar="NAME[,NAME…]", max_len=len(SURFACES),
                            help="surfaces: " + ", ".join(SURFACES))
     optimizers: tuple = param(OPTIMIZERS, kind="strs", choices=OPTIMIZERS, metavar="NAME[,NAME…]",
+                              max_len=len(OPTIMIZERS),
                               help="optimizers: " + ", ".join(OPTIMIZERS))
-    lr: tuple | None = param(None, kind="floats", low=0.0, low_open=True, metavar="LR[,LR…]",
+    lr: tuple | None = param(None, kind="floats", low=0.0, low_open=True, metavar="LR[,LR…]", max_len=len(OPTIMIZERS),
                              help="learning rate: one for all optimizers or one each; default a tuned table "
                                   "per surface (dyntools.dynamics.trajectories.LRS)")
-    steps: int = param(10_000, low=1, help="optimizer steps")
+    steps: int = param(10_000, low=1, high=10**8,
+                       help="optimizer steps (surfaces × optimizers × steps × 2 ≤ 2^28 recorded values)")
     noise: float = param(0.0, low=0.0, help="standard deviation of the seeded Gaussian gradient noise")
-    start: tuple | None = param(None, kind="floats", metavar="X,Y",
+    start: tuple | None = param(None, kind="floats", metavar="X,Y", max_len=2,
                                 help="start point inside the surface's domain (one --surface only); "
                                      "default the surface's own")
     flow: bool = param(False, help="also draw gradient flow (GD with a 50x smaller step, same time)")
-    frames: int = param(40, low=2, help="frames of each animated GIF")
+    frames: int = param(40, low=2, high=1000, help="frames of each animated GIF")
 
 
 def check(p: TrajectoryParams) -> None:
@@ -49,6 +52,8 @@ def check(p: TrajectoryParams) -> None:
 
     TR.check_surfaces(p.surface)
     TR.check_optimizers(p.optimizers)
+    validation.entries("--surface × --optimizers × --steps", len(p.surface) * (len(p.optimizers) + p.flow)
+                       * (p.steps + 1) * 2)
     if p.start is not None:
         if len(p.surface) != 1:
             raise ValueError("Invalid start: a start point needs a single --surface")

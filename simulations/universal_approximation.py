@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dyntools import validation
 from dyntools.spec import Entry, Experiment, RunContext, param
 
 TITLE = "Universal approximation: sup-norm error of two-layer sigmoid networks against the width"
@@ -168,10 +169,18 @@ def study(max_width_1d: int = 1024, max_width_2d: int = 1024, fit: int = 64, see
 class UAParams:
     """The options of ``dyntools simulate universal-approximation``."""
 
-    max_width_1d: int = param(1024, low=2, help="largest width on [0, 1] (widths 2, 4, …)")
-    max_width_2d: int = param(1024, low=4, help="largest width on [0, 1]^2 (widths 4, 8, …)")
-    fit: int = param(64, low=2, help="fitting-grid size parameter (module docstring)")
-    seeds: int = param(SEEDS, low=1, help="draws of the hidden layer per width")
+    max_width_1d: int = param(1024, low=2, high=2**16, help="largest width on [0, 1] (widths 2, 4, …)")
+    max_width_2d: int = param(1024, low=4, high=2**16, help="largest width on [0, 1]^2 (widths 4, 8, …)")
+    fit: int = param(64, low=2, high=10**4,
+                     help="fitting-grid size parameter (module docstring; evaluation points × width ≤ 2^28)")
+    seeds: int = param(SEEDS, low=1, high=1000, help="draws of the hidden layer per width")
+
+
+def check(p: UAParams) -> None:
+    """The largest matrix of a study (evaluation points × width) fits in memory."""
+    for d, max_width in ((1, p.max_width_1d), (2, p.max_width_2d)):
+        widths, _, eval_axis = sizes(d, max_width, p.fit)
+        validation.entries(f"--max-width-{d}d × evaluation points of --fit", eval_axis**d * int(widths[-1]))
 
 
 def run(p: UAParams, ctx: RunContext):
@@ -246,6 +255,6 @@ EXPERIMENT = Experiment(
     help="universal approximation (seed 002): sup-norm error of two-layer sigmoid networks against the width "
          "on [0,1] and [0,1]^2 (an illustration, not a proof)",
     example="dyntools simulate universal-approximation --max-width-1d 512 --max-width-2d 1024 --out runs/uat",
-    params=UAParams, run=run, table=table, summary=summary)
+    params=UAParams, run=run, table=table, summary=summary, check=check)
 
 REPORT = Entry("universal-approximation", TITLE, reproduce, order=86)

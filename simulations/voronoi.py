@@ -45,18 +45,18 @@ GROUP_NAMES = ("logits", "offset", "scale", "plus-minus", "centers")            
 class _Common:
     """The environment and training parameters shared by ``simulate voronoi`` and ``sweep voronoi-ladder``."""
 
-    n: int = param(4000, low=1, group=ENV, help="training points")
-    n_test: int = param(2000, low=1, group=ENV, help="evaluation points")
-    k: int | None = param(None, kind="int", low=1, group=ENV,
+    n: int = param(4000, low=1, high=10**7, group=ENV, help="training points (n × D ≤ 2^28)")
+    n_test: int = param(2000, low=1, high=10**7, group=ENV, help="evaluation points")
+    k: int | None = param(None, kind="int", low=1, high=10**6, group=ENV,
                           help="centers of the environment (<= n; default: uniform in [k-min, k-max])")
-    k_min: int = param(100, low=1, group=ENV, help="smallest number of centers when k is drawn")
-    k_max: int = param(150, low=1, group=ENV, help="largest number of centers when k is drawn")
-    classes: int = param(2, low=2, group=ENV, help="classes C")
-    dim: int = param(2, low=1, group=ENV, help="dimension D (the plane pictures need D = 2)")
-    box: float = param(100.0, low=0.0, low_open=True, group=ENV, help="half-width s of the box [-s, s]^D")
+    k_min: int = param(100, low=1, high=10**6, group=ENV, help="smallest number of centers when k is drawn")
+    k_max: int = param(150, low=1, high=10**6, group=ENV, help="largest number of centers when k is drawn")
+    classes: int = param(2, low=2, high=10**4, group=ENV, help="classes C")
+    dim: int = param(2, low=1, high=10**4, group=ENV, help="dimension D (the plane pictures need D = 2)")
+    box: float = param(100.0, low=0.0, low_open=True, high=1e100, group=ENV, help="half-width s of the box [-s, s]^D")
     rule: str = param("nearest", choices=("nearest", "projection"), group=ENV,
                       help="how points are labelled: nearest center (Voronoi) or the seed's argmin |x.c/|c|^2 - 1|")
-    n_centers: int = param(2048, low=1, group=MODEL, help="learned centers of rung 'centers'")
+    n_centers: int = param(2048, low=1, high=10**6, group=MODEL, help="learned centers of rung 'centers'")
     fixed_scale: float = param(1e4, group=MODEL, help="softmax scale of rungs center-labels and offset (study: 1e4)")
     scale_init: float = param(1.0, group=MODEL, help="initial softmax scale of rungs scale, plus-minus, centers")
     lr: float | None = param(None, kind="float", low=0.0, low_open=True, group=TRAIN,
@@ -65,10 +65,11 @@ class _Common:
                                        help="decay strength lambda (default 1e-2; 1.0 for min, as the study's code)")
     l1_ratio: float = param(0.5, low=0.0, high=1.0, group=TRAIN, help="rho of the l1l2 decay")
     no_decay: tuple = param((), kind="strs", choices=GROUP_NAMES, metavar="GROUPS", group=TRAIN,
+                            max_len=len(GROUP_NAMES),
                             label="no_decay group", help="parameter groups without decay, e.g. offset,scale")
-    steps: int = param(2000, low=1, group=TRAIN, help="AdamW steps")
-    batch: int = param(64, low=1, group=TRAIN, help="minibatch size (epochs over the training points)")
-    frames: int = param(30, low=2, group=TRAIN, help="recorded snapshots = frames of the animations")
+    steps: int = param(2000, low=1, high=10**8, group=TRAIN, help="AdamW steps")
+    batch: int = param(64, low=1, high=10**7, group=TRAIN, help="minibatch size (epochs over the training points)")
+    frames: int = param(30, low=2, high=10**4, group=TRAIN, help="recorded snapshots = frames of the animations")
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,7 @@ class VoronoiParams(_Common):
     rung: str = param("centers", choices=RUNG_NAMES, group=MODEL, help="rung of the model ladder")
     decay: str = param("l2", choices=DECAYS, group=TRAIN,
                        help="decoupled decay: l2 (AdamW), l1, l1l2 (proportional), min")
-    seeds: int = param(1, low=1, group=TRAIN, help="seeds (environment, initialization, minibatches)")
+    seeds: int = param(1, low=1, high=1000, group=TRAIN, help="seeds (environment, initialization, minibatches)")
 
 
 @dataclass(frozen=True)
@@ -86,12 +87,14 @@ class LadderParams(_Common):
     """Rungs × decay types × seeds (``dyntools sweep voronoi-ladder``)."""
 
     rungs: tuple = param(RUNG_NAMES, kind="strs", choices=RUNG_NAMES, metavar="RUNGS", group=LADDER,
+                         max_len=len(RUNG_NAMES),
                          label="rung", help="comma-separated rungs")
     decays: tuple = param(DECAYS, kind="strs", choices=DECAYS, metavar="DECAYS", group=LADDER, label="decay",
+                          max_len=len(DECAYS),
                           help="comma-separated decay types")
-    seeds: int = param(5, low=1, group=LADDER, help="seeds per (rung, decay)")
-    workers: int | None = param(None, kind="int", low=1, group=RUN, help="local worker processes (default: all cores)")
-    dask_local: int | None = param(None, kind="int", low=1, metavar="N", group=RUN,
+    seeds: int = param(5, low=1, high=1000, group=LADDER, help="seeds per (rung, decay)")
+    workers: int | None = param(None, kind="int", low=1, high=1024, group=RUN, help="local worker processes (default: all cores)")
+    dask_local: int | None = param(None, kind="int", low=1, high=1024, metavar="N", group=RUN,
                                    help="run on a Dask LocalCluster of N worker processes")
     scheduler: str | None = param(None, kind="str", metavar="tcp://HOST:PORT", group=RUN,
                                   help="run on an existing Dask cluster")
@@ -133,6 +136,9 @@ def check(p) -> None:
     validation.count("frames", p.frames, minimum=2)
     if p.lr is not None:
         validation.positive("lr", p.lr)
+    validation.entries("(--n + --n-test) × --dim", (p.n + p.n_test) * p.dim)
+    validation.entries("--frames × --n-centers × (--dim + --classes)", p.frames * p.n_centers * (p.dim + p.classes))
+    validation.entries("--n-test × --n-centers (the softmax)", p.n_test * p.n_centers)
     if p.weight_decay is not None:
         validation.non_negative("weight_decay", p.weight_decay)
     validation.in_interval("l1_ratio", p.l1_ratio, 0.0, 1.0, closed_high=True)
@@ -339,7 +345,8 @@ def ladder_spec(p: VoronoiParams, rungs=LADDER_RUNGS, decays=DECAYS, seeds: int 
     config["no_decay"] = list(p.no_decay)
     cells = [{"rung": r, "decay": d, "seed_index": s} for r in rungs for d in (decays if r != "exact" else ("-",))
              for s in range(seeds)]
-    return SweepSpec("voronoi-ladder", "simulations.voronoi:ladder_cell", config, cells, int(seed))
+    return SweepSpec("voronoi-ladder", "simulations.voronoi:ladder_cell", config, cells, int(seed),
+                     finite=("final_test_acc", "majority", "test_acc"))
 
 
 def run_ladder(p: VoronoiParams, out, *, rungs=LADDER_RUNGS, decays=DECAYS, seeds: int = 5, seed: int = 0,
@@ -351,7 +358,10 @@ def run_ladder(p: VoronoiParams, out, *, rungs=LADDER_RUNGS, decays=DECAYS, seed
     outcome = sweep.run_sweep(spec, out, workers=workers, dask_local=dask_local, scheduler=scheduler,
                               connect_timeout=connect_timeout, progress=progress)
     result = assemble_ladder(spec, outcome.cells)
-    result.summary.update({"computed": outcome.computed, "reused": outcome.reused, "backend": outcome.backend})
+    result.summary.update({"computed": outcome.computed, "reused": outcome.reused, "backend": outcome.backend,
+                           "damaged_cells": outcome.damaged})
+    if outcome.damaged:
+        result.message += f"; {len(outcome.damaged)} damaged cells recomputed ({'; '.join(outcome.damaged)})"
     result.timings["sweep"] = outcome.seconds
     sweep.finalize(result, out)
     return result

@@ -160,8 +160,10 @@ def test_bad_schedule_and_files(tmp_path, args, needle):
     (["simulate", "diag-net", "--schedules", "small,small"], "names a schedule twice"),
     (["simulate", "diag-net", "--alpha", "0"], "Invalid alpha"),
     (["simulate", "diag-net", "--alpha", "-1"], "Invalid alpha"),
-    (["simulate", "stabilization", "--paths", "1000000000000", "--steps", "10"], "does not fit in memory"),
-    (["simulate", "stabilization", "--theta-star", "1e308"], "overflows float64"),
+    (["simulate", "stabilization", "--paths", "1000000000000", "--steps", "10"], "Invalid paths"),
+    (["simulate", "stabilization", "--theta-star", "1e308"], "Invalid theta_star"),
+    (["simulate", "stabilization", "--paths", "100000", "--records", "100000"], "Invalid --paths × --records"),
+    (["simulate", "relu", "--setting", "teacher2", "--width", "10,10"], "Invalid --width"),
 ])
 def test_values_once_silently_accepted_are_one_line_errors(tmp_path, capsys, argv, match):
     """Issue 16's 'values silently accepted' and 'sizes without bounds': one line, exit 2, nothing written."""

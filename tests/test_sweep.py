@@ -183,38 +183,15 @@ def test_bad_backend_arguments(tmp_path, kwargs, match):
     assert not (tmp_path / "b").exists()
 
 
-@pytest.mark.parametrize("reply", [None, b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n",
-                                   b"SSH-2.0-OpenSSH_9.6\r\n", b"\x00\xff" * 512])
-def test_a_foreign_server_fails_within_the_timeout_with_one_line(tmp_path, reply):
+@pytest.mark.parametrize("mode", ["silent", "http", "garbage", "binary"])
+def test_a_foreign_server_fails_within_the_timeout_with_one_line(tmp_path, mode):
     """A TCP server on 127.0.0.1 that is silent, speaks HTTP, or sends garbage: the connection fails
     within --connect-timeout (+1 s) with one ValueError naming --scheduler; nothing is written."""
-    import socket
-    import threading
     import time
 
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(4)
-    server.settimeout(0.2)
-    port = server.getsockname()[1]
-    stop = threading.Event()
-    held = []
+    from tests.fuzz_cases import fake_server
 
-    def serve():
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                continue
-            held.append(conn)
-            if reply is not None:
-                try:
-                    conn.sendall(reply)
-                except OSError:
-                    pass
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
+    port, close = fake_server(mode)
     try:
         start = time.perf_counter()
         with pytest.raises(ValueError, match="Invalid --scheduler: cannot reach"):
@@ -222,8 +199,4 @@ def test_a_foreign_server_fails_within_the_timeout_with_one_line(tmp_path, reply
         assert time.perf_counter() - start < 1.5 + 2.0
         assert not (tmp_path / "f").exists()
     finally:
-        stop.set()
-        thread.join(2)
-        for conn in held:
-            conn.close()
-        server.close()
+        close()

@@ -37,7 +37,8 @@ def help_text(f, p: spec.Param, presets: dict[str, dict]) -> str:
     elif p.choices:                             # a str's metavar lists them
         kind = "names among " + " | ".join(p.choices) if p.kind == "strs" else ""
     elif p.range_text():
-        kind = f"{kind} {p.range_text()}".strip()
+        joint = ", " if p.kind in ("ints", "floats", "strs") and p.max_len is not None else " "
+        kind = f"{kind}{joint}{p.range_text()}".strip()
     bits = [kind] if kind else []
     if p.kind != "flag" and f.default is not None:
         bits.append(f"default {_show(f.default, p.kind)}")

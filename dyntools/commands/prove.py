@@ -90,8 +90,8 @@ def run(args, progress: bool) -> CommandOutput:
     from dyntools import tables
     from dyntools.symbolic import registry, render
 
-    if not args.timeout > 0:
-        raise ValueError(f"Invalid --timeout: {args.timeout} (must be > 0 seconds)")
+    if not 0 < args.timeout < float("inf"):
+        raise ValueError(f"Invalid --timeout: {args.timeout} (must be a finite number of seconds > 0)")
     user_file = getattr(args, "file", None)
     reg = _user_registry(user_file) if user_file is not None else builtin_registry()
     try:

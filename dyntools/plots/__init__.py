@@ -4,14 +4,20 @@
 draws every figure of that kind and returns the written paths. Shared style lives here:
 :func:`figure` (a fresh ``Figure``, not pyplot's global state), :data:`PALETTE` (Okabe–Ito,
 colour-blind safe) and :func:`save` (PNG and PDF).
+
+A figure of a run that diverged says so: :func:`plot_result` finds the divergence in the result
+(:func:`divergence_note`: ``diverged_at`` per path, a ``diverged`` mask of cells, or the status) and every
+figure :func:`save` writes while it draws carries that line at its top, whichever module drew it.
 """
 
 from __future__ import annotations
 
+import contextvars
 import importlib
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 from matplotlib.figure import Figure
 
 PLOTTERS: dict[str, str] = {
@@ -34,6 +40,9 @@ PLOTTERS: dict[str, str] = {
     "trajectories": "dyntools.plots.trajectories",
     "universal-approximation": "dyntools.plots.universal",
 }
+
+#: The divergence line of the result being drawn (set by :func:`plot_result`, read by :func:`save`).
+_NOTE: contextvars.ContextVar[str | None] = contextvars.ContextVar("divergence_note", default=None)
 
 #: Okabe & Ito (2008) colour-blind safe palette.
 PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"]
@@ -69,6 +78,9 @@ def save(fig: Figure, out_dir: Path, name: str, formats: Sequence[str] = ("png",
         raise ValueError(f"Invalid figure name {name!r}: not a plain file name (a damaged or crafted result?)")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    note = _NOTE.get()
+    if note:                                   # above everything, the figure's own title included
+        fig.text(0.5, 1.0, note, ha="center", va="bottom", color=PALETTE[1], fontweight="bold", fontsize=9)
     paths = []
     with matplotlib.rc_context(RC):
         for fmt in formats:
@@ -82,4 +94,26 @@ def plot_result(result, out_dir: Path, formats: Sequence[str] = ("png", "pdf")) 
     """Draw every figure registered for ``result.kind``."""
     if result.kind not in PLOTTERS:
         raise ValueError(f"Invalid result kind: {result.kind!r} has no figures (known: {', '.join(PLOTTERS)})")
-    return importlib.import_module(PLOTTERS[result.kind]).plot_result(result, Path(out_dir), formats)
+    token = _NOTE.set(divergence_note(result))
+    try:
+        return importlib.import_module(PLOTTERS[result.kind]).plot_result(result, Path(out_dir), formats)
+    finally:
+        _NOTE.reset(token)
+
+
+def divergence_note(result) -> str | None:
+    """"diverged: k of n paths (first at step s)" / "diverged: k of n cells" / the message of a diverged
+    status; ``None`` when nothing diverged."""
+    arrays = getattr(result, "arrays", {})
+    if "diverged_at" in arrays and np.asarray(arrays["diverged_at"]).dtype.kind in "iu":
+        div = np.asarray(arrays["diverged_at"]).ravel()
+        bad = div[div >= 0]
+        if bad.size:
+            return f"diverged: {bad.size} of {div.size} paths (first at step {int(bad.min())})"
+    elif "diverged" in arrays and np.asarray(arrays["diverged"]).dtype.kind == "b":
+        mask = np.asarray(arrays["diverged"])
+        if mask.any():
+            return f"diverged: {int(mask.sum())} of {mask.size} cells"
+    if getattr(result, "status", None) == "diverged":
+        return f"diverged: {result.message}"[:120]
+    return None

@@ -68,13 +68,15 @@ def plot_result(result, out_dir: Path, formats: Sequence[str] = ("png", "pdf"),
     fig, axes = plots.figure(ncols=len(PANELS), nrows=1, width=3.3, height=2.9)
     axes = axes[0]
     T = result.config["steps"]
+    drawn = np.zeros(len(PANELS), dtype=bool)          # a panel with a positive value to draw
     for g, spec in enumerate(runs):
         colour = plots.PALETTE[g % len(plots.PALETTE)]
         alive = result["diverged_at"][g] < 0
         n_div = int((~alive).sum())
         label = spec["label"] + (f" ({n_div}/{alive.size} diverged)" if n_div else "")
-        for ax, (key, _, _) in zip(axes, PANELS):
+        for i, (ax, (key, _, _)) in enumerate(zip(axes, PANELS)):
             med, lo, hi = band(panel_values(result, g, key), alive)
+            drawn[i] |= bool(np.any(np.isfinite(med) & (med > 0)))
             ax.plot(x, med, color=colour, lw=1.3, label=label)
             ax.fill_between(x, lo, hi, color=colour, alpha=0.18, lw=0)
         etas = result["etas"][g]
@@ -84,12 +86,12 @@ def plot_result(result, out_dir: Path, formats: Sequence[str] = ("png", "pdf"),
             for c in changes:
                 for ax in axes:
                     ax.axvline(c, color=colour, ls=":", lw=0.9, alpha=0.8)
-    for ax, (_key, ylabel, logy) in zip(axes, PANELS):
+    for i, (ax, (_key, ylabel, logy)) in enumerate(zip(axes, PANELS)):
         ax.set_xscale("log")
         ax.set_xlim(0.5, T * 1.05)
         ax.set_xlabel("iteration")
         ax.set_ylabel(ylabel)
-        if logy:
+        if logy and drawn[i]:               # every run diverged: nothing to draw on a log axis
             ax.set_yscale("log")
     cfg = result.config
     axes[2].axhline(min(cfg["n"], cfg["d"]), color="0.5", lw=0.8, ls="--")

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import datetime
-import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -302,27 +300,15 @@ def latex(results: Sequence[ClaimResult], *, title: str = "dyntools: verified de
 
 
 def check_output_file(path, option: str) -> Path:
-    """Fail early if ``path`` cannot be written (a directory, or its directory is missing/read-only)."""
-    path = Path(path)
-    if path.is_dir():
-        raise ValueError(f"Invalid {option}: cannot write {path} (it is a directory)")
-    parent = path.resolve().parent
-    if not parent.is_dir():
-        raise ValueError(f"Invalid {option}: cannot write {path} (directory {parent} does not exist)")
-    if not os.access(parent, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
-        raise ValueError(f"Invalid {option}: cannot write {path} (not writable)")
-    return path
+    """Fail early if ``path`` cannot be written (see :func:`dyntools.store.check_output_file`)."""
+    from dyntools import store
+
+    return store.check_output_file(path, option)
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same directory (atomic rename)."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.resolve().parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    """Write ``text`` to ``path`` through a temporary file in the same directory (fsync, atomic rename;
+    a link or a device is never replaced)."""
+    from dyntools import store
+
+    store.atomic_write_text(path, text)

@@ -45,7 +45,7 @@ def load_claims(path) -> list[Claim]:
     sys.path.insert(0, str(resolved.parent))  # the file may import its neighbours
     try:
         exec(code, module.__dict__)
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:        # a file that calls sys.exit() is an error, not an exit
         first = (str(exc).strip().splitlines() or [""])[0][:200]
         raise ValueError(
             f"--file {_where(resolved, exc.__traceback__)}: executing the file raised "

@@ -1,0 +1,752 @@
+"""The fuzz suite's machinery: run ``dyntools`` in-process as a user would, judge the outcome, count cases.
+
+A *case* is a command line (plus, for some, files it needs) that must be refused. It is *handled* when
+``dyntools.cli.main(argv)``:
+
+* returns exit status 2,
+* prints exactly one line on stderr, naming the option or the file (any of the case's ``names``),
+* with no traceback (nothing escapes ``main``),
+* writes nothing: the case's working directory is empty afterwards and nothing new appears next to it
+  (so no file was created outside the output directory either).
+
+Cases are generated from the command line itself — the subcommands, the experiments the registry finds in
+``simulations/`` and the fields of their parameter dataclasses — so a new experiment or a new option is
+fuzzed without touching this file. To keep the suite fast and safe, a command that *accepts* its input is
+stopped at the moment it would start computing (:class:`Ran`, raised where the run context is made):
+a bad value that gets that far is a failure ("accepted"), and nothing long ever runs.
+
+``tests/fuzz_report.py`` runs every generator and prints the counts (tried / handled per class).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import shutil
+import sys
+import traceback
+import warnings
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+#: Counts per class of the cases run in this process: ``{"values": Counter(tried=…, handled=…)}``.
+TALLY: dict[str, Counter] = {}
+
+
+class Ran(BaseException):  # noqa: N818 - a signal, not an error: the command got as far as computing
+    """Raised instead of computing: the command accepted its input."""
+
+
+@dataclass
+class Outcome:
+    code: int | str            # the exit status, "ran" (input accepted) or "raised" (an exception escaped)
+    stdout: str
+    stderr: str
+    error: str = ""            # the escaped exception's traceback
+
+
+@dataclass
+class Case:
+    """One command line that must be refused with a line naming one of ``names``."""
+
+    cls: str                                   # the class of the issue (values, files, results, …)
+    argv: list[str]
+    names: tuple[str, ...]
+    setup: Callable[[Path], None] | None = None   # makes the files the case needs (in its workdir's parent)
+    note: str = ""
+    block_run: bool = True
+    may_succeed: bool = False                  # exit 0 is fine too (a harmless damage), if nothing escapes
+
+
+def _raise_ran(*args, **kwargs):
+    raise Ran()
+
+
+@contextlib.contextmanager
+def _blocked():
+    """Every place where a command would start its work raises :class:`Ran` instead."""
+    import importlib
+
+    from dyntools import bench, report, spec
+    from dyntools.symbolic import registry
+
+    class _NoImport:
+        def import_module(self, name, *a, **k):
+            if name.startswith("dyntools.bench."):
+                raise Ran()
+            return importlib.import_module(name, *a, **k)
+
+    saved = [(spec, "RunContext", spec.RunContext), (report, "ReportContext", report.ReportContext),
+             (registry, "run", registry.run), (bench, "importlib", bench.importlib)]
+    spec.RunContext = _raise_ran
+    report.ReportContext = _raise_ran
+    registry.run = _raise_ran
+    bench.importlib = _NoImport()
+    try:
+        yield
+    finally:
+        for module, name, value in saved:
+            setattr(module, name, value)
+
+
+def _parser_once():
+    if not hasattr(_parser_once, "parser"):
+        from dyntools import cli
+
+        _parser_once.parser = cli.build_parser()     # called before invoke() patches build_parser
+    return _parser_once.parser
+
+
+def invoke(argv: list[str], workdir: Path, *, block_run: bool = True) -> Outcome:
+    """``dyntools.cli.main(argv)`` in ``workdir``, stdout/stderr captured, warnings printed to stderr as a
+    user would see them; with ``block_run`` the command stops (:class:`Ran`) where it would compute."""
+    from dyntools import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    cwd = os.getcwd()
+    build = cli.build_parser
+    os.chdir(workdir)
+    _parser_once()
+    cli.build_parser = _parser_once           # argparse objects are reusable: build them once
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), warnings.catch_warnings():
+            warnings.resetwarnings()              # Python's default filters, as a user's `dyntools` runs with
+            warnings.simplefilter("default")
+            for category in (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning):
+                warnings.simplefilter("ignore", category)
+            warnings.showwarning = lambda m, c, f, n, file=None, line=None: sys.stderr.write(
+                warnings.formatwarning(m, c, f, n, line))
+            with _blocked() if block_run else contextlib.nullcontext():
+                try:
+                    code: int | str = cli.main([str(a) for a in argv])
+                except Ran:
+                    code = "ran"
+                except SystemExit as exc:           # --help / --version
+                    code = exc.code if isinstance(exc.code, int) else 1
+                except BaseException:             # noqa: BLE001 - a traceback the user would see
+                    return Outcome("raised", out.getvalue(), err.getvalue(), traceback.format_exc())
+    finally:
+        cli.build_parser = build
+        os.chdir(cwd)
+    return Outcome(code, out.getvalue(), err.getvalue())
+
+
+def judge(case: Case, outcome: Outcome, workdir: Path, before: set[str]) -> str:
+    """'' when the case was handled, else what went wrong."""
+    if outcome.code == "raised":
+        return "traceback: " + outcome.error.strip().splitlines()[-1]
+    if outcome.code == "ran":
+        return "accepted (the command started computing)"
+    lines = outcome.stderr.strip().splitlines()
+    problems = []
+    if case.may_succeed and outcome.code == 0:
+        escaped = [str(p) for p in workdir.parent.parent.rglob("*ESCAPE*")]
+        left = sorted(p.name for p in workdir.iterdir())
+        new = sorted(set(os.listdir(workdir.parent)) - before)
+        return "; ".join([f"wrote {escaped}"] * bool(escaped) + [f"left {left}"] * bool(left)
+                         + [f"created {new}"] * bool(new) + [f"stderr {outcome.stderr!r}"] * bool(outcome.stderr))
+    if outcome.code != 2:
+        problems.append(f"exit {outcome.code}")
+    if len(lines) != 1:
+        problems.append(f"{len(lines)} stderr lines")
+    elif not any(n in lines[0] for n in case.names):
+        problems.append(f"line does not name {' / '.join(case.names)}")
+    if "Traceback" in outcome.stderr:
+        problems.append("traceback")
+    left = sorted(p.name for p in workdir.iterdir()) if workdir.exists() else []
+    if left:
+        problems.append(f"left {left} in its working directory")
+    new = sorted(set(os.listdir(workdir.parent)) - before)
+    if new:
+        problems.append(f"created {new} next to it")
+    return "; ".join(problems) + (f" [stderr: {outcome.stderr.strip()[:300]!r}]" if problems else "")
+
+
+def run_cases(cases: Iterable[Case], base: Path) -> list[tuple[Case, str]]:
+    """Run every case in its own empty working directory below ``base``; returns the failures and adds
+    to :data:`TALLY`."""
+    failures = []
+    root, workdir = base / "case", base / "case" / "cwd"
+    for case in cases:
+        if not workdir.is_dir():                     # a clean sandbox: reused while cases leave it clean
+            workdir.mkdir(parents=True)
+        if case.setup is not None:
+            case.setup(root)
+        before = set(os.listdir(root))
+        outcome = invoke(case.argv, workdir, block_run=case.block_run)
+        problem = judge(case, outcome, workdir, before)
+        tally = TALLY.setdefault(case.cls, Counter())
+        tally["tried"] += 1
+        tally["handled"] += not problem
+        if problem:
+            failures.append((case, problem))
+        if case.setup is not None or problem or set(os.listdir(root)) != {"cwd"}:
+            _remove(root)
+    _remove(root)
+    return failures
+
+
+def _remove(path: Path) -> None:
+    for p in [path, *path.rglob("*")]:
+        with contextlib.suppress(OSError):
+            if not p.is_symlink():
+                p.chmod(0o700)
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def describe(failures: list[tuple[Case, str]]) -> str:
+    return "\n".join(f"  dyntools {' '.join(map(str, c.argv))}{' (' + c.note + ')' if c.note else ''}: {p}"
+                     for c, p in failures)
+
+
+# ----------------------------------------------------------------------------------- the command line
+
+@dataclass(frozen=True)
+class Option:
+    """One option of one experiment, as the spec declares it."""
+
+    command: tuple[str, ...]           # ("simulate", "relu")
+    flag: str
+    field: str
+    param: object                      # dyntools.spec.Param
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        p = self.param
+        return tuple({self.flag, self.field, self.field.replace("_", "-"), self.field.replace("_", " "),
+                      *([p.label] if p.label else [])})
+
+
+def experiments() -> Iterator[tuple[str, object]]:
+    """(verb, Experiment) for every experiment the registry finds."""
+    from dyntools.commands import registry
+
+    for verb in ("simulate", "sweep"):
+        for exp in registry.experiments(verb).values():
+            yield verb, exp
+
+
+def options() -> Iterator[Option]:
+    from dyntools import spec
+
+    for verb, exp in experiments():
+        for f, p in spec.params_of(exp.params):
+            yield Option((verb, exp.name), spec.flag_of(f, p), f.name, p)
+
+
+def subcommands() -> dict[str, object]:
+    """The top-level subparsers by name (prove, simulate, sweep, plot, reproduce, bench, …)."""
+    import argparse
+
+    parser = _parser_once()
+    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(action.choices)
+
+
+def writing_commands() -> Iterator[tuple[list[str], str]]:
+    """Every command line that writes a directory, with its output option: each experiment's ``--out``,
+    ``reproduce --out`` and ``plot --out``."""
+    for verb, exp in experiments():
+        yield [verb, exp.name], "--out"
+    yield ["reproduce", "--quick"], "--out"
+
+
+# ----------------------------------------------------------------------------------- bad values
+
+def _above(p, kind: str) -> list[str]:
+    if p.high is None:
+        return []
+    if kind == "int":
+        return [str(int(p.high) + 1), f"{10 * max(p.high, 1):.0f}"]
+    return [repr(float(p.high)) if p.high_open else repr(float(p.high) * 2 + 1)]
+
+
+def _below(p, kind: str) -> list[str]:
+    if p.low is None:
+        return []
+    if kind == "int":
+        return [str(int(p.low) - 1)]
+    return [repr(float(p.low)) if p.low_open else repr(float(p.low) - max(1.0, abs(p.low)))]
+
+
+def bad_values(p) -> list[tuple[str, str]]:
+    """(text, why) pairs that an option of this declaration must refuse."""
+    kind = p.kind
+    if kind == "int":
+        return [(v, "bad int") for v in ("", "x", "1.5", "nan", "1e3x", "99999999999999999999999")] + \
+            [(v, "out of range") for v in _below(p, "int") + _above(p, "int")]
+    if kind == "float":
+        return [(v, "bad float") for v in ("", "x", "nan", "inf", "-inf", "1e400", "0x1p3")] + \
+            [(v, "out of range") for v in _below(p, "float") + _above(p, "float")]
+    if kind == "str":
+        return [(v, "not a choice") for v in ("", "bogus", p.choices[0].upper() + "x")] if p.choices else []
+    if kind in ("ints", "floats", "strs"):
+        entry = {"ints": "int", "floats": "float", "strs": "str"}[kind]
+        bad = [("", "empty list"), (",", "only a comma"), ("1,,2", "empty entry"), (" , ", "blank entries")]
+        if entry != "str":
+            bad += [("x", "not a number"), ("1;2", "wrong separator"), ("nan", "non-finite entry")]
+            bad += [(v, "entry out of range") for v in _below(p, entry) + _above(p, entry)]
+        elif p.choices:
+            bad += [("bogus", "not a choice"), (f"{p.choices[0]},bogus", "one entry not a choice")]
+        if getattr(p, "max_len", None) is not None:
+            one = {"ints": "1", "floats": "0.5", "strs": (p.choices or ("a",))[0]}[kind]
+            bad.append((",".join([one] * (p.max_len + 1)), "too many entries"))
+        return bad
+    if kind == "grid":
+        bad = [("", "empty"), ("1:2", "two parts"), ("a:b:3", "not numbers"), ("1:2:x", "N not an integer"),
+               ("1:2:1.5", "N not an integer"), ("nan:1:3", "non-finite"), ("1:inf:3", "non-finite"),
+               ("1:2:0", "N < 1"), ("1:2:-4", "N < 1"), ("1:2:1000000000000", "N too large"),
+               ("1:2:3:4", "four parts")]
+        return bad
+    if kind == "file":
+        return [("does-not-exist.npy", "missing file"), ("/", "a directory"), ("/dev/zero", "a device"),
+                ("", "empty path")]
+    return []
+
+
+def value_cases() -> list[Case]:
+    """Every bad value of every option of every experiment, plus the options every command shares."""
+    cases = []
+    for opt in options():
+        for text, why in bad_values(opt.param):
+            cases.append(Case("values", [*opt.command, f"{opt.flag}={text}", "--out", "out"], opt.names,
+                              note=why))
+        if opt.param.kind == "flag":
+            cases.append(Case("values", [*opt.command, f"{opt.flag}=yes", "--out", "out"], (opt.flag,),
+                              note="a flag takes no value"))
+    for verb, exp in experiments():
+        cmd = [verb, exp.name]
+        cases += [Case("values", [*cmd, "--seed", s, "--out", "out"], ("seed",), note="bad seed")
+                  for s in ("-1", "x", "1.5", "")]
+        cases.append(Case("values", [*cmd, "--no-such-option", "1", "--out", "out"], ("--no-such-option",)))
+        if exp.presets:
+            cases += [Case("values", [*cmd, "--preset", v, "--out", "out"], ("preset",), note="bad preset")
+                      for v in ("", "bogus")]
+    cases += [Case("values", ["prove", "--timeout", v], ("--timeout",)) for v in ("0", "-1", "nan", "inf", "x")]
+    cases += [Case("values", ["prove", "no-such-claim"], ("no-such-claim",))]
+    cases += [Case("values", ["prove", "--file", f], ("--file", f)) for f in ("missing.py", "/", "/dev/zero")]
+    cases += [Case("values", ["plot", ".", "--format", v], ("--format",)) for v in ("", "jpg", ",", "png,,gif")]
+    cases += [Case("values", ["plot", d], ("DIR", d)) for d in ("missing", "/dev/null")]
+    cases += [Case("values", ["reproduce", "--only", v, "--out", "out"], ("--only", "catalogue entry"))
+              for v in ("", ",", " ", "bogus", "proofs,bogus")]
+    cases += [Case("values", ["reproduce", "--seed", v, "--out", "out"], ("seed",)) for v in ("-1", "x")]
+    cases += [Case("values", ["bench", v], ("benchmark",)) for v in ("bogus", "")]
+    for name in subcommands():        # a positional (experiment name, DIR) first where one is needed
+        first = [{"simulate": "stabilization", "sweep": "adamw-grid", "plot": "."}.get(name, "")]
+        cases.append(Case("values", [name, *filter(None, first), "--no-such-option"], ("--no-such-option",)))
+    return cases
+
+
+# ----------------------------------------------------------------------------------- array files
+
+def _npy(name: str, arr) -> Callable[[Path], None]:
+    def make(root: Path):
+        import numpy as np
+
+        with open(root / name, "wb") as fh:         # np.save(path) would append ".npy"
+            np.save(fh, arr, allow_pickle=True)
+    return make
+
+
+def _raw(name: str, data: bytes) -> Callable[[Path], None]:
+    def make(root: Path):
+        (root / name).write_bytes(data)
+    return make
+
+
+def _claims(name: str, shape) -> Callable[[Path], None]:
+    """An .npy whose header claims ``shape`` (float64) followed by 16 bytes."""
+    def make(root: Path):
+        import numpy as np
+
+        with open(root / name, "wb") as fh:
+            np.lib.format.write_array_header_1_0(fh, {"descr": "<f8", "fortran_order": False, "shape": shape})
+            fh.write(b"\0" * 16)
+    return make
+
+
+def _truncated(name: str) -> Callable[[Path], None]:
+    def make(root: Path):
+        import numpy as np
+
+        with open(root / name, "wb") as fh:
+            np.save(fh, np.arange(1000.0))
+        data = (root / name).read_bytes()
+        (root / name).write_bytes(data[: len(data) // 2])
+    return make
+
+
+def _special(name: str, kind: str) -> Callable[[Path], None]:
+    def make(root: Path):
+        if kind == "dir":
+            (root / name).mkdir()
+        elif kind == "fifo":
+            os.mkfifo(root / name)
+        elif kind == "loop":
+            (root / name).symlink_to(root / name)
+        elif kind == "dangling":
+            (root / name).symlink_to(root / "nowhere")
+    return make
+
+
+def array_file_damages(suffix: str) -> list[tuple[str, Callable[[Path], None]]]:
+    """(why, make) for files no array option may accept, named ``bad<suffix>``."""
+    import numpy as np
+
+    name = "bad" + suffix
+    out = [("strings", _npy(name, np.array(["1", "2", "3"]))),
+           ("bytes", _npy(name, np.array([b"1", b"2"]))),
+           ("structured", _npy(name, np.zeros(3, dtype=[("a", "f8"), ("b", "i4")]))),
+           ("datetime", _npy(name, np.array(["2020-01-01", "2020-01-02"], dtype="datetime64[D]"))),
+           ("timedelta", _npy(name, np.array([1, 2], dtype="timedelta64[s]"))),
+           ("bool", _npy(name, np.array([True, False, True]))),
+           ("complex", _npy(name, np.array([1 + 2j, 3 + 0j]))),
+           ("object (pickle)", _npy(name, np.array([1, "a", None], dtype=object))),
+           ("3-d", _npy(name, np.ones((2, 2, 2)))),
+           ("0-d", _npy(name, np.float64(1.0))),
+           ("empty", _npy(name, np.zeros(0))),
+           ("NaN", _npy(name, np.array([1.0, np.nan, 2.0]))),
+           ("inf", _npy(name, np.array([1.0, np.inf]))),
+           ("header claims 1e12 entries", _claims(name, (10**6, 10**6))),
+           ("truncated", _truncated(name)),
+           ("garbage", _raw(name, b"\x93NUMPY\x07\x00garbage" + bytes(range(256)))),
+           ("empty file", _raw(name, b"")),
+           ("a zip that is no npz", _raw(name, b"PK\x05\x06" + b"\0" * 18)),
+           ("a directory", _special(name, "dir")),
+           ("a fifo", _special(name, "fifo")),
+           ("a symlink loop", _special(name, "loop")),
+           ("a dangling symlink", _special(name, "dangling"))]
+    if suffix != ".npy":
+        out += [("text of words", _raw(name, b"one two three\n")), ("text with nan", _raw(name, b"1 nan 2\n")),
+                ("ragged text", _raw(name, b"1 2 3\n4 5\n")), ("binary", _raw(name, bytes(range(256)) * 4)),
+                ("blank lines only", _raw(name, b"\n\n  \n"))]
+    return out
+
+
+def _npz(name: str, members: dict) -> Callable[[Path], None]:
+    def make(root: Path):
+        import numpy as np
+
+        with open(root / name, "wb") as fh:
+            np.savez(fh, **members)
+    return make
+
+
+def npz_members(opt: Option) -> tuple[str, ...]:
+    """The members an ``.npz`` option requires, as its own error message names them (``lacks A, B``): found
+    by asking the command, so a new option is covered without a table here."""
+    import tempfile
+
+    import numpy as np
+
+    with tempfile.TemporaryDirectory() as tmp:
+        np.savez(Path(tmp) / "probe.npz", junk=np.ones(2))
+        (Path(tmp) / "cwd").mkdir()
+        outcome = invoke([*opt.command, opt.flag, "../probe.npz", "--out", "out"], Path(tmp) / "cwd")
+    line = outcome.stderr.strip()
+    if "lacks " not in line:
+        return ()
+    return tuple(m.strip() for m in line.split("lacks ", 1)[1].split(","))
+
+
+def file_cases() -> list[Case]:
+    """Every kind of damaged or wrong-kind file for every file option of every experiment (``--samples``,
+    ``--indices``, ``--data``, ``--init-file`` … as the specs declare them) and for ``prove --file``."""
+    import numpy as np
+
+    cases = []
+    for opt in options():
+        if opt.param.kind != "file":
+            continue
+        npz = ".npz" in (opt.param.metavar or "")
+        suffixes = (".npz",) if npz else (".npy", ".txt", "")
+        for suffix in suffixes:
+            for why, make in array_file_damages(suffix):
+                cases.append(Case("files", [*opt.command, opt.flag, f"../bad{suffix}", "--out", "out"],
+                                  (*opt.names, f"bad{suffix}"), setup=make, note=why))
+        if npz:
+            cases.append(Case("files", [*opt.command, opt.flag, "../bad.npy", "--out", "out"],
+                              (*opt.names, "bad.npy"), setup=_npy("bad.npy", np.ones(4)), note=".npy for .npz"))
+            members = npz_members(opt)
+            assert members, f"{opt.flag}: cannot tell which members its .npz needs"
+            good = {m: np.ones((4, 4)) if m.isupper() or m.startswith("X") else np.ones(4) for m in members}
+            for m in members:
+                for why, value in (("strings", np.array(["a", "b"])), ("complex", np.ones(4) * 1j),
+                                   ("bool", np.ones(4, bool)), ("datetime", np.arange(4).astype("datetime64[D]")),
+                                   ("NaN", np.full(4, np.nan)), ("3-d", np.ones((2, 2, 2))), ("empty", np.zeros(0)),
+                                   ("object", np.array([None, 1], dtype=object))):
+                    cases.append(Case("files", [*opt.command, opt.flag, "../bad.npz", "--out", "out"],
+                                      (*opt.names, "bad.npz"), setup=_npz("bad.npz", {**good, m: value}),
+                                      note=f"member {m}: {why}"))
+                rest = {k: v for k, v in good.items() if k != m}
+                cases.append(Case("files", [*opt.command, opt.flag, "../bad.npz", "--out", "out"],
+                                  (*opt.names, "bad.npz"), setup=_npz("bad.npz", rest), note=f"no member {m}"))
+        else:
+            cases.append(Case("files", [*opt.command, opt.flag, "../bad.npz", "--out", "out"],
+                              (*opt.names, "bad.npz"), setup=_npz("bad.npz", {"x": np.ones(4)}), note=".npz for .npy"))
+    py = {"empty file": b"", "syntax error": b"def (:\n", "binary": bytes(range(256)),
+          "raises": b"raise RuntimeError('boom')\n", "no claims": b"x = 1\n", "CLAIMS not a list": b"CLAIMS = 3\n",
+          "exits": b"import sys\nsys.exit(0)\n"}
+    for why, data in py.items():
+        cases.append(Case("files", ["prove", "--file", "../claims.py"], ("--file", "claims.py"),
+                          setup=_raw("claims.py", data), note=why))
+    return cases
+
+
+# ----------------------------------------------------------------------------------- output paths
+
+def odd_outputs() -> list[tuple[str, str, Callable[[Path], None] | None, tuple[str, ...]]]:
+    """(why, path as given from the working directory, setup in the sandbox root, extra names) — places
+    no command may write a directory to."""
+    def file(root):
+        (root / "afile").write_text("keep")
+
+    def foreign(root):
+        (root / "foreign").mkdir()
+        (root / "foreign" / "mine.txt").write_text("keep")
+
+    def link(kind):
+        return _special("link", kind)
+
+    return [("empty path", "", None, ()), ("the current directory", ".", None, ()),
+            ("the root", "/", None, ()), ("a file", "../afile", file, ("afile",)),
+            ("below a file", "../afile/sub", file, ("afile",)), ("a device", "/dev/null", None, ("/dev/null",)),
+            ("a 300-byte name", "x" * 300, None, ()), ("a dangling symlink", "../link", link("dangling"), ("link",)),
+            ("a symlink loop", "../link/run", link("loop"), ("link",)),
+            ("a foreign non-empty directory", "../foreign", foreign, ("foreign",)),
+            ("/proc", "/proc/dyntools-run", None, ())]
+
+
+def output_cases() -> list[Case]:
+    """Every odd output location for every command that writes: each experiment's ``--out``,
+    ``reproduce --out``, ``plot --out`` and ``prove --md/--latex``."""
+    cases = []
+    for argv, flag in writing_commands():
+        for why, path, setup, names in odd_outputs():
+            cases.append(Case("outputs", [*argv, flag, path], (flag, "--out", *names), setup=setup, note=why))
+    def result(root):
+        import numpy as np
+
+        from dyntools.engine.result import RunResult
+        from dyntools.store import save
+
+        arrays = {"t": np.linspace(0, 1, 5), "x": np.ones((2, 5, 1))}
+        save(RunResult("sde", {"model": "gbm", "h": 0.1, "scheme": "em", "args": [0.0]}, arrays, "completed", ""),
+             root / "res")
+
+    for why, path, setup, names in odd_outputs():
+        def both(root, setup=setup):
+            result(root)
+            if setup is not None:
+                setup(root)
+        if path not in (".", "x" * 300, "../foreign"):    # plot --out DIR may be an existing directory
+            cases.append(Case("outputs", ["plot", "../res", "--out", path], ("--out", *names), setup=both, note=why))
+    for flag in ("--md", "--latex"):
+        for why, path, setup, names in odd_outputs():
+            if path in ("x" * 300, "../afile"):          # a long name is fine for a file; a file is replaced
+                continue
+            cases.append(Case("outputs", ["prove", "sgd-weight-decay", flag, path], (flag, *names), setup=setup,
+                              note=why))
+    return cases
+
+
+# ----------------------------------------------------------------------------------- a full file system
+
+def full_disk_cases(mnt: Path) -> list[Case]:
+    """Small real runs of commands that write, into a file system with no space left (``mnt``): the
+    write fails after the computation; one line, exit 2, nothing left in ``mnt`` or the working directory."""
+    out = str(mnt / "run")
+    cases = [Case("full disk", ["simulate", "stabilization", "--steps", "300", "--paths", "64", "--out", out],
+                  ("No space left", "--out", out), block_run=False),
+             Case("full disk", ["simulate", "sde", "--model", "gbm", "--paths", "64", "--records", "51", "--out", out],
+                  ("No space left", "--out", out), block_run=False),
+             Case("full disk", ["prove", "sgd-weight-decay", "--md", str(mnt / "p.md")], ("No space left", "--md"),
+                  block_run=False),
+             Case("full disk", ["sweep", "adamw-grid", "--optimizers", "adam", "--lr-grid", "1e-3:1e-2:2",
+                                "--wd-grid", "1e-6:1e-5:1", "--n", "40", "--n-val", "20", "--hidden", "4",
+                                "--batch-size", "20", "--epochs", "1", "--workers", "1", "--out", out],
+                  ("No space left", "--out", out), block_run=False)]
+    return cases
+
+
+# ----------------------------------------------------------------------------------- foreign servers
+
+def fake_server(mode: str):
+    """A TCP server on 127.0.0.1 that is no Dask scheduler: ``silent`` accepts and never speaks, ``http``
+    answers like a web server, ``garbage`` sends an SSH banner and random bytes, ``binary`` only bytes.
+    Returns (port, stop)."""
+    import socket
+    import threading
+
+    server = socket.socket()
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    server.settimeout(0.2)
+    stop = threading.Event()
+    held = []
+
+    def serve():
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            held.append(conn)
+            try:
+                if mode == "http":
+                    conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 11\r\n\r\nbad request")
+                elif mode == "garbage":
+                    conn.sendall(b"SSH-2.0-OpenSSH_9.6\r\n" + bytes(range(256)) * 8)
+                elif mode == "binary":
+                    conn.sendall(b"\x00\xff" * 512)
+            except OSError:
+                pass
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+
+    def close():
+        stop.set()
+        thread.join(2)
+        for c in held:
+            c.close()
+        server.close()
+    return server.getsockname()[1], close
+
+
+def server_experiments() -> list[tuple[str, str]]:
+    """(verb, name) of every experiment with a ``scheduler`` parameter."""
+    from dyntools import spec
+
+    return [(verb, exp.name) for verb, exp in experiments()
+            if any(f.name == "scheduler" for f, _ in spec.params_of(exp.params))]
+
+
+def server_cases(port: int, mode: str, timeout: float = 1.0) -> list[Case]:
+    return [Case("servers", [verb, name, "--scheduler", f"tcp://127.0.0.1:{port}", "--connect-timeout", str(timeout),
+                             "--out", "out"], ("--scheduler",), block_run=False, note=mode)
+            for verb, name in server_experiments()]
+
+
+# ----------------------------------------------------------------------------------- damaged results
+
+def result_damages() -> list[tuple[str, Callable[[Path], None]]]:
+    """(why, damage) for a result directory: each damage edits ``dir`` in place."""
+    import json
+
+    import numpy as np
+
+    def meta_edit(fn):
+        def damage(d: Path):
+            meta = json.loads((d / "result.json").read_text())
+            fn(meta)
+            (d / "result.json").write_text(json.dumps(meta))
+        return damage
+
+    def text(data: bytes):
+        return lambda d: (d / "result.json").write_bytes(data)
+
+    def arrays(fn):
+        def damage(d: Path):
+            with np.load(d / "arrays.npz") as z:
+                a = {k: z[k] for k in z.files}
+            fn(a)
+            np.savez(d / "arrays.npz", **a)
+        return damage
+
+    def replace(name: str, fn):
+        return lambda d: fn(d / name)
+
+    def as_dir(path: Path):
+        path.unlink()
+        path.mkdir()
+
+    def pickled(path: Path):
+        with open(path, "wb") as fh:
+            np.save(fh, np.array([None]), allow_pickle=True)
+
+    out = [("empty result.json", text(b"")),
+           ("truncated result.json", replace("result.json", lambda p: p.write_bytes(p.read_bytes()[:40]))),
+           ("binary result.json", text(bytes(range(256)))), ("null", text(b"null")), ("a list", text(b"[]")),
+           ("nested 200000 deep", text(b"[" * 200_000 + b"]" * 200_000)), ("NaN literal", text(b'{"schema": NaN}')),
+           ("result.json is a directory", replace("result.json", as_dir)),
+           ("arrays.npz missing", replace("arrays.npz", Path.unlink)),
+           ("arrays.npz empty", replace("arrays.npz", lambda p: p.write_bytes(b""))),
+           ("arrays.npz truncated", replace("arrays.npz", lambda p: p.write_bytes(p.read_bytes()[:100]))),
+           ("an array dropped", arrays(lambda a: a.pop(sorted(a)[0]))),
+           ("an array reshaped", arrays(lambda a: a.update({sorted(a)[0]: np.zeros(7)}))),
+           ("an array of strings", arrays(lambda a: a.update({sorted(a)[0]: np.array(["x"])}))),
+           ("arrays.npz holds a pickle", replace("arrays.npz", pickled))]
+    for key in ("schema", "kind", "status", "message", "seed", "config", "summary", "timings", "versions", "arrays"):
+        out.append((f"no {key}", meta_edit(lambda m, key=key: m.pop(key, None))))
+        for value in (None, "x", [], {}, -1, 1e308, True):
+            out.append((f"{key} = {value!r}", meta_edit(lambda m, key=key, value=value: m.update({key: value}))))
+    out += [("kind with a path", meta_edit(lambda m: m.update(kind="../../../../tmp/ESCAPE"))),
+            ("status unknown", meta_edit(lambda m: m.update(status="splendid"))),
+            ("array spec {}", meta_edit(lambda m: m["arrays"].update({next(iter(m["arrays"])): {}}))),
+            ("array spec negative shape", meta_edit(lambda m: m["arrays"][next(iter(m["arrays"]))].update(shape=[-1]))),
+            ("timings a string", meta_edit(lambda m: m.update(timings={"simulate": "fast"})))]
+    return out
+
+
+def config_damages(config: dict) -> list[tuple[str, Callable[[Path], None]]]:
+    """Every key of a real result's ``config`` removed or given a value of the wrong type (alternately: each
+    harmless damage costs a drawing)."""
+    import json
+
+    def edit(fn):
+        def damage(d: Path):
+            meta = json.loads((d / "result.json").read_text())
+            fn(meta["config"])
+            (d / "result.json").write_text(json.dumps(meta))
+        return damage
+
+    out = []
+    values = (None, "x/../../ESCAPE", [], {}, -1e308)
+    for i, key in enumerate(config):                # each key removed or given a wrong value (in turn)
+        value = values[i % len(values)]
+        if i % 2:
+            out.append((f"config without {key}", edit(lambda c, key=key: c.pop(key))))
+            continue
+        out.append((f"config {key} = {value!r}", edit(lambda c, key=key, value=value: c.update({key: value}))))
+    return out
+
+
+def result_cases(source: Path, damages) -> list[Case]:
+    """``plot`` of a copy of the result ``source`` with one damage each; handled when refused with one line
+    naming the result (or drawn, exit 0, with every figure inside the figures directory — see
+    :func:`judge_plot`)."""
+    cases = []
+    for why, damage in damages:
+        def setup(root, damage=damage):
+            shutil.copytree(source, root / "res")
+            damage(root / "res")
+        cases.append(Case("results", ["plot", "../res", "--format", "png"], ("res", "result"), setup=setup, note=why,
+                          may_succeed=True))
+    return cases
+
+
+def run_subprocess(case: Case, base: Path) -> str:
+    """``case`` run as a real ``python -m dyntools`` process (nothing blocked: the command line is refused
+    before any work, or it is a failure); returns '' when handled, else the problem."""
+    import subprocess
+
+    root = base / "proc"
+    workdir = root / "cwd"
+    workdir.mkdir(parents=True)
+    if case.setup is not None:
+        case.setup(root)
+    before = set(os.listdir(root))
+    proc = subprocess.run([sys.executable, "-m", "dyntools", *map(str, case.argv)], cwd=workdir, capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "MPLBACKEND": "Agg"})
+    outcome = Outcome(proc.returncode, proc.stdout, proc.stderr)
+    problem = judge(case, outcome, workdir, before)
+    tally = TALLY.setdefault("subprocess", Counter())
+    tally["tried"] += 1
+    tally["handled"] += not problem
+    _remove(root)
+    return problem

@@ -1,0 +1,188 @@
+"""Fuzz: damaged results and sweep cells, and divergence (issue 16, "damaged results", "divergence that is
+not counted"): plot refuses a damaged result with one line (or draws it, harmlessly, inside its figures
+directory); a damaged cell is reported by path and recomputed; the sweep counts divergence by the engine's
+one rule; figures of diverged runs say "diverged"."""
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from tests import fuzz_cases as F
+
+
+@pytest.fixture(scope="module")
+def sde_result(tmp_path_factory):
+    base = tmp_path_factory.mktemp("src")
+    (base / "w").mkdir()
+    out = F.invoke(["simulate", "sde", "--model", "gbm", "--paths", "8", "--records", "11", "--out", base / "r"],
+                   base / "w", block_run=False)
+    assert out.code == 0, out
+    return base / "r"
+
+
+def test_plot_of_a_damaged_result_is_one_line_or_harmless(tmp_path, sde_result):
+    cases = F.result_cases(sde_result, F.result_damages())
+    config = json.loads((sde_result / "result.json").read_text())["config"]
+    cases += F.result_cases(sde_result, F.config_damages(config))
+    failures = F.run_cases(cases, tmp_path)
+    print(f"results: {len(cases) - len(failures)} of {len(cases)} damaged results handled")
+    assert not failures, F.describe(failures)
+
+
+# ----------------------------------------------------------------------------------- damaged sweep cells
+
+def _demo(finite=("x",)):
+    from dyntools import sweep
+
+    cells = [{"sleep": 0.0, "diverge": i == 3} for i in range(6)]
+    return sweep.SweepSpec("demo", "dyntools.sweep:demo_cell", {"size": 5}, cells, 7, finite=finite)
+
+
+def _rewrite(path, edit):
+    with np.load(path) as z:
+        members = {k: z[k] for k in z.files}
+    edit(members)
+    np.savez(path, **members)
+
+
+CELL_DAMAGES = {
+    "truncated": lambda p: p.write_bytes(p.read_bytes()[:60]),
+    "empty": lambda p: p.write_bytes(b""),
+    "garbage": lambda p: p.write_bytes(bytes(range(256))),
+    "no metadata": lambda p: _rewrite(p, lambda m: m.pop("_meta")),
+    "metadata not JSON": lambda p: _rewrite(p, lambda m: m.update(_meta=np.array("{"))),
+    "unknown status": lambda p: _rewrite(p, lambda m: m.update(_meta=np.array(json.dumps(
+        {"index": int(p.stem.split("_")[1]), "status": "splendid", "message": ""})))),
+    "wrong index": lambda p: _rewrite(p, lambda m: m.update(_meta=np.array(json.dumps(
+        {"index": 999, "status": "completed", "message": ""})))),
+    "missing key": lambda p: _rewrite(p, lambda m: m.pop("x")),
+    "NaN value": lambda p: _rewrite(p, lambda m: m.update(x=np.full(5, np.nan))),
+    "strings": lambda p: _rewrite(p, lambda m: m.update(x=np.array(["a"]))),
+}
+
+
+def test_damaged_cells_are_reported_by_path_and_recomputed_bitwise(tmp_path):
+    from dyntools import sweep
+
+    first = sweep.run_sweep(_demo(), tmp_path / "s", workers=1)
+    damaged = {}
+    for i, (why, damage) in enumerate(CELL_DAMAGES.items()):
+        index = i % 6 if i % 6 != 3 else 0                   # cell 3 diverged: its NaN are legitimate
+        path = sweep.cell_path(tmp_path / "s", index)
+        if not path.exists():                                # recomputed in the previous round
+            sweep.run_sweep(_demo(), tmp_path / "s", workers=1)
+        damage(path)
+        damaged[why] = path
+        again = sweep.run_sweep(_demo(), tmp_path / "s", workers=1)
+        assert again.computed == 1 and again.reused == 5, why
+        assert len(again.damaged) == 1 and str(path) in again.damaged[0], (why, again.damaged)
+        for a, b in zip(first.cells, again.cells):
+            assert np.array_equal(a["x"], b["x"], equal_nan=True) and a["status"] == b["status"], why
+    F.TALLY.setdefault("cells", __import__("collections").Counter()).update(tried=len(CELL_DAMAGES),
+                                                                             handled=len(CELL_DAMAGES))
+
+
+def test_a_diverged_cell_with_nan_is_reused_not_damaged(tmp_path):
+    from dyntools import sweep
+
+    sweep.run_sweep(_demo(), tmp_path / "s", workers=1)
+    again = sweep.run_sweep(_demo(), tmp_path / "s", workers=1)
+    assert again.computed == 0 and again.damaged == [] and again.cells[3]["status"] == "diverged"
+
+
+def test_the_cli_reports_and_recomputes_a_cell_with_nan_accuracy(tmp_path):
+    from dyntools import sweep
+
+    argv = ["sweep", "adamw-grid", "--optimizers", "sgd", "--lr-grid", "1e-2:1e5:3", "--wd-grid", "1e-6:1e-5:1",
+            "--n", "40", "--n-val", "20", "--hidden", "4", "--batch-size", "20", "--epochs", "10", "--workers", "1",
+            "--out", str(tmp_path / "g"), "--json"]
+    (tmp_path / "w").mkdir()
+    first = F.invoke(argv, tmp_path / "w", block_run=False)
+    assert first.code == 0, first
+    arrays = dict(np.load(tmp_path / "g" / "arrays.npz"))
+    path = sweep.cell_path(tmp_path / "g", 0)
+    _rewrite(path, lambda m: m.update(val_acc=np.array(np.nan)))
+    again = F.invoke(argv, tmp_path / "w", block_run=False)
+    assert again.code == 0 and again.stderr == "", again
+    summary = json.loads(again.stdout)
+    assert summary["computed"] == 1 and summary["damaged_cells"] and str(path) in summary["damaged_cells"][0]
+    assert str(path) in summary["message"]
+    now = dict(np.load(tmp_path / "g" / "arrays.npz"))
+    assert all(np.array_equal(arrays[k], now[k], equal_nan=True) for k in arrays)
+    # the sweep's divergence count is the cells' engine status: the lr = 1e5 cell blows up
+    assert summary["diverged_cells"] == int(now["diverged"].sum()) >= 1
+    assert np.all(now["diverged"] == (now["diverged_step"] >= 0))
+
+
+def test_a_sweep_cell_diverges_by_the_engines_one_rule(monkeypatch):
+    """Reference written from guard's rule: the first step t with not ‖θ_t‖₁ ≤ 10⁶·max(‖θ_0‖₁, 1)
+    (NaN included), read off every recorded step, is the cell's diverged_step (−1: never)."""
+    from dyntools import classifier_cell
+    from dyntools.dynamics import train as train_module
+
+    runs = []
+
+    def recording_train(*args, **kwargs):
+        kwargs["record_steps"] = np.arange(kwargs["steps"] + 1)
+        res = real(*args, **kwargs)
+        runs.append(res)
+        return res
+
+    real = train_module.train
+    monkeypatch.setattr(train_module, "train", recording_train)
+    config = {"n": 40, "n_val": 20, "classes": 2, "turns": 1.5, "noise": 0.05, "hidden": [8], "epochs": 10,
+              "batch_size": 20, "momentum": 0.0, "schedule": "constant", "normalized_wd": False}
+    seen = set()
+    for lr in (0.1, 1e3, 1e5):
+        out = classifier_cell.train_cell(config, {"optimizer": "sgd", "lr": lr, "wd": 0.0}, 3, 0)
+        theta = runs[-1]["theta"][0, 0]                         # (steps + 1, p)
+        size = np.abs(theta).sum(axis=1)
+        bound = 1e6 * max(size[0], 1.0)
+        with np.errstate(invalid="ignore"):
+            beyond = np.flatnonzero(~(size <= bound))
+        expected = int(beyond[0]) if beyond.size else -1
+        assert out["diverged_step"] == expected, (lr, out["diverged_step"], expected)
+        assert (out["status"] == "diverged") == (expected >= 0)
+        seen.add(expected >= 0)
+    assert seen == {True, False}                                # both kinds of cell were exercised
+
+
+# ----------------------------------------------------------------------------------- figures of diverged runs
+
+def _texts(monkeypatch):
+    from matplotlib.figure import Figure
+
+    texts = []
+    real = Figure.savefig
+
+    def spy(fig, *a, **k):
+        texts.append(" ".join(t.get_text() for t in fig.texts))
+        return real(fig, *a, **k)
+
+    monkeypatch.setattr(Figure, "savefig", spy)
+    return texts
+
+
+@pytest.mark.parametrize("argv", [
+    ["simulate", "stabilization", "--eta", "3", "--steps", "300", "--paths", "4"],
+    ["simulate", "diag-net", "--n", "20", "--d", "30", "--r", "3", "--steps", "200", "--seeds", "2", "--eta-small",
+     "50", "--eta-large", "50", "--n-test", "50", "--records", "20", "--sharpness-iters", "5"],
+])
+def test_figures_of_a_diverged_run_say_diverged(tmp_path, monkeypatch, argv):
+    (tmp_path / "w").mkdir()
+    out = F.invoke([*argv, "--out", tmp_path / "r"], tmp_path / "w", block_run=False)
+    assert out.code == 0, out
+    texts = _texts(monkeypatch)
+    drawn = F.invoke(["plot", tmp_path / "r", "--format", "png"], tmp_path / "w", block_run=False)
+    assert drawn.code == 0 and drawn.stderr == "", drawn          # an all-diverged run still has its figure
+    assert texts and all("diverged:" in t for t in texts), texts
+
+
+def test_figures_of_a_run_that_did_not_diverge_say_nothing_of_it(tmp_path, monkeypatch, sde_result):
+    shutil.copytree(sde_result, tmp_path / "r")
+    texts = _texts(monkeypatch)
+    (tmp_path / "w").mkdir()
+    assert F.invoke(["plot", tmp_path / "r", "--format", "png"], tmp_path / "w", block_run=False).code == 0
+    assert texts and not any("diverged" in t for t in texts)
