@@ -26,6 +26,9 @@ SCHEDULES = ("constant", "cosine", "warmup-cosine", "sgdr", "plateau", "step", "
 DATASETS = ("spirals", "digits")
 DTYPES = ("float64", "float32")       # the precision of the training (:class:`~dyntools.models.mlp.MLP`)
 PLATEAU_METRICS = ("train-loss", "val-loss")
+#: values every finished cell of :func:`train_cell` holds, finite unless it diverged (a sweep's ``finite``:
+#: a cell without them, or with a NaN among them, is damaged and recomputed)
+CELL_VALUES = ("train_loss", "train_acc", "val_loss", "val_acc", "curve", "diverged_step")
 #: Schedule options (config keys) and the schedules that read them; ``None`` means the default below.
 SCHEDULE_OPTIONS = {"gamma": ("step", "multistep", "exponential"), "step_epochs": ("step",),
                     "milestones": ("multistep",), "restart_epochs": ("sgdr",), "restart_mult": ("sgdr",)}

@@ -25,6 +25,7 @@ import numpy as np
 
 from dyntools import data, sweep, validation
 from dyntools.classifier_cell import (  # noqa: F401 - train_cell is the sweep's cell function (by name)
+    CELL_VALUES,
     DATASETS,
     DTYPES,
     PLATEAU_METRICS,
@@ -288,7 +289,7 @@ def build_spec(cfg: GridConfig, seed: int) -> sweep.SweepSpec:
                  for r in range(cfg.replicates) for c in cells]
     config = {k: v for k, v in cfg.as_json().items() if k not in AFTER_THE_SWEEP}
     return sweep.SweepSpec(KIND, "simulations.adamw_heatmaps:train_cell", config, cells, seed,
-                           finite=("train_loss", "train_acc", "val_loss", "val_acc", "curve", "diverged_step"))
+                           finite=CELL_VALUES)
 
 
 CELL_SCALARS = ("train_loss", "train_acc", "val_loss", "val_acc")

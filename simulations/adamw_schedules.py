@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dyntools import validation
+from dyntools.classifier_cell import CELL_VALUES
 from dyntools.engine.result import RunResult
 from dyntools.spec import Entry, Experiment, RunContext, param
 
@@ -95,7 +96,7 @@ def build_spec(p: ScheduleParams, seed: int):
               "o": o, "s": s, "r": r}
              for o, name in enumerate(cfg.optimizers) for s, sched in enumerate(p.schedules)
              for r in range(p.seeds)]
-    return cfg, sweep.SweepSpec(KIND, CELL_FN, config, cells, validation.seed(seed))
+    return cfg, sweep.SweepSpec(KIND, CELL_FN, config, cells, validation.seed(seed), finite=CELL_VALUES)
 
 
 def run_schedules(p: ScheduleParams, out, *, seed: int = 0, progress: bool = False) -> RunResult:

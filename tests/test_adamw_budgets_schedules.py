@@ -140,3 +140,14 @@ def test_bad_budgets_as_a_user_runs_it(tmp_path):
                            "--out", str(out)], capture_output=True, text=True, env=env, cwd=ROOT, timeout=60)
     assert proc.returncode == 2 and "Invalid budgets" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and not out.exists()
+
+
+def test_schedule_cells_with_a_nan_accuracy_count_as_damaged():
+    """The schedules sweep declares the cell values that must be finite (else a NaN accuracy would be reused)."""
+    from dyntools import sweep
+    from dyntools.classifier_cell import CELL_VALUES
+
+    p = SC.ScheduleParams(optimizers=("adam",), schedules=("constant",), seeds=1, epochs=3.0)
+    _, spec = SC.build_spec(p, 0)
+    assert spec.finite == CELL_VALUES and "val_acc" in spec.finite
+    assert isinstance(spec, sweep.SweepSpec)
