@@ -147,7 +147,7 @@ def test_schedule_cells_with_a_nan_accuracy_count_as_damaged():
     from dyntools import sweep
     from dyntools.classifier_cell import CELL_VALUES
 
-    p = SC.ScheduleParams(optimizers=("adam",), schedules=("constant",), seeds=1, epochs=3.0)
+    p = SC.ScheduleParams(optimizers=("adam", "adamw"), schedules=("constant",), seeds=1, epochs=3.0)
     _, spec = SC.build_spec(p, 0)
     assert spec.finite == CELL_VALUES and "val_acc" in spec.finite
     assert isinstance(spec, sweep.SweepSpec)
