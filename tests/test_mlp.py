@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from numba import njit
 
 from dyntools import data
-from dyntools.dynamics.fast.mlp import sgd_step_l1_clearing
+from dyntools.dynamics.fast.mlp import sgd_step_checked
 from dyntools.dynamics.train import train
 from dyntools.engine import guard, streams
 from dyntools.metrics import network_metrics
@@ -368,8 +368,8 @@ def test_l1_size_and_its_twin(n, seed):
 
 
 @njit
-def _fused_sgd_l1(theta, grad, lr):
-    return sgd_step_l1_clearing(theta, grad, lr)
+def _sgd_checked(theta, grad, lr, bound):
+    return sgd_step_checked(theta, grad, lr, bound)
 
 
 @njit
@@ -378,14 +378,27 @@ def _l1_clearing(theta, grad):
 
 
 @settings(max_examples=25, deadline=None)
-@given(st.integers(1, 40), st.floats(1e-4, 1.0), st.integers(0, 10_000), st.sampled_from(["float64", "float32"]))
-def test_fused_sgd_step_and_l1_guard_equal_the_two_passes(n, lr, seed, dtype):
+@given(st.integers(1, 300), st.floats(1e-4, 1.0), st.integers(0, 10_000), st.sampled_from(["float64", "float32"]),
+       st.sampled_from([-4, -1, 0, 1, 4, None]), st.booleans())
+def test_checked_sgd_step_decides_like_the_guard(n, lr, seed, dtype, ulps, poison):
+    """The tuned loop's step: θ bitwise the optimizer's SGD step, g cleared, and beyond(size, bound) the
+    guard's decision on its own four-chain sum — also for bounds a few ulps around that sum, and NaN."""
     rng = np.random.default_rng(seed)
     theta, grad = rng.standard_normal(n).astype(dtype), rng.standard_normal(n).astype(dtype)
+    if poison:
+        grad[seed % n] = np.nan
     t1, g1 = theta.copy(), grad.copy()
-    size = _fused_sgd_l1(t1, g1, lr)
     opt = O.sgd(lr)
     kernels.fused_step(opt.precond, opt.hparams, theta, grad, kernels.init_state(opt, n).astype(dtype), 1, lr)
-    assert size == _l1_clearing(theta, grad)
+    exact = _l1_clearing(theta, grad)
+    if ulps is None:
+        bound = 10.0 * exact if np.isfinite(exact) else 1e6
+    else:
+        bound = exact
+        for _ in range(abs(ulps)):
+            bound = np.nextafter(bound, np.inf if ulps > 0 else -np.inf)
+    size = _sgd_checked(t1, g1, lr, bound)
     np.testing.assert_array_equal(t1, theta)
     assert not g1.any() and not grad.any()
+    assert guard.beyond(size, bound) == guard.beyond(exact, bound)
+    assert np.isnan(size) == bool(poison)
