@@ -43,7 +43,14 @@ def _check_values(option: str, path, arr: np.ndarray, kind: str, ndim) -> np.nda
     if kind == "int":
         if arr.dtype.kind == "f" and (not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr))):
             raise ValueError(f"Invalid {option}: {path} must hold integers")
-        if np.any(arr.astype(np.float64) >= 2.0**63) or np.any(arr.astype(np.float64) < -(2.0**63)):
+        info = np.iinfo(np.int64)
+        if arr.dtype.kind == "u":
+            beyond = np.any(arr > np.uint64(info.max))
+        elif arr.dtype.kind == "i":
+            beyond = False                       # every signed integer dtype fits in int64
+        else:                                    # floats (integral): int64 is [-2^63, 2^63)
+            beyond = np.any(arr >= 2.0**63) or np.any(arr < -(2.0**63))
+        if beyond:
             raise ValueError(f"Invalid {option}: {path} holds integers beyond the int64 range")
         return arr.astype(np.int64)
     arr = arr.astype(np.float64)

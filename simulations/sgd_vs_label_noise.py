@@ -370,7 +370,7 @@ def verdict_text(result) -> str:
 # ------------------------------------------------------------------------------------ report entry
 
 def reproduce(ctx):
-    """Catalogue entry: both models, 16 seeds (8 at quick), the figure and the gap tables."""
+    """Catalogue entry: both models, 16 seeds (8 and 10 at quick size), the figure and the gap tables."""
     from dyntools import store
     from dyntools.plots import label_noise as plots
     from dyntools.report import Section

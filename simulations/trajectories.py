@@ -127,10 +127,14 @@ def reproduce(ctx):
     sharp = {o: 2.0 * float(np.sum(path[g, -1] ** 2)) for g, o in enumerate(res.config["optimizers"])}
     flow_sharp = 2.0 * float(np.sum(res["diag_net_flow"][-1] ** 2))
     eta = LRS["diag-net"]["sgd"]
+    flow_above = flow_sharp > 2 / eta
+    gd_below = sharp["sgd"] < 2 / eta
     valley = (f"On the diagonal net (u v − 1)², started at (3.5, 0.1), gradient flow ends at sharpness "
-              f"λ_max = 2(u² + v²) = {flow_sharp:.1f}, above 2/η = {2 / eta:.1f} for SGD's η = {eta:g}: GD at that "
-              f"step cannot settle there, bounces across the valley and ends at λ_max = {sharp['sgd']:.1f} "
-              f"({'below' if sharp['sgd'] < 2 / eta else 'NOT below'} 2/η).")
+              f"λ_max = 2(u² + v²) = {flow_sharp:.1f}, {'above' if flow_above else 'NOT above'} 2/η = {2 / eta:.1f} "
+              f"for SGD's η = {eta:g}; GD at that step ends at λ_max = {sharp['sgd']:.1f} "
+              f"({'below' if gd_below else 'NOT below'} 2/η)"
+              + (": it cannot settle where the flow does and bounces across the valley to a flatter minimum."
+                 if flow_above and gd_below else "."))
     from dyntools.models.surfaces import surface
 
     minima = surface("himmelblau").minima

@@ -142,8 +142,9 @@ def test_bad_budgets_as_a_user_runs_it(tmp_path):
     assert len(proc.stderr.strip().splitlines()) == 1 and not out.exists()
 
 
-def test_schedule_cells_with_a_nan_accuracy_count_as_damaged():
-    """The schedules sweep declares the cell values that must be finite (else a NaN accuracy would be reused)."""
+def test_schedules_sweep_declares_the_cell_values_that_must_be_finite():
+    """The schedules sweep declares the cell values that must be finite, so the sweep machinery (tested in
+    test_fuzz_results.py) treats a cell with a NaN accuracy as damaged and recomputes it instead of reusing it."""
     from dyntools import sweep
     from dyntools.classifier_cell import CELL_VALUES
 

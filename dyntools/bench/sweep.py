@@ -262,7 +262,10 @@ def jax_grid(model, X, y, thetas, batches, lrs, wds, decoupled, dtype: str):
     jit + vmap over the cells, lax.scan over the steps, optax for the optimizer: ``optax.adamw`` for
     the decoupled cells, ``add_decayed_weights`` before ``scale_by_adam`` (PyTorch's Adam with L2)
     for the others; the cells' initial parameters ``thetas`` (cells × p, the MLP's out × in layout),
-    minibatches ``batches`` (cells × steps × b), ``lrs`` and ``wds`` are those of the dyntools cells.
+    minibatches ``batches`` (cells × steps × b), ``lrs`` and ``wds`` are given: :func:`_jax_grid_seconds`
+    draws them from the ``bench`` streams — the dyntools grid's network, data, sizes, learning rates and
+    decays, with other initial values and minibatch orders than the sweep's cells (the same work, not
+    the same numbers; a test feeds one cell to both and compares the losses).
     Compiled (and run once) before it is returned, so that timing ``run()`` times the training only."""
     jax, jnp, optax = jax_modules()
     if dtype == "float64":

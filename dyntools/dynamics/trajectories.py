@@ -6,8 +6,9 @@ surface's start point; θ is recorded at every step (or on a linear grid of :dat
 longer runs), so the figures and the GIF are drawn from recorded snapshots. With ``noise = σ > 0`` every
 step's gradient is ``∇f(θ_t) + σ ξ_t`` with ``ξ_t`` standard normal from the ``surface.noise`` stream,
 shared by the optimizers of a surface (a paired comparison). ``flow=True`` adds a gradient-flow
-reference, GD with the step ``h = lr_sgd/FLOW_REFINE`` over the same time ``T·lr_sgd`` as SGD
-(``lr_sgd`` the surface's SGD step), noise-free.
+reference, GD with the step ``h = lr_sgd/FLOW_REFINE`` over the time ``T·lr_sgd`` (``lr_sgd`` the SGD
+step of the surface's table :data:`LRS`, whatever ``lr`` the run was given; at most ``FLOW_MAX_STEPS``
+steps of h, so a run of more than ``FLOW_MAX_STEPS/FLOW_REFINE`` steps gets a shorter reference), noise-free.
 
 A trajectory *reached a minimum* when its last point is within :data:`REACHED` of one of the surface's
 minima (for ``diag-net``: when its loss is below ``REACHED²``, the valley being a curve).
@@ -105,7 +106,8 @@ def _record_steps(steps: int) -> np.ndarray:
 
 
 def _flow(model: S.Surface, surface: str, steps: int, seed: int) -> np.ndarray:
-    """Gradient-flow reference: GD with step ``lr_sgd / FLOW_REFINE`` over the time ``steps · lr_sgd``."""
+    """Gradient-flow reference: GD with step ``lr_sgd / FLOW_REFINE`` over the time ``steps · lr_sgd``
+    (capped at ``FLOW_MAX_STEPS`` steps of that size)."""
     from dyntools.dynamics.train import train
 
     h = LRS[surface]["sgd"] / FLOW_REFINE
