@@ -1,5 +1,6 @@
 """The conjecture SGD ≈ GD with label noise: the matching δ, the MLP's label-noise SDE, the experiment and its CLI."""
 
+import functools
 import json
 
 import numpy as np
@@ -58,15 +59,23 @@ def _net():
     return layout, layout.init(1), X, y
 
 
+@functools.cache
+def _sde(eta, delta):
+    """The SDE of :func:`_net` (its terms are compiled per build: a few (η, δ) pairs, built once)."""
+    layout, _, X, y = _net()
+    return lnm.mlp_label_noise_sde(layout, X, y, eta=eta, delta=delta)
+
+
 @settings(max_examples=15, deadline=None)
-@given(seed=st.integers(0, 2**31), delta=st.floats(0.0, 2.0), eta=st.floats(0.01, 1.0))
-def test_mlp_sde_terms_match_their_numpy_twins_and_the_loss_gradient(seed, delta, eta):
+@given(seed=st.integers(0, 2**31), eta_delta=st.sampled_from([(0.3, 0.0), (0.3, 0.7), (1.0, 2.0)]))
+def test_mlp_sde_terms_match_their_numpy_twins_and_the_loss_gradient(seed, eta_delta):
+    eta, delta = eta_delta
     layout, _, X, y = _net()
     theta = np.random.default_rng(seed).standard_normal(layout.n_params)
-    sde = lnm.mlp_label_noise_sde(layout, X, y, eta=eta, delta=delta)
+    sde = _sde(eta, delta)
     drift, diff = np.empty(layout.n_params), np.empty((layout.n_params, X.shape[0]))
-    lnm.mlp_drift(0.0, theta, sde.args, drift)
-    lnm.mlp_diffusion(0.0, theta, sde.args, diff)
+    sde.drift(0.0, theta, sde.args, drift)
+    sde.diffusion(0.0, theta, sde.args, diff)
     np.testing.assert_allclose(drift, lnm.mlp_drift_np(layout, theta, X, y), rtol=1e-10, atol=1e-12)
     grad = np.empty(layout.n_params)          # the MLP's own mean-square gradient (another code path)
     layout.loss_grad_np(theta, X, y, np.arange(6), 6, np.zeros(6), grad, np.zeros(layout.workspace_size(6)),
@@ -77,7 +86,7 @@ def test_mlp_sde_terms_match_their_numpy_twins_and_the_loss_gradient(seed, delta
 
 
 @settings(max_examples=15, deadline=None)
-@given(seed=st.integers(0, 2**31), r=st.integers(1, 8), delta=st.floats(0.01, 1.0))
+@given(seed=st.integers(0, 2**31), r=st.integers(1, 8), delta=st.sampled_from([0.01, 0.7]))
 def test_em_step_of_the_sde_is_label_noise_gd_at_h_with_delta_sqrt_r(seed, r, delta):
     """The identity the experiment relies on: θ + h b(θ) + σ(θ)·√h Z equals the label-noise GD step at step
     h = η/r whose labels are y + δ√r Z (the MLP's kernel twin computes the latter)."""
@@ -86,10 +95,10 @@ def test_em_step_of_the_sde_is_label_noise_gd_at_h_with_delta_sqrt_r(seed, r, de
     h = eta / r
     rng = np.random.default_rng(seed)
     theta, Z = rng.standard_normal(layout.n_params), rng.standard_normal(6)
-    sde = lnm.mlp_label_noise_sde(layout, X, y, eta=eta, delta=delta)
+    sde = _sde(eta, delta)
     b, s = np.empty(layout.n_params), np.empty((layout.n_params, 6))
-    lnm.mlp_drift(0.0, theta, sde.args, b)
-    lnm.mlp_diffusion(0.0, theta, sde.args, s)
+    sde.drift(0.0, theta, sde.args, b)
+    sde.diffusion(0.0, theta, sde.args, s)
     em = theta + h * b + s @ (np.sqrt(h) * Z)
     grad = np.empty(layout.n_params)
     layout.loss_grad_np(theta, X, y, np.arange(6), 6, np.sqrt(r) * delta * Z, grad,

@@ -84,61 +84,10 @@ def stabilized_level(steps, train_loss, window=(0.1, 0.5), total: int | None = N
 
 # ------------------------------------------------------------------ the MLP's label-noise SDE
 
-def _pack_args(layout, X, y, eta: float, delta: float) -> np.ndarray:
-    """``[√(ηδ̃), n, d, L, widths (L+1), w_off (L), b_off (L), X (n·d), y (n)]`` as float64."""
-    from dyntools.dynamics.sde_models import sde_intensity
-
-    n, d = X.shape
-    widths, w_off, b_off = layout.arrays()
-    coef = np.sqrt(eta * sde_intensity(delta, n, scale=LOSS_FACTOR["mlp"]))
-    head = np.array([coef, n, d, layout.n_layers], dtype=np.float64)
-    return np.concatenate([head, widths, w_off, b_off, X.ravel(), y]).astype(np.float64)
-
-
-@njit(cache=True)
-def _unpack_args(args):
-    n = int(args[1])
-    d = int(args[2])
-    L = int(args[3])
-    pos = 4
-    widths = args[pos:pos + L + 1].astype(np.int64)
-    pos += L + 1
-    w_off = args[pos:pos + L].astype(np.int64)
-    pos += L
-    b_off = args[pos:pos + L].astype(np.int64)
-    pos += L
-    X = args[pos:pos + n * d].copy().reshape((n, d))
-    y = args[pos + n * d:pos + n * d + n]
-    return n, widths, w_off, b_off, X, y
-
-
-@njit(cache=True)
-def mlp_drift(t, x, args, out):
-    """``b(θ) = −(2/n) φ_θ(X)ᵀ (h_θ(X) − y)``: minus the gradient of the mean square loss."""
-    n, widths, w_off, b_off, X, y = _unpack_args(args)
-    J = jacobian_kernel(x, X, widths, w_off, b_off)
-    h = predict_kernel(x, X, widths, w_off, b_off)
-    for k in range(x.shape[0]):
-        acc = 0.0
-        for i in range(n):
-            acc += J[i, k] * (h[i] - y[i])
-        out[k] = -2.0 * acc / n
-
-
-@njit(cache=True)
-def mlp_diffusion(t, x, args, out):
-    """``σ(θ) = √(ηδ̃) φ_θ(X)ᵀ`` (p × n)."""
-    n, widths, w_off, b_off, X, y = _unpack_args(args)
-    J = jacobian_kernel(x, X, widths, w_off, b_off)
-    for k in range(x.shape[0]):
-        for i in range(n):
-            out[k, i] = args[0] * J[i, k]
-
-
 def mlp_label_noise_sde(layout, X, y, *, eta: float, delta: float):
     """The label-noise SDE of the regression MLP ``layout`` on ``(X, y)`` for step ``eta`` and
     label noise of standard deviation ``delta`` (module docstring; time τ = tη)."""
-    from dyntools.dynamics.sde import SDE
+    from dyntools.dynamics.sde_models import label_noise_sde
 
     if layout.head != "regression":
         raise ValueError("Invalid layout: the label-noise SDE needs the regression head")
@@ -148,11 +97,19 @@ def mlp_label_noise_sde(layout, X, y, *, eta: float, delta: float):
         raise ValueError(f"Invalid X: expected ({y.shape[0]}, {layout.widths[0]}) inputs for {y.shape[0]} labels")
     eta = validation.positive("eta", eta)
     delta = validation.non_negative("delta", delta)
-    return SDE(mlp_drift, mlp_diffusion, layout.n_params, X.shape[0], "general", None,
-               _pack_args(layout, X, y, eta, delta), "mlp-label-noise")
+    widths, w_off, b_off = layout.arrays()
+
+    @njit
+    def model(theta, Xm, h_out, J_out):
+        h_out[:] = predict_kernel(theta, Xm, widths, w_off, b_off)
+        J_out[:, :] = jacobian_kernel(theta, Xm, widths, w_off, b_off)
+
+    # the general builder, with the MLP's mean-square loss: b = −(2/n) φᵀ(h − y), σ = √(ηδ̃) φᵀ, δ̃ = (2δ/n)²
+    return label_noise_sde(model, X, y, layout.n_params, eta, delta, "mlp-label-noise", scale=LOSS_FACTOR["mlp"])
 
 
 def mlp_drift_np(layout, theta, X, y) -> np.ndarray:
-    """NumPy twin of :func:`mlp_drift` (the Jacobian by :meth:`~dyntools.models.mlp.MLP.jacobian_np`)."""
+    """NumPy twin of the drift of :func:`mlp_label_noise_sde` (the Jacobian by
+    :meth:`~dyntools.models.mlp.MLP.jacobian_np`)."""
     J = layout.jacobian_np(theta, X)
     return -2.0 / X.shape[0] * J.T @ (layout.predict(theta, X) - y)

@@ -151,12 +151,14 @@ def toy_sde(toy, eta: float, delta: float) -> SDE:
 
 # ----------------------------------------------------------------- (a) general label-noise SDE
 
-def label_noise_sde(model, X, y, dim: int, eta: float, delta: float, name: str = "label-noise") -> SDE:
+def label_noise_sde(model, X, y, dim: int, eta: float, delta: float, name: str = "label-noise", *,
+                    scale: float = 1.0) -> SDE:
     """The label-noise SDE of any model given as a numba-jitted ``model(theta, X, h_out, J_out)``
     that writes ``h_θ(X)`` (n,) and the Jacobian ``φ_θ(X)`` (n, p), for label noise of standard
-    deviation ``delta``. General noise, m = n::
+    deviation ``delta`` and the loss ``scale · (1/2n) Σ (h − y)²`` (scale 2: the mean square).
+    General noise, m = n::
 
-        b(θ) = −(1/n) φᵀ(h − y),     σ(θ) = √(ηδ̃) φᵀ   (p × n),   δ̃ = δ²/n².
+        b(θ) = −(scale/n) φᵀ(h − y),     σ(θ) = √(ηδ̃) φᵀ   (p × n),   δ̃ = (scale · δ/n)².
 
     ``X`` and ``y`` travel in ``args`` (flattened), so the terms stay plain numba functions.
     """
@@ -166,7 +168,8 @@ def label_noise_sde(model, X, y, dim: int, eta: float, delta: float, name: str =
     if y.shape[0] != n:
         raise ValueError(f"Invalid y: length {y.shape[0]} does not match X with {n} rows")
     eta = validation.non_negative("eta", eta)
-    intensity = sde_intensity(delta, n)
+    scale = validation.positive("scale", scale)
+    intensity = sde_intensity(delta, n, scale)
     p = validation.count("dim", dim)
     args = np.concatenate([[np.sqrt(eta * intensity)], X.ravel(), y])
 
@@ -186,7 +189,7 @@ def label_noise_sde(model, X, y, dim: int, eta: float, delta: float, name: str =
             acc = 0.0
             for i in range(n):
                 acc += J[i, k] * (h[i] - yv[i])
-            out[k] = -acc / n
+            out[k] = -scale * acc / n
 
     @njit
     def diffusion(t, x, args, out):
