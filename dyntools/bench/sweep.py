@@ -84,20 +84,22 @@ def _matmul_rate(m: int, k: int, n: int, repeats: int) -> float:
     return 2.0 * m * k * n * repeats / best_time(batch, repeats=3) / 1e9
 
 
-def _kernel_rate(repeats: int) -> float:
+def _kernel_rate(repeats: int, m: int = 64, kdim: int = 32, n: int = 32) -> float:
     """GFLOP/s of the cell's product kernel alone (:func:`~dyntools.models.mlp_gemm.gemm`) on
-    the forward shape of a 32-wide layer, ``z_lᵀ = Ŵ_lᵀ â_{l−1}ᵀ`` with batch 64, data in cache."""
+    ``(m, kdim) · (kdim, n)``, data in cache; the default is the forward shape of a 32-wide layer,
+    ``Z_l = A_{l−1} W_lᵀ + 1 b_lᵀ`` with batch 64."""
     from numba import njit
 
     @njit
-    def loop(out, C, In, reps):
+    def loop(out, init, C, In, reps):
         for _ in range(reps):
-            mlp_gemm.gemm(out, C, In, 32, 33, 64)
+            mlp_gemm.gemm(out, init, C, In, m, kdim, n)
 
     rng = np.random.default_rng(0)
-    out, C, In = np.zeros((32, 64)), rng.standard_normal((33, 32)).T, rng.standard_normal((33, 64))
-    loop(out, C, In, 1)
-    return 2.0 * 32 * 33 * 64 * repeats / best_time(lambda: loop(out, C, In, repeats), repeats=3) / 1e9
+    out, init = np.zeros((m, n)), rng.standard_normal(n)
+    C, In = rng.standard_normal((m, kdim)), rng.standard_normal((kdim, n))
+    loop(out, init, C, In, 1)
+    return 2.0 * m * kdim * n * repeats / best_time(lambda: loop(out, init, C, In, repeats), repeats=3) / 1e9
 
 
 #: The benchmark's grid cell: the module docstring's network and data (the defaults of the adamw-grid sweep).
@@ -185,7 +187,8 @@ def run(quick: bool = False) -> BenchReport:
                                 "numba cell GFLOP/s (float32)": flops / t_f32 / 1e9,
                                 "numpy matmul GFLOP/s, 64x32 @ 32x32 per call": _matmul_rate(64, 32, 32, 2000),
                                 "numpy matmul GFLOP/s, 64x64 @ 64x64 per call": _matmul_rate(64, 64, 64, 1000),
-                                "numba _gemm GFLOP/s, one 32x33 @ 33x64 block in cache": _kernel_rate(2000)})
+                                "numba _gemm GFLOP/s, one 32x33 @ 33x64 block in cache": _kernel_rate(2000, 32, 33, 64),
+                                "numba gemm GFLOP/s, the forward 64x32 @ 32x32 block in cache": _kernel_rate(2000)})
     report.notes.append("matmul rates include NumPy's per-call overhead; OpenBLAS runs products this small "
                         "(m·n·k <= 64³) on one thread, like the cell")
     report.targets.append(Target("one cell: numba vs NumPy twin", t_numpy / t_numba, 10.0))

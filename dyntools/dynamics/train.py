@@ -94,7 +94,7 @@ def advance_path(kernel, p, arrays, t0, t1, record_steps, theta_rec, bound, dive
             step_losses[p, t] = loss
         lr_t = lrs[g, 0] if const_lr else lrs[g, t]
         optim_kernels.fused_step(precond, hp, theta, grad, ostate, t + 1, lr_t)
-        if guard.beyond(guard.l1_size(theta), bound):
+        if guard.beyond(guard.checked_size(theta, bound), bound):
             diverged_at[p] = t + 1
             break
     thetas[p, :] = theta
