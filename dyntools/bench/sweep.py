@@ -152,6 +152,57 @@ def _jax_grid_seconds(model, d, n_lr: int, n_wd: int, steps: int, dtype: str) ->
     return total / len(cells)
 
 
+def cell_memory(steps: int, hidden: tuple = (32, 32, 32), batch: int = 64, dtype: str = "float64") -> dict:
+    """Memory of one heatmap cell (:func:`dyntools.classifier_cell.train_cell`, the bench's network):
+    the peak of NumPy's allocations while it runs (``tracemalloc``; the data set, the model, the per-step
+    losses, the results) and the compiled loop's own scratch (:func:`~dyntools.models.mlp_gemm.ws_size`
+    plus its copies of θ, the optimizer state and the gradient — allocated inside the kernel, which
+    ``tracemalloc`` does not see), in bytes."""
+    import tracemalloc
+
+    from dyntools.classifier_cell import train_cell
+
+    config = {**CELL_CONFIG, "hidden": list(hidden), "batch_size": batch, "epochs": steps * batch / 1000,
+              "dtype": dtype}
+    cell = {"optimizer": "adamw", "lr": 1e-3, "wd": 1e-2}
+    train_cell(config, cell, 0, 0)                                            # compiled code loaded first
+    tracemalloc.start()
+    try:
+        train_cell(config, cell, 0, 0)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    widths = (2, *hidden, 2)
+    model = MLP(widths, head="cross-entropy", dtype=dtype)
+    item = np.dtype(dtype).itemsize
+    scratch = item * (mlp_gemm.ws_size(model.n_layers, max(widths), batch) + 5 * model.n_params) + 16 * batch
+    return {"numpy peak": peak, "kernel scratch": scratch, "params": model.n_params}
+
+
+def _memory_measurements(report: BenchReport, steps: int) -> None:
+    """Memory per worker: a cell at ``steps`` and 4× the steps, and with twice the width and batch; the
+    workers' peak resident size is read after the grids (``ru_maxrss`` of the finished children)."""
+    import resource
+
+    base, long = cell_memory(steps), cell_memory(4 * steps)
+    wide = cell_memory(steps, hidden=(64, 64, 64), batch=128)
+    per_step = (long["numpy peak"] - base["numpy peak"]) / (3 * steps)
+    report.measurements.update({
+        f"cell memory, NumPy peak bytes ({steps} steps)": base["numpy peak"],
+        f"cell memory, NumPy peak bytes ({4 * steps} steps)": long["numpy peak"],
+        "cell memory, NumPy peak bytes (width 64, batch 128)": wide["numpy peak"],
+        "cell memory, kernel scratch bytes": base["kernel scratch"],
+        "cell memory, kernel scratch bytes (width 64, batch 128)": wide["kernel scratch"],
+        "cell memory, bytes per extra step": per_step,
+        "worker peak resident MiB (ru_maxrss of the grids' workers)":
+            resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024})
+    report.notes.append("memory per cell: the data set, the network, the batch scratch and the per-step "
+                        "losses (8 bytes a step, for the heatmap's loss curve); nothing grows with the number "
+                        "of cells (each cell's result is written to disk and dropped by the worker)")
+    report.targets.append(Target("cell memory growth per extra step (bytes; the per-step loss record is 8)",
+                                 per_step, 16.0, higher_is_better=False, unit="B"))
+
+
 def run(quick: bool = False) -> BenchReport:
     from dyntools.bench.diag_net import matmul_rate
     from dyntools.dynamics.train import train
@@ -224,6 +275,7 @@ def run(quick: bool = False) -> BenchReport:
                                      f"{g['cells']} measured cells", full, 15.0 if dt == "float32" else 180.0,
                                      higher_is_better=False, unit="s"))
     report.measurements["workers"] = workers
+    _memory_measurements(report, steps)
 
     # the arithmetic floor of a cell: its flops at the machine's matrix-product rate on all cores
     for dt in ("float64", "float32"):
