@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dyntools import validation
+from dyntools.result_schema import derive, known_list
 from dyntools.spec import Entry, Experiment, RunContext, param
 
 TITLE = "Optimizer trajectory gallery (2-D surfaces)"
@@ -159,12 +160,16 @@ def reproduce(ctx):
                    ok=bool(sharp["sgd"] < 2 / eta < flow_sharp))
 
 
+RESULTS = (derive("trajectories", TrajectoryParams, "flow frames lr noise optimizers start steps",
+                  extra={"surfaces": known_list(*SURFACES)},
+                  summary={"diverged": "int", "reached": "int", "rows": "list", "trajectories": "int"}),)
+
 EXPERIMENT = Experiment(
     name="trajectories", verb="simulate",
     help="optimizer trajectories on 2-D surfaces (quadratic, Rosenbrock, Beale, saddle, Himmelblau, diagonal "
          "net): contours, loss against the step, animated GIFs",
     example="dyntools simulate trajectories --surface rosenbrock,himmelblau --optimizers sgd,momentum,adam "
             "--steps 5000 --frames 30 --out runs/gallery",
-    params=TrajectoryParams, run=run, table=table, summary=summary, check=check)
+    params=TrajectoryParams, results=RESULTS, run=run, table=table, summary=summary, check=check)
 
 REPORT = Entry("trajectory-gallery", TITLE, reproduce, order=85)
