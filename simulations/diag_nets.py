@@ -688,9 +688,9 @@ def table(p: DiagNetParams, result) -> str:
 
 
 RESULTS = (derive("diag-net", DiagNetParams, "alpha batch bound d data decay_at decay_factors decay_mode decay_rule "
-                          "eta_large eta_small grid init init_scale kernel l0_threshold label_noise method momentum n "
+                          "eta_large eta_small grid init_scale kernel l0_threshold label_noise method momentum n "
                           "n_test noise r rank_threshold records schedules seeds sharpness_iters steps warmup "
-                          "weight_decay", extra={"model": known("diag-net")},
+                          "weight_decay", extra={"model": known("diag-net"), "init": known("paper", "gaussian", "given")},
                   summary={"message": "str", "runs": "mapping", "status": "str"}),)
 
 EXPERIMENT = Experiment(

@@ -31,6 +31,44 @@ def test_plot_of_a_damaged_result_is_one_line_or_harmless(tmp_path, sde_result):
     assert not failures, F.describe(failures)
 
 
+# ------------------------------------------------------------------------------- results against their kind's schema
+
+def test_every_kind_plot_draws_has_a_schema_and_a_sample_that_passes_it():
+    """The schema of each kind is the experiments' declaration; the samples are real results' config/summary
+    (tests/goldens/make_result_samples.py), so a schema that refused what its experiment writes fails here."""
+    from dyntools import plots, result_schema
+
+    F._parser_once()
+    samples = F.result_samples()
+    assert set(plots.PLOTTERS) <= set(result_schema.REGISTRY) and set(plots.PLOTTERS) <= set(samples)
+    for kind, sample in samples.items():
+        result_schema.validate(kind, sample["config"], sample["summary"])
+
+
+def test_a_result_outside_its_kinds_schema_is_refused_naming_file_and_field(tmp_path):
+    """Every 9th damage of every kind (``python tests/fuzz_report.py`` runs all of them): one line naming
+    result.json and the field, exit 2, nothing drawn."""
+    cases = F.schema_cases(every=9)
+    assert {c.note.split(":")[0] for c in cases} == set(F.result_samples())
+    failures = F.run_cases(cases, tmp_path)
+    print(f"results: {len(cases) - len(failures)} of {len(cases)} results outside their schema refused")
+    assert not failures, F.describe(failures)
+
+
+def test_load_refuses_a_config_outside_the_schema_and_keeps_a_good_one(tmp_path):
+    from dyntools import store
+
+    F._parser_once()
+    sample = F.result_samples()["sde"]
+    for name in ("good", "bad"):
+        (tmp_path / name).mkdir()
+    F._sample_result(tmp_path / "good", "sde", sample, None)
+    F._sample_result(tmp_path / "bad", "sde", sample, lambda m: m["config"].update(model="heston"))
+    assert store.load(tmp_path / "good" / "res").config["model"] == "gbm"
+    with pytest.raises(store.StoreError, match=r"bad/res/result\.json: config\['model'\] = 'heston'"):
+        store.load(tmp_path / "bad" / "res")
+
+
 # ----------------------------------------------------------------------------------- damaged sweep cells
 
 def _demo(finite=("x",)):
