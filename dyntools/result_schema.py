@@ -8,7 +8,8 @@ module checks what is inside, on every load, for each kind an experiment declare
   *derived* from the experiment, never written twice; a few keys that are not parameters (a model's name,
   a nested parameter set) are declared next to the experiment with the same :class:`~dyntools.spec.Param`.
   Every declared key must be present, of its JSON type (a number, a string, a list …), in its range and,
-  for names, one of the known ones.
+  for names, one of the known ones. The size caps of a request (integers' upper bounds, most entries) do
+  not apply to a stored result (:func:`as_stored`): a run made from Python may exceed them.
 * **summary**: a mapping; each declared key, when present, of its declared JSON kind
   (:data:`SUMMARY_KINDS`).
 * **everywhere**: only JSON values dyntools writes — no ``NaN``/``Infinity`` literal (non-finite numbers
@@ -23,6 +24,7 @@ nobody declared (``dt.train``'s ``"train"``) gets the envelope and the "everywhe
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -36,14 +38,15 @@ SUMMARY_KINDS = ("number", "int", "str", "flag", "list", "mapping")
 
 @dataclass(frozen=True)
 class ResultSchema:
-    """What a result of ``kind`` holds: ``config`` key → declaration (every one required; nullable when
-    its default is ``None``), ``nested`` key → schema of a config value that is itself a parameter set,
+    """What a result of ``kind`` holds: ``config`` key → declaration (required unless ``optional``; nullable
+    when its default is ``None``), ``nested`` key → schema of a config value that is itself a parameter set,
     ``summary`` key → one of :data:`SUMMARY_KINDS`."""
 
     kind: str
     config: Mapping[str, tuple[Param, bool]] = field(default_factory=dict)     # key → (declaration, nullable)
     nested: Mapping[str, ResultSchema] = field(default_factory=dict)
     summary: Mapping[str, str] = field(default_factory=dict)
+    optional: frozenset[str] = frozenset()      # config keys checked when present (written by some runs only)
 
     def __post_init__(self):
         bad = {k: v for k, v in self.summary.items() if v not in SUMMARY_KINDS}
@@ -53,20 +56,19 @@ class ResultSchema:
 
 def derive(kind: str, params, keys: str = "", *, also=(), extra: Mapping[str, Param] | None = None,
            nested: Mapping[str, ResultSchema] | None = None, summary: Mapping[str, str] | None = None,
-           nullable: str = "") -> ResultSchema:
+           nullable: str = "", optional: str = "") -> ResultSchema:
     """The schema of ``kind`` from the parameter dataclass ``params`` (then each of ``also``): every name
     of ``keys`` (space-separated) is a config key declared by the field of that name; ``extra`` declares
     config keys that are no parameter; ``nullable`` names keys that may be ``null`` besides those whose
-    default is ``None``."""
-    import dataclasses
-
+    default is ``None``; ``optional`` names fields checked only when present (keys that the experiment adds
+    to what a library runner writes: a run made from Python lacks them)."""
     fields = {}
     for cls in (params, *also):
         for f in dataclasses.fields(cls):
             if "param" in f.metadata:
                 fields.setdefault(f.name, (f.metadata["param"], f.default is None))
     config = {}
-    for key in keys.split():
+    for key in keys.split() + optional.split():
         if key not in fields:
             raise KeyError(f"{kind}: config key {key!r} is no field of {params.__name__}"
                            + "".join(f" or {c.__name__}" for c in also) + " (declare it in extra=)")
@@ -75,7 +77,7 @@ def derive(kind: str, params, keys: str = "", *, also=(), extra: Mapping[str, Pa
         config[key] = (p, False)
     for key in nullable.split():
         config[key] = (config[key][0], True)
-    return ResultSchema(kind, config, dict(nested or {}), dict(summary or {}))
+    return ResultSchema(kind, config, dict(nested or {}), dict(summary or {}), frozenset(optional.split()))
 
 
 REGISTRY: dict[str, ResultSchema] = {}
@@ -121,8 +123,19 @@ _NAMES = {"int": "an integer", "float": "a number", "str": "a string", "file": "
           "grid": "a list [A, B, N]"}
 
 
+def as_stored(p: Param) -> Param:
+    """The declaration a stored value is checked against: ``p`` without its size caps. The upper bounds of
+    integers and the most entries of lists and grids are the memory/time a *request* may cost (the spec's
+    policy); a run made through the Python API may exceed them, and its result is still a valid result."""
+    if p.kind in ("int", "ints"):
+        p = dataclasses.replace(p, high=None, high_open=False)
+    return dataclasses.replace(p, max_len=None)
+
+
 def check_param(where: str, p: Param, value, nullable: bool) -> None:
-    """``value`` (as parsed from JSON) against the declaration ``p``; :class:`SchemaError` otherwise."""
+    """``value`` (as parsed from JSON) against the declaration ``p`` (:func:`as_stored`: types, lower bounds,
+    semantic upper bounds, known names); :class:`SchemaError` otherwise."""
+    p = as_stored(p)
     if value is None:
         if nullable:
             return
@@ -157,6 +170,8 @@ def _check_summary_value(where: str, kind: str, value) -> None:
 def _check_config(schema: ResultSchema, config: dict, where: str) -> None:
     for key, (p, nullable) in schema.config.items():
         if key not in config:
+            if key in schema.optional:
+                continue
             raise SchemaError(f"{where}[{key!r}] is missing")
         check_param(f"{where}[{key!r}]", p, config[key], nullable)
     for key, sub in schema.nested.items():
@@ -186,6 +201,3 @@ def known(*choices: str) -> Param:
     return Param("a known name", "str", choices=tuple(choices))
 
 
-def known_list(*choices: str) -> Param:
-    """A config key holding a list of known names."""
-    return Param("known names", "strs", choices=tuple(choices), max_len=len(choices))

@@ -687,10 +687,11 @@ def table(p: DiagNetParams, result) -> str:
     return "\n".join([f"status: {result.status}", f"message: {result.message}", "", text_table(table_rows(result))])
 
 
-RESULTS = (derive("diag-net", DiagNetParams, "alpha batch bound d data decay_at decay_factors decay_mode decay_rule "
-                          "eta_large eta_small grid init_scale kernel l0_threshold label_noise method momentum n "
-                          "n_test noise r rank_threshold records schedules seeds sharpness_iters steps warmup "
-                          "weight_decay", extra={"model": known("diag-net"), "init": known("paper", "gaussian", "given")},
+RESULTS = (derive("diag-net", DiagNetParams, "alpha batch bound d init_scale kernel l0_threshold label_noise method "
+                          "momentum n n_test rank_threshold records seeds sharpness_iters steps weight_decay",
+                  optional="data decay_at decay_factors decay_mode decay_rule eta_large eta_small grid noise r "
+                           "schedules warmup",          # added by this experiment to what train_diag_net writes
+                  extra={"model": known("diag-net"), "init": known("paper", "gaussian", "given")},
                   summary={"message": "str", "runs": "mapping", "status": "str"}),)
 
 EXPERIMENT = Experiment(

@@ -171,11 +171,11 @@ def table(p: StabilizationParams, result) -> str:
                        "bounce fraction": c["bounce_fraction"], "entry time quantiles": c["entry_time_quantiles"]})
 
 
-RESULTS = (derive("stabilization", StabilizationParams, "eta method n paths steps theta0 theta_star x_max x_min",
+RESULTS = (derive("stabilization", StabilizationParams, "eta method n paths steps theta_star x_max x_min",
                   extra={"model": known("quadratic-toy")},
                   summary={"band": "list", "diverged": "int", "eps0": "number", "eta_interval": "list",
                            "final_loss_median": "number", "paths": "int", "proposition": "mapping", "regime": "str"}),
-           derive("stabilization-phase", StabilizationParams, "method n paths steps theta0 theta_star x_max x_min",
+           derive("stabilization-phase", StabilizationParams, "method n paths steps theta_star x_max x_min",
                   extra={"model": known("quadratic-toy")},
                   summary={"eta_interval": "list", "gd_step_limit": "number", "second_moment": "number"}))
 

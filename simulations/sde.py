@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dyntools import validation
-from dyntools.result_schema import derive
+from dyntools.result_schema import derive, known
 from dyntools.spec import Experiment, Param, RunContext, param
 
 #: Defaults that depend on the model (a flag left out takes the model's value).
@@ -157,7 +157,11 @@ def table(p: SDEParams, result) -> str:
 
 
 _DIAG = "alpha d n paths"
-RESULTS = (derive("sde", SDEParams, "bound h model paths scheme substeps t1 x0",
+RESULTS = (derive("sde", SDEParams, "bound h paths scheme substeps t1", optional="x0",   # model: any SDE of dt.solve
+                  extra={"model": Param("the SDE's name", "str"), "t0": Param("start time", "float"),
+                         "args": Param("the SDE's parameters", "floats"), "kernel": known("numba", "numpy"),
+                         "noise": known("general", "diagonal"), "dim": Param("dimension", "int", low=1),
+                         "noise_dim": Param("Brownian dimension", "int", low=1)},
                   summary={"diverged": "int", "final_mean": "list", "paths": "int", "steps": "int"}),
            derive("sde-convergence", SDEParams, "paths", extra={"levels": Param("levels", "ints", low=0, high=14,
                                                                                 max_len=15)},

@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dyntools import validation
-from dyntools.result_schema import derive, known_list
-from dyntools.spec import Entry, Experiment, RunContext, param
+from dyntools.result_schema import derive
+from dyntools.spec import Entry, Experiment, Param, RunContext, param
 
 TITLE = "Optimizer trajectory gallery (2-D surfaces)"
 SURFACES = ("quadratic", "rosenbrock", "beale", "saddle", "himmelblau", "diag-net")
@@ -160,8 +160,9 @@ def reproduce(ctx):
                    ok=bool(sharp["sgd"] < 2 / eta < flow_sharp))
 
 
-RESULTS = (derive("trajectories", TrajectoryParams, "flow frames lr noise optimizers start steps",
-                  extra={"surfaces": known_list(*SURFACES)},
+RESULTS = (derive("trajectories", TrajectoryParams, "flow frames lr noise start steps",
+                  extra={"surfaces": Param("surface names (dt.trajectories takes any Surface)", "strs"),
+                         "optimizers": Param("optimizer names (dt.trajectories takes any of dt.optim)", "strs")},
                   summary={"diverged": "int", "reached": "int", "rows": "list", "trajectories": "int"}),)
 
 EXPERIMENT = Experiment(

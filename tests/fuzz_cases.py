@@ -879,7 +879,11 @@ def result_samples() -> dict[str, dict]:
 
 
 def _bad_param_values(p, value) -> list[tuple[str, object]]:
-    """(why, value) that the declaration ``p`` (a dyntools.spec.Param) must refuse in a result's config."""
+    """(why, value) that the declaration ``p`` (a dyntools.spec.Param) must refuse in a result's config (its size
+    caps do not apply to a stored result: :func:`dyntools.result_schema.as_stored`)."""
+    from dyntools.result_schema import as_stored
+
+    p = as_stored(p)
     nan, inf = float("nan"), float("inf")
     kind = p.kind
     out: list[tuple[str, object]] = []
@@ -945,7 +949,9 @@ def schema_damages(kind: str, sample: dict) -> list[tuple[str, str, Callable[[di
             if not nullable:
                 out.append((f"config {'.'.join((*path, key))}: null", key,
                             lambda m, key=key, at=at: at(m).__setitem__(key, None)))
-            out.append((f"config {'.'.join((*path, key))}: missing", key, lambda m, key=key, at=at: at(m).pop(key)))
+            if key not in schema.optional:
+                out.append((f"config {'.'.join((*path, key))}: missing", key,
+                            lambda m, key=key, at=at: at(m).pop(key)))
         for key, sub in schema.nested.items():
             out.append((f"config {key}: a string where an object is", key,
                         lambda m, key=key, at=at: at(m).__setitem__(key, "x")))
@@ -989,7 +995,7 @@ def schema_cases(kinds: Iterable[str] | None = None, every: int = 1) -> list[Cas
     cases = []
     for kind in (kinds or sorted(samples)):
         for why, key, edit in schema_damages(kind, samples[kind])[::every]:
-            cases.append(Case("results", ["plot", "../res", "--format", "png"], ("result.json",),
+            cases.append(Case("result schema", ["plot", "../res", "--format", "png"], ("result.json",),
                               setup=lambda root, kind=kind, edit=edit: _sample_result(root, kind, samples[kind], edit),
                               note=f"{kind}: {why}", all_names=("result.json", key)))
     return cases

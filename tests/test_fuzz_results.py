@@ -224,3 +224,18 @@ def test_figures_of_a_run_that_did_not_diverge_say_nothing_of_it(tmp_path, monke
     (tmp_path / "w").mkdir()
     assert F.invoke(["plot", tmp_path / "r", "--format", "png"], tmp_path / "w", block_run=False).code == 0
     assert texts and not any("diverged" in t for t in texts)
+
+
+def test_dt_load_checks_the_schema_in_a_fresh_interpreter(tmp_path):
+    """``dt.load`` in a new Python process (no command line ran) knows every catalogue kind's schema."""
+    import subprocess
+    import sys
+
+    (tmp_path / "r").mkdir()
+    F._sample_result(tmp_path / "r", "relu", F.result_samples()["relu"],
+                     lambda m: m["config"].update(setting="../../ESCAPE"))
+    code = ("import dyntools as dt, sys\ntry:\n    dt.load(sys.argv[1])\nexcept dt.store.StoreError as e:\n"
+            "    print(e)\n")
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "r" / "res")], capture_output=True, text=True,
+                          timeout=120)
+    assert "result.json: config['setting'] = '../../ESCAPE'" in proc.stdout, proc
