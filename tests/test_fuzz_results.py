@@ -63,9 +63,14 @@ def test_load_refuses_a_config_outside_the_schema_and_keeps_a_good_one(tmp_path)
     for name in ("good", "bad"):
         (tmp_path / name).mkdir()
     F._sample_result(tmp_path / "good", "sde", sample, None)
-    F._sample_result(tmp_path / "bad", "sde", sample, lambda m: m["config"].update(model="heston"))
+    F._sample_result(tmp_path / "bad", "sde", sample, lambda m: m["config"].update(scheme="rk4"))
     assert store.load(tmp_path / "good" / "res").config["model"] == "gbm"
-    with pytest.raises(store.StoreError, match=r"bad/res/result\.json: config\['model'\] = 'heston'"):
+    # what a run made from Python writes is valid: its own SDE, no x0, more paths than the command line allows
+    (tmp_path / "own").mkdir()
+    F._sample_result(tmp_path / "own", "sde", sample,
+                     lambda m: (m["config"].update(model="my-sde", paths=10**8), m["config"].pop("x0")))
+    assert store.load(tmp_path / "own" / "res").config["model"] == "my-sde"
+    with pytest.raises(store.StoreError, match=r"bad/res/result\.json: config\['scheme'\] = 'rk4'"):
         store.load(tmp_path / "bad" / "res")
 
 
