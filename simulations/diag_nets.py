@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from dyntools import validation
+from dyntools.result_schema import derive, known
 from dyntools.spec import Entry, Experiment, RunContext, param
 
 TITLE = "Diagonal linear networks: large-step SGD/GD learns sparse features (seed 004)"
@@ -686,11 +687,18 @@ def table(p: DiagNetParams, result) -> str:
     return "\n".join([f"status: {result.status}", f"message: {result.message}", "", text_table(table_rows(result))])
 
 
+RESULTS = (derive("diag-net", DiagNetParams, "alpha batch bound d init_scale kernel l0_threshold label_noise method "
+                          "momentum n n_test rank_threshold records seeds sharpness_iters steps weight_decay",
+                  optional="data decay_at decay_factors decay_mode decay_rule eta_large eta_small grid noise r "
+                           "schedules warmup",          # added by this experiment to what train_diag_net writes
+                  extra={"model": known("diag-net"), "init": known("paper", "gaussian", "given")},
+                  summary={"message": "str", "runs": "mapping", "status": "str"}),)
+
 EXPERIMENT = Experiment(
     name="diag-net", verb="simulate",
     help="diagonal linear network h(x) = <u*v, x> on sparse regression (seed 004): GD/SGD over schedules and seeds",
     example="dyntools simulate diag-net --preset paper-sgd --seeds 16 --out runs/diag-sgd",
-    params=DiagNetParams, presets=PRESETS, run=run, table=table, summary=summary, check=check,
+    params=DiagNetParams, results=RESULTS, presets=PRESETS, run=run, table=table, summary=summary, check=check,
     conditional=paper_defaults)
 
 REPORTS = [Entry("diag-nets", TITLE, reproduce, order=60),
