@@ -18,8 +18,9 @@ module checks what is inside, on every load, for each kind an experiment declare
 A violation is one :class:`~dyntools.store.StoreError` line naming the file and the field, e.g.
 ``Damaged result runs/x/result.json: config['eta'] = -1.0 (must be > 0)``. Kinds are registered by the
 experiments that write them (:class:`dyntools.spec.Experiment` ``results=``); the command line imports
-every experiment, so ``plot``, ``sweep`` resume and ``reproduce`` know every kind of the catalogue. A kind
-nobody declared (``dt.train``'s ``"train"``) gets the envelope and the "everywhere" checks only.
+every experiment, so ``plot``, ``sweep`` resume and ``reproduce`` know every kind of the catalogue;
+:func:`dyntools.train`'s kind ``"train"`` is declared by the trainer's module. A kind nobody declared (a
+user's own) gets the envelope and the "everywhere" checks only.
 """
 
 from __future__ import annotations
