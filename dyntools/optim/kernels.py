@@ -14,6 +14,10 @@ the same arithmetic in the same order as the readable chain of
 :class:`dyntools.optim.optimizers.Optimizer`; ``state`` is a ``float64[3, P]`` array of slots
 (momentum buffer / first moment, second moment, AMSGrad maximum or centered mean), zero at the
 start except AdaGrad's accumulator (:func:`init_state`). ``t`` is 1-based.
+
+With float32 parameters the step's scalars (rates, betas, bias corrections, decay) are rounded to float32
+once (:func:`like`) and SGD, momentum and Adam compute element by element in float32, as PyTorch's
+float32 optimizers do (AdaGrad and RMSProp widen their element operations to float64 and round back).
 """
 
 from __future__ import annotations
