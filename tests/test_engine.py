@@ -35,7 +35,9 @@ def _draw(code, n, b, steps, st, drop_last):
             if code == samplers.WITH_REPLACEMENT:
                 out[t, q] = samplers.with_replacement(st, n)
             elif code == samplers.EPOCH:
-                out[t, q], pos = samplers.epoch_next(perm, pos, st)
+                pos = samplers.epoch_position(perm, pos, st)
+                out[t, q] = perm[pos]
+                pos += 1
             else:
                 out[t, q] = samplers.distinct_next(perm, q, st)
         if code == samplers.EPOCH:

@@ -58,23 +58,29 @@ def with_replacement_reg(s0, s1, s2, s3, n):
     return int(rng.u64_to_unit(r) * n), s0, s1, s2, s3
 
 
-@njit(inline="always")
+@njit(cache=True, nogil=True)
 def shuffle(perm, st):
-    """Fisher–Yates in place: for ``j = n−1 … 1`` swap ``perm[j]`` with ``perm[⌊u·(j+1)⌋]``."""
+    """Fisher–Yates in place: for ``j = n−1 … 1`` swap ``perm[j]`` with ``perm[⌊u·(j+1)⌋]`` (the draws of
+    :func:`~dyntools.engine.rng.randbelow`, with the generator's state held in locals for the whole pass)."""
+    s0, s1, s2, s3 = st[0, 0], st[0, 1], st[0, 2], st[0, 3]
     for j in range(perm.shape[0] - 1, 0, -1):
-        k = rng.randbelow(st, 0, j + 1)
+        r, s0, s1, s2, s3 = rng.xoshiro_next(s0, s1, s2, s3)
+        k = int(rng.u64_to_unit(r) * (j + 1))
         tmp = perm[j]
         perm[j] = perm[k]
         perm[k] = tmp
+    st[0, 0], st[0, 1], st[0, 2], st[0, 3] = s0, s1, s2, s3
 
 
 @njit(inline="always")
-def epoch_next(perm, pos, st):
-    """Next index of the epoch stream: ``(index, new pos)``; shuffles first when ``pos`` reached ``n``."""
+def epoch_position(perm, pos, st):
+    """Where the next index of the epoch stream is: ``pos``, or 0 after a fresh shuffle when the epoch is
+    used up (``pos = n``). The caller reads ``perm[pos]`` and moves on to ``pos + 1``. (An ``(index, pos)``
+    pair returned instead cost 30 ns a draw in the samplers' loops — 3.8 ms of a 2000-step heatmap cell.)"""
     if pos + 1 > perm.shape[0]:
         shuffle(perm, st)
-        pos = 0
-    return perm[pos], pos + 1
+        return 0
+    return pos
 
 
 @njit(inline="always")
@@ -111,7 +117,9 @@ def draw_batch(sampler, idx, noise, label_noise, b, n, replay, row, t, perm, cur
         elif sampler == WITH_REPLACEMENT:
             idx[q] = with_replacement(st, n)
         elif sampler == EPOCH:
-            idx[q], cur = epoch_next(perm, cur, st)
+            cur = epoch_position(perm, cur, st)
+            idx[q] = perm[cur]
+            cur += 1
         else:
             idx[q] = distinct_next(perm, q, st)
         if label_noise != 0.0:
@@ -129,7 +137,9 @@ def epoch_batches(st, n, steps, batch):
     pos = n
     for t in range(steps):
         for q in range(batch):
-            out[t, q], pos = epoch_next(perm, pos, st)
+            pos = epoch_position(perm, pos, st)
+            out[t, q] = perm[pos]
+            pos += 1
     return out
 
 
