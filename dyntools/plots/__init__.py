@@ -7,7 +7,9 @@ colour-blind safe) and :func:`save` (PNG and PDF).
 
 A figure of a run that diverged says so: :func:`plot_result` finds the divergence in the result
 (:func:`divergence_note`: ``diverged_at`` per path, a ``diverged`` mask of cells, or the status) and every
-figure :func:`save` writes while it draws carries that line at its top, whichever module drew it.
+figure :func:`save` writes while it draws carries that line at its top, whichever module drew it. A run
+trained in float32 (:func:`precision_note`, from the result's config) is marked the same way, so that its
+figures are not mistaken for the float64 ones.
 """
 
 from __future__ import annotations
@@ -94,11 +96,22 @@ def plot_result(result, out_dir: Path, formats: Sequence[str] = ("png", "pdf")) 
     """Draw every figure registered for ``result.kind``."""
     if result.kind not in PLOTTERS:
         raise ValueError(f"Invalid result kind: {result.kind!r} has no figures (known: {', '.join(PLOTTERS)})")
-    token = _NOTE.set(divergence_note(result))
+    notes = [n for n in (precision_note(result), divergence_note(result)) if n]
+    token = _NOTE.set(" · ".join(notes) or None)
     try:
         return importlib.import_module(PLOTTERS[result.kind]).plot_result(result, Path(out_dir), formats)
     finally:
         _NOTE.reset(token)
+
+
+def precision_note(result) -> str | None:
+    """"trained in float32" when the result's config says so (``dtype`` at its top, in its ``params`` or
+    its ``model``); ``None`` for float64 (the default) and for results without a precision."""
+    config = getattr(result, "config", {}) or {}
+    places = (config, config.get("params"), config.get("model"))
+    if any(isinstance(c, dict) and c.get("dtype") == "float32" for c in places):
+        return "trained in float32"
+    return None
 
 
 def divergence_note(result) -> str | None:
