@@ -10,7 +10,7 @@ Stated tolerances (measured with margin, relative to ‖g₆₄‖∞ for gradie
   the rounding of the scores ``z = xᵀu − o`` (ε₃₂ = 2⁻²⁴ relative) — float32 keeps about 3 digits there;
   the loss ≤ 1e-6 relative for every rung;
 * 150 AdamW steps of the top rung (centers, 192 learned centers): θ ≤ 1e-5 relative, every step's loss
-  ≤ 1e-5 (measured ≤ 8e-7 and ≤ 5.3e-7 over 3 environments). Longer runs are more sensitive: over 300 steps
+  ≤ 1e-5 (measured ≤ 8e-7 and ≤ 6.2e-7 over 3 environments). Longer runs are more sensitive: over 300 steps
   the same comparison measured 5e-7 … 1.8e-4 in θ and up to 1.9e-3 in a step's loss, and the last bits of
   the compiled kernel (float64 as well) depend on the order in which numba compiled its pieces, which that
   run amplifies — so the stated comparison is the shorter one.

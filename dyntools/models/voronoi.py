@@ -40,6 +40,15 @@ The gradient, with ``δ_c = (softmax(ℓ)_c − 1[c = y]) / b`` and ``g_j = Σ_c
 stored C × k as PyTorch's ``Linear.weight``) | ``o`` | ``σ`` | ``p`` (2) | ``𝒞`` (k·D, row-major), each
 block present from its rung on.
 Memory per step is O(k) per example (the kernel keeps one row of scores), O(k·D) for the centers.
+
+**Precision** (``dtype``): ``"float64"`` (default) or ``"float32"``. :func:`dyntools.train` allocates θ, the
+data, the optimizer state and the scratch in ``model.dtype``; the kernel is the same source compiled for each
+precision: its scalars take the arrays' precision (:func:`real`), its softmax exponential is
+:func:`softmax_exp` or :func:`softmax_exp32` by type (:func:`softmax_exp_any`), and only the per-batch sums
+of the loss and of the offset/scale/plus–minus gradients stay float64. The float32 kernel agrees with the
+float64 one to a few float32 roundings relative to ‖g‖∞ where σ ≈ 1, but the rungs with the fixed scale
+σ₀ = 10⁴ multiply the rounding of the scores z by σ₀ (about 10⁴·2⁻²⁴ ≈ 6e-4 relative: three digits); see
+tests/test_voronoi_float32.py for the stated tolerances.
 """
 
 from __future__ import annotations
@@ -142,7 +151,7 @@ _LN2_HI_32 = np.float32(0.693145751953125)      # 0x3f317200: its product with n
 _LN2_LO_32 = np.float32(1.4286068203094172e-06)
 _SHIFT_32 = np.float32(12582912.0)                # 1.5 · 2^23
 _BIAS_32 = 127 << 23
-_CUT_32 = -80.0
+_CUT_32 = np.float32(-80.0)
 _TINY_32 = np.float32(1.81e-35)                   # just above exp(_CUT_32)
 _TAYLOR_32 = tuple(np.float32(1.0 / f) for f in (5040.0, 720.0, 120.0, 24.0, 6.0, 2.0, 1.0, 1.0))
 
@@ -195,6 +204,19 @@ def _softmax_exp_any_typed(a, sigma, m, out, kbuf):
     return lambda a, sigma, m, out, kbuf: softmax_exp(a, sigma, m, out, kbuf)
 
 
+def real(value, like):
+    """``value`` as a scalar of ``like``'s precision (float32 or float64): the float32 kernel's scalars stay
+    float32, so its loops do not widen to float64 (the float64 kernel is unchanged: a no-op there)."""
+    return like.dtype.type(value)
+
+
+@overload(real, inline="always")
+def _real_typed(value, like):
+    if like.dtype == types.float32:
+        return lambda value, like: np.float32(value)
+    return lambda value, like: np.float64(value)
+
+
 def exp_nonpositive(x, out, kbuf) -> float:
     """``out = exp(x)`` for ``x ≤ 0`` by :func:`softmax_exp` (:func:`softmax_exp32` for float32 ``out``;
     for tests); returns the sum."""
@@ -224,18 +246,18 @@ def _prepare(theta, iargs, fargs, U, nrm2):
 def _scalars(theta, iargs, fargs):
     """(o, σ, p₀, p₁, uses_relu) of θ (fixed values where the rung does not learn them)."""
     k, D = iargs[_K], iargs[_D]
-    o = theta[iargs[_OO]] if iargs[_OO] >= 0 else 1.0
-    sigma = theta[iargs[_OS]] if iargs[_OS] >= 0 else fargs[k * D]
+    o = real(theta[iargs[_OO]] if iargs[_OO] >= 0 else 1.0, theta)
+    sigma = real(theta[iargs[_OS]] if iargs[_OS] >= 0 else fargs[k * D], theta)
     if iargs[_OP] >= 0:
         return o, sigma, theta[iargs[_OP]], theta[iargs[_OP] + 1], True
-    return o, sigma, -1.0, 1.0, False
+    return o, sigma, real(-1.0, theta), real(1.0, theta), False
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
 def _extreme(a, k, smallest):
     """``min a[:k]`` (or ``max``) in four independent lanes, so that the reduction vectorizes."""
     if smallest:
-        m0 = m1 = m2 = m3 = np.inf
+        m0 = m1 = m2 = m3 = real(np.inf, a)
         for j in range(0, k - 3, 4):
             m0 = min(m0, a[j])
             m1 = min(m1, a[j + 1])
@@ -244,7 +266,7 @@ def _extreme(a, k, smallest):
         for j in range(k - k % 4, k):
             m0 = min(m0, a[j])
         return min(min(m0, m1), min(m2, m3))
-    m0 = m1 = m2 = m3 = -np.inf
+    m0 = m1 = m2 = m3 = real(-np.inf, a)
     for j in range(0, k - 3, 4):
         m0 = max(m0, a[j])
         m1 = max(m1, a[j + 1])
@@ -268,23 +290,24 @@ def _forward(x, theta, iargs, U, o, sigma, p0, p1, relu, z, a, pi, kbuf, logits)
         for j in range(k):
             z[j] += xd * U[d * k + j]
     if relu:
+        zero = real(0.0, a)
         for j in range(k):
             zj = z[j]
-            a[j] = max(p0 * zj, 0.0) + max(p1 * zj, 0.0)
+            a[j] = max(p0 * zj, zero) + max(p1 * zj, zero)
     else:
         for j in range(k):
             a[j] = abs(z[j])
     # softmax(−σ a) shifted by its largest score: −σ·min a when σ ≥ 0, −σ·max a otherwise
     m = _extreme(a, k, sigma >= 0.0)
-    inv = 1.0 / softmax_exp_any(a, sigma, m, pi, kbuf)
-    s = 0.0
+    inv = real(1.0, pi) / softmax_exp_any(a, sigma, m, pi, kbuf)
+    s = real(0.0, pi)
     for j in range(k):
         p = pi[j] * inv
         pi[j] = p
         s += p * theta[ow + j]
     logits[0] = s
     for c in range(1, C):
-        s = 0.0
+        s = real(0.0, pi)
         for j in range(k):
             s += pi[j] * theta[ow + c * k + j]
         logits[c] = s
@@ -336,7 +359,8 @@ def loss_grad(theta, X, y, idx, b, noise, grad, ws, iargs, fargs):
         for i in range(k * D):
             gU[i] = 0.0
     o, sigma, p0, p1, relu = _scalars(theta, iargs, fargs)
-    inv_b = 1.0 / b
+    inv_b = real(1.0 / b, ws)
+    one, zero = real(1.0, ws), real(0.0, ws)
     tot = 0.0
     g_o = 0.0
     g_s = 0.0
@@ -347,7 +371,7 @@ def loss_grad(theta, X, y, idx, b, noise, grad, ws, iargs, fargs):
         _forward(x, theta, iargs, U, o, sigma, p0, p1, relu, z, a, pi, kbuf, logits)
         tot += _cross_entropy(logits, y[idx[q]], delta)
         # g_j = Σ_c W_cj δ_c / b, and Σ_j π_j g_j = Σ_c ℓ_c δ_c / b (no extra pass)
-        mean = 0.0
+        mean = zero
         d0 = delta[0] * inv_b
         mean += logits[0] * d0
         for j in range(k):
@@ -365,8 +389,8 @@ def loss_grad(theta, X, y, idx, b, noise, grad, ws, iargs, fargs):
                 g_s -= e * a[j]
                 h = -sigma * e
                 zj = z[j]
-                on0 = 1.0 if p0 * zj > 0.0 else 0.0
-                on1 = 1.0 if p1 * zj > 0.0 else 0.0
+                on0 = one if p0 * zj > zero else zero
+                on1 = one if p1 * zj > zero else zero
                 gz = h * (p0 * on0 + p1 * on1)
                 g_p0 += h * zj * on0
                 g_p1 += h * zj * on1
