@@ -2,8 +2,8 @@
 
 Stated tolerances (measured with margin, relative to ‖g₆₄‖∞ for gradients):
 
-* the float32 exponential :func:`softmax_exp32` ≤ 2e-7 relative to ``exp`` in float64 on [−80, 0]
-  (measured 6.1e-8), exactly 0 below −80;
+* the float32 exponential :func:`softmax_exp32` ≤ 2e-7 relative to ``exp`` in float64 on [−40, 0]
+  (measured 6.1e-8), exactly 0 below −40 (the cut that keeps the gradient's products normal);
 * one float32 loss-and-gradient against the float64 kernel and against its float32 NumPy twin: ≤ 3e-6
   for the rungs whose softmax scale is learned (σ ≈ 1; measured ≤ 6e-7), and ≤ 20·σ₀·ε₃₂ (≈ 1.2e-2 at the
   study's σ₀ = 10⁴; measured ≤ 7e-4) for the rungs center-labels and offset, whose fixed scale multiplies
@@ -31,15 +31,15 @@ EPS32 = 2.0 ** -24
 ENV = voronoi(300, n_test=10, seed=0)
 
 
-def test_float32_exp_is_accurate_and_cut_below_minus_80():
+def test_float32_exp_is_accurate_and_cut_below_minus_40():
     x = -np.linspace(0.0, 90.0, 2001).astype(np.float32)
     out, kbuf = np.empty_like(x), np.empty_like(x)
     total = exp_nonpositive(x, out, kbuf)
     ref = np.exp(x.astype(np.float64))
-    kept = x >= -80.0
+    kept = x >= -40.0
     assert out.dtype == np.float32
     assert np.max(np.abs(out[kept] - ref[kept]) / ref[kept]) <= 2e-7
-    assert np.all(out[~kept] == 0.0) and np.all(out[x < -80.5] == 0.0)
+    assert np.all(out[~kept] == 0.0) and np.all(out[x < -40.5] == 0.0)
     assert abs(total - ref[kept].sum()) <= 2e-7 * ref[kept].sum() * 10
 
 

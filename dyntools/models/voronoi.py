@@ -144,15 +144,18 @@ def softmax_exp(a, sigma, m, out, kbuf):
 
 # float32: the same construction with the single-precision layout (8 exponent bits, bias 127, 23
 # fraction bits): shift 1.5·2^23, ln 2 split in 16 + 24 bits, degree 7 (truncation below 6e-9 relative,
-# under float32's rounding of 6e-8); arguments cut at −80 (exp(−80) ≈ 1.8e-35, far above the smallest
-# normal float32, 1.2e-38), so no subnormal enters the float32 gradient either.
+# under float32's rounding of 6e-8); arguments cut at −40: terms below e^−40 ≈ 4.2e-18 of the largest (1)
+# sum to < 1e-14 over k ≤ 10⁴ centers, nothing at float32's precision, and with them gone the products
+# π_j δ_c and π_j (g_j − Σπg) of the gradient stay above the smallest normal float32 (1.2e-38). Cut at
+# −80 instead, they did not: the float32 kernel at the trained θ of `dyntools bench voronoi` took
+# 0.58–0.59 ms per call (float64: 0.62–0.64) against 0.46–0.49 ms with this cut.
 _LOG2E_32 = np.float32(1.4426950408889634)
 _LN2_HI_32 = np.float32(0.693145751953125)      # 0x3f317200: its product with n ≤ 2^7 is exact
 _LN2_LO_32 = np.float32(1.4286068203094172e-06)
 _SHIFT_32 = np.float32(12582912.0)                # 1.5 · 2^23
 _BIAS_32 = 127 << 23
-_CUT_32 = np.float32(-80.0)
-_TINY_32 = np.float32(1.81e-35)                   # just above exp(_CUT_32)
+_CUT_32 = np.float32(-40.0)
+_TINY_32 = np.float32(4.25e-18)                   # just above exp(_CUT_32)
 _TAYLOR_32 = tuple(np.float32(1.0 / f) for f in (5040.0, 720.0, 120.0, 24.0, 6.0, 2.0, 1.0, 1.0))
 
 
