@@ -495,10 +495,10 @@ def _unpack_np(theta, iargs, fargs):
     """The blocks of θ; fixed values (o = 1, σ₀) as scalars of θ's precision."""
     k, C, D = int(iargs[_K]), int(iargs[_C]), int(iargs[_D])
     ow, oo, os_, op, oc = (int(v) for v in iargs[_OW:_OC + 1])
-    real = theta.dtype.type
+    scalar = theta.dtype.type
     W = theta[ow:ow + k * C].reshape(C, k).T
-    o = theta[oo] if oo >= 0 else real(1.0)
-    sigma = theta[os_] if os_ >= 0 else real(fargs[k * D])
+    o = theta[oo] if oo >= 0 else scalar(1.0)
+    sigma = theta[os_] if os_ >= 0 else scalar(fargs[k * D])
     p = theta[op:op + 2] if op >= 0 else None
     cent = theta[oc:oc + k * D].reshape(k, D) if oc >= 0 else None
     return W, o, sigma, p, cent
