@@ -125,3 +125,20 @@ def test_cli_float32_ladder_records_and_shows_the_precision(tmp_path, capsys):
 
     assert plots.precision_note(result) == "trained in float32"
     assert (tmp_path / "fig" / "voronoi_ladder.png").exists()
+
+
+def test_the_note_goes_on_stills_above_and_on_animation_frames_in_the_title_once():
+    from dyntools import plots
+
+    token = plots._NOTE.set("trained in float32")
+    try:
+        gif, _ = plots.figure()
+        gif.suptitle("ladder")
+        plots.stamp_note(gif, inside=True)
+        plots.stamp_note(gif)                       # saved as a still afterwards: not stamped twice
+        assert gif._suptitle.get_text() == "trained in float32\nladder" and not gif.texts
+        still, _ = plots.figure()
+        plots.stamp_note(still)
+        assert [t.get_text() for t in still.texts] == ["trained in float32"]
+    finally:
+        plots._NOTE.reset(token)

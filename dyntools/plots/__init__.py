@@ -80,9 +80,7 @@ def save(fig: Figure, out_dir: Path, name: str, formats: Sequence[str] = ("png",
         raise ValueError(f"Invalid figure name {name!r}: not a plain file name (a damaged or crafted result?)")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    note = _NOTE.get()
-    if note:                                   # above everything, the figure's own title included
-        fig.text(0.5, 1.0, note, ha="center", va="bottom", color=PALETTE[1], fontweight="bold", fontsize=9)
+    stamp_note(fig)
     paths = []
     with matplotlib.rc_context(RC):
         for fmt in formats:
@@ -90,6 +88,21 @@ def save(fig: Figure, out_dir: Path, name: str, formats: Sequence[str] = ("png",
             fig.savefig(path, bbox_inches="tight")
             paths.append(path)
     return paths
+
+
+def stamp_note(fig: Figure, inside: bool = False) -> None:
+    """Write the note of the result being drawn (divergence, float32) on ``fig``, once per figure (a GIF's
+    figure is saved as a still too): above everything, the figure's own title included, or with ``inside``
+    (an animation's frames are not cropped to their contents) as the first line of the figure's title."""
+    note = _NOTE.get()
+    if not note or getattr(fig, "_dyntools_note", False):
+        return
+    if inside:
+        title = fig._suptitle.get_text() if fig._suptitle is not None else ""
+        fig.suptitle(f"{note}\n{title}" if title else note, color=PALETTE[1], fontweight="bold", fontsize=9)
+    else:
+        fig.text(0.5, 1.0, note, ha="center", va="bottom", color=PALETTE[1], fontweight="bold", fontsize=9)
+    fig._dyntools_note = True
 
 
 def plot_result(result, out_dir: Path, formats: Sequence[str] = ("png", "pdf")) -> list[Path]:
