@@ -5,10 +5,11 @@ Stated tolerances (measured with margin, relative to ‖g₆₄‖∞ for gradie
 * the float32 exponential :func:`softmax_exp32` ≤ 2e-7 relative to ``exp`` in float64 on [−40, 0]
   (measured 6.1e-8), exactly 0 below −40 (the cut that keeps the gradient's products normal);
 * one float32 loss-and-gradient against the float64 kernel and against its float32 NumPy twin: ≤ 3e-6
-  for the rungs whose softmax scale is learned (σ ≈ 1; measured ≤ 6e-7), and ≤ 20·σ₀·ε₃₂ (≈ 1.2e-2 at the
-  study's σ₀ = 10⁴; measured ≤ 7e-4) for the rungs center-labels and offset, whose fixed scale multiplies
-  the rounding of the scores ``z = xᵀu − o`` (ε₃₂ = 2⁻²⁴ relative) — float32 keeps about 3 digits there;
-  the loss ≤ 1e-6 relative for every rung;
+  for the rungs whose softmax scale is learned (σ ≈ 1; measured ≤ 1.4e-6 over 600 random cases), and
+  ≤ 20·σ₀·ε₃₂ (≈ 1.2e-2 at the study's σ₀ = 10⁴; measured ≤ 9.7e-4) for the rungs center-labels and offset,
+  whose fixed scale multiplies the rounding of the scores ``z = xᵀu − o`` (ε₃₂ = 2⁻²⁴ relative) — float32
+  keeps about 3 digits there; the loss ≤ 1e-6 relative (measured ≤ 1.8e-7), ≤ 20·σ₀·ε₃₂ on those two rungs
+  (measured ≤ 2.6e-6);
 * 150 AdamW steps of the top rung (centers, 192 learned centers): θ ≤ 1e-5 relative, every step's loss
   ≤ 1e-5 (measured ≤ 8e-7 and ≤ 6.2e-7 over 3 environments). Longer runs are more sensitive: over 300 steps
   the same comparison measured 5e-7 … 1.8e-4 in θ and up to 1.9e-3 in a step's loss, and the last bits of
@@ -67,8 +68,10 @@ def test_float32_gradient_against_float64_and_its_twin(rung, b, seed):
     scale = np.abs(g64).max()
     assert np.abs(g32 - g64).max() <= tol * scale
     assert np.abs(g32 - h32).max() <= tol * scale
-    assert abs(l32 - l64) <= 1e-6 * l64 and abs(t32 - l64) <= 1e-6 * l64
-    assert np.any(g32 != g64.astype(np.float32)) or rung == "center-labels"    # really float32 arithmetic
+    tol_loss = tol if rung in ("center-labels", "offset") else 1e-6
+    assert abs(l32 - l64) <= tol_loss * l64 and abs(t32 - l64) <= tol_loss * l64
+    if rung not in ("center-labels", "offset"):     # (σ₀ = 10⁴ makes π one-hot: the results may be exact)
+        assert np.any(g32 != g64.astype(np.float32))    # really float32 arithmetic
 
 
 def test_float32_training_follows_float64():
@@ -136,7 +139,7 @@ def test_the_note_goes_on_stills_above_and_on_animation_frames_in_the_title_once
         gif.suptitle("ladder")
         plots.stamp_note(gif, inside=True)
         plots.stamp_note(gif)                       # saved as a still afterwards: not stamped twice
-        assert gif._suptitle.get_text() == "trained in float32\nladder" and not gif.texts
+        assert [t.get_text() for t in gif.texts] == ["trained in float32\nladder"]     # the title, once
         still, _ = plots.figure()
         plots.stamp_note(still)
         assert [t.get_text() for t in still.texts] == ["trained in float32"]
