@@ -31,10 +31,11 @@ import importlib
 __version__ = "0.1.0"
 
 from dyntools.engine.result import RunResult  # noqa: E402
-from dyntools.store import load, save  # noqa: E402
+from dyntools.store import save  # noqa: E402
 
 #: public name → (module, attribute or None for the module itself)
 _LAZY = {
+    "load": ("dyntools.commands.registry", "load_result"),   # every experiment's result schema known
     "train": ("dyntools.dynamics.train", "train"),
     "prove": ("dyntools.symbolic.api", "prove"),
     "Claim": ("dyntools.symbolic.core", "Claim"),
@@ -68,7 +69,7 @@ _LAZY = {
                                                    "adagrad", "rmsprop", "rmsprop_bc", "Optimizer")},
 }
 
-__all__ = ["RunResult", "load", "save", "__version__", *_LAZY]
+__all__ = ["RunResult", "save", "__version__", *_LAZY]
 
 
 def __getattr__(name: str):

@@ -265,7 +265,8 @@ class Experiment:
     the cross-field checks (and may read given files) and runs before anything is written;
     ``summary(params, result)`` is the JSON summary, ``table(params, result)`` the human one.
     ``verb="simulate"``: the CLI saves the result to ``--out``; ``verb="sweep"``: ``run`` writes
-    there itself (cells as they finish, resumable).
+    there itself (cells as they finish, resumable). ``results`` declares, per kind of result it writes, the
+    schema of ``config``/``summary`` (derived from ``params``) that every load checks.
     """
 
     name: str
@@ -279,9 +280,15 @@ class Experiment:
     check: Callable | None = None
     presets: dict[str, dict] = field(default_factory=dict)   # the first is the default
     conditional: Callable | None = None   # (preset, given options) -> defaults implied by them
+    #: what its results hold, per kind (:func:`dyntools.result_schema.derive`); checked on every load
+    results: tuple = ()
 
     def __post_init__(self):
+        from dyntools import result_schema
+
         validation.one_of("verb", self.verb, ("simulate", "sweep"))
+        for schema in self.results:
+            result_schema.register(schema)
         names = {f.name for f in dataclasses.fields(self.params)}
         for preset, values in self.presets.items():
             unknown = set(values) - names

@@ -247,8 +247,9 @@ def _type_name(value) -> str:
 
 
 def validate_meta(meta, where: str) -> dict:
-    """Check a parsed ``result.json`` against :data:`FIELDS` and the array specs; ``StoreError`` naming
-    the file and the field otherwise. Returns ``meta`` with the status in the fixed vocabulary."""
+    """Check a parsed ``result.json`` against :data:`FIELDS`, its kind's declared ``config``/``summary``
+    (:mod:`dyntools.result_schema`) and the array specs; ``StoreError`` naming the file and the field
+    otherwise. Returns ``meta`` with the status in the fixed vocabulary."""
     from dyntools.engine.result import check_status
 
     if not isinstance(meta, dict) or meta.get("schema") != SCHEMA:
@@ -269,6 +270,12 @@ def validate_meta(meta, where: str) -> dict:
     for key, value in meta.get("timings", {}).items():
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise StoreError(f"Damaged result {where}: timings[{key!r}] must be a number")
+    from dyntools import result_schema
+
+    try:
+        result_schema.validate(meta["kind"], meta["config"], meta.get("summary", {}))
+    except result_schema.SchemaError as exc:
+        raise StoreError(f"Damaged result {where}: {exc}") from None
     for array, spec in meta["arrays"].items():
         ok = (isinstance(spec, dict) and isinstance(spec.get("shape"), list) and isinstance(spec.get("dtype"), str)
               and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in spec["shape"]))

@@ -383,12 +383,19 @@ def _run_dask(client, spec, out, todo, bar):
 
 def finalize(result, out: str | os.PathLike) -> Path:
     """Write the assembled ``RunResult`` next to the cells (arrays first, ``result.json`` last,
-    each by temporary file + rename): the directory becomes a normal result directory."""
+    each by temporary file + fsync + rename): the directory becomes a normal result directory. A write
+    error (a full disk) is one :class:`~dyntools.store.StoreError` line naming ``out``; the temporary
+    directory is removed and the finished cells stay for a re-run."""
     out = Path(out)
-    with tempfile.TemporaryDirectory(prefix=".final-", dir=out) as tmp:
-        store.write_result_files(result, Path(tmp))
-        os.replace(Path(tmp) / store.ARRAYS_FILE, out / store.ARRAYS_FILE)
-        os.replace(Path(tmp) / store.META_FILE, out / store.META_FILE)
+    try:
+        with tempfile.TemporaryDirectory(prefix=".final-", dir=out) as tmp:
+            store.write_result_files(result, Path(tmp))
+            store.fsync_tree(Path(tmp))
+            os.replace(Path(tmp) / store.ARRAYS_FILE, out / store.ARRAYS_FILE)
+            os.replace(Path(tmp) / store.META_FILE, out / store.META_FILE)
+        store.fsync_path(out)
+    except OSError as exc:            # a full disk: one line; the cells stay, so a re-run only assembles them
+        raise store.StoreError(f"Cannot write {out}: {exc.strerror or exc}") from None
     return out
 
 

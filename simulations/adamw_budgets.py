@@ -27,6 +27,7 @@ import numpy as np
 
 from dyntools import validation
 from dyntools.engine.result import RunResult
+from dyntools.result_schema import derive
 from dyntools.spec import Entry, Experiment, RunContext, param
 
 KIND = "adamw-budgets"
@@ -199,11 +200,17 @@ def table(p: BudgetParams, result) -> str:
                                                                  "seconds": result.timings["sweep"]})])
 
 
+RESULTS = (derive(KIND, BudgetParams, "batch_size budgets criterion hidden lr_grid n n_val optimizer schedule wd_grid "
+                          "wd_norm_grid",
+                  summary={"budgets": "list", "cells": "int", "claim_holds": "flag", "computed": "int",
+                           "normalized": "mapping", "raw": "mapping", "raw_falls_with_budget": "flag",
+                           "verdict": "str"}),)
+
 EXPERIMENT = Experiment(
     name=KIND, verb="sweep",
     help="AdamW heatmaps at several budgets over raw λ and normalized λ_norm: does the best λ move? (seed 003)",
     example="dyntools sweep adamw-budgets --budgets 8,64,512 --out runs/budgets",
-    params=BudgetParams, run=run, table=table, summary=summary, check=check)
+    params=BudgetParams, results=RESULTS, run=run, table=table, summary=summary, check=check)
 
 
 # ----------------------------------------------------------------------------------- report entry

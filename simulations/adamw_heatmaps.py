@@ -38,6 +38,7 @@ from dyntools.classifier_cell import (  # noqa: F401 - train_cell is the sweep's
 )
 from dyntools.engine.result import RunResult
 from dyntools.optim import optimizers as O
+from dyntools.result_schema import derive
 from dyntools.spec import Entry, Experiment, RunContext, param
 
 KIND = "adamw-grid"
@@ -496,11 +497,18 @@ def table(p: AdamWGridParams, result) -> str:
                                                          "seconds": result.timings["sweep"]})])
 
 
+RESULTS = (derive(KIND, AdamWGridParams, "batch_size classes curve_at dataset dtype epochs gamma hidden milestones "
+                          "momentum n n_val noise normalized_wd optimizers paired plateau_factor plateau_metric "
+                          "plateau_patience replicates restart_epochs restart_mult schedule sparsity_tol step_epochs "
+                          "threshold turns",
+                  summary={"backend": "str", "cells": "int", "computed": "int", "damaged_cells": "list",
+                           "diverged_cells": "int", "optimizers": "mapping", "reused": "int", "threshold": "number"}),)
+
 EXPERIMENT = Experiment(
     name="adamw-grid", verb="sweep",
     help="spiral MLP heatmaps over (lr, weight decay): Adam+L2 vs AdamW, SGD+L2 vs SGDW (seed 001)",
     example=("dyntools sweep adamw-grid --optimizers adam,adamw --lr-grid 1e-4:1e-1:16 --wd-grid 1e-6:1:24 "
              "--dask-local 2 --out runs/adamw-grid"),
-    params=AdamWGridParams, run=run, table=table, summary=summary, check=check)
+    params=AdamWGridParams, results=RESULTS, run=run, table=table, summary=summary, check=check)
 
 REPORT = Entry("adamw-heatmaps", TITLE, reproduce, order=30)

@@ -21,6 +21,7 @@ import numpy as np
 from dyntools import validation
 from dyntools.classifier_cell import CELL_VALUES
 from dyntools.engine.result import RunResult
+from dyntools.result_schema import derive
 from dyntools.spec import Entry, Experiment, RunContext, param
 
 KIND = "adamw-schedules"
@@ -190,11 +191,15 @@ def table(p: ScheduleParams, result) -> str:
                                                                  "seconds": result.timings["sweep"]})])
 
 
+RESULTS = (derive(KIND, ScheduleParams, "batch_size curve_points dataset epochs hidden lr n n_val optimizers "
+                          "restart_epochs restart_mult schedules seeds wd",
+                  summary={"computed": "int", "n_runs": "int", "runs": "mapping", "verdicts": "mapping"}),)
+
 EXPERIMENT = Experiment(
     name=KIND, verb="sweep",
     help="Adam and AdamW with constant / cosine / warm-restart schedules at equal budget over seeds (seed 003)",
     example="dyntools sweep adamw-schedules --schedules constant,cosine,sgdr --seeds 5 --out runs/schedules",
-    params=ScheduleParams, run=run, table=table, summary=summary, check=check)
+    params=ScheduleParams, results=RESULTS, run=run, table=table, summary=summary, check=check)
 
 
 # ----------------------------------------------------------------------------------- report entry

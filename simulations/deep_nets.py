@@ -38,6 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dyntools import validation
+from dyntools.result_schema import derive
 from dyntools.spec import Entry, Experiment, RunContext, param
 
 TITLE = "Deeper networks on digits: large-step SGD and feature sparsity (seed 004)"
@@ -319,10 +320,14 @@ def table(p: DeepNetParams, result) -> str:
                       *check_lines(result)])
 
 
+RESULTS = (derive("deep-nets", DeepNetParams, "batch decay_at decay_factor eta_large eta_small momentum records "
+                          "seeds settings shift sparsity_examples steps weight_decay",
+                  summary={"checks": "mapping", "table": "list"}),)
+
 EXPERIMENT = Experiment(
     name="deep-nets", verb="simulate",
     help="deeper ReLU MLP on digits (seed 004): small vs large decayed steps, basic and state-of-the-art settings",
     example="dyntools simulate deep-nets --settings basic,sota --seeds 3 --seed 0 --out runs/deep",
-    params=DeepNetParams, run=run, table=table, summary=summary, check=check)
+    params=DeepNetParams, results=RESULTS, run=run, table=table, summary=summary, check=check)
 
 REPORT = Entry("deep-nets", TITLE, reproduce, order=66)

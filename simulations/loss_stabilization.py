@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from dyntools import validation
+from dyntools.result_schema import derive, known
 from dyntools.spec import Entry, Experiment, RunContext, param
 
 TITLE = "Loss stabilization on the quadratic toy (seed 004)"
@@ -170,12 +171,20 @@ def table(p: StabilizationParams, result) -> str:
                        "bounce fraction": c["bounce_fraction"], "entry time quantiles": c["entry_time_quantiles"]})
 
 
+RESULTS = (derive("stabilization", StabilizationParams, "eta method n paths steps theta_star x_max x_min",
+                  extra={"model": known("quadratic-toy")},
+                  summary={"band": "list", "diverged": "int", "eps0": "number", "eta_interval": "list",
+                           "final_loss_median": "number", "paths": "int", "proposition": "mapping", "regime": "str"}),
+           derive("stabilization-phase", StabilizationParams, "method n paths steps theta_star x_max x_min",
+                  extra={"model": known("quadratic-toy")},
+                  summary={"eta_interval": "list", "gd_step_limit": "number", "second_moment": "number"}))
+
 EXPERIMENT = Experiment(
     name="stabilization", verb="simulate",
     help="quadratic-parametrization toy of seed 004: loss stabilization of large-step SGD",
     example=("dyntools simulate stabilization --eta 1.08 --x-min 1 --x-max 1.05 --steps 100000 "
              "--paths 64 --seed 0 --out runs/stab"),
-    params=StabilizationParams, run=run, table=table, summary=summary, check=check)
+    params=StabilizationParams, results=RESULTS, run=run, table=table, summary=summary, check=check)
 
 
 def check_proposition(result, toy) -> dict:

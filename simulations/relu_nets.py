@@ -33,6 +33,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from dyntools import validation
+from dyntools.result_schema import derive
 from dyntools.spec import Entry, Experiment, RunContext, param
 
 TITLE = "Small ReLU networks: loss stabilization and sparse features (seed 004)"
@@ -574,10 +575,14 @@ def table(p: ReluParams, result) -> str:
                       text_table([{c: r.get(c, "") for c in cols} for r in result.summary["table"]], cols)])
 
 
+RESULTS = (derive("relu", ReluParams, "batch d eta_large eta_small kernel method n rank_threshold records "
+                          "seeds setting threshold warmup_exponent warmup_factor",
+                  summary={"init": "mapping", "schedules": "list", "status": "str", "table": "list"}),)
+
 EXPERIMENT = Experiment(
     name="relu", verb="simulate",
     help="small ReLU networks (seed 004): loss stabilization, feature sparsity, Jacobian rank",
     example="dyntools simulate relu --setting teacher3 --seeds 5 --seed 0 --out runs/relu3",
-    params=ReluParams, run=run, table=table, summary=summary, check=check)
+    params=ReluParams, results=RESULTS, run=run, table=table, summary=summary, check=check)
 
 REPORT = Entry("relu-nets", TITLE, reproduce, order=20)

@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dyntools import validation
-from dyntools.spec import Experiment, RunContext, param
+from dyntools.result_schema import derive, known
+from dyntools.spec import Experiment, Param, RunContext, param
 
 #: Defaults that depend on the model (a flag left out takes the model's value).
 H = 1e-3                         # time step of the GBM / OU / toy runs
@@ -155,8 +156,28 @@ def table(p: SDEParams, result) -> str:
                        "seconds": result.timings.get("simulate")})
 
 
+_DIAG = "alpha d n paths"
+RESULTS = (derive("sde", SDEParams, "bound h paths scheme substeps t1", optional="x0",   # model: any SDE of dt.solve
+                  extra={"model": Param("the SDE's name", "str"), "t0": Param("start time", "float"),
+                         "args": Param("the SDE's parameters", "floats"), "kernel": known("numba", "numpy"),
+                         "noise": known("general", "diagonal"), "dim": Param("dimension", "int", low=1),
+                         "noise_dim": Param("Brownian dimension", "int", low=1)},
+                  summary={"diverged": "int", "final_mean": "list", "paths": "int", "steps": "int"}),
+           derive("sde-convergence", SDEParams, "paths", extra={"levels": Param("levels", "ints", low=0, high=14,
+                                                                                max_len=15)},
+                  summary={"checks": "mapping", "ok": "flag", "slopes": "mapping"}),
+           derive("sde-diag-net", SDEParams, f"{_DIAG} bound eta h method model substeps", nullable="h",
+                  summary={"diverged": "int", "final_loss_median": "number", "paths": "int", "steps": "int"}),
+           derive("sde-sgd-vs-sde", SDEParams, f"{_DIAG} label_noise substeps",
+                  summary={"gap_beta": "list", "gap_loss": "list", "gap_order": "number", "shrinking": "flag",
+                           "verdict": "str"}),
+           derive("sde-sparsity", SDEParams, f"{_DIAG} eta h label_noise r", nullable="h",
+                  summary={"final_rank": "number", "final_test_loss": "number", "final_test_loss_gd": "number",
+                           "initial_rank": "number", "level": "number", "off_shrink_before_switch": "number",
+                           "recovered": "flag", "verdict": "str"}))
+
 EXPERIMENT = Experiment(
     name="sde", verb="simulate",
     help="SDE engine (Euler-Maruyama / Milstein): GBM, OU, the quadratic toy, diagonal-net label noise",
     example="dyntools simulate sde --model gbm --scheme milstein --h 1e-3 --paths 1000 --out runs/gbm",
-    params=SDEParams, run=run, table=table, summary=summary, check=check)
+    params=SDEParams, results=RESULTS, run=run, table=table, summary=summary, check=check)

@@ -48,6 +48,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dyntools import validation
+from dyntools.result_schema import derive
 from dyntools.spec import Entry, Experiment, RunContext, param
 
 TITLE = "The conjecture: SGD ≈ GD with label noise (seed 004)"
@@ -427,10 +428,15 @@ def table(p: ConjectureParams, result) -> str:
                       text_table(final_rows(result)), "", text_table(gap_rows(result))])
 
 
+RESULTS = (derive("sgd-vs-label-noise", ConjectureParams, "d delta_scales eta fractions loss_factor model n r "
+                          "records sde_substeps seeds steps tolerance window",
+                  summary={"delta": "mapping", "diverged": "mapping", "final_medians": "mapping", "gaps": "list",
+                           "level": "mapping", "per_metric": "mapping", "verdict": "str"}),)
+
 EXPERIMENT = Experiment(
     name="sgd-vs-label-noise", verb="simulate",
     help="the conjecture (seed 004): large-step SGD vs GD with label noise at the matched delta, its SDE and GD",
     example="dyntools simulate sgd-vs-label-noise --preset relu --seeds 8 --seed 0 --out runs/conjecture",
-    params=ConjectureParams, presets=PRESETS, run=run, table=table, summary=summary, check=check)
+    params=ConjectureParams, results=RESULTS, presets=PRESETS, run=run, table=table, summary=summary, check=check)
 
 REPORT = Entry("sgd-vs-label-noise", TITLE, reproduce, order=65)

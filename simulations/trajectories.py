@@ -14,7 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dyntools import validation
-from dyntools.spec import Entry, Experiment, RunContext, param
+from dyntools.result_schema import derive
+from dyntools.spec import Entry, Experiment, Param, RunContext, param
 
 TITLE = "Optimizer trajectory gallery (2-D surfaces)"
 SURFACES = ("quadratic", "rosenbrock", "beale", "saddle", "himmelblau", "diag-net")
@@ -159,12 +160,17 @@ def reproduce(ctx):
                    ok=bool(sharp["sgd"] < 2 / eta < flow_sharp))
 
 
+RESULTS = (derive("trajectories", TrajectoryParams, "flow frames lr noise start steps",
+                  extra={"surfaces": Param("surface names (dt.trajectories takes any Surface)", "strs"),
+                         "optimizers": Param("optimizer names (dt.trajectories takes any of dt.optim)", "strs")},
+                  summary={"diverged": "int", "reached": "int", "rows": "list", "trajectories": "int"}),)
+
 EXPERIMENT = Experiment(
     name="trajectories", verb="simulate",
     help="optimizer trajectories on 2-D surfaces (quadratic, Rosenbrock, Beale, saddle, Himmelblau, diagonal "
          "net): contours, loss against the step, animated GIFs",
     example="dyntools simulate trajectories --surface rosenbrock,himmelblau --optimizers sgd,momentum,adam "
             "--steps 5000 --frames 30 --out runs/gallery",
-    params=TrajectoryParams, run=run, table=table, summary=summary, check=check)
+    params=TrajectoryParams, results=RESULTS, run=run, table=table, summary=summary, check=check)
 
 REPORT = Entry("trajectory-gallery", TITLE, reproduce, order=85)

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dyntools import validation
+from dyntools.result_schema import derive
 from dyntools.spec import Entry, Experiment, RunContext, param
 
 TITLE = "Universal approximation: sup-norm error of two-layer sigmoid networks against the width"
@@ -250,11 +251,14 @@ def reproduce(ctx):
                    figures=png, ok=res.summary["decreasing"])
 
 
+RESULTS = (derive("universal-approximation", UAParams, "seeds",
+                  summary={"decreasing": "flag", "final_1d": "number", "final_2d": "number", "slopes": "mapping"}),)
+
 EXPERIMENT = Experiment(
     name="universal-approximation", verb="simulate",
     help="universal approximation (seed 002): sup-norm error of two-layer sigmoid networks against the width "
          "on [0,1] and [0,1]^2 (an illustration, not a proof)",
     example="dyntools simulate universal-approximation --max-width-1d 512 --max-width-2d 1024 --out runs/uat",
-    params=UAParams, run=run, table=table, summary=summary, check=check)
+    params=UAParams, results=RESULTS, run=run, table=table, summary=summary, check=check)
 
 REPORT = Entry("universal-approximation", TITLE, reproduce, order=86)

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dyntools import validation
+from dyntools.result_schema import derive
 from dyntools.spec import Entry, Experiment, param
 
 TITLE = "The Voronoi study: model ladder and AdamW decay types (seed 000)"
@@ -639,18 +640,31 @@ def table_of(p, result) -> str:
     return table(result)
 
 
+_COMMON = "batch box classes dim fixed_scale frames k k_max k_min l1_ratio lr n n_centers n_test no_decay rule " \
+          "scale_init steps weight_decay"
+_MEDIANS = {f"{m}_median": "number" for m in ("disagreement_cells", "disagreement_labels", "majority")}
+RESULTS = (derive("voronoi", VoronoiParams,
+                  nested={"params": derive("voronoi.params", VoronoiParams, f"{_COMMON} decay rung seeds")},
+                  summary={**_MEDIANS, **{f"{m}_median": "number" for m in ("exact_vs_nearest", "exact_vs_projection",
+                                                                             "test_acc", "test_loss", "train_acc")},
+                           "param_stats": "mapping", "seconds": "number"}),)
+LADDER_RESULTS = (derive("voronoi-ladder", LadderParams, "decays rungs seeds",
+                         nested={"params": derive("voronoi-ladder.params", LadderParams, _COMMON)},
+                         summary={**_MEDIANS, "backend": "str", "cells": "int", "computed": "int",
+                                  "damaged_cells": "list", "diverged_cells": "int", "ladder": "list", "reused": "int"}),)
+
 EXPERIMENTS = [
     Experiment(
         name="voronoi", verb="simulate",
         help="one rung of seed 000's Voronoi ladder trained by AdamW with l2/l1/l1l2/min decay, over seeds "
              "(snapshots for the animations)",
         example="dyntools simulate voronoi --rung centers --decay l1 --seeds 5 --out runs/voronoi-centers-l1",
-        params=VoronoiParams, run=run_simulate, table=table_of, summary=summary, check=check),
+        params=VoronoiParams, results=RESULTS, run=run_simulate, table=table_of, summary=summary, check=check),
     Experiment(
         name="voronoi-ladder", verb="sweep",
         help="seed 000's Voronoi ladder: rungs x decay types x seeds (local processes or Dask, resumable)",
         example="dyntools sweep voronoi-ladder --seeds 5 --workers 2 --out runs/voronoi-ladder",
-        params=LadderParams, run=run_sweep, table=table_of, summary=summary, check=check_ladder),
+        params=LadderParams, results=LADDER_RESULTS, run=run_sweep, table=table_of, summary=summary, check=check_ladder),
 ]
 
 REPORT = Entry("voronoi", TITLE, reproduce, order=70)

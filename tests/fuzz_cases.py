@@ -59,6 +59,7 @@ class Case:
     note: str = ""
     block_run: bool = True
     may_succeed: bool = False                  # exit 0 is fine too (a harmless damage), if nothing escapes
+    all_names: tuple[str, ...] = ()            # … and the line must name every one of these (file and field)
 
 
 def _raise_ran(*args, **kwargs):
@@ -154,6 +155,8 @@ def judge(case: Case, outcome: Outcome, workdir: Path, before: set[str]) -> str:
         problems.append(f"{len(lines)} stderr lines")
     elif not any(n in lines[0] for n in case.names):
         problems.append(f"line does not name {' / '.join(case.names)}")
+    elif not all(n in lines[0] for n in case.all_names):
+        problems.append(f"line does not name all of {' + '.join(case.all_names)}")
     if "Traceback" in outcome.stderr:
         problems.append("traceback")
     left = sorted(p.name for p in workdir.iterdir()) if workdir.exists() else []
@@ -572,6 +575,117 @@ def full_disk_cases(mnt: Path) -> list[Case]:
     return cases
 
 
+def tmpfs(mnt: Path, size: str):
+    """Context manager: a tmpfs of ``size`` mounted at ``mnt`` (made) for the block; it yields ``False`` (nothing
+    mounted) where mounting is not allowed (not root, a container without the capability)."""
+    import subprocess
+
+    @contextlib.contextmanager
+    def mounted():
+        mnt.mkdir(parents=True, exist_ok=True)
+        if subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mnt)],
+                          capture_output=True).returncode:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            subprocess.run(["umount", str(mnt)], capture_output=True)
+    return mounted()
+
+
+def fill(mnt: Path, name: str = "filler") -> Path:
+    """Write zeros into ``mnt/name`` until the file system has no space left (ENOSPC)."""
+    fd = os.open(mnt / name, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    try:
+        while os.write(fd, b"\0" * 4096):
+            pass
+    except OSError:                          # ENOSPC: full
+        pass
+    finally:
+        os.close(fd)
+    return mnt / name
+
+
+#: A small real sweep (6 cells, one worker, in this process) for the full-disk-in-the-middle cases.
+MID_SWEEP = ["sweep", "adamw-grid", "--optimizers", "adam", "--lr-grid", "1e-3:1e-2:3", "--wd-grid", "1e-6:1e-5:2",
+             "--n", "40", "--n-val", "20", "--hidden", "4", "--batch-size", "20", "--epochs", "1", "--workers", "1",
+             "--json"]
+MID_SWEEP_CELLS = 6
+
+
+def full_disk_mid_sweep(base: Path, mnt: Path) -> list[tuple[Case, str]]:
+    """The disk fills in the middle of a sweep, after ``sweep.json`` and some cells are written: the moment cell
+    ``k`` is about to be written (k = 2), or after the last cell, while the result is assembled (k = 6). The run
+    must stop with one line naming the output location, exit 2, no traceback, no temporary file, only complete
+    cells; once the space is freed, the same command resumes (the k finished cells reused) and ends with
+    arrays bitwise identical to an uninterrupted sweep's. ``mnt`` is an empty file system (a tmpfs)."""
+    import json
+
+    import numpy as np
+
+    from dyntools import sweep
+
+    (base / "w").mkdir(parents=True, exist_ok=True)
+    reference = invoke([*MID_SWEEP, "--out", base / "reference"], base / "w", block_run=False)
+    assert reference.code == 0, reference
+    want = dict(np.load(base / "reference" / "arrays.npz"))
+    failures = []
+    tally = TALLY.setdefault("full disk", Counter())
+    for k in (2, MID_SWEEP_CELLS):
+        out = mnt / "run"
+        case = Case("full disk", [*MID_SWEEP, "--out", str(out)], (str(out),), block_run=False,
+                    note=f"disk full before cell {k}" if k < MID_SWEEP_CELLS else "disk full after the last cell")
+        real = sweep.write_cell
+
+        def filling(out_, index, result, k=k, real=real):
+            if index == k:
+                fill(mnt)
+            written = real(out_, index, result)
+            if index == k - 1 == MID_SWEEP_CELLS - 1:
+                fill(mnt)
+            return written
+
+        sweep.write_cell = filling
+        try:
+            first = invoke(case.argv, base / "w", block_run=False)
+        finally:
+            sweep.write_cell = real
+        problems = []
+        lines = first.stderr.strip().splitlines()
+        if first.code != 2 or len(lines) != 1 or str(out) not in lines[0] or "Traceback" in first.stderr:
+            problems.append(f"exit {first.code}, stderr {first.stderr.strip()[:300]!r}")
+        hidden = [str(p.relative_to(mnt)) for p in mnt.rglob(".*")]
+        if hidden:
+            problems.append(f"temporaries left: {hidden}")
+        cells = sorted(p.name for p in (out / sweep.CELLS_DIR).iterdir()) if (out / sweep.CELLS_DIR).is_dir() else []
+        if cells != [sweep.cell_path(out, i).name for i in range(k)] or not (out / sweep.SPEC_FILE).is_file():
+            problems.append(f"cells on disk {cells} (expected the {k} finished ones and sweep.json)")
+        for i in range(len(cells)):
+            try:
+                sweep.read_cell(out, i, ())
+            except sweep.CellError as exc:
+                problems.append(f"half-written cell: {exc}")
+        (mnt / "filler").unlink(missing_ok=True)                 # space freed: the same command resumes
+        again = invoke(case.argv, base / "w", block_run=False)
+        if again.code != 0:
+            problems.append(f"re-run: exit {again.code}, {again.stderr.strip()[:300]!r}")
+        else:
+            summary = json.loads(again.stdout)
+            if (summary["reused"], summary["computed"]) != (k, MID_SWEEP_CELLS - k):
+                problems.append(f"re-run reused {summary['reused']} and computed {summary['computed']} cells")
+            got = dict(np.load(out / "arrays.npz"))
+            if got.keys() != want.keys() or not all(np.array_equal(got[a], want[a], equal_nan=True) and
+                                                    got[a].dtype == want[a].dtype for a in want):
+                problems.append("resumed arrays differ from the uninterrupted sweep's")
+        _remove(out)
+        tally["tried"] += 1
+        tally["handled"] += not problems
+        if problems:
+            failures.append((case, "; ".join(problems)))
+    return failures
+
+
 # ----------------------------------------------------------------------------------- foreign servers
 
 def fake_server(mode: str):
@@ -750,3 +864,138 @@ def run_subprocess(case: Case, base: Path) -> str:
     tally["handled"] += not problem
     _remove(root)
     return problem
+
+
+# ----------------------------------------------------------------------------------- results against their schema
+
+SAMPLES = Path(__file__).resolve().parent / "goldens" / "result_samples.json"
+
+
+def result_samples() -> dict[str, dict]:
+    """kind → {"argv", "config", "summary"} of one small real result per kind (tests/goldens/make_result_samples.py)."""
+    import json
+
+    return json.loads(SAMPLES.read_text(encoding="utf-8"))
+
+
+def _bad_param_values(p, value) -> list[tuple[str, object]]:
+    """(why, value) that the declaration ``p`` (a dyntools.spec.Param) must refuse in a result's config (its size
+    caps do not apply to a stored result: :func:`dyntools.result_schema.as_stored`)."""
+    from dyntools.result_schema import as_stored
+
+    p = as_stored(p)
+    nan, inf = float("nan"), float("inf")
+    kind = p.kind
+    out: list[tuple[str, object]] = []
+    if kind in ("int", "float"):
+        out += [("a string", "x"), ("a list", [1]), ("true", True), ("NaN", nan), ("infinity", inf)]
+        if kind == "int":
+            out.append(("not an integer", 1.5))
+        if p.low is not None:
+            out.append(("below the range", (p.low - max(1, abs(p.low))) if not p.low_open else p.low))
+        if p.high is not None:
+            out.append(("above the range", (p.high + max(1, abs(p.high))) if not p.high_open else p.high))
+    elif kind in ("str", "file"):
+        out += [("a number", 3), ("a list", ["x"])]
+        if kind == "str" and p.choices:
+            out += [("an unknown name", "bogus"), ("a path", "../../../../tmp/ESCAPE")]
+    elif kind == "flag":
+        out += [("a string", "yes"), ("a number", 1)]
+    elif kind in ("ints", "floats", "strs"):
+        out += [("a string where a list is", "x"), ("an object", {}), ("a nested list", [[1]])]
+        if kind != "strs":
+            out += [("a string entry", ["x"]), ("a NaN entry", [nan])]
+            if p.low is not None:
+                out.append(("an entry below the range", [(p.low - 1) if not p.low_open else p.low]))
+            if p.high is not None:
+                out.append(("an entry above the range", [(p.high + 1) if not p.high_open else p.high]))
+        elif p.choices:
+            out.append(("an unknown name", ["bogus"]))
+        if p.max_len is not None and isinstance(value, list) and value:
+            out.append(("too many entries", [value[0]] * (p.max_len + 1)))
+    elif kind == "grid":
+        out += [("a string where a list is", "1:2:3"), ("two entries", [1.0, 2.0]),
+                ("N not an integer", [1.0, 2.0, 1.5]), ("a NaN bound", [nan, 1.0, 2]), ("N < 1", [1.0, 2.0, 0])]
+        if p.max_len is not None:
+            out.append(("N too large", [1.0, 2.0, p.max_len + 1]))
+    return out
+
+
+_SUMMARY_BAD = {"number": ("a string", "x"), "int": ("not an integer", 1.5), "str": ("a number", 3),
+                "flag": ("a string", "yes"), "list": ("a string where a list is", "x"), "mapping": ("a list", [])}
+
+
+def schema_damages(kind: str, sample: dict) -> list[tuple[str, str, Callable[[dict], None]]]:
+    """(why, field named in the refusal, edit of result.json's parsed contents) for every field the kind's schema
+    declares: each config key of the wrong type, out of range, an unknown name, NaN/∞ for a number, a string
+    where a list is, null where not allowed, missing; the summary not a mapping, each declared summary value of
+    the wrong kind, a NaN in it."""
+    from dyntools import result_schema
+
+    schema = result_schema.REGISTRY[kind]
+    out: list[tuple[str, str, Callable[[dict], None]]] = []
+
+    def on_config(schema, path):
+        def at(meta):
+            c = meta["config"]
+            for k in path:
+                c = c[k]
+            return c
+        for key, (p, nullable) in schema.config.items():
+            value = at({"config": sample["config"]}).get(key)
+            for why, bad in _bad_param_values(p, value):
+                out.append((f"config {'.'.join((*path, key))}: {why}", key,
+                            lambda m, key=key, bad=bad, at=at: at(m).__setitem__(key, bad)))
+            if not nullable:
+                out.append((f"config {'.'.join((*path, key))}: null", key,
+                            lambda m, key=key, at=at: at(m).__setitem__(key, None)))
+            if key not in schema.optional:
+                out.append((f"config {'.'.join((*path, key))}: missing", key,
+                            lambda m, key=key, at=at: at(m).pop(key)))
+        for key, sub in schema.nested.items():
+            out.append((f"config {key}: a string where an object is", key,
+                        lambda m, key=key, at=at: at(m).__setitem__(key, "x")))
+            on_config(sub, (*path, key))
+
+    on_config(schema, ())
+    for why, bad in (("a string", "x"), ("a list", []), ("a number", 3)):
+        out.append((f"summary: {why}", "summary", lambda m, bad=bad: m.__setitem__("summary", bad)))
+    for key, want in schema.summary.items():
+        why, bad = _SUMMARY_BAD[want]
+        out.append((f"summary {key}: {why}", key, lambda m, key=key, bad=bad: m["summary"].__setitem__(key, bad)))
+    out.append(("summary: a NaN inside", "summary", lambda m: m["summary"].__setitem__("injected", [float("nan")])))
+    out.append(("config: an infinity inside", "config",
+                lambda m: m["config"].__setitem__("injected", {"a": float("inf")})))
+    return out
+
+
+def _sample_result(root: Path, kind: str, sample: dict, edit: Callable[[dict], None] | None) -> None:
+    """A result directory ``root/res`` of ``kind`` holding the sample's config and summary (one small array),
+    its result.json edited by ``edit``."""
+    import copy
+    import json
+
+    import numpy as np
+
+    (root / "res").mkdir()
+    np.savez(root / "res" / "arrays.npz", x=np.zeros(3))
+    meta = {"schema": "dyntools.result/1", "kind": kind, "status": "completed", "message": "", "seed": 0,
+            "config": copy.deepcopy(sample["config"]), "summary": copy.deepcopy(sample["summary"]), "timings": {},
+            "versions": {}, "arrays": {"x": {"shape": [3], "dtype": "float64"}}}
+    if edit is not None:
+        edit(meta)
+    (root / "res" / "result.json").write_text(json.dumps(meta), encoding="utf-8")
+
+
+def schema_cases(kinds: Iterable[str] | None = None, every: int = 1) -> list[Case]:
+    """``dyntools plot`` of a result of each kind (all, or ``kinds``) damaged in one declared field each (every
+    ``every``-th damage of a kind): refused before drawing with one line naming result.json and the field."""
+    _parser_once()                                   # the command line imports every experiment: all kinds known
+    samples = result_samples()
+    cases = []
+    for kind in (kinds or sorted(samples)):
+        for why, key, edit in schema_damages(kind, samples[kind])[::every]:
+            cases.append(Case("result schema", ["plot", "../res", "--format", "png"], ("result.json",),
+                              setup=lambda root, kind=kind, edit=edit: _sample_result(root, kind, samples[kind], edit),
+                              note=f"{kind}: {why}", all_names=("result.json", key)))
+    return cases

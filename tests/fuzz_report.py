@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -24,29 +23,23 @@ from tests import fuzz_cases as F  # noqa: E402
 
 
 def _full_disk(base: Path) -> list:
-    mnt = base / "full"
-    mnt.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mnt)], capture_output=True).returncode:
-        return []
-    try:
-        fd = os.open(mnt / "filler", os.O_WRONLY | os.O_CREAT)
-        try:
-            while os.write(fd, b"\0" * 4096):
-                pass
-        except OSError:
-            pass
-        finally:
-            os.close(fd)
-        failures = []
+    """The full-disk cases: commands writing into a full tmpfs, then a sweep whose disk fills in the middle."""
+    failures = []
+    with F.tmpfs(base / "full", "256k") as mounted:
+        if not mounted:
+            return []
+        mnt = base / "full"
+        F.fill(mnt)
         for case in F.full_disk_cases(mnt):
             failures += F.run_cases([case], base / "sandbox-full")
             left = [p.name for p in mnt.iterdir() if p.name != "filler"]
             if left:
                 failures.append((case, f"left {left} on the full file system"))
                 F.TALLY["full disk"]["handled"] -= 1
-        return failures
-    finally:
-        subprocess.run(["umount", str(mnt)], capture_output=True)
+    with F.tmpfs(base / "small", "4m") as mounted:
+        if mounted:
+            failures += F.full_disk_mid_sweep(base / "sandbox-mid", base / "small")
+    return failures
 
 
 def _cells(base: Path) -> list:
@@ -82,6 +75,7 @@ def main() -> int:
                  base / "w", block_run=False)
         config = json.loads((base / "src" / "result.json").read_text())["config"]
         failures += F.run_cases(F.result_cases(base / "src", F.result_damages() + F.config_damages(config)), base / "r")
+        failures += F.run_cases(F.schema_cases(), base / "schema")
         failures += _cells(base)
         failures += _full_disk(base)
         try:

@@ -37,7 +37,14 @@ RENAMES: dict[str, str] = {}
 # amplifies them (relative 3.6e-3 in the train loss after 1000 steps). Its η = 2 run (a power of two,
 # so no rounding difference) stays bitwise: tests/test_diag_net_dynamics.py checks that part against
 # these goldens.
-TOLERANT: dict[str, float] = {"dn-options": 2e-10}
+#
+# The cross-entropy MLP's products (dyntools/models/mlp_gemm.py) became chains of fused multiply-adds
+# on batch-major activations (issue 17: speed), where they were grouped sums of separately rounded
+# products on feature-major ones: every entry is summed in another order. After the 3–8 epochs of the
+# adamw-* sweeps the losses and curves differ by at most 3.1e-15 relative (measured); 1e-13 leaves room
+# for other machines' exp/log, and a real change of the dynamics would exceed it by orders of magnitude.
+TOLERANT: dict[str, float] = {"dn-options": 2e-10, "adamw-adam": 1e-13, "adamw-sgd": 1e-13,
+                              "adamw-plateau": 1e-13, "adamw-cosine": 1e-13}
 CHANGED: dict[str, str] = {
     "dn-paper-gd": "GD at the edge of stability amplifies the optimizer step's rounding (see above); "
                    "the power-of-two run is checked bitwise in test_diag_net_dynamics.py",

@@ -25,6 +25,8 @@ def _expected(dtype: np.dtype, arr: np.ndarray, kind: str, ndims) -> bool:
     """Is ``arr`` acceptable? (from arrays_io's documented contract, not its code)"""
     if dtype.fields is not None or dtype.kind not in "iuf" or arr.ndim not in ndims or arr.size == 0:
         return False
+    if dtype.kind in "iu":         # exactly: int64 holds [-2^63, 2^63); a float64 copy rounds 2^63 - 512 up
+        return kind == "float" or all(-(2**63) <= int(v) < 2**63 for v in arr.ravel())
     values = arr.astype(np.float64)
     if not np.all(np.isfinite(values)):
         return False

@@ -31,6 +31,49 @@ def test_plot_of_a_damaged_result_is_one_line_or_harmless(tmp_path, sde_result):
     assert not failures, F.describe(failures)
 
 
+# ------------------------------------------------------------------------------- results against their kind's schema
+
+def test_every_kind_plot_draws_has_a_schema_and_a_sample_that_passes_it():
+    """The schema of each kind is the experiments' declaration; the samples are real results' config/summary
+    (tests/goldens/make_result_samples.py), so a schema that refused what its experiment writes fails here."""
+    from dyntools import plots, result_schema
+
+    F._parser_once()
+    samples = F.result_samples()
+    assert set(plots.PLOTTERS) <= set(result_schema.REGISTRY) and set(plots.PLOTTERS) <= set(samples)
+    for kind, sample in samples.items():
+        result_schema.validate(kind, sample["config"], sample["summary"])
+
+
+def test_a_result_outside_its_kinds_schema_is_refused_naming_file_and_field(tmp_path):
+    """Every 9th damage of every kind (``python tests/fuzz_report.py`` runs all of them): one line naming
+    result.json and the field, exit 2, nothing drawn."""
+    cases = F.schema_cases(every=9)
+    assert {c.note.split(":")[0] for c in cases} == set(F.result_samples())
+    failures = F.run_cases(cases, tmp_path)
+    print(f"results: {len(cases) - len(failures)} of {len(cases)} results outside their schema refused")
+    assert not failures, F.describe(failures)
+
+
+def test_load_refuses_a_config_outside_the_schema_and_keeps_a_good_one(tmp_path):
+    from dyntools import store
+
+    F._parser_once()
+    sample = F.result_samples()["sde"]
+    for name in ("good", "bad"):
+        (tmp_path / name).mkdir()
+    F._sample_result(tmp_path / "good", "sde", sample, None)
+    F._sample_result(tmp_path / "bad", "sde", sample, lambda m: m["config"].update(scheme="rk4"))
+    assert store.load(tmp_path / "good" / "res").config["model"] == "gbm"
+    # what a run made from Python writes is valid: its own SDE, no x0, more paths than the command line allows
+    (tmp_path / "own").mkdir()
+    F._sample_result(tmp_path / "own", "sde", sample,
+                     lambda m: (m["config"].update(model="my-sde", paths=10**8), m["config"].pop("x0")))
+    assert store.load(tmp_path / "own" / "res").config["model"] == "my-sde"
+    with pytest.raises(store.StoreError, match=r"bad/res/result\.json: config\['scheme'\] = 'rk4'"):
+        store.load(tmp_path / "bad" / "res")
+
+
 # ----------------------------------------------------------------------------------- damaged sweep cells
 
 def _demo(finite=("x",)):
@@ -186,3 +229,18 @@ def test_figures_of_a_run_that_did_not_diverge_say_nothing_of_it(tmp_path, monke
     (tmp_path / "w").mkdir()
     assert F.invoke(["plot", tmp_path / "r", "--format", "png"], tmp_path / "w", block_run=False).code == 0
     assert texts and not any("diverged" in t for t in texts)
+
+
+def test_dt_load_checks_the_schema_in_a_fresh_interpreter(tmp_path):
+    """``dt.load`` in a new Python process (no command line ran) knows every catalogue kind's schema."""
+    import subprocess
+    import sys
+
+    (tmp_path / "r").mkdir()
+    F._sample_result(tmp_path / "r", "relu", F.result_samples()["relu"],
+                     lambda m: m["config"].update(setting="../../ESCAPE"))
+    code = ("import dyntools as dt, sys\ntry:\n    dt.load(sys.argv[1])\nexcept dt.store.StoreError as e:\n"
+            "    print(e)\n")
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "r" / "res")], capture_output=True, text=True,
+                          timeout=120)
+    assert "result.json: config['setting'] = '../../ESCAPE'" in proc.stdout, proc

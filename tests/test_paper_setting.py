@@ -200,3 +200,16 @@ def test_notebook_comparison_verdicts():
     res["diverged_at"][3] = 7128
     verdicts = [r["verdict"] for r in compare_with_notebook(res, "paper-sgd")]
     assert verdicts == ["reproduced", "close", "not reproduced", "not reproduced (diverged at step 7128)"]
+
+
+def test_survival_under_perturbed_starts_is_the_same_experiment_for_both_kernels():
+    """The report's perturbed-start study: at a stable step nobody diverges, at a far too large one
+    everybody does (at the same step for both kernels: the first updates are far from round-off), and
+    the starts are drawn per index, so a repeat gives the same list."""
+    from simulations.diag_nets import survival_under_perturbation
+
+    calm = {k: survival_under_perturbation(k, eta=0.05, steps=300, draws=2) for k in ("numba", "numpy")}
+    assert calm == {"numba": [-1, -1], "numpy": [-1, -1]}
+    wild = {k: survival_under_perturbation(k, eta=50.0, steps=300, draws=2) for k in ("numba", "numpy")}
+    assert all(x > 0 for x in wild["numba"]) and wild["numba"] == wild["numpy"]
+    assert survival_under_perturbation("numba", eta=50.0, steps=300, draws=2) == wild["numba"]

@@ -1,4 +1,5 @@
 import json
+import re
 
 import numpy as np
 import pytest
@@ -197,3 +198,29 @@ def test_text_outputs_never_replace_a_link_or_a_device(tmp_path):
     with pytest.raises(StoreError, match="never replaced"):
         atomic_write_text("/dev/null", "new")
     assert (tmp_path / "real.md").read_text() == "keep" and (tmp_path / "link.md").is_symlink()
+
+
+@pytest.mark.parametrize("damage, field", [
+    (lambda m: m["config"].update(steps="many"), "config['steps']"),
+    (lambda m: m["config"].update(sampler="../x"), "config['sampler']"),
+    (lambda m: m["config"].update(bound=-3.0), "config['bound']"),
+    (lambda m: m["config"].update(drop_last=1), "config['drop_last']"),
+    (lambda m: m["summary"].update(first="x"), "summary['first']"),
+])
+def test_a_damaged_train_result_is_refused_naming_the_field(tmp_path, damage, field):
+    """dt.train's results (kind "train") are checked against the trainer's schema by dt.load."""
+    from types import SimpleNamespace
+
+    import dyntools as dt
+
+    d = dt.data.spirals(60, seed=0)
+    res = dt.train(dt.MLP((2, 4, 2), head="cross-entropy"), SimpleNamespace(X=d.X, y=d.y), dt.optim.sgd(0.1),
+                   steps=5, batch=8, sampler="epoch", seed=0)
+    store.save(res, tmp_path / "r")
+    assert dt.load(tmp_path / "r").config["steps"] == 5                 # intact: loads
+    path = tmp_path / "r" / "result.json"
+    meta = json.loads(path.read_text())
+    damage(meta)
+    path.write_text(json.dumps(meta))
+    with pytest.raises(store.StoreError, match=rf"result.json: {re.escape(field)}"):
+        dt.load(tmp_path / "r")

@@ -84,20 +84,22 @@ def _matmul_rate(m: int, k: int, n: int, repeats: int) -> float:
     return 2.0 * m * k * n * repeats / best_time(batch, repeats=3) / 1e9
 
 
-def _kernel_rate(repeats: int) -> float:
+def _kernel_rate(repeats: int, m: int = 64, kdim: int = 32, n: int = 32) -> float:
     """GFLOP/s of the cell's product kernel alone (:func:`~dyntools.models.mlp_gemm.gemm`) on
-    the forward shape of a 32-wide layer, ``z_lᵀ = Ŵ_lᵀ â_{l−1}ᵀ`` with batch 64, data in cache."""
+    ``(m, kdim) · (kdim, n)``, data in cache; the default is the forward shape of a 32-wide layer,
+    ``Z_l = A_{l−1} W_lᵀ + 1 b_lᵀ`` with batch 64."""
     from numba import njit
 
     @njit
-    def loop(out, C, In, reps):
+    def loop(out, init, C, In, reps):
         for _ in range(reps):
-            mlp_gemm.gemm(out, C, In, 32, 33, 64)
+            mlp_gemm.gemm(out, init, C, In, m, kdim, n)
 
     rng = np.random.default_rng(0)
-    out, C, In = np.zeros((32, 64)), rng.standard_normal((33, 32)).T, rng.standard_normal((33, 64))
-    loop(out, C, In, 1)
-    return 2.0 * 32 * 33 * 64 * repeats / best_time(lambda: loop(out, C, In, repeats), repeats=3) / 1e9
+    out, init = np.zeros((m, n)), rng.standard_normal(n)
+    C, In = rng.standard_normal((m, kdim)), rng.standard_normal((kdim, n))
+    loop(out, init, C, In, 1)
+    return 2.0 * m * kdim * n * repeats / best_time(lambda: loop(out, init, C, In, repeats), repeats=3) / 1e9
 
 
 #: The benchmark's grid cell: the module docstring's network and data (the defaults of the adamw-grid sweep).
@@ -150,6 +152,57 @@ def _jax_grid_seconds(model, d, n_lr: int, n_wd: int, steps: int, dtype: str) ->
     return total / len(cells)
 
 
+def cell_memory(steps: int, hidden: tuple = (32, 32, 32), batch: int = 64, dtype: str = "float64") -> dict:
+    """Memory of one heatmap cell (:func:`dyntools.classifier_cell.train_cell`, the bench's network):
+    the peak of NumPy's allocations while it runs (``tracemalloc``; the data set, the model, the per-step
+    losses, the results) and the compiled loop's own scratch (:func:`~dyntools.models.mlp_gemm.ws_size`
+    plus its copies of θ, the optimizer state and the gradient — allocated inside the kernel, which
+    ``tracemalloc`` does not see), in bytes."""
+    import tracemalloc
+
+    from dyntools.classifier_cell import train_cell
+
+    config = {**CELL_CONFIG, "hidden": list(hidden), "batch_size": batch, "epochs": steps * batch / 1000,
+              "dtype": dtype}
+    cell = {"optimizer": "adamw", "lr": 1e-3, "wd": 1e-2}
+    train_cell(config, cell, 0, 0)                                            # compiled code loaded first
+    tracemalloc.start()
+    try:
+        train_cell(config, cell, 0, 0)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    widths = (2, *hidden, 2)
+    model = MLP(widths, head="cross-entropy", dtype=dtype)
+    item = np.dtype(dtype).itemsize
+    scratch = item * (mlp_gemm.ws_size(model.n_layers, max(widths), batch) + 5 * model.n_params) + 16 * batch
+    return {"numpy peak": peak, "kernel scratch": scratch, "params": model.n_params}
+
+
+def _memory_measurements(report: BenchReport, steps: int) -> None:
+    """Memory per worker: a cell at ``steps`` and 4× the steps, and with twice the width and batch; the
+    workers' peak resident size is read after the grids (``ru_maxrss`` of the finished children)."""
+    import resource
+
+    base, long = cell_memory(steps), cell_memory(4 * steps)
+    wide = cell_memory(steps, hidden=(64, 64, 64), batch=128)
+    per_step = (long["numpy peak"] - base["numpy peak"]) / (3 * steps)
+    report.measurements.update({
+        f"cell memory, NumPy peak bytes ({steps} steps)": base["numpy peak"],
+        f"cell memory, NumPy peak bytes ({4 * steps} steps)": long["numpy peak"],
+        "cell memory, NumPy peak bytes (width 64, batch 128)": wide["numpy peak"],
+        "cell memory, kernel scratch bytes": base["kernel scratch"],
+        "cell memory, kernel scratch bytes (width 64, batch 128)": wide["kernel scratch"],
+        "cell memory, bytes per extra step": per_step,
+        "worker peak resident MiB (ru_maxrss of the grids' workers)":
+            resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024})
+    report.notes.append("memory per cell: the data set, the network, the batch scratch and the per-step "
+                        "losses (8 bytes a step, for the heatmap's loss curve); nothing grows with the number "
+                        "of cells (each cell's result is written to disk and dropped by the worker)")
+    report.targets.append(Target("cell memory growth per extra step (bytes; the per-step loss record is 8)",
+                                 per_step, 16.0, higher_is_better=False, unit="B"))
+
+
 def run(quick: bool = False) -> BenchReport:
     from dyntools.bench.diag_net import matmul_rate
     from dyntools.dynamics.train import train
@@ -185,7 +238,8 @@ def run(quick: bool = False) -> BenchReport:
                                 "numba cell GFLOP/s (float32)": flops / t_f32 / 1e9,
                                 "numpy matmul GFLOP/s, 64x32 @ 32x32 per call": _matmul_rate(64, 32, 32, 2000),
                                 "numpy matmul GFLOP/s, 64x64 @ 64x64 per call": _matmul_rate(64, 64, 64, 1000),
-                                "numba _gemm GFLOP/s, one 32x33 @ 33x64 block in cache": _kernel_rate(2000)})
+                                "numba _gemm GFLOP/s, one 32x33 @ 33x64 block in cache": _kernel_rate(2000, 32, 33, 64),
+                                "numba gemm GFLOP/s, the forward 64x32 @ 32x32 block in cache": _kernel_rate(2000)})
     report.notes.append("matmul rates include NumPy's per-call overhead; OpenBLAS runs products this small "
                         "(m·n·k <= 64³) on one thread, like the cell")
     report.targets.append(Target("one cell: numba vs NumPy twin", t_numpy / t_numba, 10.0))
@@ -221,6 +275,7 @@ def run(quick: bool = False) -> BenchReport:
                                      f"{g['cells']} measured cells", full, 15.0 if dt == "float32" else 180.0,
                                      higher_is_better=False, unit="s"))
     report.measurements["workers"] = workers
+    _memory_measurements(report, steps)
 
     # the arithmetic floor of a cell: its flops at the machine's matrix-product rate on all cores
     for dt in ("float64", "float32"):

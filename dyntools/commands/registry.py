@@ -58,3 +58,16 @@ def catalogue() -> dict[str, Entry]:
     if len(set(names)) != len(names):
         raise RuntimeError(f"duplicate catalogue entries in {names}")
     return {e.name: e for e in sorted(entries, key=lambda e: e.order)}
+
+
+def load_result(directory):
+    """``dt.load``: :func:`dyntools.store.load` once every experiment is imported, so that the ``config`` and
+    ``summary`` of a result of any catalogue kind are checked against the schema its experiment declares
+    (:mod:`dyntools.result_schema`), as ``dyntools plot`` checks them — and those of :func:`dyntools.train`
+    (kind ``"train"``, declared by the trainer's module)."""
+    from dyntools import store
+    from dyntools.dynamics import train  # noqa: F401  (registers the "train" schema)
+
+    experiments("simulate")
+    experiments("sweep")
+    return store.load(directory)

@@ -41,6 +41,21 @@ from dyntools.engine.result import RunResult, timed
 from dyntools.optim import kernels as optim_kernels
 from dyntools.optim import optimizers as O
 from dyntools.optim.schedules import Constant, ReduceLROnPlateau, Schedule
+from dyntools.result_schema import ResultSchema, known, register
+from dyntools.spec import Param
+
+#: What a result of :func:`train` (kind ``"train"``) holds: its config's scalar keys (the model's own
+#: description and the runs' list are checked for non-finite numbers only) and its summary.
+register(ResultSchema("train", {
+    "steps": (Param("iterations", "int", low=1), False), "batch": (Param("minibatch", "int", low=1), False),
+    "sampler": (known(*samplers.NAMES), False), "drop_last": (Param("drop the last batch", "flag"), False),
+    "label_noise": (Param("label-noise std", "float", low=0.0), False),
+    "seeds": (Param("data sets", "int", low=1), False), "bound": (Param("divergence bound", "float", low=0.0), True),
+    "records": (Param("recorded steps", "int", low=0), False),
+    "common_stream": (Param("one stream for all runs", "flag"), False),
+    "replayed": (Param("indices replayed", "flag"), False), "kernel": (known("numba", "numpy"), False),
+    "path": (known("tuned", "generic"), False)},
+    summary={"paths": "int", "diverged": "int", "first": "number"}, optional=frozenset({"kernel", "path"})))
 
 
 @njit(inline="always", error_model="numpy")
@@ -94,7 +109,7 @@ def advance_path(kernel, p, arrays, t0, t1, record_steps, theta_rec, bound, dive
             step_losses[p, t] = loss
         lr_t = lrs[g, 0] if const_lr else lrs[g, t]
         optim_kernels.fused_step(precond, hp, theta, grad, ostate, t + 1, lr_t)
-        if guard.beyond(guard.l1_size(theta), bound):
+        if guard.beyond(guard.checked_size(theta, bound), bound):
             diverged_at[p] = t + 1
             break
     thetas[p, :] = theta

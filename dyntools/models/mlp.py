@@ -28,8 +28,8 @@ Back-propagation: ``∂/∂W_l = δ_l a_{l−1}ᵀ``, ``∂/∂b_l = δ_l``, ``�
 **Kernels** (the model protocol, :mod:`dyntools.models.base`). The regression head's compiled
 ``loss_grad`` walks the batch one example at a time (forward, then the backward pass accumulating
 ``(2 r_i / B) ∇_θ h``): the right shape for the batch-1 SGD of the paper. The cross-entropy head's
-does every product of the forward and backward pass as one grouped matrix product
-(:mod:`dyntools.models.mlp_gemm`) on feature-major activations: the right shape for batches of
+does every product of the forward and backward pass as one matrix product of fused multiply–adds
+(:mod:`dyntools.models.mlp_gemm`) on batch-major activations: the right shape for batches of
 tens of examples. Each has a NumPy twin (``@`` products); the tests hold them equal to ~1e-13.
 
 **Divergence size** (:mod:`dyntools.engine.guard`): ``‖θ‖₁``, as for every model trained by
@@ -216,7 +216,7 @@ def loss_grad_regression(theta, X, y, idx, b, noise, grad, ws, iargs, fargs):
 @njit(cache=True)
 def loss_grad_cross_entropy(theta, X, y, idx, b, noise, grad, ws, iargs, fargs):
     """Cross-entropy head: mean softmax cross-entropy of ``idx[:b]`` and its gradient, every
-    product a grouped matrix product (:func:`dyntools.models.mlp_gemm.forward_backward`)."""
+    product one matrix product (:func:`dyntools.models.mlp_gemm.forward_backward`)."""
     L, widths, w_off, b_off, maxw = unpack_iargs(iargs)
     return mlp_gemm.forward_backward(theta, widths, w_off, b_off, X, y, idx[:b], grad,
                                      mlp_gemm.views(ws, L, maxw, b))
@@ -556,8 +556,8 @@ class MLP(Model):
             total += len(idx) * mlp_gemm.forward_backward(theta, self._widths, self._w_off, self._b_off, X, y,
                                                           idx, empty, mlp_gemm.views_of(ws, self.n_layers, maxw,
                                                                                      len(idx)))
-            logits = mlp_gemm.logits(ws, self.n_layers, maxw, len(idx), self.widths[-1])
-            correct += int(np.sum(np.argmax(logits, axis=0) == y[idx]))
+            logits = mlp_gemm.logits(ws, self._widths, len(idx))
+            correct += int(np.sum(np.argmax(logits, axis=1) == y[idx]))
         return total / n, correct / n
 
     # ---------------------------------------------------------------- tuned loops

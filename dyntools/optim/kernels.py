@@ -14,14 +14,31 @@ the same arithmetic in the same order as the readable chain of
 :class:`dyntools.optim.optimizers.Optimizer`; ``state`` is a ``float64[3, P]`` array of slots
 (momentum buffer / first moment, second moment, AMSGrad maximum or centered mean), zero at the
 start except AdaGrad's accumulator (:func:`init_state`). ``t`` is 1-based.
+
+With float32 parameters the step's scalars (rates, betas, bias corrections, decay) are rounded to float32
+once (:func:`like`) and SGD, momentum and Adam compute element by element in float32, as PyTorch's
+float32 optimizers do (AdaGrad and RMSProp widen their element operations to float64 and round back).
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import overload
 
 from dyntools.optim import optimizers as O
+
+
+def like(arr, x):
+    """``x`` in the precision of ``arr`` (compiled: a float32 array's scalars computed in float32)."""
+    return arr.dtype.type(x)
+
+
+@overload(like)
+def _like(arr, x):
+    if isinstance(arr, types.Array) and arr.dtype == types.float32:
+        return lambda arr, x: np.float32(x)
+    return lambda arr, x: x
 
 
 def init_state(opt: O.Optimizer, n_params: int) -> np.ndarray:
@@ -47,92 +64,109 @@ def _grouped_state(opt: O.Optimizer, n_params: int) -> np.ndarray:
 
 
 @njit(inline="always")
-def _decay(hp, th):
-    if hp[1] == 0.0:
-        return hp[0] * th
-    return hp[0] * ((1.0 - hp[1]) * th + hp[1] * np.sign(th))
+def _decay_of(hp, theta):
+    """``(λ, ρ, 1 − ρ)`` in the precision of ``theta``."""
+    return like(theta, hp[0]), like(theta, hp[1]), like(theta, 1.0 - hp[1])
 
 
 @njit(inline="always")
-def _lerp(a, b, w):
+def _decay(dk, th):
+    lam, rho, omr = dk
+    if rho == 0.0:
+        return lam * th
+    return lam * (omr * th + rho * np.sign(th))
+
+
+@njit(inline="always")
+def _lerp(a, b, w, omw):
+    """``a + w (b − a)`` as ``torch.lerp`` computes it (``omw = 1 − w``, in the operands' precision)."""
     if w < 0.5:
         return a + w * (b - a)
-    return b - (b - a) * (1.0 - w)
+    return b - (b - a) * omw
 
 
 @njit(inline="always")
-def _pre(hp, where, th, g):
-    return g + _decay(hp, th) if where == 1 else g
+def _pre(dk, where, th, g):
+    return g + _decay(dk, th) if where == 1 else g
 
 
 @njit(inline="always")
-def _post(hp, where, th, u, lr_t):
-    return th - lr_t * (u + _decay(hp, th)) if where == 2 else th - lr_t * u
+def _post(dk, where, th, u, lr_t):
+    return th - lr_t * (u + _decay(dk, th)) if where == 2 else th - lr_t * u
 
 
 @njit(inline="always")
 def _sgd_plain(hp, where, theta, g, lr_t):
+    lr_t = like(theta, lr_t)
     if where == 0:                   # plain SGD, θ − lr_t g: the loop without branches vectorizes
         for i in range(theta.shape[0]):
             theta[i] = theta[i] - lr_t * g[i]
         return
+    dk = _decay_of(hp, theta)
     for i in range(theta.shape[0]):
         th = theta[i]
-        theta[i] = _post(hp, where, th, _pre(hp, where, th, g[i]), lr_t)
+        theta[i] = _post(dk, where, th, _pre(dk, where, th, g[i]), lr_t)
 
 
 @njit(cache=True, error_model="numpy")
 def _sgd_momentum(hp, where, theta, g, state, t, lr_t):
-    a, b, c = hp[3], hp[4], hp[5]
+    a, omb, c = like(theta, hp[3]), like(theta, 1.0 - hp[4]), hp[5]
+    lr_t = like(theta, lr_t)
+    dk = _decay_of(hp, theta)
     for i in range(theta.shape[0]):
         th = theta[i]
-        u = _pre(hp, where, th, g[i])
-        buf = u if t == 1 else a * state[0, i] + (1.0 - b) * u
+        u = _pre(dk, where, th, g[i])
+        buf = u if t == 1 else a * state[0, i] + omb * u
         state[0, i] = buf
-        theta[i] = _post(hp, where, th, u + a * buf if c != 0.0 else buf, lr_t)
+        theta[i] = _post(dk, where, th, u + a * buf if c != 0.0 else buf, lr_t)
 
 
 @njit(cache=True, error_model="numpy")
 def _adam(hp, where, theta, g, state, t, lr_t):
     a, b, c, d = hp[3], hp[4], hp[5], hp[6]
-    bc1 = 1.0 - a ** t if hp[8] == 0.0 else 1.0
-    bc2_sqrt = (1.0 - b ** t) ** 0.5 if hp[8] == 0.0 else 1.0
-    w = 1.0 - a
+    bc1 = like(theta, 1.0 - a ** t if hp[8] == 0.0 else 1.0)
+    bc2_sqrt = like(theta, (1.0 - b ** t) ** 0.5 if hp[8] == 0.0 else 1.0)
+    w, omw = like(theta, 1.0 - a), like(theta, 1.0 - (1.0 - a))
+    b, omb, c = like(theta, b), like(theta, 1.0 - b), like(theta, c)
+    lr_t = like(theta, lr_t)
+    dk = _decay_of(hp, theta)
     for i in range(theta.shape[0]):
         th = theta[i]
-        u = _pre(hp, where, th, g[i])
-        m = _lerp(state[0, i], u, w)
-        v = state[1, i] * b + (1.0 - b) * u * u
+        u = _pre(dk, where, th, g[i])
+        m = _lerp(state[0, i], u, w, omw)
+        v = state[1, i] * b + omb * u * u
         state[0, i] = m
         state[1, i] = v
         if d != 0.0:
             v = max(state[2, i], v)
             state[2, i] = v
-        theta[i] = _post(hp, where, th, (m / bc1) / (np.sqrt(v) / bc2_sqrt + c), lr_t)
+        theta[i] = _post(dk, where, th, (m / bc1) / (np.sqrt(v) / bc2_sqrt + c), lr_t)
 
 
 @njit(cache=True, error_model="numpy")
 def _adagrad(hp, where, theta, g, state, t, lr_t):
     a, c = hp[3], hp[5]
     clr = 1.0 + (t - 1) * a
+    dk = _decay_of(hp, theta)
     for i in range(theta.shape[0]):
         th = theta[i]
-        u = _pre(hp, where, th, g[i])
+        u = _pre(dk, where, th, g[i])
         acc = state[0, i] + u * u
         state[0, i] = acc
-        theta[i] = _post(hp, where, th, (u / (np.sqrt(acc) + c)) / clr, lr_t)
+        theta[i] = _post(dk, where, th, (u / (np.sqrt(acc) + c)) / clr, lr_t)
 
 
 @njit(cache=True, error_model="numpy")
 def _rmsprop(hp, where, theta, g, state, t, lr_t):
     a, b, c, d = hp[3], hp[4], hp[5], hp[6]
+    dk = _decay_of(hp, theta)
     for i in range(theta.shape[0]):
         th = theta[i]
-        u = _pre(hp, where, th, g[i])
+        u = _pre(dk, where, th, g[i])
         sq = state[0, i] * a + (1.0 - a) * u * u
         state[0, i] = sq
         if d != 0.0:
-            ga = _lerp(state[1, i], u, 1.0 - a)
+            ga = _lerp(state[1, i], u, 1.0 - a, 1.0 - (1.0 - a))
             state[1, i] = ga
             u = u / (np.sqrt(sq - ga * ga) + b)
         else:
@@ -140,19 +174,20 @@ def _rmsprop(hp, where, theta, g, state, t, lr_t):
         if c > 0.0:
             u = state[2, i] * c + u
             state[2, i] = u
-        theta[i] = _post(hp, where, th, u, lr_t)
+        theta[i] = _post(dk, where, th, u, lr_t)
 
 
 @njit(cache=True, error_model="numpy")
 def _rmsprop_bc(hp, where, theta, g, state, t, lr_t):
     a, b = hp[3], hp[4]
     bc2_sqrt = (1.0 - a ** t) ** 0.5
+    dk = _decay_of(hp, theta)
     for i in range(theta.shape[0]):
         th = theta[i]
-        u = _pre(hp, where, th, g[i])
+        u = _pre(dk, where, th, g[i])
         v = state[0, i] * a + (1.0 - a) * u * u
         state[0, i] = v
-        theta[i] = _post(hp, where, th, u / (np.sqrt(v) / bc2_sqrt + b), lr_t)
+        theta[i] = _post(dk, where, th, u / (np.sqrt(v) / bc2_sqrt + b), lr_t)
 
 
 @njit(cache=True, error_model="numpy", inline="always")
@@ -198,6 +233,7 @@ def _adam_grouped(hp, theta, g, state, t, lr_t):
     bc1 = 1.0 - a ** t
     bc2_sqrt = (1.0 - b ** t) ** 0.5
     w1 = 1.0 - a
+    dk = _decay_of(hp, theta)
     use_min = hp[7] == 1.0
     n_groups = 1
     for i in range(n):
@@ -209,14 +245,14 @@ def _adam_grouped(hp, theta, g, state, t, lr_t):
             mins[k] = min(mins[k], abs(theta[i]))
     for i in range(n):
         th = theta[i]
-        m = _lerp(state[0, i], g[i], w1)
+        m = _lerp(state[0, i], g[i], w1, 1.0 - w1)
         v = state[1, i] * b + (1.0 - b) * g[i] * g[i]
         state[0, i] = m
         state[1, i] = v
         if use_min:
             dec = lam * (mins[int(state[4, i])] * np.sign(th))
         else:
-            dec = _decay(hp, th)
+            dec = _decay(dk, th)
         theta[i] = th - lr_t * ((m / bc1) / (np.sqrt(v) / bc2_sqrt + c) + state[3, i] * dec)
 
 

@@ -39,26 +39,12 @@ from numba.extending import intrinsic
 from dyntools.dynamics.loops import mlp_cross_entropy_paths
 from dyntools.engine import drive, guard, record, rng, samplers
 from dyntools.models.mlp import backward, example_buffers, forward, unpack_iargs
-from dyntools.optim.kernels import fused_step
+from dyntools.optim.kernels import fused_step, like
 
 #: MXCSR bits: flush results below the smallest normal float to zero (FTZ, bit 15) and read subnormal
 #: inputs as zero (DAZ, bit 6).
 FTZ_DAZ = 0x8040
 X86 = platform.machine().lower() in ("x86_64", "amd64")
-
-
-#: unit roundoff of float64
-_U = 2.0**-53
-
-
-@njit(fastmath={"reassoc"}, cache=True, nogil=True)
-def _l1_estimate(theta):
-    """``‖θ‖₁`` in any order of the additions (the compiler may vectorize them): an estimate within a
-    factor ``1 ± γ`` of the exact sum, as every order of a sum of non-negative terms (NaN propagates)."""
-    s = 0.0
-    for j in range(theta.shape[0]):
-        s += abs(theta[j])
-    return s
 
 
 @njit(inline="always")
@@ -67,23 +53,15 @@ def sgd_step_checked(theta, grad, lr_t, bound):
     :func:`dyntools.engine.guard.beyond` decision is exactly the guard's — computed only as far as that
     decision needs it.
 
-    The guard's ``‖θ‖₁`` (:func:`~dyntools.engine.guard.l1_size`) runs four chains of additions whose
-    latency was a tenth of a step of the paper's small networks. :func:`_l1_estimate` sums in any order
-    (vectorized) to ``S̃``. Both are sums of p non-negative terms, each within a factor ``1 ± γ`` of the
-    exact value (``γ = (p−1)u/(1 − (p−1)u)``, u the unit roundoff of the float64 accumulators), so the
-    guard's sum ``S ≤ S̃ (1 + γ)/(1 − γ) ≤ S̃ (1 + 4pu)`` for ``pu ≤ 0.01`` (p below 10¹³): when
-    ``S̃ (1 + 4pu) ≤ bound`` the guard's sum is within the bound too and ``S̃`` is returned; otherwise
-    (near or beyond the bound, inf, NaN) the guard's own sum. The same decisions, the same
-    ``diverged_at``, bitwise the same parameters (the update has no fast-math: θ − lr·g rounded as the
-    optimizer's step rounds it)."""
+    The size is :func:`dyntools.engine.guard.checked_size` (the guard's four-chain ``‖θ‖₁`` only near
+    the bound): the same decisions, the same ``diverged_at``, bitwise the same parameters (the update
+    has no fast-math: θ − lr·g rounded as the optimizer's step rounds it)."""
     n = theta.shape[0]
+    lr_t = like(theta, lr_t)
     for j in range(n):
         theta[j] = theta[j] - lr_t * grad[j]
     grad[:] = 0.0
-    estimate = _l1_estimate(theta)
-    if estimate * (1.0 + 4.0 * n * _U) <= bound:
-        return estimate
-    return guard.l1_size(theta)
+    return guard.checked_size(theta, bound)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")

@@ -1,0 +1,83 @@
+"""Regenerate ``tests/goldens/result_samples.json``: the ``config`` and ``summary`` of one small real result of
+every kind ``dyntools plot`` draws (the kinds of ``dyntools.plots.PLOTTERS``), as the experiments write them.
+
+    python tests/goldens/make_result_samples.py        # from the repository root, ~1–2 min on 2 cores
+
+The fuzz suite damages these samples field by field (``tests/fuzz_cases.py``: :func:`schema_damages`) and
+``tests/test_result_schema.py`` checks that each validates against its kind's declared schema. The argv
+below are the smallest runs that produce each kind; regenerate after changing what a kind writes.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+NET = ["--n", "40", "--n-val", "20", "--hidden", "4", "--batch-size", "20", "--workers", "1"]
+VOR = ["--n", "200", "--n-test", "50", "--steps", "20", "--batch", "16", "--frames", "2", "--n-centers", "16"]
+DIAG = ["--n", "20", "--d", "30", "--r", "3", "--n-test", "50", "--steps", "50", "--seeds", "2", "--records", "10",
+        "--sharpness-iters", "3"]
+
+#: kind → the command line of a small run that writes it
+RUNS: dict[str, list[str]] = {
+    "sde": ["simulate", "sde", "--model", "gbm", "--paths", "8", "--records", "11"],
+    "sde-convergence": ["simulate", "sde", "--convergence", "--levels", "2:4", "--paths", "16"],
+    "sde-diag-net": ["simulate", "sde", "--model", "diag-net", "--method", "sgd", "--n", "10", "--d", "20", "--r", "3",
+                     "--t1", "2", "--paths", "4", "--records", "11"],
+    "sde-sgd-vs-sde": ["simulate", "sde", "--model", "diag-net", "--study", "sgd-vs-sde", "--n", "10", "--d", "20",
+                       "--r", "3", "--t1", "1", "--paths", "2", "--records", "5"],
+    "sde-sparsity": ["simulate", "sde", "--model", "diag-net", "--study", "sparsity", "--n", "10", "--d", "20",
+                     "--r", "3", "--t1", "1", "--paths", "2", "--records", "5"],
+    "stabilization": ["simulate", "stabilization", "--steps", "200", "--paths", "4", "--records", "10"],
+    "stabilization-phase": ["simulate", "stabilization", "--eta-grid", "0.5:1.5:3", "--steps", "200", "--paths", "4",
+                            "--records", "10"],
+    "relu": ["simulate", "relu", "--setting", "1d", "--seeds", "2", "--log10-steps", "2.5", "--records", "8"],
+    "diag-net": ["simulate", "diag-net", *DIAG],
+    "deep-nets": ["simulate", "deep-nets", "--width", "8", "--depth", "2", "--steps", "40", "--seeds", "1",
+                  "--records", "4", "--sparsity-examples", "20"],
+    "sgd-vs-label-noise": ["simulate", "sgd-vs-label-noise", "--n", "10", "--d", "20", "--r", "2", "--steps", "200",
+                           "--seeds", "2", "--records", "6"],
+    "trajectories": ["simulate", "trajectories", "--surface", "saddle", "--optimizers", "sgd,adam", "--steps", "50",
+                     "--frames", "3", "--start=-2,0.5"],
+    "universal-approximation": ["simulate", "universal-approximation", "--max-width-1d", "4", "--max-width-2d", "4",
+                                "--seeds", "1"],
+    "voronoi": ["simulate", "voronoi", "--seeds", "2", *VOR],
+    "voronoi-ladder": ["sweep", "voronoi-ladder", "--rungs", "exact,scale", "--decays", "l2", "--seeds", "1",
+                       "--workers", "1", *VOR],
+    "adamw-grid": ["sweep", "adamw-grid", "--optimizers", "adam", "--lr-grid", "1e-3:1e-2:2", "--wd-grid",
+                   "1e-6:1e-5:1", "--epochs", "1", *NET],
+    "adamw-budgets": ["sweep", "adamw-budgets", "--budgets", "1,2", "--lr-grid", "1e-2:1e-2:1", "--wd-grid",
+                      "1e-4:1e-1:2", "--wd-norm-grid", "1e-3:1:2", "--replicates", "1", *NET],
+    "adamw-schedules": ["sweep", "adamw-schedules", "--seeds", "1", "--epochs", "1", *NET],
+}
+
+
+def main() -> int:
+    from dyntools import cli, plots, store
+
+    samples = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for kind, argv in RUNS.items():
+            out = Path(tmp) / kind
+            code = cli.main([*argv, "--out", str(out), "--json"])
+            if code != 0:
+                print(f"{kind}: exit {code}", file=sys.stderr)
+                return 1
+            meta = json.loads((out / store.META_FILE).read_text())
+            assert meta["kind"] == kind, (kind, meta["kind"])
+            samples[kind] = {"argv": argv, "config": meta["config"], "summary": meta.get("summary", {})}
+    missing = set(plots.PLOTTERS) - set(samples)
+    assert not missing, f"no sample run for {sorted(missing)}"
+    path = Path(__file__).with_name("result_samples.json")
+    path.write_text(json.dumps(samples, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    print(f"wrote {path} ({len(samples)} kinds)", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
