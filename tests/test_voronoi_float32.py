@@ -11,7 +11,7 @@ Stated tolerances (measured with margin, relative to ‖g₆₄‖∞ for gradie
   keeps about 3 digits there; the loss ≤ 1e-6 relative (measured ≤ 1.8e-7), ≤ 20·σ₀·ε₃₂ on those two rungs
   (measured ≤ 2.6e-6);
 * 150 AdamW steps of the top rung (centers, 192 learned centers): θ ≤ 1e-5 relative, every step's loss
-  ≤ 1e-5 (measured ≤ 8e-7 and ≤ 6.2e-7 over 3 environments). Longer runs are more sensitive: over 300 steps
+  ≤ 1e-5 (measured ≤ 8e-7 and ≤ 1.5e-6 over 3 environments). Longer runs are more sensitive: over 300 steps
   the same comparison measured 5e-7 … 1.8e-4 in θ and up to 1.9e-3 in a step's loss, and the last bits of
   the compiled kernel (float64 as well) depend on the order in which numba compiled its pieces, which that
   run amplifies — so the stated comparison is the shorter one.
@@ -85,7 +85,7 @@ def test_float32_training_follows_float64():
                                  step_loss=True, kernel=kernel)
     a, b, c = runs["float64", "numba"], runs["float32", "numba"], runs["float32", "numpy"]
     # the compiled float32 training against its float32 NumPy twin
-    # (measured ≤ 5.3e-8 in θ, ≤ 1.3e-7 in the losses, 3 environments)
+    # (measured ≤ 9.3e-8 in θ, ≤ 1.0e-6 in the losses, 3 environments)
     assert np.abs(b["final_theta"] - c["final_theta"]).max() / np.abs(c["final_theta"]).max() <= 1e-5
     assert np.abs(b["step_loss"] - c["step_loss"]).max() <= 1e-5
     assert b.config["model"]["dtype"] == "float32" and a.config["model"]["dtype"] == "float64"
