@@ -55,6 +55,7 @@ class BudgetParams:
     schedule: str = param("constant", choices=("constant", "cosine", "sgdr"), help="learning-rate schedule")
     replicates: int = param(3, low=1, high=1000, help="paired replicates averaged in every cell (initializations and "
                                            "minibatch orders shared by all cells)")
+    dtype: str = param("float64", choices=("float64", "float32"), help="precision of the training")
     criterion: str = param("val-loss", choices=CRITERIA,
                            help="best cell: lowest validation loss, or highest validation accuracy (ties broken "
                                 "by the loss)")
@@ -84,7 +85,7 @@ def grid_configs(p: BudgetParams) -> dict:
     return {(axis, k): GridConfig(optimizers=(p.optimizer,), lr_range=lr[:2], n_lr=lr[2], wd_range=grids[axis][:2],
                                   n_wd=grids[axis][2], normalized_wd=axis == "normalized", n=p.n, n_val=p.n_val,
                                   hidden=p.hidden, batch_size=p.batch_size, epochs=e, schedule=p.schedule,
-                                  learning_curve_points=0, paired=True, replicates=p.replicates)
+                                  learning_curve_points=0, paired=True, replicates=p.replicates, dtype=p.dtype)
             for axis in AXES for k, e in enumerate(budgets)}
 
 
@@ -128,7 +129,7 @@ def run_budgets(p: BudgetParams, out, *, seed: int = 0, progress: bool = False) 
         arrays["best_raw_lambda"][a, k] = res["wds"][j] * scale
     summary = summarize(arrays)
     config = {"budgets": list(budgets), "optimizer": p.optimizer, "criterion": p.criterion, "n": p.n, "n_val": p.n_val,
-              "hidden": list(p.hidden), "batch_size": p.batch_size, "schedule": p.schedule,
+              "hidden": list(p.hidden), "batch_size": p.batch_size, "schedule": p.schedule, "dtype": p.dtype,
               "lr_grid": list(p.lr_grid), "wd_grid": list(p.wd_grid), "wd_norm_grid": list(p.wd_norm_grid)}
     cells = sum(int(r.summary["cells"]) for r in results.values())
     computed = sum(int(r.summary["computed"]) for r in results.values())

@@ -53,6 +53,7 @@ class ScheduleParams:
                                          help="sgdr: first period in epochs (default a seventh of the run)")
     restart_mult: int | None = param(None, kind="int", high=1000, help="sgdr: period factor at each restart (default 2)")
     curve_points: int = param(32, low=1, high=10**5, help="points of the anytime curves")
+    dtype: str = param("float64", choices=("float64", "float32"), help="precision of the training")
     workers: int | None = param(None, kind="int", low=1, high=1024, help="local worker processes (default: all cores)")
 
 
@@ -80,7 +81,8 @@ def grid_config(p: ScheduleParams):
     elif p.restart_epochs is not None or p.restart_mult is not None:
         raise ValueError("Invalid restart_epochs: only read by schedule sgdr (not in --schedules)")
     cfg = GridConfig(optimizers=p.optimizers, n=p.n, n_val=p.n_val, hidden=p.hidden, batch_size=p.batch_size,
-                     epochs=p.epochs, dataset=p.dataset, learning_curve_points=p.curve_points, n_lr=1, n_wd=1)
+                     epochs=p.epochs, dataset=p.dataset, learning_curve_points=p.curve_points, n_lr=1, n_wd=1,
+                     dtype=p.dtype)
     per_optimizer("lr", p.lr, cfg.optimizers)
     per_optimizer("wd", p.wd, cfg.optimizers)
     return cfg

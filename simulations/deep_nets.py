@@ -55,6 +55,8 @@ class DeepNetParams:
                             label="setting", help="comma-separated settings")
     depth: int = param(4, low=1, high=64, group=NET, help="hidden layers D")
     width: int = param(256, low=1, high=4096, group=NET, help="hidden width m")
+    dtype: str = param("float64", choices=("float64", "float32"), group=RUN,
+                       help="precision of the training (the metrics are computed in float64)")
     steps: int = param(1_000, low=10, high=10**8, group=RUN, help="iterations")
     batch: int = param(32, low=1, high=1258, group=RUN, help="minibatch size")
     seeds: int = param(3, low=1, high=1000, group=RUN, help="seeds (initialization and sample order)")
@@ -121,7 +123,7 @@ def network(p: DeepNetParams, n_original: int):
 
     widths = (64, *([p.width] * p.depth), 10)
     scales = [np.sqrt(2.0 / w) for w in widths[:-2]] + [np.sqrt(1.0 / widths[-2])]
-    return OriginalsMLP(widths, head="cross-entropy", init="gaussian", init_scales=scales)
+    return OriginalsMLP(widths, head="cross-entropy", init="gaussian", init_scales=scales, dtype=p.dtype)
 
 
 def schedules(p: DeepNetParams):
@@ -210,7 +212,7 @@ def simulate(p: DeepNetParams, *, seed: int = 0):
            "batch": p.batch, "seeds": p.seeds, "eta_small": p.eta_small, "eta_large": p.eta_large,
            "decay_at": list(p.decay_at), "decay_factor": p.decay_factor, "momentum": p.momentum,
            "weight_decay": p.weight_decay, "shift": p.shift, "records": p.records,
-           "sparsity_examples": p.sparsity_examples, "labels": labels, "n_train": int(data.X.shape[0]),
+           "sparsity_examples": p.sparsity_examples, "labels": labels, "dtype": p.dtype, "n_train": int(data.X.shape[0]),
            "n_test": int(data.X_val.shape[0]), "epochs": p.steps * p.batch / data.X.shape[0]}
     n_div = sum(int((arrays[f"{s}_diverged_at"] >= 0).sum()) for s in p.settings)
     status = "diverged" if n_div else "completed"

@@ -164,6 +164,8 @@ class ReluParams:
     rank_threshold: float = param(1e-4, low=0.0, high=1.0, low_open=True, label="rank threshold",
                                   help="relative singular-value threshold of the Jacobian rank")
     kernel: str = param("numba", choices=("numba", "numpy"), help="compiled kernel or its NumPy twin")
+    dtype: str = param("float64", choices=("float64", "float32"),
+                       help="precision of the training (the metrics are computed in float64)")
 
 
 _P = ReluParams()
@@ -237,13 +239,14 @@ def schedules(s: Setting):
     return out
 
 
-def build(s: Setting, seed: int):
-    """Network, initial θ, train and test sets (and the teacher) of setting ``s`` for ``seed``."""
+def build(s: Setting, seed: int, dtype: str = "float64"):
+    """Network (trained in ``dtype``), initial θ, train and test sets (and the teacher) of setting ``s`` for
+    ``seed``."""
     from dyntools import data
     from dyntools.models.mlp import MLP
 
     init = "regression-1d" if s.init == "regression_1d" else s.init
-    layout = MLP((s.d, *s.hidden, 1), biases=s.biases, init=init, init_scales=s.init_scales)
+    layout = MLP((s.d, *s.hidden, 1), biases=s.biases, init=init, init_scales=s.init_scales, dtype=dtype)
     if s.task == "1d":
         X, y = data.regression_1d()
         grid = np.linspace(X.min() - 0.25, X.max() + 0.25, 400)[:, None]
@@ -264,8 +267,9 @@ def paper_snapshot_steps(steps: int) -> np.ndarray:
 
 
 def run_seed(s: Setting, seed: int, *, records: int = _P.records, threshold: float = _P.threshold,
-             rank_threshold: float = _P.rank_threshold, kernel: str = _P.kernel, progress: bool = False):
-    """Train every schedule of ``s`` for one seed; returns (arrays, seconds of training)."""
+             rank_threshold: float = _P.rank_threshold, kernel: str = _P.kernel, dtype: str = _P.dtype,
+             progress: bool = False):
+    """Train every schedule of ``s`` for one seed in ``dtype``; returns (arrays, seconds of training)."""
     from types import SimpleNamespace
 
     from dyntools.dynamics.train import train
@@ -273,7 +277,7 @@ def run_seed(s: Setting, seed: int, *, records: int = _P.records, threshold: flo
     from dyntools.metrics import network_metrics
     from dyntools.optim import optimizers as O
 
-    layout, theta0, X, y, X_test, y_test, teacher = build(s, seed)
+    layout, theta0, X, y, X_test, y_test, teacher = build(s, seed, dtype)
     sched = schedules(s)
     base = make_grid("log", s.steps, records)
     snaps = paper_snapshot_steps(s.steps) if s.task == "1d" else np.zeros(0, dtype=np.int64)
@@ -343,7 +347,7 @@ def _final(arr: np.ndarray, diverged_at: np.ndarray) -> np.ndarray:
 
 def simulate(setting: str = "1d", *, seed: int = 0, seeds: int = _P.seeds, records: int = _P.records,
              threshold: float = _P.threshold, rank_threshold: float = _P.rank_threshold, kernel: str = _P.kernel,
-             progress: bool = False, **overrides):
+             dtype: str = _P.dtype, progress: bool = False, **overrides):
     """Run one setting: full recordings for ``seed`` and the final numbers for ``seeds`` seeds
     (``seed, seed+1, …``). Returns a :class:`~dyntools.result.RunResult` of kind ``"relu"``."""
     from dyntools.engine.result import RunResult
@@ -367,7 +371,8 @@ def simulate(setting: str = "1d", *, seed: int = 0, seeds: int = _P.seeds, recor
     arrays = layout = None
     for j in range(seeds):
         layout_j, arr, secs = run_seed(s, seed + j, records=records, threshold=threshold,
-                                       rank_threshold=rank_threshold, kernel=kernel, progress=progress)
+                                       rank_threshold=rank_threshold, kernel=kernel, dtype=dtype,
+                                       progress=progress)
         timings["train"] += secs
         if j == 0:
             arrays, layout = arr, layout_j
@@ -399,7 +404,7 @@ def simulate(setting: str = "1d", *, seed: int = 0, seeds: int = _P.seeds, recor
               "warmup_per_length": s.warmup_per_length, "labels": labels,
               "threshold": threshold, "rank_threshold": rank_threshold, "records": records, "seeds": seeds,
               "snapshots": paper_snapshot_steps(s.steps).tolist() if s.task == "1d" else [],
-              "kernel": kernel}
+              "kernel": kernel, "dtype": dtype}
     summary = {"status": status, "schedules": labels, "table": table_rows(table, labels),
                "init": init_sharpness(s, seed)}
     return RunResult("relu", config, arrays, status, message, seed=seed, summary=summary, timings=timings)
@@ -552,7 +557,8 @@ def table_columns(setting: str) -> list[str]:
 
 def run(p: ReluParams, ctx: RunContext):
     return simulate(p.setting, seed=ctx.seed, seeds=p.seeds, records=p.records, threshold=p.threshold,
-                    rank_threshold=p.rank_threshold, kernel=p.kernel, progress=ctx.progress, **overrides(p))
+                    rank_threshold=p.rank_threshold, kernel=p.kernel, dtype=p.dtype, progress=ctx.progress,
+                    **overrides(p))
 
 
 def summary(p: ReluParams, result) -> dict:

@@ -40,6 +40,7 @@ NEAR_ZERO = 1e-3
 ENV, MODEL, TRAIN, LADDER, RUN = "environment", "model", "training", "ladder", "where the cells run"
 RUNG_NAMES = ("exact", "center-labels", "offset", "scale", "plus-minus", "centers")   # models.voronoi.RUNGS
 GROUP_NAMES = ("logits", "offset", "scale", "plus-minus", "centers")                  # models.voronoi.GROUPS
+DTYPES = ("float64", "float32")                                                       # models.voronoi.DTYPES
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,9 @@ class _Common:
     steps: int = param(2000, low=1, high=10**8, group=TRAIN, help="AdamW steps")
     batch: int = param(64, low=1, high=10**7, group=TRAIN, help="minibatch size (epochs over the training points)")
     frames: int = param(30, low=2, high=10**4, group=TRAIN, help="recorded snapshots = frames of the animations")
+    dtype: str = param("float64", choices=DTYPES, group=TRAIN,
+                       help="precision of the training (float32: rungs center-labels and offset, whose fixed "
+                            "scale 1e4 magnifies rounding, keep about 3 digits)")
 
 
 @dataclass(frozen=True)
@@ -113,6 +117,7 @@ def check(p) -> None:
     for d in getattr(p, "decays", (getattr(p, "decay", None),)):
         validation.one_of("decay", d, DECAYS)
     validation.one_of("rule", p.rule, RULES)
+    validation.one_of("dtype", p.dtype, DTYPES)
     for g in p.no_decay:
         validation.one_of("no_decay group", g, GROUPS)
     validation.count("dim (D)", p.dim)
@@ -168,7 +173,7 @@ def build_model(p: VoronoiParams, env):
 
     return VoronoiLadder(p.rung, centers=env.centers, center_labels=env.center_labels, classes=p.classes,
                          dim=p.dim, n_centers=p.n_centers, box=p.box, fixed_scale=p.fixed_scale,
-                         scale_init=p.scale_init)
+                         scale_init=p.scale_init, dtype=p.dtype)
 
 
 def build_optimizer(p: VoronoiParams, model):

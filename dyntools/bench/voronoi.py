@@ -10,7 +10,10 @@ environment, float64, the same replayed minibatches for everyone:
 * NumPy twin: :func:`dyntools.models.voronoi.loss_grad_np` and the optimizer's readable chain
   (``Optimizer.step``), one vectorized NumPy evaluation per step;
 * PyTorch (one thread, float64, ``torch.optim.AdamW(foreach=False)``, the same model and initial
-  point) when torch is installed; otherwise the note says "skipped: torch not installed".
+  point) when torch is installed; otherwise the note says "skipped: torch not installed";
+* compiled in float32 (``VoronoiLadder(dtype="float32")``, the same run and initial point rounded): its
+  time and its speed against the float64 loop (a measurement, no target), and how far its end point is
+  from the float64 one.
 
 Targets: compiled ≥ 5× the twin and ≥ 5× PyTorch. ``quick`` runs 200 steps (ratios per step).
 Memory per step: the kernel's scratch (``workspace_size``) is O(k) per path (one row of k scores at a
@@ -31,14 +34,14 @@ class _Data:
         self.X, self.y = X, y
 
 
-def setup(steps: int):
+def setup(steps: int, dtype: str = "float64"):
     from dyntools.data_voronoi import voronoi
     from dyntools.engine import streams
     from dyntools.models.voronoi import VoronoiLadder
     from dyntools.optim.decay_groups import adamw_decay
 
     env = voronoi(10_000, n_test=1, seed=0)
-    model = VoronoiLadder("centers", dim=2, n_centers=K_CENTERS)
+    model = VoronoiLadder("centers", dim=2, n_centers=K_CENTERS, dtype=dtype)
     theta0 = model.init(0, 0)
     gen = streams.path_generators(0, 1, streams.key("bench"), 0x7020)[0]
     indices = gen.integers(0, env.X.shape[0], size=steps * BATCH)
@@ -141,6 +144,17 @@ def run(quick: bool = False) -> BenchReport:
         t_torch = best_time(fn, repeats=1)
         report.measurements["torch seconds (1 thread, float64)"] = t_torch
         report.targets.append(Target("top rung: compiled vs PyTorch (CPU, 1 thread)", t_torch / t_numba, 5.0))
+    model32 = setup(steps, "float32")[1]
+    compiled(model32, env, opt, theta0, indices[:3 * BATCH], 3)
+    results32 = []
+    best_time(lambda: results32.append(compiled(model32, env, opt, theta0, indices, steps)), repeats=2)
+    t32 = min(r.timings["simulate"] for r in results32)
+    final32 = results32[-1].arrays["final_theta"][0, 0]
+    report.measurements.update({
+        "compiled float32 training loop seconds": t32,
+        "compiled float32 speed vs float64 (t64 / t32)": t_numba / t32,
+        "max |theta_float32 - theta_float64| / max |theta|": float(np.max(np.abs(final32 - final))
+                                                                 / np.max(np.abs(final)))})
     report.notes.append("the same replayed minibatches and initial point for every implementation; one "
                         "gradient agrees with the twin's to ~1e-15 (tests), but over thousands of Adam steps "
                         "rounding differences grow (Adam's step m/(sqrt(v)+eps) is insensitive to the gradient's "

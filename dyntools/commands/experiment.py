@@ -100,4 +100,8 @@ def run(args, progress: bool) -> CommandOutput:
         store.save(result, args.out)
     summary = {"out": str(args.out), **exp.summary(params, result)}
     table = exp.table(params, result) + f"\n\nwrote {args.out}"
+    if hasattr(params, "dtype"):                        # the precision, stated where a float32 run could be mistaken
+        summary["dtype"] = params.dtype
+        if params.dtype != "float64":
+            table = f"precision: {params.dtype} (trained in {params.dtype}; the default is float64)\n\n" + table
     return CommandOutput(summary, table, written=[str(args.out)])

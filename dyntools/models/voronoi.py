@@ -40,16 +40,27 @@ The gradient, with ``δ_c = (softmax(ℓ)_c − 1[c = y]) / b`` and ``g_j = Σ_c
 stored C × k as PyTorch's ``Linear.weight``) | ``o`` | ``σ`` | ``p`` (2) | ``𝒞`` (k·D, row-major), each
 block present from its rung on.
 Memory per step is O(k) per example (the kernel keeps one row of scores), O(k·D) for the centers.
+
+**Precision** (``dtype``): ``"float64"`` (default) or ``"float32"``. :func:`dyntools.train` allocates θ, the
+data, the optimizer state and the scratch in ``model.dtype``; the kernel is the same source compiled for each
+precision: its scalars take the arrays' precision (:func:`real`), its softmax exponential is
+:func:`softmax_exp` or :func:`softmax_exp32` by type (:func:`softmax_exp_any`), and only the per-batch sums
+of the loss and of the offset/scale/plus–minus gradients stay float64. The float32 kernel agrees with the
+float64 one to a few float32 roundings relative to ‖g‖∞ where σ ≈ 1, but the rungs with the fixed scale
+σ₀ = 10⁴ multiply the rounding of the scores z by σ₀ (about 10⁴·2⁻²⁴ ≈ 6e-4 relative: three digits); see
+tests/test_voronoi_float32.py for the stated tolerances.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import overload
 
 from dyntools import validation
 from dyntools.models.base import Model
 
+DTYPES = ("float64", "float32")      # the precisions the kernel is compiled for
 RUNGS = ("exact", "center-labels", "offset", "scale", "plus-minus", "centers")
 #: parameter groups (for per-group decay) in layout order
 GROUPS = ("logits", "offset", "scale", "plus-minus", "centers")
@@ -131,9 +142,88 @@ def softmax_exp(a, sigma, m, out, kbuf):
     return tot
 
 
+# float32: the same construction with the single-precision layout (8 exponent bits, bias 127, 23
+# fraction bits): shift 1.5·2^23, ln 2 split in 16 + 24 bits, degree 7 (truncation below 6e-9 relative,
+# under float32's rounding of 6e-8); arguments cut at −40: terms below e^−40 ≈ 4.2e-18 of the largest (1)
+# sum to < 1e-14 over k ≤ 10⁴ centers, nothing at float32's precision, and with them gone the products
+# π_j δ_c and π_j (g_j − Σπg) of the gradient stay above the smallest normal float32 (1.2e-38). Cut at
+# −80 instead, they did not: the float32 kernel at the trained θ of `dyntools bench voronoi` took
+# 0.58–0.59 ms per call (float64: 0.62–0.64) against 0.46–0.49 ms with this cut.
+_LOG2E_32 = np.float32(1.4426950408889634)
+_LN2_HI_32 = np.float32(0.693145751953125)      # 0x3f317200: its product with n ≤ 2^7 is exact
+_LN2_LO_32 = np.float32(1.4286068203094172e-06)
+_SHIFT_32 = np.float32(12582912.0)                # 1.5 · 2^23
+_BIAS_32 = 127 << 23
+_CUT_32 = np.float32(-40.0)
+_TINY_32 = np.float32(4.25e-18)                   # just above exp(_CUT_32)
+_TAYLOR_32 = tuple(np.float32(1.0 / f) for f in (5040.0, 720.0, 120.0, 24.0, 6.0, 2.0, 1.0, 1.0))
+
+
+@njit(cache=True, fastmath={"contract"}, error_model="numpy")
+def _exp_parts32(a, sigma, m, out, kbuf):
+    """:func:`_exp_parts` for float32 arrays (``out = exp(r)``, ``kbuf`` the bits of ``2^n``)."""
+    c7, c6, c5, c4, c3, c2, c1, c0 = _TAYLOR_32
+    for j in range(a.shape[0]):
+        v = np.float32(max(-sigma * (a[j] - m), _CUT_32))
+        kd = v * _LOG2E_32 + _SHIFT_32
+        kbuf[j] = kd
+        nf = kd - _SHIFT_32
+        r = (v - nf * _LN2_HI_32) - nf * _LN2_LO_32
+        p = c7 * r + c6
+        p = p * r + c5
+        p = p * r + c4
+        p = p * r + c3
+        p = p * r + c2
+        p = p * r + c1
+        out[j] = p * r + c0
+    bits = kbuf.view(np.int32)
+    for j in range(a.shape[0]):
+        bits[j] = (bits[j] << 23) + _BIAS_32
+
+
+@njit(cache=True, fastmath=FASTMATH, error_model="numpy")
+def softmax_exp32(a, sigma, m, out, kbuf):
+    """:func:`softmax_exp` on float32 arrays (``out``, ``kbuf`` float32); returns the float32 sum."""
+    _exp_parts32(a, sigma, m, out, kbuf)
+    tot = np.float32(0.0)
+    for j in range(a.shape[0]):
+        e = out[j] * kbuf[j]
+        e = e if e > _TINY_32 else np.float32(0.0)
+        out[j] = e
+        tot += e
+    return tot
+
+
+def softmax_exp_any(a, sigma, m, out, kbuf):
+    """:func:`softmax_exp` or :func:`softmax_exp32`, chosen by the precision of ``out`` (in compiled code
+    when the kernel is compiled; here for Python callers)."""
+    return (softmax_exp32 if out.dtype == np.float32 else softmax_exp)(a, sigma, m, out, kbuf)
+
+
+@overload(softmax_exp_any, inline="always", jit_options={"cache": True, "fastmath": FASTMATH, "error_model": "numpy"})
+def _softmax_exp_any_typed(a, sigma, m, out, kbuf):
+    if out.dtype == types.float32:
+        return lambda a, sigma, m, out, kbuf: softmax_exp32(a, sigma, m, out, kbuf)
+    return lambda a, sigma, m, out, kbuf: softmax_exp(a, sigma, m, out, kbuf)
+
+
+def real(value, like):
+    """``value`` as a scalar of ``like``'s precision (float32 or float64): the float32 kernel's scalars stay
+    float32, so its loops do not widen to float64 (the float64 kernel is unchanged: a no-op there)."""
+    return like.dtype.type(value)
+
+
+@overload(real, inline="always")
+def _real_typed(value, like):
+    if like.dtype == types.float32:
+        return lambda value, like: np.float32(value)
+    return lambda value, like: np.float64(value)
+
+
 def exp_nonpositive(x, out, kbuf) -> float:
-    """``out = exp(x)`` for ``x ≤ 0`` by :func:`softmax_exp` (for tests); returns the sum."""
-    return softmax_exp(x, -1.0, 0.0, out, kbuf)
+    """``out = exp(x)`` for ``x ≤ 0`` by :func:`softmax_exp` (:func:`softmax_exp32` for float32 ``out``;
+    for tests); returns the sum."""
+    return softmax_exp_any(x, -1.0, 0.0, out, kbuf)
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
@@ -159,18 +249,18 @@ def _prepare(theta, iargs, fargs, U, nrm2):
 def _scalars(theta, iargs, fargs):
     """(o, σ, p₀, p₁, uses_relu) of θ (fixed values where the rung does not learn them)."""
     k, D = iargs[_K], iargs[_D]
-    o = theta[iargs[_OO]] if iargs[_OO] >= 0 else 1.0
-    sigma = theta[iargs[_OS]] if iargs[_OS] >= 0 else fargs[k * D]
+    o = real(theta[iargs[_OO]] if iargs[_OO] >= 0 else 1.0, theta)
+    sigma = real(theta[iargs[_OS]] if iargs[_OS] >= 0 else fargs[k * D], theta)
     if iargs[_OP] >= 0:
         return o, sigma, theta[iargs[_OP]], theta[iargs[_OP] + 1], True
-    return o, sigma, -1.0, 1.0, False
+    return o, sigma, real(-1.0, theta), real(1.0, theta), False
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
 def _extreme(a, k, smallest):
     """``min a[:k]`` (or ``max``) in four independent lanes, so that the reduction vectorizes."""
     if smallest:
-        m0 = m1 = m2 = m3 = np.inf
+        m0 = m1 = m2 = m3 = real(np.inf, a)
         for j in range(0, k - 3, 4):
             m0 = min(m0, a[j])
             m1 = min(m1, a[j + 1])
@@ -179,7 +269,7 @@ def _extreme(a, k, smallest):
         for j in range(k - k % 4, k):
             m0 = min(m0, a[j])
         return min(min(m0, m1), min(m2, m3))
-    m0 = m1 = m2 = m3 = -np.inf
+    m0 = m1 = m2 = m3 = real(-np.inf, a)
     for j in range(0, k - 3, 4):
         m0 = max(m0, a[j])
         m1 = max(m1, a[j + 1])
@@ -203,23 +293,24 @@ def _forward(x, theta, iargs, U, o, sigma, p0, p1, relu, z, a, pi, kbuf, logits)
         for j in range(k):
             z[j] += xd * U[d * k + j]
     if relu:
+        zero = real(0.0, a)
         for j in range(k):
             zj = z[j]
-            a[j] = max(p0 * zj, 0.0) + max(p1 * zj, 0.0)
+            a[j] = max(p0 * zj, zero) + max(p1 * zj, zero)
     else:
         for j in range(k):
             a[j] = abs(z[j])
     # softmax(−σ a) shifted by its largest score: −σ·min a when σ ≥ 0, −σ·max a otherwise
     m = _extreme(a, k, sigma >= 0.0)
-    inv = 1.0 / softmax_exp(a, sigma, m, pi, kbuf)
-    s = 0.0
+    inv = real(1.0, pi) / softmax_exp_any(a, sigma, m, pi, kbuf)
+    s = real(0.0, pi)
     for j in range(k):
         p = pi[j] * inv
         pi[j] = p
         s += p * theta[ow + j]
     logits[0] = s
     for c in range(1, C):
-        s = 0.0
+        s = real(0.0, pi)
         for j in range(k):
             s += pi[j] * theta[ow + c * k + j]
         logits[c] = s
@@ -271,7 +362,8 @@ def loss_grad(theta, X, y, idx, b, noise, grad, ws, iargs, fargs):
         for i in range(k * D):
             gU[i] = 0.0
     o, sigma, p0, p1, relu = _scalars(theta, iargs, fargs)
-    inv_b = 1.0 / b
+    inv_b = real(1.0 / b, ws)
+    one, zero = real(1.0, ws), real(0.0, ws)
     tot = 0.0
     g_o = 0.0
     g_s = 0.0
@@ -282,7 +374,7 @@ def loss_grad(theta, X, y, idx, b, noise, grad, ws, iargs, fargs):
         _forward(x, theta, iargs, U, o, sigma, p0, p1, relu, z, a, pi, kbuf, logits)
         tot += _cross_entropy(logits, y[idx[q]], delta)
         # g_j = Σ_c W_cj δ_c / b, and Σ_j π_j g_j = Σ_c ℓ_c δ_c / b (no extra pass)
-        mean = 0.0
+        mean = zero
         d0 = delta[0] * inv_b
         mean += logits[0] * d0
         for j in range(k):
@@ -300,8 +392,8 @@ def loss_grad(theta, X, y, idx, b, noise, grad, ws, iargs, fargs):
                 g_s -= e * a[j]
                 h = -sigma * e
                 zj = z[j]
-                on0 = 1.0 if p0 * zj > 0.0 else 0.0
-                on1 = 1.0 if p1 * zj > 0.0 else 0.0
+                on0 = one if p0 * zj > zero else zero
+                on1 = one if p1 * zj > zero else zero
                 gz = h * (p0 * on0 + p1 * on1)
                 g_p0 += h * zj * on0
                 g_p1 += h * zj * on1
@@ -400,21 +492,25 @@ def evaluate_records(theta_rec, X, y, iargs, fargs):
 # ------------------------------------------------------------------------------------ NumPy twin
 
 def _unpack_np(theta, iargs, fargs):
+    """The blocks of θ; fixed values (o = 1, σ₀) as scalars of θ's precision."""
     k, C, D = int(iargs[_K]), int(iargs[_C]), int(iargs[_D])
     ow, oo, os_, op, oc = (int(v) for v in iargs[_OW:_OC + 1])
+    scalar = theta.dtype.type
     W = theta[ow:ow + k * C].reshape(C, k).T
-    o = theta[oo] if oo >= 0 else 1.0
-    sigma = theta[os_] if os_ >= 0 else fargs[k * D]
+    o = theta[oo] if oo >= 0 else scalar(1.0)
+    sigma = theta[os_] if os_ >= 0 else scalar(fargs[k * D])
     p = theta[op:op + 2] if op >= 0 else None
     cent = theta[oc:oc + k * D].reshape(k, D) if oc >= 0 else None
     return W, o, sigma, p, cent
 
 
 def forward_np(theta, X, iargs, fargs):
-    """Readable forward pass on a batch: ``(z, a, π, ℓ, U)`` with shapes (b, k), (b, k), (b, k), (b, C), (k, D)."""
+    """Readable forward pass on a batch: ``(z, a, π, ℓ, U)`` with shapes (b, k), (b, k), (b, k), (b, C), (k, D),
+    in θ's precision (float64 or float32: the environment's normalized centers are rounded to it)."""
     k, D = int(iargs[_K]), int(iargs[_D])
     W, o, sigma, p, cent = _unpack_np(theta, iargs, fargs)
-    U = fargs[:k * D].reshape(D, k).T if cent is None else cent / np.sum(cent * cent, axis=1, keepdims=True)
+    U = (fargs[:k * D].reshape(D, k).T.astype(theta.dtype) if cent is None
+         else cent / np.sum(cent * cent, axis=1, keepdims=True))
     z = X @ U.T - o
     a = np.abs(z) if p is None else np.maximum(p[0] * z, 0.0) + np.maximum(p[1] * z, 0.0)
     s = -sigma * a
@@ -425,7 +521,7 @@ def forward_np(theta, X, iargs, fargs):
 
 
 def loss_grad_np(theta, X, y, idx, b, noise, grad, ws, iargs, fargs):
-    """NumPy twin of :func:`loss_grad` (the same equations on whole (b × k) arrays)."""
+    """NumPy twin of :func:`loss_grad` (the same equations on whole (b × k) arrays, in θ's precision)."""
     k, C, D = int(iargs[_K]), int(iargs[_C]), int(iargs[_D])
     ow, oo, os_, op, oc = (int(v) for v in iargs[_OW:_OC + 1])
     i = np.asarray(idx[:b])
@@ -474,6 +570,11 @@ class VoronoiLadder(Model):
     n_centers : k of the learned centers (rung 6; the seed: 2048)
     box : s, the scale of the learned centers' initialization N(0, s²)
     fixed_scale : σ₀ of rungs 2–3 (the study's code: 10⁴);  scale_init : σ at the start of rungs 4–6
+    dtype : "float64" | "float32"   the precision :func:`dyntools.train` trains in (parameters, data,
+            optimizer state, the kernel's scratch; the kernel compiled for it, its softmax by
+            :func:`softmax_exp32` in float32). Initializations are drawn in float64 and rounded; the
+            metric hooks (:meth:`loss`, :meth:`predict`, :meth:`evaluate_records`) compute in float64
+            from the given θ.
     """
 
     head = "cross-entropy"
@@ -483,8 +584,11 @@ class VoronoiLadder(Model):
     loss_grad_np = staticmethod(loss_grad_np)
 
     def __init__(self, rung: str, *, centers=None, center_labels=None, classes: int = 2, dim: int | None = None,
-                 n_centers: int = 2048, box: float = 100.0, fixed_scale: float = 1e4, scale_init: float = 1.0):
+                 n_centers: int = 2048, box: float = 100.0, fixed_scale: float = 1e4, scale_init: float = 1.0,
+                 dtype: str = "float64"):
         self.rung = validation.one_of("rung", rung, RUNGS)
+        name = dtype if isinstance(dtype, str) else np.dtype(dtype).name
+        self.dtype = np.dtype(validation.one_of("dtype", name, DTYPES))
         self.level = RUNGS.index(rung)
         self.classes = validation.count("classes (C)", classes, minimum=2)
         self.box = validation.positive("box (s)", box)
@@ -571,7 +675,7 @@ class VoronoiLadder(Model):
     def config(self) -> dict:
         return {"name": self.name, "rung": self.rung, "k": self.k, "classes": self.classes, "dim": self.dim,
                 "n_params": self.n_params, "box": self.box, "fixed_scale": self.fixed_scale,
-                "scale_init": self.scale_init}
+                "scale_init": self.scale_init, "dtype": self.dtype.name}
 
     # -------------------------------------------------------------- groups and views
     def group_of(self) -> np.ndarray:

@@ -7,7 +7,9 @@ colour-blind safe) and :func:`save` (PNG and PDF).
 
 A figure of a run that diverged says so: :func:`plot_result` finds the divergence in the result
 (:func:`divergence_note`: ``diverged_at`` per path, a ``diverged`` mask of cells, or the status) and every
-figure :func:`save` writes while it draws carries that line at its top, whichever module drew it.
+figure :func:`save` writes while it draws carries that line at its top, whichever module drew it. A run
+trained in float32 (:func:`precision_note`, from the result's config) is marked the same way, so that its
+figures are not mistaken for the float64 ones.
 """
 
 from __future__ import annotations
@@ -78,9 +80,7 @@ def save(fig: Figure, out_dir: Path, name: str, formats: Sequence[str] = ("png",
         raise ValueError(f"Invalid figure name {name!r}: not a plain file name (a damaged or crafted result?)")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    note = _NOTE.get()
-    if note:                                   # above everything, the figure's own title included
-        fig.text(0.5, 1.0, note, ha="center", va="bottom", color=PALETTE[1], fontweight="bold", fontsize=9)
+    stamp_note(fig)
     paths = []
     with matplotlib.rc_context(RC):
         for fmt in formats:
@@ -90,15 +90,41 @@ def save(fig: Figure, out_dir: Path, name: str, formats: Sequence[str] = ("png",
     return paths
 
 
+def stamp_note(fig: Figure, inside: bool = False) -> None:
+    """Write the note of the result being drawn (divergence, float32) on ``fig``, once per figure (a GIF's
+    figure is saved as a still too): above everything, the figure's own title included, or with ``inside``
+    (an animation's frames are not cropped to their contents) as the first line of the figure's title."""
+    note = _NOTE.get()
+    if not note or getattr(fig, "_dyntools_note", False):
+        return
+    if inside:
+        title = fig._suptitle.get_text() if fig._suptitle is not None else ""
+        fig.suptitle(f"{note}\n{title}" if title else note, color=PALETTE[1], fontweight="bold", fontsize=9)
+    else:
+        fig.text(0.5, 1.0, note, ha="center", va="bottom", color=PALETTE[1], fontweight="bold", fontsize=9)
+    fig._dyntools_note = True
+
+
 def plot_result(result, out_dir: Path, formats: Sequence[str] = ("png", "pdf")) -> list[Path]:
     """Draw every figure registered for ``result.kind``."""
     if result.kind not in PLOTTERS:
         raise ValueError(f"Invalid result kind: {result.kind!r} has no figures (known: {', '.join(PLOTTERS)})")
-    token = _NOTE.set(divergence_note(result))
+    notes = [n for n in (precision_note(result), divergence_note(result)) if n]
+    token = _NOTE.set(" · ".join(notes) or None)
     try:
         return importlib.import_module(PLOTTERS[result.kind]).plot_result(result, Path(out_dir), formats)
     finally:
         _NOTE.reset(token)
+
+
+def precision_note(result) -> str | None:
+    """"trained in float32" when the result's config says so (``dtype`` at its top, in its ``params`` or
+    its ``model``); ``None`` for float64 (the default) and for results without a precision."""
+    config = getattr(result, "config", {}) or {}
+    places = (config, config.get("params"), config.get("model"))
+    if any(isinstance(c, dict) and c.get("dtype") == "float32" for c in places):
+        return "trained in float32"
+    return None
 
 
 def divergence_note(result) -> str | None:

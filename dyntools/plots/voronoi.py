@@ -86,6 +86,7 @@ def write_gif(fig, draw, frames: int, path: Path, fps: float = 5.0) -> Path:
 
     if frames < 2:
         raise ValueError(f"Invalid frames: {frames} (an animation needs >= 2)")
+    plots.stamp_note(fig, inside=True)          # the run's note (diverged, float32) on every frame
     anim = FuncAnimation(fig, draw, frames=frames, blit=False, repeat=False)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
