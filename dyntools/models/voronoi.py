@@ -43,7 +43,7 @@ Memory per step is O(k) per example (the kernel keeps one row of scores), O(k·D
 
 **Precision** (``dtype``): ``"float64"`` (default) or ``"float32"``. :func:`dyntools.train` allocates θ, the
 data, the optimizer state and the scratch in ``model.dtype``; the kernel is the same source compiled for each
-precision: its scalars take the arrays' precision (:func:`real`), its softmax exponential is
+precision: its scalars take the arrays' precision (:func:`dyntools.engine.precision.like`), its softmax exponential is
 :func:`softmax_exp` or :func:`softmax_exp32` by type (:func:`softmax_exp_any`), and only the per-batch sums
 of the loss and of the offset/scale/plus–minus gradients stay float64. The float32 kernel agrees with the
 float64 one to a few float32 roundings relative to ‖g‖∞ where σ ≈ 1, but the rungs with the fixed scale
@@ -58,6 +58,7 @@ from numba import njit, types
 from numba.extending import overload
 
 from dyntools import validation
+from dyntools.engine.precision import like
 from dyntools.models.base import Model
 
 DTYPES = ("float64", "float32")      # the precisions the kernel is compiled for
@@ -207,19 +208,6 @@ def _softmax_exp_any_typed(a, sigma, m, out, kbuf):
     return lambda a, sigma, m, out, kbuf: softmax_exp(a, sigma, m, out, kbuf)
 
 
-def real(value, like):
-    """``value`` as a scalar of ``like``'s precision (float32 or float64): the float32 kernel's scalars stay
-    float32, so its loops do not widen to float64 (the float64 kernel is unchanged: a no-op there)."""
-    return like.dtype.type(value)
-
-
-@overload(real, inline="always")
-def _real_typed(value, like):
-    if like.dtype == types.float32:
-        return lambda value, like: np.float32(value)
-    return lambda value, like: np.float64(value)
-
-
 def exp_nonpositive(x, out, kbuf) -> float:
     """``out = exp(x)`` for ``x ≤ 0`` by :func:`softmax_exp` (:func:`softmax_exp32` for float32 ``out``;
     for tests); returns the sum."""
@@ -249,18 +237,18 @@ def _prepare(theta, iargs, fargs, U, nrm2):
 def _scalars(theta, iargs, fargs):
     """(o, σ, p₀, p₁, uses_relu) of θ (fixed values where the rung does not learn them)."""
     k, D = iargs[_K], iargs[_D]
-    o = real(theta[iargs[_OO]] if iargs[_OO] >= 0 else 1.0, theta)
-    sigma = real(theta[iargs[_OS]] if iargs[_OS] >= 0 else fargs[k * D], theta)
+    o = like(theta, theta[iargs[_OO]] if iargs[_OO] >= 0 else 1.0)
+    sigma = like(theta, theta[iargs[_OS]] if iargs[_OS] >= 0 else fargs[k * D])
     if iargs[_OP] >= 0:
         return o, sigma, theta[iargs[_OP]], theta[iargs[_OP] + 1], True
-    return o, sigma, real(-1.0, theta), real(1.0, theta), False
+    return o, sigma, like(theta, -1.0), like(theta, 1.0), False
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
 def _extreme(a, k, smallest):
     """``min a[:k]`` (or ``max``) in four independent lanes, so that the reduction vectorizes."""
     if smallest:
-        m0 = m1 = m2 = m3 = real(np.inf, a)
+        m0 = m1 = m2 = m3 = like(a, np.inf)
         for j in range(0, k - 3, 4):
             m0 = min(m0, a[j])
             m1 = min(m1, a[j + 1])
@@ -269,7 +257,7 @@ def _extreme(a, k, smallest):
         for j in range(k - k % 4, k):
             m0 = min(m0, a[j])
         return min(min(m0, m1), min(m2, m3))
-    m0 = m1 = m2 = m3 = real(-np.inf, a)
+    m0 = m1 = m2 = m3 = like(a, -np.inf)
     for j in range(0, k - 3, 4):
         m0 = max(m0, a[j])
         m1 = max(m1, a[j + 1])
@@ -293,7 +281,7 @@ def _forward(x, theta, iargs, U, o, sigma, p0, p1, relu, z, a, pi, kbuf, logits)
         for j in range(k):
             z[j] += xd * U[d * k + j]
     if relu:
-        zero = real(0.0, a)
+        zero = like(a, 0.0)
         for j in range(k):
             zj = z[j]
             a[j] = max(p0 * zj, zero) + max(p1 * zj, zero)
@@ -302,15 +290,15 @@ def _forward(x, theta, iargs, U, o, sigma, p0, p1, relu, z, a, pi, kbuf, logits)
             a[j] = abs(z[j])
     # softmax(−σ a) shifted by its largest score: −σ·min a when σ ≥ 0, −σ·max a otherwise
     m = _extreme(a, k, sigma >= 0.0)
-    inv = real(1.0, pi) / softmax_exp_any(a, sigma, m, pi, kbuf)
-    s = real(0.0, pi)
+    inv = like(pi, 1.0) / softmax_exp_any(a, sigma, m, pi, kbuf)
+    s = like(pi, 0.0)
     for j in range(k):
         p = pi[j] * inv
         pi[j] = p
         s += p * theta[ow + j]
     logits[0] = s
     for c in range(1, C):
-        s = real(0.0, pi)
+        s = like(pi, 0.0)
         for j in range(k):
             s += pi[j] * theta[ow + c * k + j]
         logits[c] = s
@@ -362,8 +350,8 @@ def loss_grad(theta, X, y, idx, b, noise, grad, ws, iargs, fargs):
         for i in range(k * D):
             gU[i] = 0.0
     o, sigma, p0, p1, relu = _scalars(theta, iargs, fargs)
-    inv_b = real(1.0 / b, ws)
-    one, zero = real(1.0, ws), real(0.0, ws)
+    inv_b = like(ws, 1.0 / b)
+    one, zero = like(ws, 1.0), like(ws, 0.0)
     tot = 0.0
     g_o = 0.0
     g_s = 0.0

@@ -23,22 +23,10 @@ float32 optimizers do (AdaGrad and RMSProp widen their element operations to flo
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, types
-from numba.extending import overload
+from numba import njit
 
+from dyntools.engine.precision import like
 from dyntools.optim import optimizers as O
-
-
-def like(arr, x):
-    """``x`` in the precision of ``arr`` (compiled: a float32 array's scalars computed in float32)."""
-    return arr.dtype.type(x)
-
-
-@overload(like)
-def _like(arr, x):
-    if isinstance(arr, types.Array) and arr.dtype == types.float32:
-        return lambda arr, x: np.float32(x)
-    return lambda arr, x: x
 
 
 def init_state(opt: O.Optimizer, n_params: int) -> np.ndarray:

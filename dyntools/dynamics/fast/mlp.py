@@ -38,8 +38,9 @@ from numba.extending import intrinsic
 
 from dyntools.dynamics.loops import mlp_cross_entropy_paths
 from dyntools.engine import drive, guard, record, rng, samplers
+from dyntools.engine.precision import like
 from dyntools.models.mlp import backward, example_buffers, forward, unpack_iargs
-from dyntools.optim.kernels import fused_step, like
+from dyntools.optim.kernels import fused_step
 
 #: MXCSR bits: flush results below the smallest normal float to zero (FTZ, bit 15) and read subnormal
 #: inputs as zero (DAZ, bit 6).
