@@ -10,8 +10,8 @@ with ``W_l ∈ R^{m_l × m_{l−1}}`` (``m_0 = d``, ``m_L = K``) and each bias `
 **Weight layout** (PyTorch's ``nn.Linear``): every ``W_l`` is stored *out × in*, row-major, followed
 by ``b_l`` when layer ``l`` has one; the layers follow each other in one flat vector ``θ ∈ R^p``
 (:meth:`MLP.unpack` / :meth:`MLP.pack` give the views). A row of ``W_l`` is the incoming weights of
-one neuron, which is what the per-example kernel walks and what the grouped-product kernel reads
-as its coefficient matrix.
+one neuron, which is what the per-example kernel walks and what the matrix-product kernel
+(:mod:`dyntools.models.mlp_gemm`) reads, transposed into a scratch block, in the forward pass.
 
 **Heads.**
 
@@ -539,7 +539,8 @@ class MLP(Model):
 
     def evaluate(self, theta, X, y, chunk: int = 256) -> tuple[float, float]:
         """Cross-entropy head: mean cross-entropy and accuracy on ``(X, y)``, with the compiled
-        grouped-product forward pass on chunks of ``chunk`` rows (the arg-max read from its logits)."""
+        forward pass of :mod:`dyntools.models.mlp_gemm` on chunks of ``chunk`` rows (the arg-max read from
+        its logits)."""
         if self.head != "cross-entropy":
             raise ValueError("Invalid head: evaluate() reports accuracy, which needs the cross-entropy head")
         X = np.ascontiguousarray(X, dtype=np.float64)
