@@ -123,11 +123,7 @@ def forward_backward(theta, widths, w_off, b_off, X, y, idx, grad, bufs):
     ww = blocks.shape[0] // 2
     Wt = blocks[:ww]
     Gt = blocks[ww:]
-    starts = np.empty(L + 1, dtype=np.int64)        # where A_l begins in ``acts``
-    pos = 0
-    for l in range(L + 1):
-        starts[l] = pos
-        pos += B * widths[l]
+    start = 0                                        # where A_l begins in ``acts`` (layer after layer)
     A0 = _block(acts, 0, B, widths[0])
     for b in range(B):
         for k in range(widths[0]):
@@ -135,8 +131,9 @@ def forward_backward(theta, widths, w_off, b_off, X, y, idx, grad, bufs):
     for l in range(L):                               # Z = A W_lᵀ + 1 bᵀ, then ReLU on hidden layers
         nin, nout = widths[l], widths[l + 1]
         wo, bo = w_off[l], b_off[l]
-        A = _block(acts, starts[l], B, nin)
-        Z = _block(acts, starts[l + 1], B, nout)
+        A = _block(acts, start, B, nin)
+        start += B * nin
+        Z = _block(acts, start, B, nout)
         W = theta[wo:wo + nout * nin].reshape((nout, nin))
         WT = _block(Wt, 0, nin, nout)
         for j in range(nout):
@@ -144,12 +141,12 @@ def forward_backward(theta, widths, w_off, b_off, X, y, idx, grad, bufs):
                 WT[k, j] = W[j, k]
         gemm(Z, theta[bo:bo + nout] if bo >= 0 else zeros[:nout], A, WT, B, nin, nout)
         if l < L - 1:
-            Zf = acts[starts[l + 1]:starts[l + 1] + B * nout]
+            Zf = acts[start:start + B * nout]
             for i in range(B * nout):
                 z = Zf[i]
                 Zf[i] = z if z > 0.0 else 0.0
     K = widths[L]
-    Z = _block(acts, starts[L], B, K)
+    Z = _block(acts, start, B, K)
     delta = _block(deltas, 0, B, K)
     loss = 0.0
     inv_b = 1.0 / B
@@ -180,7 +177,8 @@ def forward_backward(theta, widths, w_off, b_off, X, y, idx, grad, bufs):
         nin, nout = widths[l], widths[l + 1]
         wo, bo = w_off[l], b_off[l]
         delta = _block(deltas, cur * half, B, nout)
-        A = _block(acts, starts[l], B, nin)
+        start -= B * nin                             # back to A_{l−1}
+        A = _block(acts, start, B, nin)
         gW = grad[wo:wo + nout * nin].reshape((nout, nin))
         if nin >= 8 or nin >= nout:                  # ∂ℓ/∂W = Δᵀ A, rows of length m_{l−1}
             gemm(gW, zeros, delta.T, A, nout, B, nin)
@@ -197,7 +195,7 @@ def forward_backward(theta, widths, w_off, b_off, X, y, idx, grad, bufs):
             nxt = _block(deltas, (1 - cur) * half, B, nin)
             gemm(nxt, zeros, delta, W, B, nout, nin)
             nf = deltas[(1 - cur) * half:(1 - cur) * half + B * nin]
-            af = acts[starts[l]:starts[l] + B * nin]
+            af = acts[start:start + B * nin]
             for i in range(B * nin):
                 nf[i] = nf[i] if af[i] > 0.0 else 0.0
             cur = 1 - cur
