@@ -30,7 +30,8 @@ def _expected(dtype: np.dtype, arr: np.ndarray, kind: str, ndims) -> bool:
     values = arr.astype(np.float64)
     if not np.all(np.isfinite(values)):
         return False
-    return kind == "float" or bool(np.all(values == np.round(values)) and np.all(np.abs(values) < 2.0**63))
+    return kind == "float" or bool(np.all(values == np.round(values))          # int64: [-2^63, 2^63)
+                                     and np.all((values >= -(2.0**63)) & (values < 2.0**63)))
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
