@@ -162,41 +162,6 @@ def test_jacobian_false_control_and_regression_gradient_is_the_jacobian():
         MLP((2, 3, 2), head="cross-entropy").jacobian(np.zeros(17), X[:, :2])
 
 
-@settings(max_examples=40, deadline=None)
-@given(m=st.integers(1, 9), kdim=st.integers(1, 20), n=st.integers(1, 9), transposed=st.booleans(),
-       seed=st.integers(0, 1000))
-def test_product_kernel_equals_matmul(m, kdim, n, transposed, seed):
-    """``gemm`` (four rows and four contraction indices at a time, remainders) is ``init + C @ In``:
-    exactly on small integers (every partial sum is representable), to rounding on floats; and each
-    entry is the chain of fused multiply–adds in the order of the contraction index (a reference
-    written from that definition, each fma rounded once from exact rationals, agrees bitwise)."""
-    from fractions import Fraction
-
-    def fma(a, b, c):                                    # a·b + c rounded once (Fraction → float rounds)
-        return float(Fraction(a) * Fraction(b) + Fraction(c))
-
-    rng = np.random.default_rng(seed)
-    for ints in (True, False):
-        draw = (lambda *s: rng.integers(-9, 10, s).astype(float)) if ints else (lambda *s: rng.standard_normal(s))
-        C = draw(kdim, m).T if transposed else draw(m, kdim)
-        In, init = draw(kdim, n), draw(n)
-        out = np.full((m, n), np.nan)
-        mlp_gemm.gemm(out, init, C, In, m, kdim, n)
-        want = init + C @ In
-        if ints:
-            np.testing.assert_array_equal(out, want)
-            continue
-        assert np.all(np.abs(out - want) <= 1e-14 * (np.abs(init) + np.abs(C) @ np.abs(In)))
-        chain = np.empty((m, n))
-        for i in range(m):
-            for j in range(n):
-                acc = init[j]
-                for g in range(kdim):
-                    acc = fma(C[i, g], In[g, j], acc)
-                chain[i, j] = acc
-        np.testing.assert_array_equal(out, chain)
-
-
 def test_cross_entropy_hooks_evaluate_and_loss_agree():
     d = data.spirals(300, seed=2)
     model = MLP((2, 15, 7, 3), head="cross-entropy", init="uniform")     # widths ≡ 7 (mod 8): bias in a group

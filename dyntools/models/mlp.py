@@ -75,6 +75,7 @@ from numba import njit
 
 from dyntools import validation
 from dyntools.engine import rng, streams
+from dyntools.engine.flat_views import borrowed
 from dyntools.models import mlp_gemm
 from dyntools.models.base import HEADS, Model
 
@@ -218,8 +219,8 @@ def loss_grad_cross_entropy(theta, X, y, idx, b, noise, grad, ws, iargs, fargs):
     """Cross-entropy head: mean softmax cross-entropy of ``idx[:b]`` and its gradient, every
     product one matrix product (:func:`dyntools.models.mlp_gemm.forward_backward`)."""
     L, widths, w_off, b_off, maxw = unpack_iargs(iargs)
-    return mlp_gemm.forward_backward(theta, widths, w_off, b_off, X, y, idx[:b], grad,
-                                     mlp_gemm.views(ws, L, maxw, b))
+    return mlp_gemm.forward_backward(theta, widths, w_off, b_off, X, y, borrowed(idx)[:b], grad,
+                                     mlp_gemm.views(borrowed(ws), L, maxw, b))
 
 
 @njit(cache=True)

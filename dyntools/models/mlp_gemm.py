@@ -23,33 +23,132 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from dyntools.engine import fma_block
+from dyntools.engine.flat_views import borrowed, matrix
+
 # fused multiply–add (contraction) and nothing else of fast-math: the order of every sum is the code's
 FMA = {"contract"}
+
+
+# register-blocked panels (:mod:`dyntools.engine.fma_block`): 8, 4, 2 or 1 rows; two vectors of columns or
+# one; each chain starting at a column's entry of ``init`` or (``_R…``) at a row's
+_P8x2, _P4x2, _P2x2, _P1x2 = (fma_block.panel(r, 2) for r in (8, 4, 2, 1))
+_P8x1, _P4x1, _P2x1, _P1x1 = (fma_block.panel(r, 1) for r in (8, 4, 2, 1))
+_R8x2, _R4x2, _R2x2, _R1x2 = (fma_block.panel(r, 2, row_starts=True) for r in (8, 4, 2, 1))
+_R8x1, _R4x1, _R2x1, _R1x1 = (fma_block.panel(r, 1, row_starts=True) for r in (8, 4, 2, 1))
 
 
 @njit(cache=True, error_model="numpy", fastmath=FMA)
 def gemm(out, init, C, In, m, kdim, n):
     """``out[i, j] = init[j] + Σ_{g<kdim} C[i, g] · In[g, j]`` for ``i < m``, ``j < n``, each entry one
-    chain of multiply–adds in the order of ``g`` starting at ``init[j]`` (a bias, or zeros). Four rows
-    ``i`` at a time and ``g`` four at a time: each row ``In[g, :n]`` loaded serves four outputs, each
-    output row is loaded and stored once per four ``g``; the innermost loop runs along the contiguous
-    rows of ``out`` and ``In`` (vectorized). ``C`` is read one scalar at a time, so any layout (a
-    transposed view) serves."""
+    chain of multiply–adds in the order of ``g`` starting at ``init[j]`` (a bias, or zeros).
+
+    Columns in panels of two 512-bit vectors (then one), rows eight at a time (then 4, 2, 1), each
+    block's accumulators held in registers for the whole contraction (:mod:`dyntools.engine.fma_block`;
+    this needs ``out``, ``init`` and the rows of ``In`` contiguous). Columns left over (fewer than a
+    vector), or operands that are not contiguous, go through :func:`_gemm_columns`. ``C`` is read one
+    scalar at a time, so any layout (a transposed view) serves."""
+    _gemm(out, init, C, In, m, kdim, n, False)
+
+
+@njit(cache=True, error_model="numpy", fastmath=FMA)
+def gemm_row_starts(out, init, C, In, m, kdim, n):
+    """:func:`gemm` with every chain of row ``i`` starting at ``init[i]``: ``out = init 1ᵀ + C In`` — the
+    transposed product ``Zᵀ = W Aᵀ + b 1ᵀ``, whose entries are the chains of ``Z = A Wᵀ + 1 bᵀ``."""
+    _gemm(out, init, C, In, m, kdim, n, True)
+
+
+@njit(inline="always")
+def _gemm(out, init, C, In, m, kdim, n, by_row):
+    j = 0
+    if n > 0 and out.strides[1] == out.itemsize and In.strides[1] == In.itemsize and init.strides[0] == init.itemsize:
+        w = 64 // out.itemsize                         # entries of a 512-bit vector
+        while n - j >= 2 * w:
+            _panels2(out, init, C, In, m, j, kdim, by_row)
+            j += 2 * w
+        if n - j >= w:
+            _panels1(out, init, C, In, m, j, kdim, by_row)
+            j += w
+    if j < n:
+        _gemm_columns(out, init, C, In, m, kdim, j, n, by_row)
+
+
+@njit(inline="always")
+def _panels2(out, init, C, In, m, j, kdim, by_row):
+    """Rows ``0 … m−1`` of the two-vector column panel at ``j``: blocks of 8, then 4, 2, 1 rows."""
+    i = 0
+    while m - i >= 8:
+        if by_row:
+            _R8x2(out, init, C, In, i, j, kdim)
+        else:
+            _P8x2(out, init, C, In, i, j, kdim)
+        i += 8
+    if m - i >= 4:
+        if by_row:
+            _R4x2(out, init, C, In, i, j, kdim)
+        else:
+            _P4x2(out, init, C, In, i, j, kdim)
+        i += 4
+    if m - i >= 2:
+        if by_row:
+            _R2x2(out, init, C, In, i, j, kdim)
+        else:
+            _P2x2(out, init, C, In, i, j, kdim)
+        i += 2
+    if m - i >= 1:
+        if by_row:
+            _R1x2(out, init, C, In, i, j, kdim)
+        else:
+            _P1x2(out, init, C, In, i, j, kdim)
+
+
+@njit(inline="always")
+def _panels1(out, init, C, In, m, j, kdim, by_row):
+    """:func:`_panels2` for the one-vector column panel at ``j``."""
+    i = 0
+    while m - i >= 8:
+        if by_row:
+            _R8x1(out, init, C, In, i, j, kdim)
+        else:
+            _P8x1(out, init, C, In, i, j, kdim)
+        i += 8
+    if m - i >= 4:
+        if by_row:
+            _R4x1(out, init, C, In, i, j, kdim)
+        else:
+            _P4x1(out, init, C, In, i, j, kdim)
+        i += 4
+    if m - i >= 2:
+        if by_row:
+            _R2x1(out, init, C, In, i, j, kdim)
+        else:
+            _P2x1(out, init, C, In, i, j, kdim)
+        i += 2
+    if m - i >= 1:
+        if by_row:
+            _R1x1(out, init, C, In, i, j, kdim)
+        else:
+            _P1x1(out, init, C, In, i, j, kdim)
+
+
+@njit(cache=True, error_model="numpy", fastmath=FMA)
+def _gemm_columns(out, init, C, In, m, kdim, j0, n, by_row):
+    """The columns ``j0 … n−1`` of :func:`gemm`, the same chains, vectorized by numba: four rows ``i``
+    at a time and ``g`` four at a time; each row ``In[g, j0:n]`` loaded serves four outputs."""
     k4 = kdim - kdim % 4
     m4 = m - m % 4
     for i in range(0, m4, 4):
-        for j in range(n):
-            v = init[j]
-            out[i, j] = v
-            out[i + 1, j] = v
-            out[i + 2, j] = v
-            out[i + 3, j] = v
+        for j in range(j0, n):
+            out[i, j] = init[i] if by_row else init[j]
+            out[i + 1, j] = init[i + 1] if by_row else init[j]
+            out[i + 2, j] = init[i + 2] if by_row else init[j]
+            out[i + 3, j] = init[i + 3] if by_row else init[j]
         for g in range(0, k4, 4):
             a0, a1, a2, a3 = C[i, g], C[i, g + 1], C[i, g + 2], C[i, g + 3]
             b0, b1, b2, b3 = C[i + 1, g], C[i + 1, g + 1], C[i + 1, g + 2], C[i + 1, g + 3]
             c0, c1, c2, c3 = C[i + 2, g], C[i + 2, g + 1], C[i + 2, g + 2], C[i + 2, g + 3]
             d0, d1, d2, d3 = C[i + 3, g], C[i + 3, g + 1], C[i + 3, g + 2], C[i + 3, g + 3]
-            for j in range(n):
+            for j in range(j0, n):
                 x0, x1, x2, x3 = In[g, j], In[g + 1, j], In[g + 2, j], In[g + 3, j]
                 out[i, j] = out[i, j] + a0 * x0 + a1 * x1 + a2 * x2 + a3 * x3
                 out[i + 1, j] = out[i + 1, j] + b0 * x0 + b1 * x1 + b2 * x2 + b3 * x3
@@ -57,22 +156,22 @@ def gemm(out, init, C, In, m, kdim, n):
                 out[i + 3, j] = out[i + 3, j] + d0 * x0 + d1 * x1 + d2 * x2 + d3 * x3
         for g in range(k4, kdim):
             a, b, c, d = C[i, g], C[i + 1, g], C[i + 2, g], C[i + 3, g]
-            for j in range(n):
+            for j in range(j0, n):
                 x = In[g, j]
                 out[i, j] = out[i, j] + a * x
                 out[i + 1, j] = out[i + 1, j] + b * x
                 out[i + 2, j] = out[i + 2, j] + c * x
                 out[i + 3, j] = out[i + 3, j] + d * x
     for i in range(m4, m):
-        for j in range(n):
-            out[i, j] = init[j]
+        for j in range(j0, n):
+            out[i, j] = init[i] if by_row else init[j]
         for g in range(0, k4, 4):
             a0, a1, a2, a3 = C[i, g], C[i, g + 1], C[i, g + 2], C[i, g + 3]
-            for j in range(n):
+            for j in range(j0, n):
                 out[i, j] = out[i, j] + a0 * In[g, j] + a1 * In[g + 1, j] + a2 * In[g + 2, j] + a3 * In[g + 3, j]
         for g in range(k4, kdim):
             a = C[i, g]
-            for j in range(n):
+            for j in range(j0, n):
                 out[i, j] = out[i, j] + a * In[g, j]
 
 
@@ -108,46 +207,59 @@ def logits(ws, widths, batch: int) -> np.ndarray:
     return ws[start:start + batch * int(widths[-1])].reshape(batch, int(widths[-1]))
 
 
-@njit(inline="always")
-def _block(flat, start, rows, cols):
-    return flat[start:start + rows * cols].reshape((rows, cols))
-
-
 @njit(cache=True, error_model="numpy", fastmath=FMA)
 def forward_backward(theta, widths, w_off, b_off, X, y, idx, grad, bufs):
     """Mean cross-entropy of the rows ``idx`` and, if ``grad.size``, its gradient written into ``grad``
-    (see the module docstring; ``bufs`` from :func:`views`)."""
+    (see the module docstring; ``bufs`` from :func:`views`). Every array is used borrowed (no reference
+    counting of its views: :func:`dyntools.engine.flat_views.borrowed`)."""
+    theta, X, y, idx, grad = borrowed(theta), borrowed(X), borrowed(y), borrowed(idx), borrowed(grad)
     acts, deltas, blocks, zeros, ones = bufs
+    acts, deltas, blocks, zeros, ones = borrowed(acts), borrowed(deltas), borrowed(blocks), borrowed(zeros), borrowed(ones)
     L = widths.shape[0] - 1
     B = idx.shape[0]
     ww = blocks.shape[0] // 2
     Wt = blocks[:ww]
     Gt = blocks[ww:]
+    half = deltas.shape[0] // 2
+    narrow = 64 // acts.itemsize                     # fewer outputs than a 512-bit vector holds
     start = 0                                        # where A_l begins in ``acts`` (layer after layer)
-    A0 = _block(acts, 0, B, widths[0])
+    A0 = matrix(acts, 0, B, widths[0])
     for b in range(B):
         for k in range(widths[0]):
             A0[b, k] = X[idx[b], k]
     for l in range(L):                               # Z = A W_lᵀ + 1 bᵀ, then ReLU on hidden layers
         nin, nout = widths[l], widths[l + 1]
         wo, bo = w_off[l], b_off[l]
-        A = _block(acts, start, B, nin)
+        A = matrix(acts, start, B, nin)
         start += B * nin
-        Z = _block(acts, start, B, nout)
-        W = theta[wo:wo + nout * nin].reshape((nout, nin))
-        WT = _block(Wt, 0, nin, nout)
-        for j in range(nout):
-            for k in range(nin):
-                WT[k, j] = W[j, k]
-        gemm(Z, theta[bo:bo + nout] if bo >= 0 else zeros[:nout], A, WT, B, nin, nout)
+        Z = matrix(acts, start, B, nout)
+        W = matrix(theta, wo, nout, nin)
+        bias = theta[bo:bo + nout] if bo >= 0 else zeros[:nout]
+        if nout < narrow and B >= narrow and nout * B <= half and nin * B <= half:
+            # few outputs (the logits of a few classes): Zᵀ = W Aᵀ + b 1ᵀ, vectorized along the batch
+            AT = matrix(deltas, half, nin, B)
+            for b in range(B):
+                for k in range(nin):
+                    AT[k, b] = A[b, k]
+            ZT = matrix(deltas, 0, nout, B)
+            gemm_row_starts(ZT, bias, W, AT, nout, nin, B)
+            for b in range(B):
+                for j in range(nout):
+                    Z[b, j] = ZT[j, b]
+        else:
+            WT = matrix(Wt, 0, nin, nout)
+            for j in range(nout):
+                for k in range(nin):
+                    WT[k, j] = W[j, k]
+            gemm(Z, bias, A, WT, B, nin, nout)
         if l < L - 1:
             Zf = acts[start:start + B * nout]
             for i in range(B * nout):
                 z = Zf[i]
                 Zf[i] = z if z > 0.0 else 0.0
     K = widths[L]
-    Z = _block(acts, start, B, K)
-    delta = _block(deltas, 0, B, K)
+    Z = matrix(acts, start, B, K)
+    delta = matrix(deltas, 0, B, K)
     loss = 0.0
     inv_b = 1.0 / B
     for b in range(B):
@@ -168,31 +280,30 @@ def forward_backward(theta, widths, w_off, b_off, X, y, idx, grad, bufs):
     loss *= inv_b
     if grad.shape[0] == 0:
         return loss
-    half = deltas.shape[0] // 2
     for b in range(B):
         ones[b] = 1.0
-    one_row = ones[:B].reshape((1, B))
+    one_row = matrix(ones, 0, 1, B)
     cur = 0
     for l in range(L - 1, -1, -1):
         nin, nout = widths[l], widths[l + 1]
         wo, bo = w_off[l], b_off[l]
-        delta = _block(deltas, cur * half, B, nout)
+        delta = matrix(deltas, cur * half, B, nout)
         start -= B * nin                             # back to A_{l−1}
-        A = _block(acts, start, B, nin)
-        gW = grad[wo:wo + nout * nin].reshape((nout, nin))
+        A = matrix(acts, start, B, nin)
+        gW = matrix(grad, wo, nout, nin)
         if nin >= 8 or nin >= nout:                  # ∂ℓ/∂W = Δᵀ A, rows of length m_{l−1}
             gemm(gW, zeros, delta.T, A, nout, B, nin)
         else:                                        # (Aᵀ Δ)ᵀ: rows of length m_l, then transposed
-            G = _block(Gt, 0, nin, nout)
+            G = matrix(Gt, 0, nin, nout)
             gemm(G, zeros, A.T, delta, nin, B, nout)
             for j in range(nout):
                 for k in range(nin):
                     gW[j, k] = G[k, j]
         if bo >= 0:                                  # ∂ℓ/∂b = 1ᵀ Δ, summed in the order of the batch
-            gemm(grad[bo:bo + nout].reshape((1, nout)), zeros, one_row, delta, 1, B, nout)
+            gemm(matrix(grad, bo, 1, nout), zeros, one_row, delta, 1, B, nout)
         if l > 0:                                    # Δ_{l−1} = (Δ W) ⊙ 1[A > 0]
-            W = theta[wo:wo + nout * nin].reshape((nout, nin))
-            nxt = _block(deltas, (1 - cur) * half, B, nin)
+            W = matrix(theta, wo, nout, nin)
+            nxt = matrix(deltas, (1 - cur) * half, B, nin)
             gemm(nxt, zeros, delta, W, B, nout, nin)
             nf = deltas[(1 - cur) * half:(1 - cur) * half + B * nin]
             af = acts[start:start + B * nin]

@@ -1,0 +1,124 @@
+"""The matrix products of the cross-entropy MLP (dyntools.models.mlp_gemm.gemm) and the two compiled
+pieces under them: register-blocked fma panels (dyntools.engine.fma_block) and matrix views of flat
+arrays (dyntools.engine.flat_views).
+
+Every entry of a product is defined as one chain of fused multiply-adds in the order of the
+contraction index; the reference below is written from that definition with exact rationals, each fma
+rounded once to the product's precision, so the kernel must agree with it bit for bit whichever path
+(panels of 8 or 1 rows, 2 or 1 vectors, the leftover columns, non-contiguous operands) computed it.
+"""
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from numba import njit
+
+from dyntools.engine import fma_block
+from dyntools.engine.flat_views import matrix
+from dyntools.models import mlp_gemm
+
+
+def round_to(dtype, exact: Fraction):
+    """``exact`` rounded once to the nearest ``dtype`` number (ties to even)."""
+    if dtype == np.float64:
+        return np.float64(float(exact))                     # Python rounds a Fraction correctly
+    near = np.float32(float(exact))                         # may be one ulp off (double rounding)
+    candidates = [np.nextafter(near, np.float32(-np.inf)), near, np.nextafter(near, np.float32(np.inf))]
+    dist = [abs(Fraction(float(c)) - exact) for c in candidates]
+    best = min(dist)
+    ties = [c for c, d in zip(candidates, dist) if d == best]
+    return min(ties, key=lambda c: int(np.array(c).view(np.uint32)) & 1)
+
+
+def fma_chain(init, C, In, dtype):
+    """``init[j] + Σ_g C[i, g] In[g, j]`` as fma(C[i, g], In[g, j], acc) for g = 0, 1, …, each rounded once."""
+    m, kdim = C.shape
+    n = In.shape[1]
+    out = np.empty((m, n), dtype=dtype)
+    for i in range(m):
+        for j in range(n):
+            acc = init[j]
+            for g in range(kdim):
+                acc = round_to(dtype, Fraction(float(C[i, g])) * Fraction(float(In[g, j])) + Fraction(float(acc)))
+            out[i, j] = acc
+    return out
+
+
+def test_round_to_float32_avoids_double_rounding():
+    # 1 + 2^-24 + 2^-60: nearest float64 is 1 + 2^-24 (a float32 tie, which rounds to even: 1.0);
+    # the exact value is above the tie, so the correct float32 is 1 + 2^-23
+    exact = 1 + Fraction(1, 2 ** 24) + Fraction(1, 2 ** 60)
+    assert np.float32(float(exact)) == np.float32(1.0)
+    assert round_to(np.float32, exact) == np.float32(1 + 2.0 ** -23)
+    assert round_to(np.float32, 1 + Fraction(1, 2 ** 24)) == np.float32(1.0)           # a true tie: even
+
+
+@settings(max_examples=60, deadline=None)
+@given(m=st.integers(1, 18), kdim=st.integers(0, 9), n=st.integers(1, 40), layout=st.sampled_from(["C", "C.T", "In.T"]),
+       dtype=st.sampled_from([np.float64, np.float32]), seed=st.integers(0, 1000))
+def test_product_is_the_fma_chain_bitwise(m, kdim, n, layout, dtype, seed):
+    """``gemm`` equals the fma-chain reference bitwise; on small integers it is ``init + C @ In`` exactly
+    (every partial sum is representable). Shapes cross the panels' edges: 8-row blocks and single rows,
+    two vectors (16 / 32 columns), one, and leftover columns; ``C`` transposed (strided rows) and ``In``
+    transposed (not contiguous: the leftover-column path for every column)."""
+    rng = np.random.default_rng(seed)
+    for ints in (True, False):
+        def draw(*shape):
+            x = rng.integers(-9, 10, shape) if ints else rng.standard_normal(shape)
+            return x.astype(dtype)
+        C = draw(kdim, m).T if layout == "C.T" else draw(m, kdim)
+        In = draw(n, kdim).T if layout == "In.T" else draw(kdim, n)
+        init = draw(n)
+        out = np.full((m, n), np.nan, dtype=dtype)
+        mlp_gemm.gemm(out, init, C, In, m, kdim, n)
+        if ints:
+            np.testing.assert_array_equal(out, init.astype(float) + C.astype(float) @ In.astype(float))
+        else:
+            np.testing.assert_array_equal(out, fma_chain(init, C, In, dtype))
+
+
+def test_product_leaves_everything_outside_the_block_alone():
+    """A product into the top-left m × n of a larger array writes exactly that block."""
+    rng = np.random.default_rng(3)
+    for dtype in (np.float64, np.float32):
+        big = np.full((20, 50), 7.0, dtype=dtype)
+        C, In, init = (rng.standard_normal(s).astype(dtype) for s in ((20, 5), (5, 50), (50,)))
+        mlp_gemm.gemm(big, init, C, In, 17, 5, 33)
+        assert np.all(big[17:] == 7.0) and np.all(big[:, 33:] == 7.0)
+        np.testing.assert_array_equal(big[:17, :33], fma_chain(init[:33], C[:17], In[:, :33], dtype))
+
+
+def test_panel_refuses_mixed_precisions_and_bad_shapes():
+    with pytest.raises(ValueError, match="Invalid panel"):
+        fma_block.panel(0, 2)
+    block = fma_block.panel(1, 1)
+
+    @njit
+    def call(out, init, C, In):
+        block(out, init, C, In, 0, 0, 1)
+
+    with pytest.raises(Exception, match="(?i)typing|resolve|no implementation"):
+        call(np.zeros((1, 8)), np.zeros(8, dtype=np.float32), np.zeros((1, 1)), np.zeros((1, 8)))
+    assert fma_block.lanes(8) == 8 and fma_block.lanes(4) == 16
+
+
+@njit
+def _views(flat, start, rows, cols):
+    a = matrix(flat, start, rows, cols)
+    a[rows - 1, cols - 1] = -1.0                   # written through to flat
+    return a
+
+
+@given(start=st.integers(0, 10), rows=st.integers(1, 5), cols=st.integers(1, 5), step=st.sampled_from([1, 2]))
+def test_matrix_view_is_the_reshaped_slice(start, rows, cols, step):
+    base = np.arange(200.0)
+    flat = base[::step]
+    want = flat[start:start + rows * cols].reshape(rows, cols).copy()
+    want[-1, -1] = -1.0
+    got = _views(flat, start, rows, cols)
+    np.testing.assert_array_equal(got, want)
+    assert flat[start + rows * cols - 1] == -1.0
+    assert got.strides == (cols * flat.strides[0], flat.strides[0])
