@@ -16,7 +16,6 @@ from dyntools.dynamics.train import train
 from dyntools.engine import guard, streams
 from dyntools.metrics import network_metrics
 from dyntools.models import mlp as MM
-from dyntools.models import mlp_gemm
 from dyntools.models.mlp import MLP, jacobian_fd
 from dyntools.optim import kernels
 from dyntools.optim import optimizers as O

@@ -66,7 +66,7 @@ def test_product_is_the_fma_chain_bitwise(m, kdim, n, layout, dtype, seed):
     transposed (not contiguous: the leftover-column path for every column)."""
     rng = np.random.default_rng(seed)
     for ints in (True, False):
-        def draw(*shape):
+        def draw(*shape, ints=ints):
             x = rng.integers(-9, 10, shape) if ints else rng.standard_normal(shape)
             return x.astype(dtype)
         C = draw(kdim, m).T if layout == "C.T" else draw(m, kdim)

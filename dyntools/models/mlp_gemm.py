@@ -214,7 +214,8 @@ def forward_backward(theta, widths, w_off, b_off, X, y, idx, grad, bufs):
     counting of its views: :func:`dyntools.engine.flat_views.borrowed`)."""
     theta, X, y, idx, grad = borrowed(theta), borrowed(X), borrowed(y), borrowed(idx), borrowed(grad)
     acts, deltas, blocks, zeros, ones = bufs
-    acts, deltas, blocks, zeros, ones = borrowed(acts), borrowed(deltas), borrowed(blocks), borrowed(zeros), borrowed(ones)
+    acts, deltas, blocks = borrowed(acts), borrowed(deltas), borrowed(blocks)
+    zeros, ones = borrowed(zeros), borrowed(ones)
     L = widths.shape[0] - 1
     B = idx.shape[0]
     ww = blocks.shape[0] // 2
