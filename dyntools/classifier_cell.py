@@ -184,6 +184,17 @@ def train_cell(config: dict, cell: dict, seed: int, index: int) -> dict:
     return out
 
 
+def warm_up(config: dict) -> None:
+    """Two steps of a cell of ``config`` (its data set, network and precision): loads every compiled
+    kernel a cell uses (a sweep worker calls it once before its first cell, :func:`dyntools.sweep.warm_up`)."""
+    steps = 2
+    tiny = {**config, "epochs": steps * config["batch_size"] / config["n"], "curve_points": 0}
+    train_cell(tiny, {"optimizer": "adamw", "lr": 1e-3, "wd": 0.0, "schedule": "constant"}, 0, 0)
+
+
+train_cell.warm_up = warm_up
+
+
 def learning_curves(model, thetas: np.ndarray, d) -> dict:
     """Train/validation loss and accuracy of every recorded parameter vector (NaN where none)."""
     keys = ("curve_train_loss", "curve_train_acc", "curve_val_loss", "curve_val_acc")

@@ -25,6 +25,7 @@ from numba import njit
 
 from dyntools.engine import fma_block
 from dyntools.engine.flat_views import borrowed, matrix
+from dyntools.engine.vector_transpose import transpose
 
 # fused multiply–add (contraction) and nothing else of fast-math: the order of every sum is the code's
 FMA = {"contract"}
@@ -239,9 +240,7 @@ def forward_backward(theta, widths, w_off, b_off, X, y, idx, grad, bufs):
         if nout < narrow and B >= narrow and nout * B <= half and nin * B <= half:
             # few outputs (the logits of a few classes): Zᵀ = W Aᵀ + b 1ᵀ, vectorized along the batch
             AT = matrix(deltas, half, nin, B)
-            for b in range(B):
-                for k in range(nin):
-                    AT[k, b] = A[b, k]
+            transpose(AT, A, B, nin)
             ZT = matrix(deltas, 0, nout, B)
             gemm_row_starts(ZT, bias, W, AT, nout, nin, B)
             for b in range(B):
@@ -249,9 +248,7 @@ def forward_backward(theta, widths, w_off, b_off, X, y, idx, grad, bufs):
                     Z[b, j] = ZT[j, b]
         else:
             WT = matrix(Wt, 0, nin, nout)
-            for j in range(nout):
-                for k in range(nin):
-                    WT[k, j] = W[j, k]
+            transpose(WT, W, nout, nin)
             gemm(Z, bias, A, WT, B, nin, nout)
         if l < L - 1:
             Zf = acts[start:start + B * nout]
@@ -269,7 +266,8 @@ def forward_backward(theta, widths, w_off, b_off, X, y, idx, grad, bufs):
             zmax = max(zmax, Z[b, k])
         s = 0.0
         for k in range(K):
-            e = np.exp(Z[b, k] - zmax)
+            d = Z[b, k] - zmax
+            e = 1.0 if d == 0.0 else np.exp(d)       # exp(±0) = 1 exactly: the maximum's term
             delta[b, k] = e
             s += e
         yb = y[idx[b]]
@@ -297,9 +295,7 @@ def forward_backward(theta, widths, w_off, b_off, X, y, idx, grad, bufs):
         else:                                        # (Aᵀ Δ)ᵀ: rows of length m_l, then transposed
             G = matrix(Gt, 0, nin, nout)
             gemm(G, zeros, A.T, delta, nin, B, nout)
-            for j in range(nout):
-                for k in range(nin):
-                    gW[j, k] = G[k, j]
+            transpose(gW, G, nin, nout)
         if bo >= 0:                                  # ∂ℓ/∂b = 1ᵀ Δ, summed in the order of the batch
             gemm(matrix(grad, bo, 1, nout), zeros, one_row, delta, 1, B, nout)
         if l > 0:                                    # Δ_{l−1} = (Δ W) ⊙ 1[A > 0]
