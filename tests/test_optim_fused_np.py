@@ -44,3 +44,42 @@ def test_fused_step_np_is_bitwise_the_compiled_step(opt, n, seed, mult):
         np.testing.assert_array_equal(copies[2][0], copies[1][0])
         np.testing.assert_array_equal(copies[2][1], copies[1][1])
         np.testing.assert_allclose(copies[2][0], copies[0][0], rtol=1e-13, atol=1e-15)
+
+
+def adam_reference(theta, g, m, v, t, lr, lam, decoupled, b1=0.5, b2=0.25):
+    """One Adam / AdamW step written from its equations, every scalar rounded to θ's precision first
+    (β₁ = 1/2, β₂ = 1/4: the bias corrections are exact powers, however computed):
+        u = g (+ λθ, Adam);  m ← m + ½(u − m) as torch.lerp (b − (b − a)·½ for a weight ≥ ½);
+        v ← β₂ v + (1 − β₂) u u;  θ ← θ − lr ((m / bc₁) / (√v / √bc₂ + ε) (+ λθ, AdamW))."""
+    f = theta.dtype.type
+    u = g if decoupled else g + f(lam) * theta
+    m_new = u - (u - m) * f(b1)
+    v_new = v * f(b2) + f(1 - b2) * u * u
+    bc1, bc2_sqrt = f(1.0 - b1 ** t), f((1.0 - b2 ** t) ** 0.5)
+    step = (m_new / bc1) / (np.sqrt(v_new) / bc2_sqrt + f(1e-8))
+    new = theta - f(lr) * (step + f(lam) * theta) if decoupled else theta - f(lr) * step
+    return new, m_new, v_new
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("decoupled", [False, True])
+def test_adam_without_the_bias_division_once_it_rounds_to_one(dtype, decoupled):
+    """``_adam`` skips ``m / bc1`` once ``bc1 = 1 − β₁ᵗ`` rounds to 1 in θ's precision (float64: from
+    t = 54 with β₁ = 1/2; float32: from t = 25). The compiled step must equal the step written from the
+    equations (:func:`adam_reference`) bit for bit on every step across that boundary — a division
+    skipped one step early would change the bits."""
+    opt = (O.adamw if decoupled else O.adam)(1e-2, betas=(0.5, 0.25), weight_decay=0.01)
+    rng = np.random.default_rng(7)
+    n = 37
+    theta = rng.standard_normal(n).astype(dtype)
+    state = K.init_state(opt, n).astype(dtype)
+    ref = (theta.copy(), np.zeros(n, dtype), np.zeros(n, dtype))
+    skipped = 0
+    for t in range(1, 71):
+        g = rng.standard_normal(n).astype(dtype)
+        K.fused_step(opt.precond, opt.hparams, theta, g, state, t, opt.lr)
+        ref = adam_reference(*ref[:1], g, *ref[1:], t, opt.lr, 0.01, decoupled)
+        np.testing.assert_array_equal(theta, ref[0], err_msg=f"step {t}")
+        np.testing.assert_array_equal(state[0], ref[1], err_msg=f"step {t}")
+        skipped += dtype(1.0 - 0.5 ** t) == 1.0
+    assert 0 < skipped < 70

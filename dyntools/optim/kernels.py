@@ -118,6 +118,16 @@ def _adam(hp, where, theta, g, state, t, lr_t):
     b, omb, c = like(theta, b), like(theta, 1.0 - b), like(theta, c)
     lr_t = like(theta, lr_t)
     dk = _decay_of(hp, theta)
+    if bc1 == 1.0:       # 1 − β₁ᵗ rounds to 1 (β₁ = 0.9: t > 349 in float64, t > 165 in float32): m / 1 = m
+        _adam_elements(dk, where, theta, g, state, w, omw, b, omb, c, d, bc1, bc2_sqrt, lr_t, False)
+    else:
+        _adam_elements(dk, where, theta, g, state, w, omw, b, omb, c, d, bc1, bc2_sqrt, lr_t, True)
+
+
+@njit(inline="always")
+def _adam_elements(dk, where, theta, g, state, w, omw, b, omb, c, d, bc1, bc2_sqrt, lr_t, divide_m):
+    """The element loop of :func:`_adam`; ``divide_m`` False skips the division of ``m`` by ``bc1 = 1``
+    (exact: the same bits, one division of three fewer per parameter on a divider-bound loop)."""
     for i in range(theta.shape[0]):
         th = theta[i]
         u = _pre(dk, where, th, g[i])
@@ -128,7 +138,8 @@ def _adam(hp, where, theta, g, state, t, lr_t):
         if d != 0.0:
             v = max(state[2, i], v)
             state[2, i] = v
-        theta[i] = _post(dk, where, th, (m / bc1) / (np.sqrt(v) / bc2_sqrt + c), lr_t)
+        mh = m / bc1 if divide_m else m
+        theta[i] = _post(dk, where, th, mh / (np.sqrt(v) / bc2_sqrt + c), lr_t)
 
 
 @njit(cache=True, error_model="numpy")
