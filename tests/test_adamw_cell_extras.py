@@ -129,3 +129,41 @@ def test_learning_curves_rerun_the_sweeps_cell_exactly(tmp_path):
 
     paths = HP.plot_learning_curves(result, tmp_path, ("png",)) + HP.plot_weight_sparsity(result, tmp_path, ("png",))
     assert [p.name for p in paths] == ["adamw_grid_learning_curves.png", "adamw_grid_weight_sparsity.png"]
+
+
+def test_worker_warm_up_trains_two_steps_and_never_raises(monkeypatch):
+    """A sweep worker's warm-up (dyntools.sweep.warm_up) calls the cell function's ``warm_up`` with the
+    sweep's config — two steps of a cell of that data set and precision — and ignores its errors (the
+    cells then fail and report them themselves)."""
+    from dyntools import sweep
+
+    config = {"dataset": "spirals", "n": 60, "n_val": 30, "classes": 2, "turns": 1.5, "noise": 0.05,
+              "hidden": [6, 6], "batch_size": 12, "schedule": "cosine", "momentum": 0.9,
+              "normalized_wd": False, "epochs": 5, "curve_points": 4}
+    calls = []
+    real = C.train_cell
+
+    def spy(cfg, cell, seed, index):
+        out = real(cfg, cell, seed, index)
+        calls.append((cfg, cell, out))
+        return out
+
+    monkeypatch.setattr(C, "train_cell", spy)
+    for dtype in ("float64", "float32"):
+        C.warm_up({**config, "dtype": dtype})
+    assert len(calls) == 2
+    for cfg, cell, out in calls:
+        assert math.ceil(cfg["epochs"] * cfg["n"] / cfg["batch_size"]) == 2 and cfg["curve_points"] == 0
+        assert cell["schedule"] == "constant" and out["status"] == "completed"
+    assert calls[1][0]["dtype"] == "float32"
+    monkeypatch.setattr(C, "train_cell", real)
+    monkeypatch.setattr(real, "warm_up", lambda cfg: calls.append(("called", cfg)))
+    sweep.warm_up("dyntools.classifier_cell:train_cell", config)
+    assert calls[-1] == ("called", config)
+
+    def broken(cfg):
+        raise RuntimeError("warm-up failed")
+
+    monkeypatch.setattr(real, "warm_up", broken)
+    sweep.warm_up("dyntools.classifier_cell:train_cell", config)        # ignored
+    sweep.warm_up("dyntools.no_such_module:fn", config)                  # ignored too

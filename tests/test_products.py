@@ -1,6 +1,7 @@
-"""The matrix products of the cross-entropy MLP (dyntools.models.mlp_gemm.gemm) and the two compiled
-pieces under them: register-blocked fma panels (dyntools.engine.fma_block) and matrix views of flat
-arrays (dyntools.engine.flat_views).
+"""The matrix products of the cross-entropy MLP (dyntools.models.mlp_gemm.gemm) and the compiled pieces
+under them: register-blocked fma panels (dyntools.engine.fma_block), matrix views of flat arrays and
+borrowed arrays (dyntools.engine.flat_views), transposes in vector registers
+(dyntools.engine.vector_transpose).
 
 Every entry of a product is defined as one chain of fused multiply-adds in the order of the
 contraction index; the reference below is written from that definition with exact rationals, each fma
@@ -16,8 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numba import njit
 
-from dyntools.engine import fma_block
-from dyntools.engine.flat_views import matrix
+from dyntools.engine import fma_block, vector_transpose
+from dyntools.engine.flat_views import borrowed, matrix
 from dyntools.models import mlp_gemm
 
 
@@ -33,14 +34,15 @@ def round_to(dtype, exact: Fraction):
     return min(ties, key=lambda c: int(np.array(c).view(np.uint32)) & 1)
 
 
-def fma_chain(init, C, In, dtype):
-    """``init[j] + Σ_g C[i, g] In[g, j]`` as fma(C[i, g], In[g, j], acc) for g = 0, 1, …, each rounded once."""
+def fma_chain(init, C, In, dtype, by_row=False):
+    """``init[j] + Σ_g C[i, g] In[g, j]`` as fma(C[i, g], In[g, j], acc) for g = 0, 1, …, each rounded once
+    (``by_row``: each chain of row ``i`` starts at ``init[i]``)."""
     m, kdim = C.shape
     n = In.shape[1]
     out = np.empty((m, n), dtype=dtype)
     for i in range(m):
         for j in range(n):
-            acc = init[j]
+            acc = init[i] if by_row else init[j]
             for g in range(kdim):
                 acc = round_to(dtype, Fraction(float(C[i, g])) * Fraction(float(In[g, j])) + Fraction(float(acc)))
             out[i, j] = acc
@@ -58,12 +60,13 @@ def test_round_to_float32_avoids_double_rounding():
 
 @settings(max_examples=60, deadline=None)
 @given(m=st.integers(1, 18), kdim=st.integers(0, 9), n=st.integers(1, 40), layout=st.sampled_from(["C", "C.T", "In.T"]),
-       dtype=st.sampled_from([np.float64, np.float32]), seed=st.integers(0, 1000))
-def test_product_is_the_fma_chain_bitwise(m, kdim, n, layout, dtype, seed):
+       dtype=st.sampled_from([np.float64, np.float32]), by_row=st.booleans(), seed=st.integers(0, 1000))
+def test_product_is_the_fma_chain_bitwise(m, kdim, n, layout, dtype, by_row, seed):
     """``gemm`` equals the fma-chain reference bitwise; on small integers it is ``init + C @ In`` exactly
     (every partial sum is representable). Shapes cross the panels' edges: 8-row blocks and single rows,
     two vectors (16 / 32 columns), one, and leftover columns; ``C`` transposed (strided rows) and ``In``
-    transposed (not contiguous: the leftover-column path for every column)."""
+    transposed (not contiguous: the leftover-column path for every column); chains started per column
+    (``gemm``) or per row (``gemm_row_starts``)."""
     rng = np.random.default_rng(seed)
     for ints in (True, False):
         def draw(*shape, ints=ints):
@@ -71,13 +74,14 @@ def test_product_is_the_fma_chain_bitwise(m, kdim, n, layout, dtype, seed):
             return x.astype(dtype)
         C = draw(kdim, m).T if layout == "C.T" else draw(m, kdim)
         In = draw(n, kdim).T if layout == "In.T" else draw(kdim, n)
-        init = draw(n)
+        init = draw(m if by_row else n)
         out = np.full((m, n), np.nan, dtype=dtype)
-        mlp_gemm.gemm(out, init, C, In, m, kdim, n)
+        (mlp_gemm.gemm_row_starts if by_row else mlp_gemm.gemm)(out, init, C, In, m, kdim, n)
         if ints:
-            np.testing.assert_array_equal(out, init.astype(float) + C.astype(float) @ In.astype(float))
+            start = init.astype(float)[:, None] if by_row else init.astype(float)
+            np.testing.assert_array_equal(out, start + C.astype(float) @ In.astype(float))
         else:
-            np.testing.assert_array_equal(out, fma_chain(init, C, In, dtype))
+            np.testing.assert_array_equal(out, fma_chain(init, C, In, dtype, by_row))
 
 
 def test_product_leaves_everything_outside_the_block_alone():
@@ -122,3 +126,43 @@ def test_matrix_view_is_the_reshaped_slice(start, rows, cols, step):
     np.testing.assert_array_equal(got, want)
     assert flat[start + rows * cols - 1] == -1.0
     assert got.strides == (cols * flat.strides[0], flat.strides[0])
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=st.integers(1, 40), cols=st.integers(1, 40), dtype=st.sampled_from([np.float64, np.float32]),
+       src_view=st.booleans(), seed=st.integers(0, 1000))
+def test_vector_transpose_is_the_transpose(rows, cols, dtype, src_view, seed):
+    """``transpose`` writes exactly ``srcᵀ`` into the top-left of ``dst`` (whole 8×8 / 16×16 blocks in
+    registers, the rest one entry at a time), including NaN payloads and -0.0, and nothing else; a
+    source that is a transposed view (not contiguous along rows) takes the entry-wise path."""
+    rng = np.random.default_rng(seed)
+    base = rng.standard_normal((cols, rows) if src_view else (rows, cols)).astype(dtype)
+    base.flat[::7] = -0.0
+    base.flat[::11] = np.nan
+    src = base.T if src_view else base
+    dst = np.full((cols + 3, rows + 2), 5.0, dtype=dtype)
+    vector_transpose.transpose(dst, src, rows, cols)
+    assert dst[:cols, :rows].tobytes() == np.ascontiguousarray(src.T).tobytes()
+    assert np.all(dst[cols:] == 5.0) and np.all(dst[:, rows:] == 5.0)
+
+
+def test_transpose_round_masks_are_the_block_transpose():
+    """Each round's two shuffles exchange the halves of every group of 2h lanes (a 4 × 4 worked by hand)."""
+    low, high = vector_transpose._round_masks(4, 2)
+    assert (low, high) == ([0, 1, 4, 5], [2, 3, 6, 7])
+    low, high = vector_transpose._round_masks(4, 1)
+    assert (low, high) == ([0, 4, 2, 6], [1, 5, 3, 7])
+
+
+@njit
+def _through_borrowed(a):
+    b = borrowed(a)
+    m = matrix(b, 1, 2, 3)
+    m[1, 2] = -1.0                                 # writes reach the caller's array
+    return b[:7].sum() + m.T[2, 1]
+
+
+def test_borrowed_array_is_the_same_memory():
+    a = np.arange(10.0)
+    total = _through_borrowed(a)
+    assert a[6] == -1.0 and total == (0 + 1 + 2 + 3 + 4 + 5 - 1) + -1.0
