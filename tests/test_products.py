@@ -102,11 +102,41 @@ def test_panel_refuses_mixed_precisions_and_bad_shapes():
 
     @njit
     def call(out, init, C, In):
-        block(out, init, C, In, 0, 0, 1)
+        block(out, init, C, In, 0, 0, 1, False, 0, out)
 
     with pytest.raises(Exception, match="(?i)typing|resolve|no implementation"):
         call(np.zeros((1, 8)), np.zeros(8, dtype=np.float32), np.zeros((1, 1)), np.zeros((1, 8)))
     assert fma_block.lanes(8) == 8 and fma_block.lanes(4) == 16
+
+
+@settings(max_examples=40, deadline=None)
+@given(m=st.integers(1, 18), kdim=st.integers(0, 6), n=st.integers(1, 40),
+       dtype=st.sampled_from([np.float64, np.float32]), transposed_in=st.booleans(), seed=st.integers(0, 1000))
+def test_epilogues_are_relu_and_mask_of_the_product(m, kdim, n, dtype, transposed_in, seed):
+    """``gemm_relu`` stores ``z if z > 0 else +0`` and ``gemm_masked`` ``z if mask > 0 else +0`` of the
+    product ``z`` that ``gemm`` computes — bytes compared, so a NaN (injected through ``In`` and the
+    mask) or a −0 (zero rows, −0 starts) must come out as +0 exactly as the scalar ``if`` makes it."""
+    rng = np.random.default_rng(seed)
+    C = rng.standard_normal((m, kdim)).astype(dtype)
+    In = (rng.standard_normal((n, kdim)).T if transposed_in else rng.standard_normal((kdim, n))).astype(dtype)
+    init = rng.standard_normal(n).astype(dtype)
+    init[::3] = -0.0
+    C[::4] = 0.0                                                  # rows whose entries are their starts
+    if kdim and n > 2:
+        In[0, 1] = np.nan                                         # a NaN column
+    mask = rng.standard_normal((m, n)).astype(dtype)
+    mask.flat[::5] = np.nan
+    mask.flat[1::5] = -0.0
+    plain = np.empty((m, n), dtype=dtype)
+    mlp_gemm.gemm(plain, init, C, In, m, kdim, n)
+    zero = dtype(0.0)
+    relu = np.full((m, n), np.nan, dtype=dtype)
+    mlp_gemm.gemm_relu(relu, init, C, In, m, kdim, n)
+    with np.errstate(invalid="ignore"):
+        assert relu.tobytes() == np.where(plain > 0, plain, zero).tobytes()
+        masked = np.full((m, n), np.nan, dtype=dtype)
+        mlp_gemm.gemm_masked(masked, init, C, In, m, kdim, n, mask)
+        assert masked.tobytes() == np.where(mask > 0, plain, zero).tobytes()
 
 
 @njit

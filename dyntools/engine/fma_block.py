@@ -17,8 +17,12 @@ output rows), nor does it use 512-bit vectors on processors that prefer 256-bit 
 the products of the cross-entropy MLP run at 2–2.5× the rate of the same loops vectorized by numba,
 with the same bits (the chain is the same; only where its terms live changed).
 
-Requirements (the caller checks them): ``out``, ``init`` and the rows of ``In`` are contiguous along
-``j``; ``C`` may have any strides (it is read one scalar at a time); the block lies inside the arrays.
+An epilogue may act on each finished entry before it is stored (:func:`panel`): the ReLU of a hidden
+layer, or the mask ``1[A > 0]`` of a ReLU layer's error — a pass over the output fewer.
+
+Requirements (the caller checks them): ``out``, ``init``, the rows of ``In`` (and of a mask) are
+contiguous along ``j``; ``C`` may have any strides (it is read one scalar at a time); the block lies
+inside the arrays.
 """
 
 from __future__ import annotations
@@ -37,33 +41,45 @@ def lanes(itemsize: int) -> int:
     return VECTOR_BITS // (8 * itemsize)
 
 
-def panel(rows: int, vectors: int, row_starts: bool = False):
-    """The compiled block of ``rows`` rows and ``vectors`` vectors of columns (see the module docstring).
-    With ``row_starts`` each chain starts at ``init[i]`` (one start per row: a bias of the rows, as in a
-    transposed product ``Zᵀ = W Aᵀ + b 1ᵀ``) instead of ``init[j]``."""
+#: what a panel does to each finished entry before storing it (the ``epilogue`` argument's codes)
+EPILOGUES = {"none": 0, "relu": 1, "mask": 2}
+
+
+def panel(rows: int, vectors: int):
+    """The compiled block of ``rows`` rows and ``vectors`` vectors of columns (see the module docstring),
+    called as ``block(out, init, C, In, i0, j0, kdim, by_row, epilogue, aux)``.
+
+    With ``by_row`` each chain starts at ``init[i]`` (one start per row: a bias of the rows, as in a
+    transposed product ``Zᵀ = W Aᵀ + b 1ᵀ``) instead of ``init[j]``. ``epilogue`` (a code of
+    :data:`EPILOGUES`) acts on each finished entry ``z`` before it is stored: ``relu`` stores
+    ``z if z > 0 else 0`` (a hidden layer's activation), ``mask`` stores ``z if aux[i, j] > 0 else 0``
+    (the error of a ReLU layer, ``aux`` its activations), both as compare-and-select, so a NaN or −0
+    gives +0 as the scalar code's ``if`` does; ``none`` stores ``z``. ``aux`` is laid out as ``out``
+    (pass ``out`` itself when there is no mask). Flags given as constants cost nothing: once the block
+    is inlined, the branches not taken are removed."""
     if rows < 1 or vectors < 1:
         raise ValueError(f"Invalid panel: {rows} rows × {vectors} vectors (both must be >= 1)")
 
     @intrinsic
-    def block(typingctx, out, init, C, In, i0, j0, kdim):
-        arrays = (out, init, C, In)
+    def block(typingctx, out, init, C, In, i0, j0, kdim, by_row, epilogue, aux):
+        arrays = (out, init, C, In, aux)
         if not all(isinstance(a, types.Array) for a in arrays) or len({a.dtype for a in arrays}) != 1 \
                 or out.dtype not in (types.float64, types.float32):
             return None
-        sig = types.void(out, init, C, In, types.intp, types.intp, types.intp)
-        return sig, _codegen(rows, vectors, row_starts)
+        sig = types.void(out, init, C, In, types.intp, types.intp, types.intp, types.boolean, types.intp, aux)
+        return sig, _codegen(rows, vectors)
 
-    start = "init[i0:…, None]" if row_starts else "init[j0:…]"
-    block.__doc__ = (f"``out[i0:i0+{rows}, j0:j0+{vectors}·w] = {start} + C[i0:…, :kdim] @ In[:kdim, j0:…]`` "
-                     "as register-resident fma chains (see :mod:`dyntools.engine.fma_block`).")
+    block.__doc__ = (f"``out[i0:i0+{rows}, j0:j0+{vectors}·w] = epilogue(init + C[i0:…, :kdim] @ In[:kdim, j0:…])`` "
+                     "as register-resident fma chains (see :func:`dyntools.engine.fma_block.panel`).")
     return block
 
 
-def _codegen(R: int, V: int, row_starts: bool):
+def _codegen(R: int, V: int):
     def codegen(context, builder, signature, args):
-        out_t, init_t, c_t, in_t = signature.args[:4]
+        out_t = signature.args[0]
         out, init, c, x = (context.make_array(t)(context, builder, v) for t, v in zip(signature.args[:4], args[:4]))
-        i0, j0, kdim = args[4:]
+        aux = context.make_array(signature.args[9])(context, builder, args[9])
+        i0, j0, kdim, by_row, epilogue = args[4:9]
         fty = context.get_value_type(out_t.dtype)
         size = context.get_abi_sizeof(fty)
         w = lanes(size)
@@ -90,14 +106,23 @@ def _codegen(R: int, V: int, row_starts: bool):
             return builder.shuffle_vector(builder.insert_element(undef, scalar, ir.Constant(ir.IntType(32), 0)),
                                           undef, splat)
 
-        if row_starts:                               # starts[r][v] = init[i0 + r] in every lane
-            starts = [[broadcast(builder.load(builder.gep(init.data, [builder.mul(builder.add(i0, const(r)),
-                                                                                   init_step)])))] * V
-                      for r in range(R)]
-        else:                                        # starts[r][v] = init[j0 + v·w : …]
-            row = [builder.load(vector_at(init.data, builder.mul(builder.add(j0, const(v * w)), init_step)), align=1)
-                   for v in range(V)]
-            starts = [row] * R
+        with builder.if_else(by_row) as (per_row, per_column):
+            with per_row:                            # init[i0 + r] in every lane
+                by_rows = [broadcast(builder.load(builder.gep(init.data, [builder.mul(builder.add(i0, const(r)),
+                                                                                       init_step)])))
+                           for r in range(R)]
+                row_block = builder.block
+            with per_column:                         # init[j0 + v·w : …]
+                by_columns = [builder.load(vector_at(init.data, builder.mul(builder.add(j0, const(v * w)),
+                                                                            init_step)), align=1)
+                              for v in range(V)]
+                column_block = builder.block
+        starts = [[None] * V for _ in range(R)]
+        for r in range(R):
+            for v in range(V):
+                starts[r][v] = builder.phi(vty)
+                starts[r][v].add_incoming(by_rows[r], row_block)
+                starts[r][v].add_incoming(by_columns[v], column_block)
         rows_at = [builder.mul(builder.add(i0, const(r)), c_row) for r in range(R)]
 
         entry = builder.block
@@ -127,10 +152,20 @@ def _codegen(R: int, V: int, row_starts: bool):
         builder.branch(head)
 
         builder.position_at_end(done)
+        zero = ir.Constant(vty, None)                 # +0 in every lane
+        aux_row = stride(aux, 2, 0)
+        relu = builder.icmp_signed("==", epilogue, const(EPILOGUES["relu"]))
+        mask = builder.icmp_signed("==", epilogue, const(EPILOGUES["mask"]))
         for r in range(R):
             row = builder.add(builder.mul(builder.add(i0, const(r)), out_row), j0)
+            a_row = builder.add(builder.mul(builder.add(i0, const(r)), aux_row), j0)
             for v in range(V):
-                builder.store(acc[r][v], vector_at(out.data, builder.add(row, const(v * w))), align=1)
+                z = acc[r][v]
+                positive = builder.select(builder.fcmp_ordered(">", z, zero), z, zero)        # ordered: NaN → +0
+                keep = builder.load(vector_at(aux.data, builder.add(a_row, const(v * w))), align=1)
+                masked = builder.select(builder.fcmp_ordered(">", keep, zero), z, zero)
+                z = builder.select(relu, positive, builder.select(mask, masked, z))
+                builder.store(z, vector_at(out.data, builder.add(row, const(v * w))), align=1)
         return context.get_dummy_value()
 
     return codegen

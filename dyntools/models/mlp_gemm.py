@@ -16,6 +16,15 @@ matrix is ever transposed, only the small weight block ``W_lᵀ`` of the forward
 Every entry of a product is one chain of fused multiply–adds in the order of the contraction index,
 ``out ← fma(c_{k−1}, x_{k−1}, … fma(c₀, x₀, out))`` (the forward pass starts the chain at the bias):
 a fixed order, so results are deterministic and equal the NumPy twin to rounding.
+
+How it runs (none of it changes a bit): the products are register-blocked panels of 512-bit vector
+fma (:mod:`dyntools.engine.fma_block`) whose epilogues also apply the ReLU of a hidden layer and the
+mask ``1[A > 0]`` of its error as they store; ``W_lᵀ`` is transposed in vector registers
+(:mod:`dyntools.engine.vector_transpose`); logits of fewer classes than a vector holds are computed as
+``Z_Lᵀ = W_L A_{L−1}ᵀ + b 1ᵀ`` (the same chains, vectorized along the batch); the scratch is taken as
+borrowed matrix views (:mod:`dyntools.engine.flat_views`: no runtime call, no reference counting); the
+maximum's term of the softmax is exp(0) = 1 without a call. On the heatmap's 2 → 32 → 32 → 32 → 2 cell
+this took a float32 forward/backward pass from 0.039 to 0.015 s per 2000 steps (float64 0.057 → 0.025).
 """
 
 from __future__ import annotations
@@ -31,12 +40,10 @@ from dyntools.engine.vector_transpose import transpose
 FMA = {"contract"}
 
 
-# register-blocked panels (:mod:`dyntools.engine.fma_block`): 8, 4, 2 or 1 rows; two vectors of columns or
-# one; each chain starting at a column's entry of ``init`` or (``_R…``) at a row's
+# register-blocked panels (:mod:`dyntools.engine.fma_block`): 8, 4, 2 or 1 rows; two vectors of columns or one
 _P8x2, _P4x2, _P2x2, _P1x2 = (fma_block.panel(r, 2) for r in (8, 4, 2, 1))
 _P8x1, _P4x1, _P2x1, _P1x1 = (fma_block.panel(r, 1) for r in (8, 4, 2, 1))
-_R8x2, _R4x2, _R2x2, _R1x2 = (fma_block.panel(r, 2, row_starts=True) for r in (8, 4, 2, 1))
-_R8x1, _R4x1, _R2x1, _R1x1 = (fma_block.panel(r, 1, row_starts=True) for r in (8, 4, 2, 1))
+_NONE, _RELU, _MASK = (fma_block.EPILOGUES[k] for k in ("none", "relu", "mask"))
 
 
 @njit(cache=True, error_model="numpy", fastmath=FMA)
@@ -49,87 +56,85 @@ def gemm(out, init, C, In, m, kdim, n):
     this needs ``out``, ``init`` and the rows of ``In`` contiguous). Columns left over (fewer than a
     vector), or operands that are not contiguous, go through :func:`_gemm_columns`. ``C`` is read one
     scalar at a time, so any layout (a transposed view) serves."""
-    _gemm(out, init, C, In, m, kdim, n, False)
+    _gemm(out, init, C, In, m, kdim, n, False, _NONE, out)
 
 
 @njit(cache=True, error_model="numpy", fastmath=FMA)
 def gemm_row_starts(out, init, C, In, m, kdim, n):
     """:func:`gemm` with every chain of row ``i`` starting at ``init[i]``: ``out = init 1ᵀ + C In`` — the
     transposed product ``Zᵀ = W Aᵀ + b 1ᵀ``, whose entries are the chains of ``Z = A Wᵀ + 1 bᵀ``."""
-    _gemm(out, init, C, In, m, kdim, n, True)
+    _gemm(out, init, C, In, m, kdim, n, True, _NONE, out)
+
+
+@njit(cache=True, error_model="numpy", fastmath=FMA)
+def gemm_relu(out, init, C, In, m, kdim, n):
+    """:func:`gemm`, each entry stored as ``z if z > 0 else 0``: a hidden layer's activations
+    ``ReLU(A Wᵀ + 1 bᵀ)`` without a pass of their own."""
+    _gemm(out, init, C, In, m, kdim, n, False, _RELU, out)
+
+
+@njit(cache=True, error_model="numpy", fastmath=FMA)
+def gemm_masked(out, init, C, In, m, kdim, n, mask):
+    """:func:`gemm`, each entry stored as ``z if mask[i, j] > 0 else 0``: a ReLU layer's error
+    ``(Δ W) ⊙ 1[A > 0]`` (``mask`` = the layer's activations ``A``) without a pass of its own."""
+    _gemm(out, init, C, In, m, kdim, n, False, _MASK, mask)
 
 
 @njit(inline="always")
-def _gemm(out, init, C, In, m, kdim, n, by_row):
+def _gemm(out, init, C, In, m, kdim, n, by_row, epilogue, aux):
     j = 0
-    if n > 0 and out.strides[1] == out.itemsize and In.strides[1] == In.itemsize and init.strides[0] == init.itemsize:
+    contiguous = out.strides[1] == out.itemsize and In.strides[1] == In.itemsize and \
+        init.strides[0] == init.itemsize and aux.strides[1] == aux.itemsize
+    if n > 0 and contiguous:
         w = 64 // out.itemsize                         # entries of a 512-bit vector
         while n - j >= 2 * w:
-            _panels2(out, init, C, In, m, j, kdim, by_row)
+            _panels2(out, init, C, In, m, j, kdim, by_row, epilogue, aux)
             j += 2 * w
         if n - j >= w:
-            _panels1(out, init, C, In, m, j, kdim, by_row)
+            _panels1(out, init, C, In, m, j, kdim, by_row, epilogue, aux)
             j += w
     if j < n:
         _gemm_columns(out, init, C, In, m, kdim, j, n, by_row)
+        if epilogue != _NONE:                          # the panels' epilogue on the columns left over
+            for i in range(m):
+                for jj in range(j, n):
+                    z = out[i, jj]
+                    keep = z if epilogue == _RELU else aux[i, jj]
+                    out[i, jj] = z if keep > 0.0 else 0.0
 
 
 @njit(inline="always")
-def _panels2(out, init, C, In, m, j, kdim, by_row):
+def _panels2(out, init, C, In, m, j, kdim, by_row, epilogue, aux):
     """Rows ``0 … m−1`` of the two-vector column panel at ``j``: blocks of 8, then 4, 2, 1 rows."""
     i = 0
     while m - i >= 8:
-        if by_row:
-            _R8x2(out, init, C, In, i, j, kdim)
-        else:
-            _P8x2(out, init, C, In, i, j, kdim)
+        _P8x2(out, init, C, In, i, j, kdim, by_row, epilogue, aux)
         i += 8
     if m - i >= 4:
-        if by_row:
-            _R4x2(out, init, C, In, i, j, kdim)
-        else:
-            _P4x2(out, init, C, In, i, j, kdim)
+        _P4x2(out, init, C, In, i, j, kdim, by_row, epilogue, aux)
         i += 4
     if m - i >= 2:
-        if by_row:
-            _R2x2(out, init, C, In, i, j, kdim)
-        else:
-            _P2x2(out, init, C, In, i, j, kdim)
+        _P2x2(out, init, C, In, i, j, kdim, by_row, epilogue, aux)
         i += 2
     if m - i >= 1:
-        if by_row:
-            _R1x2(out, init, C, In, i, j, kdim)
-        else:
-            _P1x2(out, init, C, In, i, j, kdim)
+        _P1x2(out, init, C, In, i, j, kdim, by_row, epilogue, aux)
 
 
 @njit(inline="always")
-def _panels1(out, init, C, In, m, j, kdim, by_row):
+def _panels1(out, init, C, In, m, j, kdim, by_row, epilogue, aux):
     """:func:`_panels2` for the one-vector column panel at ``j``."""
     i = 0
     while m - i >= 8:
-        if by_row:
-            _R8x1(out, init, C, In, i, j, kdim)
-        else:
-            _P8x1(out, init, C, In, i, j, kdim)
+        _P8x1(out, init, C, In, i, j, kdim, by_row, epilogue, aux)
         i += 8
     if m - i >= 4:
-        if by_row:
-            _R4x1(out, init, C, In, i, j, kdim)
-        else:
-            _P4x1(out, init, C, In, i, j, kdim)
+        _P4x1(out, init, C, In, i, j, kdim, by_row, epilogue, aux)
         i += 4
     if m - i >= 2:
-        if by_row:
-            _R2x1(out, init, C, In, i, j, kdim)
-        else:
-            _P2x1(out, init, C, In, i, j, kdim)
+        _P2x1(out, init, C, In, i, j, kdim, by_row, epilogue, aux)
         i += 2
     if m - i >= 1:
-        if by_row:
-            _R1x1(out, init, C, In, i, j, kdim)
-        else:
-            _P1x1(out, init, C, In, i, j, kdim)
+        _P1x1(out, init, C, In, i, j, kdim, by_row, epilogue, aux)
 
 
 @njit(cache=True, error_model="numpy", fastmath=FMA)
@@ -245,16 +250,15 @@ def forward_backward(theta, widths, w_off, b_off, X, y, idx, grad, bufs):
             gemm_row_starts(ZT, bias, W, AT, nout, nin, B)
             for b in range(B):
                 for j in range(nout):
-                    Z[b, j] = ZT[j, b]
+                    z = ZT[j, b]
+                    Z[b, j] = z if l == L - 1 or z > 0.0 else 0.0        # ReLU on a hidden layer
         else:
             WT = matrix(Wt, 0, nin, nout)
             transpose(WT, W, nout, nin)
-            gemm(Z, bias, A, WT, B, nin, nout)
-        if l < L - 1:
-            Zf = acts[start:start + B * nout]
-            for i in range(B * nout):
-                z = Zf[i]
-                Zf[i] = z if z > 0.0 else 0.0
+            if l < L - 1:
+                gemm_relu(Z, bias, A, WT, B, nin, nout)              # A_l = ReLU(Z_l) as it is stored
+            else:
+                gemm(Z, bias, A, WT, B, nin, nout)
     K = widths[L]
     Z = matrix(acts, start, B, K)
     delta = matrix(deltas, 0, B, K)
@@ -301,10 +305,6 @@ def forward_backward(theta, widths, w_off, b_off, X, y, idx, grad, bufs):
         if l > 0:                                    # Δ_{l−1} = (Δ W) ⊙ 1[A > 0]
             W = matrix(theta, wo, nout, nin)
             nxt = matrix(deltas, (1 - cur) * half, B, nin)
-            gemm(nxt, zeros, delta, W, B, nout, nin)
-            nf = deltas[(1 - cur) * half:(1 - cur) * half + B * nin]
-            af = acts[start:start + B * nin]
-            for i in range(B * nin):
-                nf[i] = nf[i] if af[i] > 0.0 else 0.0
+            gemm_masked(nxt, zeros, delta, W, B, nout, nin, A)         # A = A_{l−1}: the mask as it is stored
             cur = 1 - cur
     return loss
