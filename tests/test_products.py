@@ -9,6 +9,9 @@ rounded once to the product's precision, so the kernel must agree with it bit fo
 (panels of 8 or 1 rows, 2 or 1 vectors, the leftover columns, non-contiguous operands) computed it.
 """
 
+import os
+import subprocess
+import sys
 from fractions import Fraction
 
 import numpy as np
@@ -106,7 +109,7 @@ def test_panel_refuses_mixed_precisions_and_bad_shapes():
 
     with pytest.raises(Exception, match="(?i)typing|resolve|no implementation"):
         call(np.zeros((1, 8)), np.zeros(8, dtype=np.float32), np.zeros((1, 1)), np.zeros((1, 8)))
-    assert fma_block.lanes(8) == 8 and fma_block.lanes(4) == 16
+    assert fma_block.lanes(8) == fma_block.VECTOR_BITS // 64 and fma_block.lanes(4) == fma_block.VECTOR_BITS // 32
 
 
 @settings(max_examples=40, deadline=None)
@@ -196,3 +199,19 @@ def test_borrowed_array_is_the_same_memory():
     a = np.arange(10.0)
     total = _through_borrowed(a)
     assert a[6] == -1.0 and total == (0 + 1 + 2 + 3 + 4 + 5 - 1) + -1.0
+
+
+@pytest.mark.skipif(os.environ.get("DYNTOOLS_VECTOR_BITS") == "256", reason="already running with 256-bit panels")
+def test_256_bit_panels_give_the_same_bits(tmp_path):
+    """The panels and transposes written with 256-bit vectors (a processor without AVX-512) pass this
+    file's bitwise tests too: run in a fresh process with ``DYNTOOLS_VECTOR_BITS=256`` and an empty numba
+    cache; an invalid value is refused when the module is imported."""
+    env = {**os.environ, "DYNTOOLS_VECTOR_BITS": "256", "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__, "-k",
+                          "fma_chain_bitwise or epilogues or vector_transpose or leaves_everything"],
+                         env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    assert " passed" in run.stdout
+    bad = subprocess.run([sys.executable, "-c", "import dyntools.engine.fma_block"], capture_output=True,
+                         text=True, env={**env, "DYNTOOLS_VECTOR_BITS": "300"})
+    assert bad.returncode != 0 and "Invalid DYNTOOLS_VECTOR_BITS: '300'" in bad.stderr

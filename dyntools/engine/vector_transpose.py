@@ -1,7 +1,8 @@
 """Matrix transposes in vector registers.
 
 :func:`transpose` writes ``dst[:cols, :rows] = src[:rows, :cols]ᵀ``. Square blocks of ``w × w`` entries
-(``w`` = the entries of a 512-bit vector: 8 float64, 16 float32) go through registers: the ``w`` rows
+(``w`` = the entries of a vector, :data:`dyntools.engine.fma_block.VECTOR_BITS`: 8 float64 or 16
+float32 with AVX-512) go through registers: the ``w`` rows
 of the block are loaded as vectors, exchanged in ``log₂ w`` rounds of two-vector shuffles, and stored
 as the ``w`` rows of the transposed block. Round ``h = w/2, w/4, …, 1`` pairs row ``r`` with row
 ``r + h`` (``r mod 2h < h``) and, in every group of ``2h`` lanes, keeps the first halves in row ``r``
@@ -23,7 +24,7 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from dyntools.engine.fma_block import lanes
+from dyntools.engine.fma_block import VECTOR_BYTES, lanes
 
 
 def _round_masks(w: int, h: int) -> tuple[list[int], list[int]]:
@@ -85,7 +86,7 @@ def transpose(dst, src, rows, cols):
     """``dst[:cols, :rows] = src[:rows, :cols]ᵀ``: whole ``w × w`` blocks in registers
     (:func:`transpose_block`) when both arrays are contiguous along their rows, the rest one entry at a
     time (rows of ``dst`` written contiguously)."""
-    w = 64 // src.itemsize
+    w = VECTOR_BYTES // src.itemsize
     rw = rows - rows % w if src.strides[1] == src.itemsize and dst.strides[1] == dst.itemsize else 0
     cw = cols - cols % w if rw > 0 else 0
     for i in range(0, rw, w):

@@ -17,14 +17,15 @@ Every entry of a product is one chain of fused multiply–adds in the order of t
 ``out ← fma(c_{k−1}, x_{k−1}, … fma(c₀, x₀, out))`` (the forward pass starts the chain at the bias):
 a fixed order, so results are deterministic and equal the NumPy twin to rounding.
 
-How it runs (none of it changes a bit): the products are register-blocked panels of 512-bit vector
-fma (:mod:`dyntools.engine.fma_block`) whose epilogues also apply the ReLU of a hidden layer and the
-mask ``1[A > 0]`` of its error as they store; ``W_lᵀ`` is transposed in vector registers
+How it runs (none of it changes a bit): the products are register-blocked panels of vector fma
+(512-bit with AVX-512; :mod:`dyntools.engine.fma_block`) whose epilogues also apply the ReLU of a
+hidden layer and the mask ``1[A > 0]`` of its error as they store; ``W_lᵀ`` is transposed in vector registers
 (:mod:`dyntools.engine.vector_transpose`); logits of fewer classes than a vector holds are computed as
 ``Z_Lᵀ = W_L A_{L−1}ᵀ + b 1ᵀ`` (the same chains, vectorized along the batch); the scratch is taken as
 borrowed matrix views (:mod:`dyntools.engine.flat_views`: no runtime call, no reference counting); the
 maximum's term of the softmax is exp(0) = 1 without a call. On the heatmap's 2 → 32 → 32 → 32 → 2 cell
-this took a float32 forward/backward pass from 0.039 to 0.015 s per 2000 steps (float64 0.057 → 0.025).
+this took a float32 forward/backward pass from 0.039 to 0.015–0.017 s per 2000 steps (float64: 0.057 to
+0.025–0.030; one thread, CPU time).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from numba import njit
 
 from dyntools.engine import fma_block
 from dyntools.engine.flat_views import borrowed, matrix
+from dyntools.engine.fma_block import VECTOR_BYTES
 from dyntools.engine.vector_transpose import transpose
 
 # fused multiply–add (contraction) and nothing else of fast-math: the order of every sum is the code's
@@ -51,11 +53,12 @@ def gemm(out, init, C, In, m, kdim, n):
     """``out[i, j] = init[j] + Σ_{g<kdim} C[i, g] · In[g, j]`` for ``i < m``, ``j < n``, each entry one
     chain of multiply–adds in the order of ``g`` starting at ``init[j]`` (a bias, or zeros).
 
-    Columns in panels of two 512-bit vectors (then one), rows eight at a time (then 4, 2, 1), each
-    block's accumulators held in registers for the whole contraction (:mod:`dyntools.engine.fma_block`;
-    this needs ``out``, ``init`` and the rows of ``In`` contiguous). Columns left over (fewer than a
-    vector), or operands that are not contiguous, go through :func:`_gemm_columns`. ``C`` is read one
-    scalar at a time, so any layout (a transposed view) serves."""
+    Columns in panels of two vectors (then one; 512 bits with AVX-512), rows eight at a time (then 4,
+    2, 1), each block's accumulators held in registers for the whole contraction
+    (:mod:`dyntools.engine.fma_block`; this needs ``out``, ``init`` and the rows of ``In``
+    contiguous). Columns left over (fewer than a vector), or operands that are not contiguous, go
+    through :func:`_gemm_columns`. ``C`` is read one scalar at a time, so any layout (a transposed view)
+    serves."""
     _gemm(out, init, C, In, m, kdim, n, False, _NONE, out)
 
 
@@ -86,7 +89,7 @@ def _gemm(out, init, C, In, m, kdim, n, by_row, epilogue, aux):
     contiguous = out.strides[1] == out.itemsize and In.strides[1] == In.itemsize and \
         init.strides[0] == init.itemsize and aux.strides[1] == aux.itemsize
     if n > 0 and contiguous:
-        w = 64 // out.itemsize                         # entries of a 512-bit vector
+        w = VECTOR_BYTES // out.itemsize               # entries of a panel's vector
         while n - j >= 2 * w:
             _panels2(out, init, C, In, m, j, kdim, by_row, epilogue, aux)
             j += 2 * w
@@ -228,7 +231,7 @@ def forward_backward(theta, widths, w_off, b_off, X, y, idx, grad, bufs):
     Wt = blocks[:ww]
     Gt = blocks[ww:]
     half = deltas.shape[0] // 2
-    narrow = 64 // acts.itemsize                     # fewer outputs than a 512-bit vector holds
+    narrow = VECTOR_BYTES // acts.itemsize           # fewer outputs than a vector holds
     start = 0                                        # where A_l begins in ``acts`` (layer after layer)
     A0 = matrix(acts, 0, B, widths[0])
     for b in range(B):
