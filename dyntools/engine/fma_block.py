@@ -1,22 +1,23 @@
 """Register-blocked panels of a matrix product, written as LLVM vector code.
 
-:func:`panel` makes a compiled function ``block(out, init, C, In, i0, j0, kdim)`` that computes the
-``R × (V·w)`` block of rows ``i0 … i0+R−1`` and columns ``j0 … j0+V·w−1`` of
+:func:`panel` makes a compiled function ``block(out, init, C, In, i0, j0, kdim, by_row, epilogue, aux)``
+that computes the ``R × (V·w)`` block of rows ``i0 … i0+R−1`` and columns ``j0 … j0+V·w−1`` of
 
     out[i, j] = init[j] + Σ_{g<kdim} C[i, g] · In[g, j],
 
-each entry one chain of fused multiply–adds in the order of ``g`` starting at ``init[j]``:
+each entry one chain of fused multiply–adds in the order of ``g`` starting at ``init[j]`` (or, with
+``by_row``, at ``init[i]``):
 
     acc ← init[j];   acc ← fma(C[i, g], In[g, j], acc)  for g = 0, 1, …, kdim − 1.
 
 ``w`` is the number of entries of a vector (:data:`VECTOR_BITS`: 512 bits where the processor has
-AVX-512, 8 float64 or 16 float32; 256 bits elsewhere). The ``R·V`` accumulators
-stay in vector registers for the whole contraction: per ``g`` the block loads ``V`` vectors of the row
-``In[g, j0:]`` and ``R`` scalars ``C[i, g]`` (broadcast), and issues ``R·V`` vector fma. numba's loop
-vectorizer does not keep accumulators in registers across the contraction (it loads and stores the
-output rows), nor does it use 512-bit vectors on processors that prefer 256-bit ones; written this way
-the products of the cross-entropy MLP run at 2–2.5× the rate of the same loops vectorized by numba,
-with the same bits (the chain is the same; only where its terms live changed).
+AVX-512, 8 float64 or 16 float32; 256 bits elsewhere). The ``R·V`` accumulators stay in vector
+registers for the whole contraction: per ``g`` the block loads ``V`` vectors of the row ``In[g, j0:]``
+and ``R`` scalars ``C[i, g]`` (broadcast), and issues ``R·V`` vector fma. numba's loop vectorizer does
+not keep accumulators in registers across the contraction (it loads and stores the output rows), nor
+does it use 512-bit vectors on processors that prefer 256-bit ones; written this way the products of
+the cross-entropy MLP run at 2–2.5× the rate of the same loops vectorized by numba, with the same bits
+(the chain is the same; only where its terms live changed).
 
 An epilogue may act on each finished entry before it is stored (:func:`panel`): the ReLU of a hidden
 layer, or the mask ``1[A > 0]`` of a ReLU layer's error — a pass over the output fewer.

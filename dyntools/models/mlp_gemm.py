@@ -3,8 +3,9 @@
 The network and its layout are those of :mod:`dyntools.models.mlp` (``W_l`` out × in, then ``b_l``).
 Activations are kept batch-major: ``A_l`` of shape ``(B, m_l)``, one row per example of the minibatch,
 one column per neuron, each layer's block contiguous. Every step of the forward and backward pass is
-one product :func:`gemm` whose operands are already in the layout it reads — no activation or error
-matrix is ever transposed, only the small weight block ``W_lᵀ`` of the forward pass:
+one product :func:`gemm` whose operands are already in the layout it reads — no error matrix is ever
+transposed, only the small weight block ``W_lᵀ`` of the forward pass (and ``A_{L−1}`` for logits of
+few classes, see below):
 
     forward     Z_l = A_{l−1} W_lᵀ + 1 b_lᵀ,   A_l = ReLU(Z_l) (hidden layers), logits Z_L;
     loss        ℓ = (1/B) Σ_i [log Σ_k exp Z_{L,ik} − Z_{L,i y_i}],  Δ_L = (softmax(Z_L) − onehot(y)) / B;
