@@ -61,7 +61,7 @@ def test_round_to_float32_avoids_double_rounding():
     assert round_to(np.float32, 1 + Fraction(1, 2 ** 24)) == np.float32(1.0)           # a true tie: even
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(m=st.integers(1, 18), kdim=st.integers(0, 9), n=st.integers(1, 40), layout=st.sampled_from(["C", "C.T", "In.T"]),
        dtype=st.sampled_from([np.float64, np.float32]), by_row=st.booleans(), seed=st.integers(0, 1000))
 def test_product_is_the_fma_chain_bitwise(m, kdim, n, layout, dtype, by_row, seed):
@@ -112,7 +112,7 @@ def test_panel_refuses_mixed_precisions_and_bad_shapes():
     assert fma_block.lanes(8) == fma_block.VECTOR_BITS // 64 and fma_block.lanes(4) == fma_block.VECTOR_BITS // 32
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(m=st.integers(1, 18), kdim=st.integers(0, 6), n=st.integers(1, 40),
        dtype=st.sampled_from([np.float64, np.float32]), transposed_in=st.booleans(), seed=st.integers(0, 1000))
 def test_epilogues_are_relu_and_mask_of_the_product(m, kdim, n, dtype, transposed_in, seed):
