@@ -65,6 +65,18 @@ def lanes(itemsize: int) -> int:
     return VECTOR_BITS // (8 * itemsize)
 
 
+def element_stride(builder, arr, ndim: int, dim: int, itemsize: int):
+    """IR: the stride of axis ``dim`` of the array struct ``arr`` (``ndim`` axes), in entries."""
+    strides = cgutils.unpack_tuple(builder, arr.strides, ndim)
+    return builder.sdiv(strides[dim], ir.Constant(ir.IntType(64), itemsize))
+
+
+def vector_pointer(builder, base, offset, vty):
+    """IR: ``base + offset`` entries, as a pointer to the vector type ``vty`` (loads and stores of it
+    are given ``align=1``: rows need not be aligned)."""
+    return builder.bitcast(builder.gep(base, [offset]), vty.as_pointer())
+
+
 #: what a panel does to each finished entry before storing it (the ``epilogue`` argument's codes)
 EPILOGUES = {"none": 0, "relu": 1, "mask": 2}
 
@@ -115,11 +127,11 @@ def _codegen(R: int, V: int):
         def const(v):
             return ir.Constant(idx, v)
 
-        def stride(arr, ndim, dim):                  # in elements
-            return builder.sdiv(cgutils.unpack_tuple(builder, arr.strides, ndim)[dim], const(size))
+        def stride(arr, ndim, dim):
+            return element_stride(builder, arr, ndim, dim, size)
 
         def vector_at(base, offset):
-            return builder.bitcast(builder.gep(base, [offset]), vty.as_pointer())
+            return vector_pointer(builder, base, offset, vty)
 
         out_row, init_step = stride(out, 2, 0), stride(init, 1, 0)
         c_row, c_col, x_row = stride(c, 2, 0), stride(c, 2, 1), stride(x, 2, 0)

@@ -21,10 +21,9 @@ from __future__ import annotations
 
 from llvmlite import ir
 from numba import njit, types
-from numba.core import cgutils
 from numba.extending import intrinsic
 
-from dyntools.engine.fma_block import VECTOR_BYTES, lanes
+from dyntools.engine.fma_block import VECTOR_BYTES, element_stride, lanes, vector_pointer
 
 
 def _round_masks(w: int, h: int) -> tuple[list[int], list[int]]:
@@ -54,14 +53,10 @@ def transpose_block(typingctx, dst, src, i0, j0):
         vty = ir.VectorType(fty, w)
         idx = ir.IntType(64)
 
-        def row_stride(arr):
-            return builder.sdiv(cgutils.unpack_tuple(builder, arr.strides, 2)[0], ir.Constant(idx, size))
-
         def at(arr, stride, row, col):                # pointer to the vector arr[row, col : col + w]
-            offset = builder.add(builder.mul(row, stride), col)
-            return builder.bitcast(builder.gep(arr.data, [offset]), vty.as_pointer())
+            return vector_pointer(builder, arr.data, builder.add(builder.mul(row, stride), col), vty)
 
-        s_row, d_row = row_stride(s), row_stride(d)
+        s_row, d_row = element_stride(builder, s, 2, 0, size), element_stride(builder, d, 2, 0, size)
         rows = [builder.load(at(s, s_row, builder.add(i0, ir.Constant(idx, r)), j0), align=1) for r in range(w)]
         h = w // 2
         while h >= 1:
