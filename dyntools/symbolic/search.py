@@ -344,3 +344,61 @@ def refine_piecewise(expr, domains: dict):
                 elif where == domain:
                     decided[rel] = sp.true
     return expr.xreplace(decided) if decided else expr
+
+
+# ----------------------------------------------------------------------------- numeric screen
+
+
+def _screenable(expr) -> bool:
+    """Whether every entry of ``expr`` is a closed-form expression NumPy can evaluate (no sums,
+    indexed symbols, matrix symbols or undefined functions, which only the exact search handles)."""
+    atoms = sp.Tuple(*expr) if isinstance(expr, sp.MatrixBase) else sp.sympify(expr)
+    return not (atoms.has(sp.Sum, sp.Product, sp.Derivative, sp.Integral, sp.Indexed, sp.MatrixSymbol)
+                or atoms.atoms(AppliedUndef))
+
+
+def screen_counterexample(expr, domains: dict | None = None, *, limit: int = 4096, seconds: float = 0.5,
+                          seed: str = "", confirm: int = 8) -> Counterexample | None:
+    """The exact search's points, screened in floating point first.
+
+    The same candidate points as :func:`find_counterexample` (simplest first, including its seeded
+    random rationals), at most ``limit`` of them, are evaluated in vectorized float64 (``lambdify``);
+    only the points where the float value is finite and not negligibly small are then evaluated
+    *exactly*, in rank order, at most ``confirm`` of them. The float value never decides anything:
+    a point counts only when its exact value is provably non-zero (:func:`exact_nonzero`), so the
+    answer is the first exact counterexample among the screened points — typically found in
+    milliseconds where the exact search would spend a second per hundred points. Returns None when
+    nothing was confirmed or ``expr`` is not screenable (sums, indexed symbols: exact search only)."""
+    import numpy as np
+
+    if not _screenable(expr):
+        return None
+    start = time.perf_counter()
+    domains = dict(domains or {})
+    entries = list(expr) if isinstance(expr, sp.MatrixBase) else [sp.sympify(expr)]
+    variables = search_variables(expr)
+    lists = [candidates(domain_of(v, domains), seed=seed + str(v)) for v in variables]
+    points = list(ranked_points(variables, lists, limit))
+    if not points:
+        return None
+    try:
+        func = sp.lambdify(variables, entries, modules="numpy")
+        columns = [np.array([float(p[v]) for p in points]) for v in variables]
+        with np.errstate(all="ignore"):
+            values = [np.broadcast_to(np.asarray(e, dtype=complex), (len(points),)) for e in func(*columns)]
+    except Exception:  # something NumPy cannot evaluate: leave it to the exact search
+        return None
+    with np.errstate(all="ignore"):
+        size = np.max([np.abs(v) for v in values], axis=0)
+    promising = np.flatnonzero(np.isfinite(size) & (size > 1e-9))
+    for k, i in enumerate(promising[:confirm]):
+        if k and time.perf_counter() - start > seconds:  # the first promising point is always checked
+            return None
+        try:
+            value = substitute(expr, points[i])
+            nonzero = exact_nonzero(value)
+        except Exception:
+            continue
+        if nonzero is True:
+            return Counterexample(points[i], _value_of(value))
+    return None
