@@ -1,5 +1,7 @@
 """Your own optimizer through dt.train and the sweep (issue 30, item 1)."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -86,3 +88,58 @@ def test_chain_must_be_a_transform():
     with pytest.raises(TypeError, match="Invalid chain of optimizer 'x'"):
         O.Optimizer("x", 1e-3, "not a chain")
     assert T.chain().init(np.zeros(2)) == ()
+
+
+# ------------------------------------------------------------------------------------ the sweep
+
+SWEEP = ["--lr-grid", "1e-3:1e-2:2", "--wd-grid", "1e-3:1e-1:2", "--n", "40", "--n-val", "40", "--epochs", "2",
+         "--hidden", "4", "--batch-size", "8", "--seed", "3", "--json"]
+
+
+def test_user_lion_in_a_4_cell_sweep_resumes_and_runs_on_dask(tmp_path):
+    """``--optimizer-file tests/byo_lion.py --optimizers lion``: 4 cells computed, then all reused on resume;
+    every cell is the in-process cell with the user's Lion (bitwise, one machine), not AdamW's; the module
+    reference ``tests.byo_lion:lion`` on a Dask local cluster gives the same cells bit for bit."""
+    import json
+
+    from dyntools import store
+    from simulations.adamw_heatmaps import train_cell
+    from tests.conftest import run_cli
+
+    root = Path(__file__).resolve().parents[1]
+    env = {"PYTHONPATH": str(root)}
+    out = tmp_path / "grid"
+    args = ["sweep", "adamw-grid", "--optimizer-file", root / "tests" / "byo_lion.py", "--optimizers", "lion", *SWEEP]
+    proc = run_cli(*args, "--workers", "1", "--out", out, env=env, cwd=root)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["computed"] == 4
+    again = run_cli(*args, "--workers", "1", "--out", out, env=env, cwd=root)
+    assert json.loads(again.stdout)["computed"] == 0 and json.loads(again.stdout)["reused"] == 4
+    result = store.load(out)
+    [name] = result.config["optimizers"]
+    assert name == f"{root / 'tests' / 'byo_lion.py'}:lion"        # the reference a worker rebuilds it from
+    cells = [{"optimizer": name, "lr": lr, "wd": wd} for lr in (1e-3, 1e-2) for wd in (1e-3, 1e-1)]
+    for k, cell in enumerate(cells):
+        mine = train_cell(result.config, cell, result.seed, k)
+        assert mine["val_loss"] == result["val_loss"][0].ravel()[k]
+    assert train_cell(result.config, {**cells[3], "optimizer": "adamw"}, result.seed, 3)["val_loss"] != \
+        result["val_loss"][0].ravel()[3]
+    dask_out = tmp_path / "dask"
+    proc = run_cli("sweep", "adamw-grid", "--optimizers", "tests.byo_lion:lion", *SWEEP, "--dask-local", "1",
+                   "--out", dask_out, env=env, cwd=root)
+    assert proc.returncode == 0, proc.stderr
+    np.testing.assert_array_equal(store.load(dask_out)["val_loss"], result["val_loss"])
+
+
+def test_bad_user_optimizer_reference_is_a_usage_error(tmp_path):
+    from tests.conftest import assert_usage_error, run_cli
+
+    root = Path(__file__).resolve().parents[1]
+    env = {"PYTHONPATH": str(root)}
+    for refs, needle in [("tests.byo_lion:nope", "has no function 'nope'"),
+                         ("no_such_module_xyz:lion", "cannot import module 'no_such_module_xyz'")]:
+        proc = run_cli("sweep", "adamw-grid", "--optimizers", refs, *SWEEP, "--out", tmp_path / "x", env=env, cwd=root)
+        assert_usage_error(proc, "Invalid --optimizers", needle, out_dir=tmp_path / "x")
+    proc = run_cli("sweep", "adamw-grid", "--optimizer-file", tmp_path / "missing.py", "--optimizers", "lion", *SWEEP,
+                   "--out", tmp_path / "x", env=env, cwd=root)
+    assert_usage_error(proc, "Invalid --optimizer-file", out_dir=tmp_path / "x")
