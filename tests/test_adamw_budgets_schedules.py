@@ -163,5 +163,5 @@ def test_schedules_default_wd_is_per_optimizer():
     assert weight_decays(ScheduleParams(), ("adam", "adamw")) == (1e-4, 1e-2)
     assert weight_decays(ScheduleParams(optimizers=("sgd", "sgdw")), ("sgd", "sgdw")) == (1e-4, 1e-2)
     assert weight_decays(ScheduleParams(wd=(0.5,)), ("adam", "adamw")) == (0.5, 0.5)
-    spec = build_spec(ScheduleParams(optimizers=("adamw",), n=40, n_val=40, batch_size=8, epochs=1.0), seed=0)
+    _, spec = build_spec(ScheduleParams(optimizers=("adamw",), n=40, n_val=40, batch_size=8, epochs=1.0), seed=0)
     assert {c["wd"] for c in spec.cells} == {1e-2}
