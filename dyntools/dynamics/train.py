@@ -43,6 +43,7 @@ import numpy as np
 from numba import njit
 
 from dyntools import validation
+from dyntools.dynamics import kernel_check
 from dyntools.engine import drive, guard, record, rng, samplers, streams
 from dyntools.engine.result import RunResult, timed
 from dyntools.optim import chain_step
@@ -222,7 +223,7 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
           theta0=None, bound: float | None = None, indices=None, common_stream: bool = False,
           stream_key: tuple[int, ...] = (), chunks: int = 1, progress: bool = False, kernel: str = "numba",
           workers: int | None = None, fast: bool = True, labels=None, step_loss: bool = False,
-          plateau_every: int | None = None, plateau_metric=None) -> RunResult:
+          plateau_every: int | None = None, plateau_metric=None, check_gradient: bool = True) -> RunResult:
     """Train ``model`` on ``data`` with ``optimizer`` (see the module docstring for the step).
 
     Parameters
@@ -253,6 +254,11 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
     labels : list of str          names of the runs (default the optimizer names)
     step_loss : bool              also return ``step_loss`` (G, S, T): the mini-batch loss of every step
                                   (the kernel's value at θ_t, before the update)
+    check_gradient : bool         a user's model (not one of :mod:`dyntools.models`) has its kernel run once
+                                  before the loop on guarded buffers and its gradient compared with central
+                                  finite differences at the initial θ (:mod:`dyntools.dynamics.kernel_check`,
+                                  relative tolerance 1e-4); False skips the gradient part (the workspace
+                                  guard always runs)
 
     Returns a :class:`RunResult` of kind ``"train"``; arrays indexed ``[run, seed, …]``: ``theta``
     (recorded parameters, K × p per path), ``train_loss`` (and ``test_loss`` when the data has a test
@@ -358,14 +364,24 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
     setting = {"sampler": sampler, "batch": b, "label_noise": label_noise, "optimizers": opts, "kernel": kernel,
                "step_loss": step_losses.shape[1] > 0}
     tuned = model.fast_path(setting) if fast and not by_chain else None
+    if kernel == "numba" and not hasattr(model.loss_grad, "py_func"):
+        raise ValueError(f"Invalid model {model.name!r}: kernel='numba' needs model.loss_grad compiled with "
+                         f"numba.njit (got {type(model.loss_grad).__name__}); njit it, or pass kernel='numpy' "
+                         "to run loss_grad_np")
+    kernel_fn = model.loss_grad if kernel == "numba" else model.loss_grad_np
+    builtin = kernel_check.is_builtin(model)
+    if not builtin:
+        kernel_check.check_kernel(model, kernel_fn, thetas[0], Xs[0], ys[0], b, iargs, fargs, ws_size,
+                                  gradient=bool(check_gradient))
     cached = loops.for_kernel(model.loss_grad)
+    if cached is None and kernel == "numba" and not builtin:
+        cached = loops.user_loop(model.loss_grad)
     timings: dict[str, float] = {}
 
     steppers = [chain_step.ChainStepper(opts[run_of[p]], thetas[p]) for p in range(P)] if by_chain else None
 
     def advance(t0, t1, last):
         if by_chain:                       # the optimizers' own chains, stepped from Python
-            kernel_fn = model.loss_grad if kernel == "numba" else model.loss_grad_np
             for p in range(P):
                 advance_path_numpy(kernel_fn, p, *args, t0, t1, record_steps, theta_rec, bound, diverged_at,
                                    last, stepper=steppers[p])
