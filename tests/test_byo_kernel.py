@@ -29,7 +29,8 @@ def test_planted_short_workspace_is_one_clear_error(kernel):
     """Compiled: the canary past the workspace names the entry; NumPy: the bounds-checked error, named."""
     message = (r"Invalid model 'my-affine': its kernel wrote past its workspace \(entry ws\[3\], but "
                r"workspace_size\(4\) = 3\)" if kernel == "numba" else
-               r"Invalid model 'my-affine': its kernel raised ValueError: could not broadcast .* workspace_size\(4\) = 3")
+               r"Invalid model 'my-affine': its kernel raised ValueError: could not broadcast .* "
+               r"workspace_size\(4\) = 3")
     with pytest.raises(ValueError, match=message):
         dt.train(Affine(3, short_ws=True), DATA, dt.sgd(lr=0.1), steps=3, batch=4, kernel=kernel)
 
