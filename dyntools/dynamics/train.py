@@ -282,8 +282,9 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
     n, d = np.shape(sets[0].X)
     for ds in sets:
         X = validation.finite_array("X", ds.X, ndim=2)
-        if X.shape != (n, d) or np.shape(ds.y)[0] != n:
-            raise ValueError(f"Invalid data: every data set needs X of shape ({n}, {d}) and {n} labels")
+        if X.shape != (n, d):
+            raise ValueError(f"Invalid data: every data set needs X of shape ({n}, {d}), got {X.shape}")
+        _check_targets(ds.y, n, model.head)
     batch = validation.count("batch", batch)
     if sampler_code != samplers.FULL and batch > n:
         raise ValueError(f"Invalid batch: {batch} (must be <= n = {n})")
@@ -320,7 +321,12 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
     p_dim = model.n_params
     P = G * S
     if theta0 is None:
-        inits = np.stack([model.init(seed, s) for s in range(S)])
+        inits = [np.asarray(model.init(seed, s)) for s in range(S)]
+        if inits[0].shape != (p_dim,) or not np.all(np.isfinite(inits[0])):
+            raise ValueError(f"Invalid model {model.name!r}: init(seed, 0) returned shape {inits[0].shape}"
+                             f"{'' if inits[0].shape != (p_dim,) else ' with non-finite entries'} (expected "
+                             f"n_params = {p_dim} finite numbers)")
+        inits = np.stack(inits)
     else:
         inits = validation.finite_array("theta0", theta0)
         if inits.shape not in ((p_dim,), (S, p_dim)):
@@ -431,7 +437,11 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
             yt = np.stack([np.asarray(ds.y_test).astype(y_dtype) for ds in sets])
             arrays["test_loss"] = shape(_recorded_loss(model, theta_rec, Xt, yt, data_of))
     last = arrays["train_loss"][..., -1].reshape(-1)
-    status, message = drive.classify(diverged_at, np.where(np.isfinite(last), last, np.inf), what="paths")
+    first = int(np.argmin(np.where(diverged_at == guard.NEVER, np.iinfo(np.int64).max, diverged_at)))
+    detail = (guard.cause(thetas[first], bound, where=" (the ‖θ‖₁ guard)")
+              if diverged_at[first] != guard.NEVER else "")
+    status, message = drive.classify(diverged_at, np.where(np.isfinite(last), last, np.inf), what="paths",
+                                     detail=detail)
     config = {"model": model.config(), "runs": [{"label": lab, "optimizer": o.name, "lr": o.lr,
                                                  "schedule": repr(s), "optimizer_step": chain_step.describe(o)}
                                                 for lab, o, s in zip(labels, opts, scheds)],
@@ -444,6 +454,26 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
         arrays[name] = shape(extra)
     summary = {"paths": P, **guard.summary(diverged_at)}
     return RunResult("train", config, arrays, status, message, seed=seed, summary=summary, timings=timings)
+
+
+def _check_targets(y, n: int, head: str) -> None:
+    """``y`` must be n finite numbers (regression) or n integer class labels ≥ 0 (cross-entropy), as a
+    flat array: a ValueError names what is wrong (shape, dtype, the first bad entry)."""
+    y = np.asarray(y)
+    if y.shape != (n,):
+        hint = "; flatten it with y.ravel()" if y.size == n else ""
+        raise ValueError(f"Invalid data: y has shape {y.shape} (expected ({n},): one target per example{hint})")
+    if y.dtype.kind not in "biuf":
+        raise ValueError(f"Invalid data: y has dtype {y.dtype} (expected "
+                         f"{'numbers' if head == 'regression' else 'integer class labels'})")
+    bad = np.flatnonzero(~np.isfinite(y.astype(np.float64)))
+    if bad.size:
+        raise ValueError(f"Invalid data: y has {bad.size} non-finite entries (first y[{bad[0]}] = {y[bad[0]]})")
+    if head == "cross-entropy":
+        wrong = np.flatnonzero((y < 0) | (y != np.round(y)))
+        if wrong.size:
+            raise ValueError(f"Invalid data: y[{wrong[0]}] = {y[wrong[0]]} is not a class label (integers >= 0 "
+                             "for a cross-entropy head)")
 
 
 def _recorded_loss(model, theta_rec, Xs, ys, data_of) -> np.ndarray:
