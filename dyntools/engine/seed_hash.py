@@ -77,13 +77,23 @@ def _seed_sequence_states(prefix, n_paths):
 
 
 @njit(inline="always")
-def _hashmix(value, hash_const):
+def _hash(value, hash_const, mult):
+    """``value`` hashed with the running constant, which advances by ``mult`` (mod 2³²)."""
     mask = np.uint64(_MASK)
     value = (value ^ hash_const) & mask
-    hash_const = (hash_const * np.uint64(_MULT_A)) & mask
+    hash_const = (hash_const * np.uint64(mult)) & mask
     value = (value * hash_const) & mask
-    value ^= value >> np.uint64(16)
-    return value, hash_const
+    return value ^ (value >> np.uint64(16)), hash_const
+
+
+@njit(inline="always")
+def _hashmix(value, hash_const):
+    return _hash(value, hash_const, _MULT_A)
+
+
+@njit(inline="always")
+def _output_word(value, hash_const):
+    return _hash(value, hash_const, _MULT_B)
 
 
 @njit(inline="always")
@@ -91,12 +101,3 @@ def _mix(x, y):
     mask = np.uint64(_MASK)
     result = (np.uint64(_MIX_L) * x - np.uint64(_MIX_R) * y) & mask
     return result ^ (result >> np.uint64(16))
-
-
-@njit(inline="always")
-def _output_word(value, hash_const):
-    mask = np.uint64(_MASK)
-    value = (value ^ hash_const) & mask
-    hash_const = (hash_const * np.uint64(_MULT_B)) & mask
-    value = (value * hash_const) & mask
-    return value ^ (value >> np.uint64(16)), hash_const
