@@ -43,7 +43,7 @@ _LAZY = {
     "IntervalCheck": ("dyntools.symbolic.interval", "IntervalCheck"),
     "unroll": ("dyntools.symbolic.unroll", "unroll"),
     "load_claims": ("dyntools.symbolic.userfile", "load_claims"),
-    "grade": ("dyntools.grade", "grade"),
+    "grade": ("dyntools.autograder", "grade"),
     "builtin_claims": ("dyntools.commands.prove", "builtin_claims"),
     "claim_families": ("dyntools.commands.prove", "claim_families"),
     "solve": ("dyntools.dynamics.sde", "solve"),

@@ -111,7 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
                        formatter_class=_formatter,
                        description="The problem set's autograder (seed 001): runs the Adam and AdamW of FILE\n"
                                    "(functions adam_step/adamw_step or classes Adam/AdamW; see\n"
-                                   "dyntools.grade) and the reference on the same deterministic problems,\n"
+                                   "dyntools.autograder) and the reference on the same deterministic problems,\n"
                                    "step by step; exit 0 only when every run matches to 1e-10. FILE is\n"
                                    "executed: use only files you trust.\n\n"
                                    "example:\n  dyntools grade my_adam.py\n"

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dyntools import grade as G
+from dyntools import autograder as G
 from tests.conftest import assert_usage_error, run_cli
 
 HERE = Path(__file__).parent / "grading"
@@ -124,3 +124,10 @@ def test_cli_bad_input_is_one_line_exit_2(tmp_path, args, needle):
     files = {"syntax": tmp_path / "syntax.py", "empty": tmp_path / "empty.py", "ok": HERE / "correct_functions.py"}
     argv = [a.format(**files) for a in args]
     assert_usage_error(run_cli("grade", *argv, cwd=tmp_path), needle)
+
+
+def test_a_mapping_of_functions_is_graded_like_a_file():
+    ns: dict = {}
+    exec(CORRECT, ns)
+    report = G.grade({"adam_step": ns["adam_step"], "adamw_step": ns["adamw_step"]}, problems="gradients")
+    assert report.passed and report.file == "adam_step, adamw_step"

@@ -1,4 +1,4 @@
-"""``dyntools grade FILE``: the problem set's autograder (see :mod:`dyntools.grade`)."""
+"""``dyntools grade FILE``: the problem set's autograder (see :mod:`dyntools.autograder`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ MAX_STEPS = 10_000
 
 
 def run(args, progress: bool) -> CommandOutput:
-    from dyntools.grade import PROBLEMS, grade
+    from dyntools.autograder import PROBLEMS, grade
 
     problems = [p.strip() for p in str(args.problem).split(",") if p.strip()]
     if not problems:

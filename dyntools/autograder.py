@@ -376,12 +376,18 @@ class GradeReport:
         return "\n".join(lines)
 
 
-def load_student(path) -> dict[str, object]:
-    """The student's optimizers found in ``path`` (``{"adam": obj, "adamw": obj}``, at least one)."""
+def load_student(source) -> dict[str, object]:
+    """The student's optimizers (``{"adam": obj, "adamw": obj}``, at least one) found in ``source``: the
+    path of a Python file, or a mapping of names (a notebook's ``{"adam_step": adam_step, …}``)."""
+    from collections.abc import Mapping
+
     from dyntools.user_code import run_file
 
-    path = Path(path)
-    namespace = run_file(path, "FILE")
+    if isinstance(source, Mapping):
+        namespace, path = source, "the given names"
+    else:
+        path = Path(source)
+        namespace = run_file(path, "FILE")
     found = {}
     for which, names in NAMES.items():
         for name in names:
@@ -396,9 +402,18 @@ def load_student(path) -> dict[str, object]:
     return found
 
 
-def grade(path, *, problems=PROBLEMS, steps: int | None = None) -> GradeReport:
-    """Grade the student's file ``path`` (see the module docstring)."""
+def grade(source, *, problems=PROBLEMS, steps: int | None = None) -> GradeReport:
+    """Grade the student's optimizers in ``source`` — a file path, or a mapping such as
+    ``{"adam_step": adam_step, "adamw_step": adamw_step}`` (see the module docstring)."""
+    from collections.abc import Mapping
+
     problems = (problems,) if isinstance(problems, str) else tuple(problems)
     probs = [problem(name, steps) for name in problems]
-    found = load_student(path)
-    return GradeReport(str(path), [grade_one(obj, which, prob) for which, obj in found.items() for prob in probs])
+    found = load_student(source)
+    name = ", ".join(found_names(source)) if isinstance(source, Mapping) else str(source)
+    return GradeReport(name, [grade_one(obj, which, prob) for which, obj in found.items() for prob in probs])
+
+
+def found_names(namespace) -> list[str]:
+    """The graded names present in ``namespace``."""
+    return [n for names in NAMES.values() for n in names if namespace.get(n) is not None]
