@@ -232,9 +232,9 @@ def schedules(s: Setting):
         warm_factor = s.warmup_factor * frac if s.warmup_per_length else s.warmup_factor
         if warm_factor != 1.0:
             decay = PowerWarmup(warm_factor, frac, s.warmup_exponent, inner=decay)
-            kind = "linear" if s.warmup_exponent == 1.0 else f"power {s.warmup_exponent:g}"
-            how = f"{s.warmup_factor:g}·{frac:g}" if s.warmup_per_length else f"{s.warmup_factor:g}"
-            warm = f", {kind} warm-up ×{how}"
+            kind = "linearly" if s.warmup_exponent == 1.0 else f"as t^{s.warmup_exponent:g}"
+            peak = s.eta_large * (1.0 + (warm_factor - 1.0) * frac ** s.warmup_exponent)   # PowerWarmup at the decay
+            warm = f" rising {kind} to {peak:.3g}"
         out.append((f"large step: η = {s.eta_large:g}{warm}, ÷{factor:g} at {frac:.0%}", s.eta_large, decay))
     return out
 

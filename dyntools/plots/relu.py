@@ -20,6 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+from matplotlib.lines import Line2D
 
 from dyntools import plots
 
@@ -137,25 +138,28 @@ def plot_predictor_paper_1d(result, out_dir: Path, formats, snapshots=None) -> l
     labels = result.config["labels"]
     grid = np.linspace(X.min() - 0.05, X.max() + 0.05, 600)[:, None]
     lo, hi = 1.3 * float(y.min()), 1.2 * float(y.max())
-    fig, axes = plots.figure(ncols=len(picks), nrows=1, width=3.0, height=2.9)
+    fig, axes = plots.figure(ncols=len(picks), nrows=1, width=3.0, height=2.9, sharey=True)
     for q, k in enumerate(picks):
         ax = axes[0][q]
-        for r, lab in enumerate(labels):
+        for r in range(len(labels)):
             th = thetas[r, k]
             c = plots.PALETTE[r % len(plots.PALETTE)]
             if not np.all(np.isfinite(th)):
+                ax.plot([], [], color=c, lw=1.6, label="diverged")
                 continue
             (W1, b1), (W2, _) = layout.unpack(th)
             loc, _ = kinks_1d(W1[:, 0], b1, W2[0], lo=float(X.min()), hi=float(X.max()))
-            ax.plot(grid[:, 0], layout.predict(th, grid), color=c, lw=1.6,
-                    label=f"{lab} ({loc.size} kinks)" if q == 0 else f"{loc.size} kinks")
+            ax.plot(grid[:, 0], layout.predict(th, grid), color=c, lw=1.6, label=f"{loc.size} kinks")
             ax.plot(loc, layout.predict(th, loc[:, None]), "o", mfc="none", color=c, ms=6)
         ax.scatter(X, y, color="black", zorder=5, s=14)
         ax.set_ylim(lo, hi)
         ax.set_title(f"iteration {int(steps[k])}")
         ax.set_xlabel("x")
-        ax.legend(loc="lower right", fontsize=6)
+        ax.legend(loc="best", fontsize=6)
     axes[0][0].set_ylabel("h_θ(x)  (circles: distinct kinks)")
+    runs = [Line2D([], [], color=plots.PALETTE[r % len(plots.PALETTE)], lw=1.6, label=lab)
+            for r, lab in enumerate(labels)]
+    fig.legend(handles=runs, loc="outside lower center", ncols=1, frameon=False, fontsize=7)
     fig.suptitle(f"setting {result.config['setting']}: predictors at the iterations of the paper's figure")
     return plots.save(fig, out_dir, "relu_predictor_paper", formats)
 
