@@ -446,7 +446,10 @@ def reproduce(ctx):
     md += [f"![{p.stem}]({ctx.relative(p)})" for p in figs]
     numbers = {k: {kk: v[kk] for kk in ("best_val_acc", "cells_above_threshold", "fraction_above_threshold")}
                for k, v in s.items()}
-    return Section(TITLE, "\n".join(md), numbers=numbers, figures=[ctx.relative(p) for p in figs], ok=ok)
+    headline = (f"decoupled decay {'holds' if ok else 'FAILS'}: {decoupled['cells_above_threshold']} vs "
+                f"{coupled['cells_above_threshold']} cells ≥ {cfg.threshold:.0%} ({cfg.optimizers[-1]} vs {cfg.optimizers[0]})")
+    return Section(TITLE, "\n".join(md), numbers=numbers, figures=[ctx.relative(p) for p in figs], ok=ok,
+                   headline=headline)
 
 
 # ----------------------------------------------------------------------------------- the command line
