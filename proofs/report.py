@@ -105,4 +105,5 @@ def reproduce(ctx):
         "seconds_per_claim": {r.claim.name: round(r.seconds, 4) for r in results},
     }
     return Section(TITLE, markdown, numbers=numbers, ok=ok,
-                   headline=f"{n_ver} of {len(claims)} claims verified; {n_ref} of {len(controls)} false controls refuted")
+                   headline=f"{n_ver} of {len(claims)} claims verified; "
+                            f"{n_ref} of {len(controls)} false controls refuted")
