@@ -14,9 +14,10 @@ pixels) of its axes, texts and legends. It reports, one sentence per defect:
 * **overlapping texts** — two text boxes (titles, axis labels, tick labels, notes, legends) whose
   intersection is more than :data:`OVERLAP_PX` pixels² and more than :data:`OVERLAP_FRACTION` of the
   smaller box;
-* **a legend over the data** — a legend inside an axes that covers an image or mesh, or that covers
-  more data than the best of matplotlib's nine standard places would (vertices of the data lines and
-  scatter points under the legend, plus the data lines that cross it);
+* **a legend over the data** — a legend inside an axes that covers an image or mesh, or one placed by
+  hand that covers more data than the best of matplotlib's nine standard places would (vertices of the
+  data lines and scatter points under the legend, plus the data lines that cross it); a legend placed
+  with ``loc="best"`` is matplotlib's own search for the place that covers least, and passes;
 * for animations (:func:`frame_problems`), frames narrower than :data:`MIN_GIF_WIDTH` pixels.
 
 :func:`enforce` applies the check where figures are written (``dyntools.plots.save`` and the GIF
@@ -263,8 +264,8 @@ def _legend_problems(fig, renderer) -> list[str]:
             problems.append(f"legend of panel {_name(ax)} covers the image/mesh data (place it outside)")
             continue
         here = _coverage(ax, box)
-        if here == 0:
-            continue
+        if here == 0 or getattr(leg, "_loc", None) == 0:
+            continue                     # loc="best": matplotlib itself chose the place that covers least
         pad = 0.01 * min(frame.width, frame.height)
         w, h = box.width, box.height
         xs = (frame.x0 + pad, (frame.x0 + frame.x1 - w) / 2, frame.x1 - pad - w)

@@ -100,8 +100,9 @@ def plot_result(result, out_dir: Path, formats: Sequence[str] = ("png", "pdf"),
     if r:
         axes[3].axhline(r, color="0.5", lw=0.8, ls="--")
         axes[3].text(1, r, " r = ‖β*‖₀", va="bottom", color="0.4", fontsize=7)
-    axes[4].axhline(1.0, color="0.5", lw=0.8, ls="--")
-    axes[4].text(1, 1.0, " η = 2/λ_max", va="bottom", color="0.4", fontsize=7)
+    if drawn[4]:
+        axes[4].axhline(1.0, color="0.5", lw=0.8, ls="--")
+        axes[4].text(1, 1.0, " η = 2/λ_max", va="bottom", color="0.4", fontsize=7)
     all_diverged = bool(np.all(result["diverged_at"] >= 0))
     for i, ax in enumerate(axes):
         if not drawn[i]:                # an empty panel says why it is empty

@@ -158,8 +158,9 @@ def centers_animation(result, out_dir: Path, formats=("png", "pdf"), stem: str =
         ax.set_title(f"centers, colour = {'W₁ − W₀' if C == 2 else 'max logit'} (step {int(steps[i])})")
         ax.set_xlabel("c₁")
         ax.set_ylabel("c₂")
-        if i == 0 and not hasattr(fig, "_voronoi_cbar"):
-            fig._voronoi_cbar = fig.colorbar(sc, ax=ax, shrink=0.8)
+        if not hasattr(fig, "_voronoi_cbar"):
+            fig._voronoi_cbar = fig.colorbar(sc, ax=ax, shrink=0.8,
+                                             label="logit margin W₁ − W₀" if C == 2 else "largest logit")
         for c in range(C):
             ax2.plot(np.sort(W[i, c])[::-1], color=plots.PALETTE[c % 8], lw=1.2, label=f"class {c}")
         ax2.set_ylim(lo - 0.05 * (hi - lo), hi + 0.05 * (hi - lo))
@@ -232,9 +233,9 @@ def curves(result, out_dir: Path, formats=("png", "pdf"), stem: str = "voronoi_c
     ax = axes[0, 1]
     ax.axhline(np.median(result["ref_majority"]), color="grey", ls=":", lw=1, label="majority class")
     ax.axhline(np.median(result[f"ref_exact_{p['rule']}"]), color="black", ls="-.", lw=1, label="exact rule")
-    ax.legend(loc="lower right")
+    ax.legend(loc="best")
     axes[0, 0].set_yscale("log")
-    axes[0, 0].legend(loc="upper right")
+    axes[0, 0].legend(loc="best")
     fig.suptitle(f"rung {p['rung']}, AdamW {p['decay']} decay, {p['seeds']} seed(s): median and min–max band")
     return plots.save(fig, out_dir, stem, formats)
 
@@ -243,7 +244,7 @@ def ladder_curves(result, out_dir: Path, formats=("png", "pdf"), stem: str = "vo
     rungs, decays = result.config["rungs"], result.config["decays"]
     x = result["steps"].astype(float)
     trained = [i for i, r in enumerate(rungs) if r != "exact"]
-    fig, axes = plots.figure(ncols=max(len(trained), 1), nrows=2, width=3.0, height=2.6)
+    fig, axes = plots.figure(ncols=max(len(trained), 1), nrows=2, width=3.0, height=2.6, sharex=True)
     exact = rungs.index("exact") if "exact" in rungs else None
     for col, i in enumerate(trained):
         for j, d in enumerate(decays):
