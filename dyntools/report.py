@@ -73,14 +73,16 @@ def reproduce(out_dir: str | Path, catalogue: Mapping, *, quick: bool = False, s
     seed = validation.seed(seed)
     out_dir = store.check_writable(out_dir)
     sections: list[Section] = []
-    with store.atomic_directory(out_dir) as tmp:
+    from dyntools.plots import check
+
+    with store.atomic_directory(out_dir) as tmp, check.collect() as checked:
         ctx = ReportContext(out_dir=tmp, quick=quick, seed=seed, progress=progress)
         for name in names:
             start = time.perf_counter()
             section = catalogue[name].reproduce(ctx)
             section.seconds = time.perf_counter() - start
             sections.append(section)
-        text = render(sections, quick=quick, seed=seed)
+        text = render(sections, quick=quick, seed=seed) + figure_check_text(checked)
         (tmp / "report.md").write_text(text, encoding="utf-8")
         (tmp / "report.html").write_text(render_html(text, tmp), encoding="utf-8")
     return sections
@@ -152,6 +154,18 @@ def render(sections: list[Section], *, quick: bool, seed: int) -> str:
         if s.headline:
             lines += [f"**{s.headline}**", ""]
         lines.append(fold_long_tables(s.markdown.strip()))
+    return "\n".join(lines) + "\n"
+
+
+def figure_check_text(checked: list[tuple[str, list[str]]]) -> str:
+    """The report's last section: how many figures (and GIF frames) the figure check looked at, and
+    every defect it found."""
+    bad = [(name, problems) for name, problems in checked if problems]
+    lines = ["", "## Figure check", "",
+             f"{len(checked)} figures and animation frames checked by `dyntools.plots.check` (empty panels, "
+             f"unlabelled axes, clipped or overlapping text, legends over data, GIF width): "
+             + (f"{len(bad)} with defects." if bad else "no defect found.")]
+    lines += [f"- `{name}`: " + "; ".join(problems) for name, problems in bad]
     return "\n".join(lines) + "\n"
 
 

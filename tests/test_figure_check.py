@@ -167,3 +167,14 @@ def test_save_applies_the_setting(tmp_path, monkeypatch):
     assert entry["figure"] == "empty" and entry["problems"]
     monkeypatch.delenv(check.ENV)
     assert plots.save(fig, tmp_path / "off", "empty", ("png",))      # a user's figure is never refused
+
+
+def test_collect_gathers_every_checked_figure(tmp_path, monkeypatch):
+    monkeypatch.delenv(check.ENV, raising=False)
+    fig, axes = plots.figure()
+    axes[0, 0].set_title("nothing here")
+    with check.collect() as found:
+        plots.save(fig, tmp_path, "empty", ("png",))
+    assert found and found[0][0] == "empty" and any("has no data" in p for p in found[0][1])
+    plots.save(fig, tmp_path, "outside", ("png",))                 # outside the block: not checked
+    assert len(found) == 1

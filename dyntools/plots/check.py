@@ -23,12 +23,15 @@ pixels) of its axes, texts and legends. It reports, one sentence per defect:
 :func:`enforce` applies the check where figures are written (``dyntools.plots.save`` and the GIF
 writer) according to the environment variable ``DYNTOOLS_FIGURE_CHECK``: unset — nothing (a user's
 figures are never refused); ``strict`` — a :class:`FigureDefect` naming the figure and its defects
-(the test suite's setting); a file path — one JSON line per checked figure appended to that file
-(``dyntools reproduce`` counts them in its report).
+(the test suite's setting); a file path — one JSON line per checked figure appended to that file.
+Inside :func:`collect` every figure is checked and its defects gathered (``dyntools reproduce`` lists
+them at the end of its report).
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import json
 import os
 from itertools import combinations
@@ -313,19 +316,39 @@ def frame_problems(fig, frame: int, dpi: float, content: bool = True) -> list[st
     return problems
 
 
+#: Where :func:`collect` gathers the results of the check in this context (``None``: not collecting).
+_COLLECTED: contextvars.ContextVar[list | None] = contextvars.ContextVar("figure_check", default=None)
+
+
 def mode() -> str | None:
     """The check's setting from :data:`ENV`: ``None`` (off), ``"strict"`` or a log file path."""
     value = os.environ.get(ENV, "").strip()
     return value or None
 
 
+@contextlib.contextmanager
+def collect():
+    """Check every figure written inside the block and gather ``(name, problems)`` into the yielded list
+    (``dyntools reproduce`` reports them); the environment's setting still applies on top."""
+    found: list[tuple[str, list[str]]] = []
+    token = _COLLECTED.set(found)
+    try:
+        yield found
+    finally:
+        _COLLECTED.reset(token)
+
+
 def enforce(problems_of, name: str) -> None:
     """Apply the check's setting to the figure called ``name``; ``problems_of()`` computes its defects
-    (called only when the check is on)."""
-    setting = mode()
-    if setting is None:
+    (called only when the check is on: the environment variable, or inside :func:`collect`)."""
+    setting, collected = mode(), _COLLECTED.get()
+    if setting is None and collected is None:
         return
     problems = problems_of()
+    if collected is not None:
+        collected.append((name, problems))
+    if setting is None:
+        return
     if setting == "strict":
         if problems:
             raise FigureDefect(f"Figure {name!r} has {len(problems)} defect(s): " + "; ".join(problems))
