@@ -162,9 +162,9 @@ def figure_check_text(checked: list[tuple[str, list[str]]]) -> str:
     every defect it found."""
     bad = [(name, problems) for name, problems in checked if problems]
     lines = ["", "## Figure check", "",
-             f"{len(checked)} figures and animation frames checked by `dyntools.plots.check` (empty panels, "
-             f"unlabelled axes, clipped or overlapping text, legends over data, GIF width): "
-             + (f"{len(bad)} with defects." if bad else "no defect found.")]
+             f"Figures and animation frames checked by `dyntools.plots.check` (empty panels, unlabelled axes, "
+             f"clipped or overlapping text, legends over data, GIF width): {len(checked)}; "
+             + (f"{len(bad)} with defects:" if bad else "no defect found.")]
     lines += [f"- `{name}`: " + "; ".join(problems) for name, problems in bad]
     return "\n".join(lines) + "\n"
 

@@ -51,7 +51,7 @@ def test_the_page_has_contents_headlines_and_folded_tables(tmp_path):
     first = text[text.index('<a id="a-figure-first">'):text.index('<a id="long-table">')]
     assert "<details>" not in first                               # 3 rows stay open
     assert f"{len(sections)} entries in" in text
-    assert "## Figure check" in text and "1 figures and animation frames checked" in text
+    assert "## Figure check" in text and "GIF width): 1; no defect found." in text
     assert "no defect found" in text
 
 
