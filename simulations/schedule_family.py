@@ -44,11 +44,11 @@ def schedules(steps: int) -> dict:
 def run(steps: int, seeds: int, seed: int = 0):
     """One ``dt.train`` per schedule (the plateau run reactive on the validation loss); returns
     ``(names, results)``."""
+    from types import SimpleNamespace
+
     import numpy as np
 
     import dyntools as dt
-
-    from types import SimpleNamespace
 
     spirals = dt.data.spirals(800, n_val=400, seed=seed)
     data = SimpleNamespace(X=spirals.X, y=spirals.y, X_test=spirals.X_val, y_test=spirals.y_val)  # dt.train
@@ -56,12 +56,15 @@ def run(steps: int, seeds: int, seed: int = 0):
     model = dt.MLP((2, 32, 32, 2), head="cross-entropy")
     family = schedules(steps)
     records = np.unique(np.linspace(0, steps, 61).astype(np.int64))
+
+    def validation_loss(thetas):
+        return float(np.mean([model.loss(th, spirals.X_val, spirals.y_val) for th in thetas]))
+
     results = []
     for name, schedule in family.items():
         kwargs = {}
         if name == "reduce-on-plateau":
-            Xv, yv = spirals.X_val, spirals.y_val
-            kwargs["plateau_metric"] = lambda thetas: float(np.mean([model.loss(th, Xv, yv) for th in thetas]))
+            kwargs["plateau_metric"] = validation_loss
         results.append(dt.train(model, data, dt.adam(LR), steps=steps, schedule=schedule, batch=32,
                                 sampler="epoch", record_steps=records, seed=seed, seeds=seeds,
                                 common_stream=True, **kwargs))
