@@ -195,8 +195,7 @@ class Proof:
         if search:  # the cheap things first, each with its share of the budget
             found = screen_counterexample(diff, domains, seed=seed, seconds=min(2.0, max(0.5, 0.05 * remaining(40.0))))
             if found is None:
-                found = find_counterexample(diff, domains, limit=64,
-                                            seconds=min(1.0, 0.05 * remaining(20.0)), seed=seed)
+                found = find_counterexample(diff, domains, limit=24, seconds=min(0.5, remaining()), seed=seed)
             if found is not None:
                 return self._counterexample(text, formula, found.point, found.value)
         reduced = diff.applyfunc(simplifier) if isinstance(diff, sp.MatrixBase) else simplifier(diff)
