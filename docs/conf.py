@@ -61,6 +61,7 @@ html_theme_options = {
     "footer_start": ["copyright"],
     "footer_end": ["dyntools-version"],
     "show_toc_level": 2,
+    "header_links_before_dropdown": 4,
     "navigation_with_keys": False,
 }
 html_context = {"dyntools_version": release}
