@@ -29,6 +29,15 @@ def test_ci_runs_the_readme_test_command_verbatim():
     test_cmd = quickstart_commands()[1]
     ci_lines = [ln.strip() for ln in (ROOT / ".ci/run").read_text().splitlines()]
     assert test_cmd in ci_lines
+    assert [ln for ln in ci_lines if ln][-1] == test_cmd, "the README's test command is .ci/run's last line"
+
+
+def test_ci_installs_chromium_before_the_tests():
+    """tests/test_docs.py needs a browser: .ci/run installs Debian's chromium quietly when it is missing."""
+    text = (ROOT / ".ci/run").read_text()
+    install = text.find("apt-get install")
+    assert install != -1 and "chromium" in text[install:text.find("\n", install + 200)]
+    assert install < text.find(quickstart_commands()[1])
 
 
 @pytest.mark.skipif(shutil.which("ruff") is None and not (Path(sys.executable).parent / "ruff").exists(),
