@@ -4,6 +4,7 @@ public API: their code imports ``dyntools`` only as a whole (``import dyntools a
 proofs (``proofs``) — a notebook is what a researcher writes with ``dt.train``, ``dt.solve``, ``dt.metrics``, …"""
 
 import ast
+import importlib.util
 import json
 import os
 import re
@@ -95,7 +96,9 @@ def test_notebook_executes(path, tmp_path, monkeypatch, tmp_path_factory):
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     monkeypatch.setenv("DYNTOOLS_SMALL", "1")
-    monkeypatch.setenv("MPLBACKEND", "Agg")
+    # figures shown as outputs (the documentation site renders them); no display needed either way
+    inline = importlib.util.find_spec("matplotlib_inline") is not None
+    monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline" if inline else "Agg")
     root = str(Path(__file__).resolve().parents[1])        # also run from a source checkout
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
     monkeypatch.chdir(tmp_path)
