@@ -37,6 +37,7 @@ nb_execution_mode = os.environ.get("DYNTOOLS_DOCS_EXECUTE", "off")
 nb_execution_timeout = 1800
 nb_execution_raise_on_error = True
 nb_merge_streams = True
+nb_render_markdown_format = "myst"   # the Markdown outputs (verdict tables) have GFM tables: not CommonMark
 
 autodoc_member_order = "bysource"
 autodoc_typehints = "none"          # the signatures show the types; the docstrings say what they mean
