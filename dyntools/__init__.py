@@ -15,7 +15,7 @@ The public API, ``import dyntools as dt``::
     dt.builtin_claims(names, controls=…), dt.claim_families()      # the claims of proofs/
     dt.load(dir), dt.save(result, dir), dt.RunResult               # results on disk
     dt.DiagNet, dt.MLP, dt.QuadraticToy, dt.ToyModel, dt.Model     # models (dt.models: every module)
-    dt.VoronoiLadder, dt.data_voronoi, dt.adamw_decay              # seed 000's ladder, environment, decays
+    dt.VoronoiLadder, dt.data.voronoi, dt.adamw_decay              # seed 000's ladder, environment, decays
     dt.toy_data(toy)                                               # the toy's samples as a training set
     dt.Surface(name), dt.trajectories.gallery(…)                   # 2-D surfaces; the optimizer trajectory gallery
     dt.sgd, dt.sgdw, dt.adam, dt.adamw, dt.adagrad, dt.rmsprop, …   # optimizers; dt.schedules
@@ -60,7 +60,7 @@ _LAZY = {
     "data": ("dyntools.data", None),
     "models": ("dyntools.models", None),
     "plots": ("dyntools.plots", None),
-    "data_voronoi": ("dyntools.data_voronoi", None),
+    "data_voronoi": ("dyntools.data.voronoi", None),        # its name before dyntools/data/ was a package
     "VoronoiLadder": ("dyntools.models.voronoi", "VoronoiLadder"),
     "adamw_decay": ("dyntools.optim.decay_groups", "adamw_decay"),
     "Surface": ("dyntools.models.surfaces", "Surface"),

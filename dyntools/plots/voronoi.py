@@ -25,7 +25,7 @@ import numpy as np
 from matplotlib.colors import ListedColormap
 
 from dyntools import plots
-from dyntools.data_voronoi import label_points
+from dyntools.data.voronoi import label_points
 
 SCALARS = (("offset", "offset o"), ("scale", "scale σ"), ("plus-minus", "plus–minus p"))
 
@@ -52,7 +52,7 @@ def _draw_partition(ax, centers, labels, box, rule, classes, res, fill=True):
     if fill:
         ax.imshow(lab, origin="lower", extent=(-box, box, -box, box), cmap=class_cmap(classes),
                   vmin=-0.5, vmax=classes - 0.5, alpha=0.55, interpolation="nearest")
-    from dyntools.data_voronoi import cells
+    from dyntools.data.voronoi import cells
 
     cell = cells(pts, centers, rule).reshape(res, res)
     edges = (np.diff(cell, axis=0, prepend=cell[:1]) != 0) | (np.diff(cell, axis=1, prepend=cell[:, :1]) != 0)
