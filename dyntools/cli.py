@@ -131,6 +131,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("names", nargs="*", metavar="NAME", help="benchmarks to run (default: all)")
     p.add_argument("--quick", action="store_true", help="smaller problem sizes (a smoke test, not the targets)")
     p.add_argument("--json", action="store_true", help="print the measurements as one JSON object on stdout")
+    p.add_argument("--isa", default="native", metavar="LIST",
+                   help="instruction sets to run on, comma-separated: native (this processor), avx2 (a subprocess "
+                        "restricted to AVX2 + FMA: numba for Haswell with 256-bit panels, XLA capped at AVX2, "
+                        "OpenBLAS's Haswell kernels); default native")
     p.set_defaults(_module=commands.load({"bench": "dyntools.commands.bench"}, "bench"))
     return parser
 

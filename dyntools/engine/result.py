@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 import importlib.metadata
 import platform
+import sys
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -91,10 +92,19 @@ def _versions() -> tuple:
     return tuple(versions.items())
 
 
+def lowlevel_kernels() -> str:
+    """What the models' low-level kernels run as in this process (:data:`dyntools.lowlevel.DESCRIPTION`:
+    ``"llvm-vector (512-bit)"``, ``"fallback (<reason>)"``), or ``"not loaded"`` when no model that uses
+    them was imported (this does not import them)."""
+    module = sys.modules.get("dyntools.lowlevel")
+    return getattr(module, "DESCRIPTION", "not loaded")
+
+
 def package_versions() -> dict[str, str]:
     """Versions of Python and of the packages a result depends on (looked up once per process: the
-    lookup reads every package's metadata, ~30 ms, which a sweep of short cells would pay per cell)."""
-    return dict(_versions())
+    lookup reads every package's metadata, ~30 ms, which a sweep of short cells would pay per cell),
+    and ``lowlevel``: :func:`lowlevel_kernels`."""
+    return {**dict(_versions()), "lowlevel": lowlevel_kernels()}
 
 
 @dataclass

@@ -14,5 +14,68 @@ runtime accepts a null meminfo (no incref/decref), llvmlite's IR builder and LLV
 ``llvm.fma`` intrinsics, and the host CPU's feature list (``llvmlite.binding.get_host_cpu_features``)
 to choose the vector width (512 bits with AVX-512, else 256).
 
-Only models/ (``mlp_gemm.py`` and ``mlp.py``) import them; nothing above the models does.
+The fallback (:mod:`dyntools.lowlevel.fallback`): when importing dyntools, this package compiles and runs
+a small probe of the three modules (:mod:`dyntools.lowlevel.probe`, cached on disk after the first
+time). If that fails — a numba or llvmlite that changed these internals, a processor LLVM cannot
+target this way — it uses plain numba loops with the same call signatures instead: the same fma chains
+(the same bits on a processor with fma; see that module), slower. ``DYNTOOLS_LOWLEVEL=fallback`` forces
+the loops, ``=llvm-vector`` the fast code (its failure raised). What runs is :data:`DESCRIPTION`, recorded
+in every result's ``versions["lowlevel"]`` and printed once by ``dyntools bench``.
+
+Only models/ (``mlp_gemm.py`` and ``mlp.py``) import this package, through the names below
+(``panel``, ``EPILOGUES``, ``transpose``, ``matrix``, ``borrowed``, ``VECTOR_BYTES``); nothing above the
+models does.
 """
+
+from __future__ import annotations
+
+import os
+
+from dyntools.lowlevel.width import VECTOR_BITS, VECTOR_BYTES, lanes  # noqa: F401 (re-exported)
+
+#: values of ``DYNTOOLS_LOWLEVEL``: ``auto`` (the default), ``fallback`` (force the loops), ``llvm-vector``
+#: (force the fast code: a failure to compile it is raised, not replaced)
+CHOICES = ("auto", "fallback", "llvm-vector")
+
+
+def choose(environ=os.environ, probe=None) -> tuple[str, str]:
+    """``(kind, reason)``: ``("llvm-vector", "")`` when the fast building blocks compile and pass
+    :func:`dyntools.lowlevel.probe.check` (or ``probe``, a callable that raises on failure), else
+    ``("fallback", why)``; ``DYNTOOLS_LOWLEVEL`` in ``environ`` forces either."""
+    forced = environ.get("DYNTOOLS_LOWLEVEL", "auto") or "auto"
+    if forced not in CHOICES:
+        raise ValueError(f"Invalid DYNTOOLS_LOWLEVEL: {forced!r} (one of {', '.join(CHOICES)})")
+    if forced == "fallback":
+        return "fallback", "forced by DYNTOOLS_LOWLEVEL=fallback"
+    try:
+        if probe is None:
+            from dyntools.lowlevel.probe import check as probe
+        probe()
+    except Exception as exc:                          # any failure of numba / llvmlite / the processor
+        if forced == "llvm-vector":
+            raise
+        first = (str(exc).strip().splitlines() or [""])[0][:200]
+        return "fallback", f"the LLVM-vector kernels did not compile: {type(exc).__name__}: {first}"
+    return "llvm-vector", ""
+
+
+KIND, REASON = choose()
+#: what runs, for a result's metadata and the benchmarks' output: ``"llvm-vector (512-bit)"`` or
+#: ``"fallback (<reason>)"``
+DESCRIPTION = f"llvm-vector ({VECTOR_BITS}-bit)" if KIND == "llvm-vector" else f"fallback ({REASON})"
+
+if KIND == "llvm-vector":
+    from dyntools.lowlevel.flat_views import borrowed, matrix
+    from dyntools.lowlevel.fma_block import EPILOGUES, panel
+    from dyntools.lowlevel.vector_transpose import transpose
+else:
+    # the loops compile to other code under the same function names: keep numba's on-disk cache of the
+    # kernels compiled from here on apart from the fast one (only modules imported after this one)
+    from numba import config as _numba_config
+
+    _numba_config.CACHE_DIR = os.path.join(_numba_config.CACHE_DIR or os.path.join(
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "__pycache__"), "lowlevel-fallback")
+    from dyntools.lowlevel.fallback import EPILOGUES, borrowed, matrix, panel, transpose  # noqa: F401
+
+__all__ = ["KIND", "REASON", "DESCRIPTION", "VECTOR_BITS", "VECTOR_BYTES", "lanes", "EPILOGUES", "panel",
+           "transpose", "matrix", "borrowed", "choose"]

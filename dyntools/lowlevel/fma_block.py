@@ -10,8 +10,8 @@ each entry one chain of fused multiply–adds in the order of ``g`` starting at 
 
     acc ← init[j];   acc ← fma(C[i, g], In[g, j], acc)  for g = 0, 1, …, kdim − 1.
 
-``w`` is the number of entries of a vector (:data:`VECTOR_BITS`: 512 bits where the processor has
-AVX-512, 8 float64 or 16 float32; 256 bits elsewhere). The ``R·V`` accumulators stay in vector
+``w`` is the number of entries of a vector (:data:`~dyntools.lowlevel.width.VECTOR_BITS`: 512 bits where
+the processor has AVX-512, 8 float64 or 16 float32; 256 bits elsewhere). The ``R·V`` accumulators stay in vector
 registers for the whole contraction: per ``g`` the block loads ``V`` vectors of the row ``In[g, j0:]``
 and ``R`` scalars ``C[i, g]`` (broadcast), and issues ``R·V`` vector fma. numba's loop vectorizer does
 not keep accumulators in registers across the contraction (it loads and stores the output rows), nor
@@ -29,40 +29,12 @@ inside the arrays.
 
 from __future__ import annotations
 
-import os
-
 from llvmlite import ir
-from llvmlite.binding import get_host_cpu_features
 from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-
-def _vector_bits() -> int:
-    """512 on processors with AVX-512, else 256 (AVX2 has 16 vector registers: a panel's accumulators
-    of 512 bits each would not fit); ``DYNTOOLS_VECTOR_BITS`` (128, 256 or 512) overrides it — for tests
-    of the narrower panels on a wide machine. Read when a kernel is compiled: numba's on-disk cache
-    keeps what was compiled before (clear it, or point ``NUMBA_CACHE_DIR`` elsewhere)."""
-    forced = os.environ.get("DYNTOOLS_VECTOR_BITS")
-    if forced:
-        if forced not in ("128", "256", "512"):
-            raise ValueError(f"Invalid DYNTOOLS_VECTOR_BITS: {forced!r} (128, 256 or 512)")
-        return int(forced)
-    try:
-        return 512 if get_host_cpu_features().get("avx512f") else 256
-    except RuntimeError:                              # no feature list on this platform
-        return 256
-
-
-#: bits of the vectors the panels are written in, and their bytes
-VECTOR_BITS = _vector_bits()
-VECTOR_BYTES = VECTOR_BITS // 8
-
-
-def lanes(itemsize: int) -> int:
-    """Entries of one vector (:data:`VECTOR_BITS`) for a float of ``itemsize`` bytes (at 512 bits:
-    8 float64, 16 float32)."""
-    return VECTOR_BITS // (8 * itemsize)
+from dyntools.lowlevel.width import VECTOR_BITS, VECTOR_BYTES, lanes  # noqa: F401 (re-exported)
 
 
 def element_stride(builder, arr, ndim: int, dim: int, itemsize: int):

@@ -34,19 +34,21 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from dyntools.lowlevel import fma_block
-from dyntools.lowlevel.flat_views import borrowed, matrix
-from dyntools.lowlevel.fma_block import VECTOR_BYTES
-from dyntools.lowlevel.vector_transpose import transpose
+from dyntools import lowlevel
+from dyntools.lowlevel import VECTOR_BYTES, borrowed, matrix, transpose
 
 # fused multiply–add (contraction) and nothing else of fast-math: the order of every sum is the code's
 FMA = {"contract"}
 
 
-# register-blocked panels (:mod:`dyntools.lowlevel.fma_block`): 8, 4, 2 or 1 rows; two vectors of columns or one
-_P8x2, _P4x2, _P2x2, _P1x2 = (fma_block.panel(r, 2) for r in (8, 4, 2, 1))
-_P8x1, _P4x1, _P2x1, _P1x1 = (fma_block.panel(r, 1) for r in (8, 4, 2, 1))
-_NONE, _RELU, _MASK = (fma_block.EPILOGUES[k] for k in ("none", "relu", "mask"))
+# register-blocked panels (:mod:`dyntools.lowlevel.fma_block`): 8 (or 6), 4, 2 or 1 rows; two vectors of columns or
+# one (or their plain-loop fallback, :mod:`dyntools.lowlevel`). The tallest two-vector panel fits the register
+# file: with 32 vector registers (AVX-512) 8 × 2 accumulators + 2 rows of ``In`` + 1 broadcast; with 16 (AVX2)
+# 8 × 2 would spill, 6 × 2 takes 12 + 2 + 1 = 15. Each entry is the same fma chain whichever panel computes it.
+_P8x2, _P6x2, _P4x2, _P2x2, _P1x2 = (lowlevel.panel(r, 2) for r in (8, 6, 4, 2, 1))
+_TALL2 = 8 if lowlevel.VECTOR_BITS >= 512 else 6
+_P8x1, _P4x1, _P2x1, _P1x1 = (lowlevel.panel(r, 1) for r in (8, 4, 2, 1))
+_NONE, _RELU, _MASK = (lowlevel.EPILOGUES[k] for k in ("none", "relu", "mask"))
 
 
 @njit(cache=True, error_model="numpy", fastmath=FMA)
@@ -54,8 +56,8 @@ def gemm(out, init, C, In, m, kdim, n):
     """``out[i, j] = init[j] + Σ_{g<kdim} C[i, g] · In[g, j]`` for ``i < m``, ``j < n``, each entry one
     chain of multiply–adds in the order of ``g`` starting at ``init[j]`` (a bias, or zeros).
 
-    Columns in panels of two vectors (then one; 512 bits with AVX-512), rows eight at a time (then 4,
-    2, 1), each block's accumulators held in registers for the whole contraction
+    Columns in panels of two vectors (then one; 512 bits with AVX-512), rows eight at a time (six with
+    256-bit vectors; then 4, 2, 1), each block's accumulators held in registers for the whole contraction
     (:mod:`dyntools.lowlevel.fma_block`; this needs ``out``, ``init`` and the rows of ``In``
     contiguous). Columns left over (fewer than a vector), or operands that are not contiguous, go
     through :func:`_gemm_columns`. ``C`` is read one scalar at a time, so any layout (a transposed view)
@@ -109,11 +111,17 @@ def _gemm(out, init, C, In, m, kdim, n, by_row, epilogue, aux):
 
 @njit(inline="always")
 def _panels2(out, init, C, In, m, j, kdim, by_row, epilogue, aux):
-    """Rows ``0 … m−1`` of the two-vector column panel at ``j``: blocks of 8, then 4, 2, 1 rows."""
+    """Rows ``0 … m−1`` of the two-vector column panel at ``j``: blocks of 8 (6 with 16 vector registers),
+    then 4, 2, 1 rows."""
     i = 0
-    while m - i >= 8:
-        _P8x2(out, init, C, In, i, j, kdim, by_row, epilogue, aux)
-        i += 8
+    if _TALL2 == 8:
+        while m - i >= 8:
+            _P8x2(out, init, C, In, i, j, kdim, by_row, epilogue, aux)
+            i += 8
+    else:
+        while m - i >= 6:
+            _P6x2(out, init, C, In, i, j, kdim, by_row, epilogue, aux)
+            i += 6
     if m - i >= 4:
         _P4x2(out, init, C, In, i, j, kdim, by_row, epilogue, aux)
         i += 4
