@@ -1,10 +1,13 @@
-"""Claims from a user's Python file (``dyntools prove --file my_claims.py``).
+"""Claims and models from a user's Python file (``dyntools prove --file my_claims.py``,
+``dyntools simulate model --file my_model.py``).
 
 The file is ordinary Python and is **executed**: only run files you trust. It defines its claims
 either as a list ``CLAIMS`` of :class:`~dyntools.symbolic.core.Claim` objects or as module-level
 ``Claim`` objects (taken in definition order). Everything that can go wrong while loading — the
 file does not exist, has a syntax error, raises, defines no claims, two claims share a name —
 is a ``ValueError`` whose one-line message names the file (and the claim, where there is one).
+A model file defines ``MODEL``, a :class:`dyntools.models.base.Model` (typically a
+:class:`dyntools.models.symbolic.SymbolicModel`); it may define claims too (:func:`load_model`).
 """
 
 from __future__ import annotations
@@ -26,8 +29,8 @@ def _where(path: Path, tb) -> str:
     return f"{path.name}:{line}" if line else path.name
 
 
-def load_claims(path) -> list[Claim]:
-    """Execute ``path`` and return its claims (see the module docstring)."""
+def execute(path) -> types.ModuleType:
+    """Execute the user's file ``path`` as a module (errors: one-line ``ValueError`` naming the file)."""
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"--file {path}: no such file" if not path.exists() else f"--file {path}: not a file")
@@ -53,6 +56,25 @@ def load_claims(path) -> list[Claim]:
         ) from None
     finally:
         sys.path.remove(str(resolved.parent))
+    return module
+
+
+def load_model(path):
+    """Execute ``path`` and return its ``MODEL`` (a :class:`~dyntools.models.base.Model`)."""
+    from dyntools.models.base import Model
+
+    module = execute(path)
+    model = module.__dict__.get("MODEL")
+    if model is None:
+        raise ValueError(f"--file {path}: defines no MODEL (expected MODEL = dt.SymbolicModel(...))")
+    if not isinstance(model, Model):
+        raise ValueError(f"--file {path}: MODEL is a {type(model).__name__}, not a dyntools model")
+    return model
+
+
+def load_claims(path) -> list[Claim]:
+    """Execute ``path`` and return its claims (see the module docstring)."""
+    module = execute(path)
     if "CLAIMS" in module.__dict__:
         claims = module.CLAIMS
         if isinstance(claims, Claim):
