@@ -385,6 +385,15 @@ class SymbolicModel(Model):
                               for h in self.derivation.outputs],
                 "key": self.key}
 
+    def sde_terms(self):
+        """``(predict_jacobian, p, scale)`` for :func:`dyntools.sde_models.label_noise_sde`: the generated numba
+        function writing ``h_θ(X)`` and ``φ_θ(X)``, the parameter count and the loss scale ``2s`` of
+        ``s (h − y)² = 2s · ½ (h − y)²``."""
+        if self.head != "regression":
+            raise ValueError(f"Invalid model: the label-noise SDE needs the regression head ({self.name} has "
+                             f"{self.head})")
+        return self._kernel.predict_jacobian, self.n_params, 2.0 * self.loss_scale
+
     # ---------------------------------------------------------------- the NumPy twin and hooks
     def loss_grad_np(self, theta, X, y, idx, b, noise, grad, ws, iargs, fargs):
         """NumPy twin of the generated kernel: the same expressions evaluated on whole arrays."""

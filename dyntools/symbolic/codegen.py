@@ -39,7 +39,7 @@ from sympy.printing.pycode import PythonCodePrinter
 from dyntools.symbolic.derive import Derivation, direction_symbols, split_separable
 
 #: bump when the generated code changes (part of the cache key)
-VERSION = 1
+VERSION = 2
 FASTMATH = '{"reassoc", "contract", "nsz"}'
 
 
@@ -172,7 +172,33 @@ def kernel_source(der: Derivation, jac, head: str, scale: float, name_of, *, nam
     """The numba module of the model (see the module docstring)."""
     show = _printer("scalar", name_of)
     body = (_dense_kernel if der.mode == "dense" else _coordinatewise_kernel)(der, jac, head, scale, show)
-    return _PREAMBLE.format(version=VERSION, name=name, key=key) + _SIGNATURE + "\n".join(body) + "\n" + _LOOP
+    out = _PREAMBLE.format(version=VERSION, name=name, key=key) + _SIGNATURE + "\n".join(body) + "\n" + _LOOP
+    if len(der.outputs) == 1:
+        out += "\n\n" + "\n".join(_predict_jacobian(der, jac, show)) + "\n"
+    return out
+
+
+def _predict_jacobian(der, jac, show):
+    """``predict_jacobian(θ, X, h_out, J_out)``: ``h_θ(x_i)`` and the rows ``∇_θ h_θ(x_i)`` of φ_θ(X)
+    (one output), the form :func:`dyntools.dynamics.sde_models.label_noise_sde` integrates."""
+    (h,), (row,) = der.outputs, jac
+    lines = [f"@njit(cache=True, fastmath={FASTMATH}, error_model=\"numpy\")",
+             "def predict_jacobian(theta, X, h_out, J_out):", "    n = X.shape[0]"]
+    reps, red = sp.cse([h, *row], symbols=_temps("a"), optimizations="basic")
+    if der.mode == "dense":
+        hoisted, inner = _split_hoisted(reps, der.inputs)
+        lines += [f"    {t} = theta[{m}]" for m, t in enumerate(der.theta)] + _lines(hoisted, show, "    ")
+        lines += ["    for i in range(n):"] + [f"        {x} = X[i, {c}]" for c, x in enumerate(der.inputs)]
+        lines += _lines(inner, show, "        ") + [f"        h_out[i] = {show(red[0])}"]
+        lines += [f"        J_out[i, {m}] = {show(e)}" for m, e in enumerate(red[1:])]
+        return lines
+    lines += ["    d = X.shape[1]", "    for i in range(n):", "        acc = 0.0", "        for j in range(d):",
+              f"            {der.inputs[0]} = X[i, j]"]
+    lines += [f"            {t} = theta[{m} * d + j]" for m, t in enumerate(der.theta)]
+    lines += _lines(reps, show, "            ") + [f"            acc += {show(red[0])}"]
+    lines += [f"            J_out[i, {m} * d + j] = {show(e)}" for m, e in enumerate(red[1:])]
+    lines.append("        h_out[i] = acc")
+    return lines
 
 
 def _dense_kernel(der, jac, head, scale, show):
