@@ -269,6 +269,8 @@ class SymbolicModel(Model):
         self.param_names = names
         self.input_names = [str(x) for x in user_inputs]
         self._user_of = {t: nm for t, nm in zip(theta + xs, names + self.input_names)}
+        #: internal symbol → the user's symbol (for claims stated in the user's terms)
+        self.user_symbols = {t: s for s, t in rename.items()}
         self.derivation = derive.Derivation("coordinatewise" if coordinatewise else "dense",
                                             [sp.sympify(h).xreplace(rename) for h in outputs], theta, xs, feats)
         self.n_outputs = K
@@ -282,6 +284,22 @@ class SymbolicModel(Model):
         if not hasattr(self, "_jac"):
             self._jac = derive.jacobian(self.derivation, self._name_of, self.budget)
         return self._jac
+
+    def jacobian_symbolic(self, x_row) -> list:
+        """The derived row ``∇_θ h_θ(x)`` at the inputs ``x_row`` (numbers or sympy expressions), in the
+        user's symbols and θ's layout (coordinatewise: entry ``(m, j)`` is ``∂f/∂θ_m`` at coordinate j, in
+        the symbols ``u_j``, as :func:`dyntools.symbolic.model_claims.parameter_symbols` names them)."""
+        der, (row,) = self.derivation, self._jacobian_exprs()[:1]
+        if der.mode == "dense":
+            subs = dict(zip(der.inputs, x_row))
+            return [e.xreplace(subs).xreplace(self.user_symbols) for e in row]
+        out = []
+        for e in row:
+            for j, xj in enumerate(x_row):
+                subs = {t: sp.Symbol(f"{self.user_symbols[t]}_{j}", real=True) for t in der.theta}
+                subs[der.inputs[0]] = xj
+                out.append(e.xreplace(subs))
+        return out
 
     def _load_kernel(self):
         def make():
