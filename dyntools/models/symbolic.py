@@ -207,8 +207,11 @@ class SymbolicModel(Model):
         self.coordinates = None if coordinates is None else validation.count("coordinates", coordinates)
         blocks = _as_blocks(params)
         user_inputs = _as_inputs(inputs)
-        outputs = list(predictor) if isinstance(predictor, sp.MatrixBase) else [sp.sympify(predictor)]
-        self._declare(blocks, user_inputs, outputs, features or {})
+        outputs = [derive.with_relu(h) for h in
+                   (list(predictor) if isinstance(predictor, sp.MatrixBase) else [sp.sympify(predictor)])]
+        features = {k: (v.applyfunc(derive.with_relu) if isinstance(v, sp.MatrixBase) else derive.with_relu(v))
+                    for k, v in (features or {}).items()}
+        self._declare(blocks, user_inputs, outputs, features)
         self.init_specs = _check_init(blocks, init)
         self._numpy = None
         self._kernel = self._load_kernel()

@@ -39,7 +39,7 @@ from sympy.printing.pycode import PythonCodePrinter
 from dyntools.symbolic.derive import Derivation, direction_symbols, split_separable
 
 #: bump when the generated code changes (part of the cache key)
-VERSION = 2
+VERSION = 3
 FASTMATH = '{"reassoc", "contract", "nsz"}'
 
 
@@ -75,6 +75,9 @@ class _ScalarPrinter(_PairwiseMinMax, PythonCodePrinter):
     def _print_Heaviside(self, e):
         return f"(1.0 if ({self._print(e.args[0])}) > 0 else 0.0)"
 
+    def _print_relu(self, e):
+        return f"max({self._print(e.args[0])}, 0.0)"
+
 
 class _ArrayPrinter(_PairwiseMinMax, NumPyPrinter):
     """Array code for NumPy."""
@@ -83,6 +86,9 @@ class _ArrayPrinter(_PairwiseMinMax, NumPyPrinter):
 
     def _print_Heaviside(self, e):
         return f"numpy.where(({self._print(e.args[0])}) > 0, 1.0, 0.0)"
+
+    def _print_relu(self, e):
+        return f"numpy.maximum({self._print(e.args[0])}, 0.0)"
 
 
 _UNSUPPORTED = re.compile(r"# Not supported in Python:\s*\n\s*# (\w+)")
