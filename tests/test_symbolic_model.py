@@ -198,3 +198,18 @@ def test_bad_options_are_named(kwargs, match):
     u, x = sp.symbols("u x")
     with pytest.raises(ValueError, match=match):
         SymbolicModel(u * x, params=[u], inputs=x, **kwargs)
+
+
+# ------------------------------------------------------------------- metrics from the one definition
+
+def test_metrics_from_the_derived_hooks():
+    d, m = 2, 5
+    sym = symbolic_examples.relu_net(d, m)
+    ds = _data(14, d, seed=2)
+    theta = np.random.default_rng(3).standard_normal(sym.n_params)
+    H = sym.hessian(theta, ds.X, ds.y)
+    assert np.allclose(H, H.T, atol=1e-12)
+    assert sym.sharpness(theta, ds.X, ds.y) == pytest.approx(np.linalg.eigvalsh(H)[-1], rel=1e-6)
+    assert sym.jacobian_rank(theta, ds.X) == np.linalg.matrix_rank(sym.jacobian(theta, ds.X), tol=None)
+    hidden = np.maximum(ds.X @ theta[:m * d].reshape(m, d).T + theta[m * d:m * d + m], 0)
+    assert sym.feature_sparsity(theta, ds.X)["hidden"] == dt.metrics.feature_sparsity(hidden)

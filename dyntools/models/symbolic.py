@@ -492,6 +492,28 @@ class SymbolicModel(Model):
         return list(self.features_named(theta, X).values())
 
 
+    # ---------------------------------------------------------------- metrics from the one definition
+    def jacobian_rank(self, theta, X, rel_threshold: float = 1e-5) -> int:
+        """Rank of ``φ_θ(X)`` (:func:`dyntools.metrics.jacobian_rank`; K outputs: the (nK, p) stack)."""
+        from dyntools import metrics
+
+        J = self.jacobian(theta, X)
+        return int(metrics.jacobian_rank(J.reshape(-1, J.shape[-1]), rel_threshold))
+
+    def sharpness(self, theta, X, y, *, iters: int = 500, tol: float = 1e-9, seed: int = 0) -> float:
+        """``λ_max(∇²L(θ))`` by power iteration on the derived Hessian–vector product
+        (:func:`dyntools.metrics.sharpness`; no dense Hessian)."""
+        from dyntools import metrics
+
+        return metrics.sharpness(lambda z: self.hvp(theta, X, y, z), self.n_params, iters=iters, tol=tol, seed=seed)
+
+    def feature_sparsity(self, theta, X, threshold: float = 0.99) -> dict:
+        """Feature sparsity coefficient of every declared feature (:func:`dyntools.metrics.feature_sparsity`)."""
+        from dyntools import metrics
+
+        return {k: metrics.feature_sparsity(F, threshold) for k, F in self.features_named(theta, X).items()}
+
+
 def _cross_entropy(H, labels):
     """Per-example ``log Σ_k e^{h_k} − h_y`` and ``∂/∂h = softmax − onehot`` (max-shifted)."""
     labels = np.asarray(labels, dtype=np.int64)
