@@ -213,3 +213,20 @@ def test_metrics_from_the_derived_hooks():
     assert sym.jacobian_rank(theta, ds.X) == np.linalg.matrix_rank(sym.jacobian(theta, ds.X), tol=None)
     hidden = np.maximum(ds.X @ theta[:m * d].reshape(m, d).T + theta[m * d:m * d + m], 0)
     assert sym.feature_sparsity(theta, ds.X)["hidden"] == dt.metrics.feature_sparsity(hidden)
+
+
+def test_the_benchmark_driver_gives_the_same_run_for_both_kernels():
+    from dyntools.bench import BENCHMARKS
+    from dyntools.bench.symbolic_model import sgd_with_kernel
+
+    assert BENCHMARKS["symbolic-model"] == "dyntools.bench.symbolic_model"
+    d = 6
+    ds = _data(10, d)
+    idx = np.random.default_rng(0).integers(0, 10, 50)
+    theta0 = np.concatenate([np.full(d, 0.5), np.full(d, 0.1)])
+    out = []
+    for model in (dt.DiagNet(d), symbolic_examples.diagonal_net(d)):
+        iargs, fargs = model.kernel_args()
+        out.append(sgd_with_kernel(model.loss_grad, theta0.copy(), ds.X, ds.y, idx, 0.05,
+                                   np.zeros(model.workspace_size(1)), iargs, fargs))
+    assert _rel(out[1], out[0]) <= 1e-13
