@@ -39,7 +39,7 @@ from sympy.printing.pycode import PythonCodePrinter
 from dyntools.symbolic.derive import Derivation, direction_symbols, split_separable
 
 #: bump when the generated code changes (part of the cache key)
-VERSION = 3
+VERSION = 4
 FASTMATH = '{"reassoc", "contract", "nsz"}'
 
 
@@ -72,11 +72,12 @@ class _ScalarPrinter(_PairwiseMinMax, PythonCodePrinter):
     def __init__(self):
         super().__init__({"fully_qualified_modules": True, "strict": False})
 
-    def _print_Heaviside(self, e):
-        return f"(1.0 if ({self._print(e.args[0])}) > 0 else 0.0)"
+    def _print_Heaviside(self, e):                  # a select, not a branch: straight-line code compiles fast
+        return f"(({self._print(e.args[0])}) > 0.0) * 1.0"
 
-    def _print_relu(self, e):
-        return f"max({self._print(e.args[0])}, 0.0)"
+    def _print_relu(self, e):                       # exactly max(z, 0) (z + |z| = 2z or 0, both exact)
+        z = self._print(e.args[0])
+        return f"0.5 * (({z}) + abs({z}))"
 
 
 class _ArrayPrinter(_PairwiseMinMax, NumPyPrinter):
