@@ -197,7 +197,8 @@ def plot_neurons_2d(result, out_dir: Path, formats) -> list[Path]:
         ax.set_xlabel("first coordinate")
         ax.set_ylabel("second coordinate")
     axes[0][0].plot([], [], color="0.3", label="teacher w_j (arrows, colour = sign of a_j)")
-    axes[0][0].legend(loc="lower left", fontsize=7)
+    handles, names = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, names, loc="outside lower center", ncols=3, frameon=False, fontsize=7)
     fig.suptitle("student neurons |a_j| w_j at the end of training vs the teacher's neurons")
     return plots.save(fig, out_dir, "relu_neurons", formats)
 

@@ -205,7 +205,7 @@ def sparsity_figure(result, out_dir, formats):
     ax.text(cfg["switch_tau"], ax.get_ylim()[1], f" η → {cfg['eta_after']:g}", va="top", fontsize=7)
     ax.set_xlabel("SDE time τ")
     ax.set_ylabel("coordinate size (median over paths)")
-    ax.set_title(f"η = {cfg['eta']:g}, {_noise(cfg)}, n = {cfg['n']}, d = {cfg['d']}, r = {cfg['r']}")
+    ax.set_title(f"η = {cfg['eta']:g}, {_noise(cfg)}\nn = {cfg['n']}, d = {cfg['d']}, r = {cfg['r']}")
     ax.legend(fontsize=6, loc="best")
     ax = axes[0, 1]
     ax.semilogy(tau, np.nanmedian(result["test_loss"], axis=0), color=plots.PALETTE[0], lw=1.6,

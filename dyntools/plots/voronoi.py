@@ -123,8 +123,8 @@ def plane_animation(result, out_dir: Path, formats=("png", "pdf"), stem: str = "
         inside = np.all(np.abs(cen) <= box, axis=1)
         ax.scatter(cen[inside, 0], cen[inside, 1], s=4 if model.centers is None else 12, c="black",
                    marker="." if model.centers is None else "x", linewidths=0.6, zorder=3)
-        ax.set_title(f"{model.rung}, {p['decay']} decay: step {int(steps[i])}\n"
-                     f"evaluation accuracy {acc[i]:.3f} (dark: wrongly classified)")
+        fig.suptitle(f"{model.rung}, {p['decay']} decay: step {int(steps[i])}\n"
+                     f"evaluation accuracy {acc[i]:.3f} (dark: wrongly classified)", fontsize=10)
         ax.set_xlabel("x₁")
         ax.set_ylabel("x₂")
 
