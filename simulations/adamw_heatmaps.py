@@ -322,12 +322,11 @@ def assemble(cfg: GridConfig, spec: sweep.SweepSpec, outcome: sweep.SweepOutcome
                f"{outcome.backend}; {n_div} diverged")
     if outcome.damaged:
         message += f"; {len(outcome.damaged)} damaged cells recomputed ({'; '.join(outcome.damaged)})"
+    summary = {**summary, "cells": len(spec.cells), "computed": outcome.computed, "reused": outcome.reused,
+               "diverged_cells": n_div, "backend": outcome.backend, "damaged_cells": outcome.damaged}
+    message = outcome.with_targets(message, summary)
     return RunResult(KIND, {**cfg.as_json(), "steps": cfg.steps}, arrays, "completed", message,
-                     seed=spec.seed,
-                     summary={**summary, "cells": len(spec.cells), "computed": outcome.computed,
-                              "reused": outcome.reused, "diverged_cells": n_div, "backend": outcome.backend,
-                              "damaged_cells": outcome.damaged},
-                     timings={"sweep": outcome.seconds})
+                     seed=spec.seed, summary=summary, timings={"sweep": outcome.seconds})
 
 
 def summarize(cfg: GridConfig, arrays: dict) -> dict:
@@ -501,7 +500,8 @@ RESULTS = (derive(KIND, AdamWGridParams, "batch_size classes curve_at dataset dt
                           "momentum n n_val noise normalized_wd optimizers paired plateau_factor plateau_metric "
                           "plateau_patience replicates restart_epochs restart_mult schedule sparsity_tol step_epochs "
                           "threshold turns",
-                  summary={"backend": "str", "cells": "int", "computed": "int", "damaged_cells": "list",
+                  summary={"backend": "str", "cells": "int", "compile_targets": "mapping", "computed": "int",
+                           "damaged_cells": "list",
                            "diverged_cells": "int", "optimizers": "mapping", "reused": "int", "threshold": "number"}),)
 
 EXPERIMENT = Experiment(
