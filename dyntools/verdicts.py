@@ -152,3 +152,40 @@ def proportions_agree(k1: int, n1: int, k2: int, n2: int) -> bool:
     lo1, hi1 = wilson_interval(k1, n1)
     lo2, hi2 = wilson_interval(k2, n2)
     return lo1 <= hi2 and lo2 <= hi1
+
+
+def near_best(scores, *, rel_tol: float, lower_is_better: bool = True) -> np.ndarray:
+    """Mask of the entries within ``rel_tol`` (relative to the best's magnitude) of the best finite score:
+    the near-ties an argmax could pick on another processor. NaN / inf entries are never near-best; all
+    False when nothing is finite."""
+    if not rel_tol >= 0:
+        raise ValueError(f"Invalid rel_tol: {rel_tol} (must be >= 0)")
+    s = np.asarray(scores, dtype=np.float64)
+    ok = np.isfinite(s)
+    if not ok.any():
+        return np.zeros(s.shape, bool)
+    best = s[ok].min() if lower_is_better else s[ok].max()
+    gap = (s - best) if lower_is_better else (best - s)
+    return ok & (gap <= rel_tol * abs(best))
+
+
+def range_over_choices(sets) -> tuple[int, int]:
+    """Picking one integer from each non-empty set: the smallest and the largest possible spread
+    ``max − min`` of the picks (how far a best grid index moves, over every choice among near-ties)."""
+    sets = [sorted({int(v) for v in s}) for s in sets]
+    if not sets or any(not s for s in sets):
+        raise ValueError("Invalid sets: need at least one, each non-empty")
+    largest = max(s[-1] for s in sets) - min(s[0] for s in sets)
+    # smallest window [lo, hi] that meets every set: slide over the sorted (value, set) pairs
+    pairs = sorted((v, i) for i, s in enumerate(sets) for v in s)
+    count, have, smallest, left = len(sets), {}, largest, 0
+    for v, i in pairs:
+        have[i] = have.get(i, 0) + 1
+        while len(have) == count:
+            lv, li = pairs[left]
+            smallest = min(smallest, v - lv)
+            have[li] -= 1
+            if not have[li]:
+                del have[li]
+            left += 1
+    return smallest, largest
