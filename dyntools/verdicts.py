@@ -189,3 +189,20 @@ def range_over_choices(sets) -> tuple[int, int]:
                 del have[li]
             left += 1
     return smallest, largest
+
+
+def count_above(values, threshold: float, margin: float) -> tuple[int, int]:
+    """How many finite values lie at or above ``threshold``, as a range robust to last-bit changes: (those
+    ≥ threshold + margin, those ≥ threshold − margin). NaN (diverged) never counts."""
+    x = finite_values(values)
+    return int((x >= threshold + margin).sum()), int((x >= threshold - margin).sum())
+
+
+def compare_counts(a: tuple[int, int], b: tuple[int, int]) -> str:
+    """Count ranges (sure, possible) of A against B: ``"at least as large"`` when A's sure count reaches B's
+    possible count, ``"smaller"`` when A's possible count is below B's sure count, ``"undecided"`` otherwise."""
+    if a[0] >= b[1]:
+        return "at least as large"
+    if a[1] < b[0]:
+        return "smaller"
+    return "undecided"

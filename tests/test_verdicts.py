@@ -138,3 +138,39 @@ def test_perturbed_starts_are_seeded_per_start_and_log_spaced():
     assert np.allclose(rel[2], xi, rtol=0, atol=1e-5)                       # round-off: 1e-16 / 5e-10
     with pytest.raises(ValueError, match="scale_range"):
         perturbed_starts(5, 4, scale_range=(0.0, 1e-8))
+
+
+def test_l1_sparsity_verdict_needs_a_margin_and_never_reads_a_nan():
+    from simulations.adamw_l1 import SHARE_MARGIN, l1_verdict
+
+    def shares(mx, med):
+        return {"max_small_fraction": mx, "median_small_fraction": med}
+
+    assert l1_verdict(shares(0.57, 0.40), shares(0.62, 0.50)) == "sparser"            # this machine's 62 vs 57
+    assert l1_verdict(shares(0.564, 0.40), shares(0.74, 0.55)) == "sparser"           # the AVX2 machine's
+    assert l1_verdict(shares(0.62, 0.50), shares(0.57, 0.40)) == "not sparser"
+    assert l1_verdict(shares(0.57, 0.40), shares(0.57 + SHARE_MARGIN / 2, 0.5)) == "no clear difference"
+    assert l1_verdict(shares(0.5, 0.5), shares(0.5, 0.5)) == "no clear difference"     # a tie
+    assert l1_verdict(shares(0.5, 0.6), shares(0.6, 0.5)) == "no clear difference"     # they disagree
+    assert l1_verdict(shares(float("nan"), float("nan")), shares(0.6, 0.5)) == "not checkable"
+
+
+def test_digits_region_counts_borderline_cells_as_either():
+    from simulations.adamw_digits import BORDER, region_verdict
+
+    class Fake(dict):
+        config = {"optimizers": ["adam", "adamw"]}
+
+    acc = np.full((2, 2, 3), 0.5)
+    acc[1, 0, :] = [0.95, 0.95, 0.95]             # AdamW: 3 sure cells
+    acc[0, 0, :2] = [0.95, 0.9]                    # Adam: 1 sure, 1 borderline
+    counts, region = region_verdict(Fake(val_acc=acc), 0.9)
+    assert counts == {"adam": (1, 2), "adamw": (3, 3)} and region == "at least as large"
+    acc[0, 1, :] = 0.9 + BORDER / 2                # three more borderline Adam cells: undecided
+    assert region_verdict(Fake(val_acc=acc), 0.9)[1] == "undecided"
+    acc[0, 1, :] = 0.99
+    acc[0, 0, 2] = 0.99
+    assert region_verdict(Fake(val_acc=acc), 0.9)[1] == "smaller"
+    acc[:] = np.nan                                 # everything diverged: equal (empty) regions, no NaN read
+    assert region_verdict(Fake(val_acc=acc), 0.9) == ({"adam": (0, 0), "adamw": (0, 0)}, "at least as large")
+    assert V.count_above([0.9, np.nan, 0.905, 0.95], 0.9, 0.01) == (1, 3)
