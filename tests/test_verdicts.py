@@ -174,3 +174,20 @@ def test_digits_region_counts_borderline_cells_as_either():
     acc[:] = np.nan                                 # everything diverged: equal (empty) regions, no NaN read
     assert region_verdict(Fake(val_acc=acc), 0.9) == ({"adam": (0, 0), "adamw": (0, 0)}, "at least as large")
     assert V.count_above([0.9, np.nan, 0.905, 0.95], 0.9, 0.01) == (1, 3)
+
+
+def test_a_small_ensemble_runs_saves_and_loads_and_the_stats_skip_diverged_starts(tmp_path):
+    from dyntools import store
+    from dyntools.commands.registry import load_result
+    from simulations import diag_nets_ensemble as E
+
+    res = E.run_ensemble("paper-gd", starts=3, steps=40, seed=1)
+    assert res["l0"].shape == (4, 3, 2) and res.config["ensemble"]["starts"] == 3
+    store.save(res, tmp_path / "ens")
+    back = load_result(tmp_path / "ens")                       # the declared schema accepts it
+    np.testing.assert_array_equal(back["perturbation_scales"], res["perturbation_scales"])
+    stats = E.schedule_stats(res)
+    assert [s["survived"] for s in stats] == [3 - int((res["diverged_at"][g] >= 0).sum()) for g in range(4)]
+    res["diverged_at"][1, 0] = 7                              # a diverged start drops out of every quantity
+    v = E.schedule_stats(res)[1]["values"]
+    assert all(np.isnan(x[0]) for x in v.values()) and v["l0"][1] == res["l0"][1, 1, -1]
