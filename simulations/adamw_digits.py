@@ -13,28 +13,13 @@ from dyntools.spec import Entry
 TITLE = "Adam vs AdamW (lr, weight decay) heatmaps on real data: scikit-learn's digits (seed 001)"
 
 
-#: Cells within this (absolute validation accuracy) of the threshold count as borderline.
-BORDER = 0.01
-
-
-def region_verdict(result, threshold: float) -> tuple[dict, str]:
-    """Per optimizer the range of cells above ``threshold`` (:func:`dyntools.verdicts.count_above` with margin
-    :data:`BORDER`) and whether AdamW's good region is at least as large as Adam's, smaller, or undecided
-    (:func:`dyntools.verdicts.compare_counts`)."""
-    from dyntools import verdicts as V
-
-    names = list(result.config["optimizers"])
-    counts = {k: V.count_above(result["val_acc"][o], threshold, BORDER) for o, k in enumerate(names)}
-    return counts, V.compare_counts(counts["adamw"], counts["adam"])
-
-
 def reproduce(ctx):
     import time
 
     from dyntools.plots import adamw_heatmaps as HP
     from dyntools.report import Section
     from dyntools.tables import markdown_table
-    from simulations.adamw_heatmaps import GridConfig, run_grid
+    from simulations.adamw_heatmaps import BORDER, GridConfig, region_verdict, run_grid
 
     if ctx.quick:
         cfg, workers = GridConfig(dataset="digits", n_lr=3, n_wd=4, epochs=12, hidden=(32, 32),
@@ -51,7 +36,7 @@ def reproduce(ctx):
              f"cells ≥ {cfg.threshold:.0%}": v["cells_above_threshold"], "fraction": v["fraction_above_threshold"],
              "diverged": v["diverged_cells"]} for k, v in s.items()]
     more = s["adamw"]["cells_above_threshold"] - s["adam"]["cells_above_threshold"]
-    counts, region = region_verdict(result, cfg.threshold)
+    counts, region = region_verdict(result, cfg.threshold, "adam", "adamw")
     md = [f"{cfg.n_lr} × {cfg.n_wd} (lr, λ) grid per optimizer, MLP 64→{'→'.join(map(str, cfg.hidden))}→10, "
           f"{cfg.n} training / {cfg.n_val} validation images, batch {cfg.batch_size}, {cfg.epochs:g} epochs "
           f"({cfg.steps} steps; {seconds:.1f} s).", "", markdown_table(rows), "",

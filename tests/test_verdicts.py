@@ -156,7 +156,7 @@ def test_l1_sparsity_verdict_needs_a_margin_and_never_reads_a_nan():
 
 
 def test_digits_region_counts_borderline_cells_as_either():
-    from simulations.adamw_digits import BORDER, region_verdict
+    from simulations.adamw_heatmaps import BORDER, region_verdict
 
     class Fake(dict):
         config = {"optimizers": ["adam", "adamw"]}
@@ -164,15 +164,16 @@ def test_digits_region_counts_borderline_cells_as_either():
     acc = np.full((2, 2, 3), 0.5)
     acc[1, 0, :] = [0.95, 0.95, 0.95]             # AdamW: 3 sure cells
     acc[0, 0, :2] = [0.95, 0.9]                    # Adam: 1 sure, 1 borderline
-    counts, region = region_verdict(Fake(val_acc=acc), 0.9)
+    counts, region = region_verdict(Fake(val_acc=acc), 0.9, "adam", "adamw")
     assert counts == {"adam": (1, 2), "adamw": (3, 3)} and region == "at least as large"
     acc[0, 1, :] = 0.9 + BORDER / 2                # three more borderline Adam cells: undecided
-    assert region_verdict(Fake(val_acc=acc), 0.9)[1] == "undecided"
+    assert region_verdict(Fake(val_acc=acc), 0.9, "adam", "adamw")[1] == "undecided"
     acc[0, 1, :] = 0.99
     acc[0, 0, 2] = 0.99
-    assert region_verdict(Fake(val_acc=acc), 0.9)[1] == "smaller"
+    assert region_verdict(Fake(val_acc=acc), 0.9, "adam", "adamw")[1] == "smaller"
     acc[:] = np.nan                                 # everything diverged: equal (empty) regions, no NaN read
-    assert region_verdict(Fake(val_acc=acc), 0.9) == ({"adam": (0, 0), "adamw": (0, 0)}, "at least as large")
+    empty = ({"adam": (0, 0), "adamw": (0, 0)}, "at least as large")
+    assert region_verdict(Fake(val_acc=acc), 0.9, "adam", "adamw") == empty
     assert V.count_above([0.9, np.nan, 0.905, 0.95], 0.9, 0.01) == (1, 3)
 
 
