@@ -449,7 +449,10 @@ def reproduce(ctx):
     check = ("FAILS (an optimizer stays below 80 %)" if not reached else
              {"at least as large": "holds", "smaller": "FAILS",
               "undecided": "undecided (borderline cells decide; not counted as a failure)"}[region])
-    md = [f"{'Quick' if ctx.quick else 'Full'} grid: {cfg.n_lr} learning rates × {cfg.n_wd} weight decays "
+    full = GridConfig()
+    md = [f"{'Quick (reduced) grid' if ctx.quick else 'Report grid'}: {cfg.n_lr} learning rates × {cfg.n_wd} "
+          f"weight decays, coarser than the problem set's {full.n_lr} × {full.n_wd} (the default of `dyntools "
+          f"sweep adamw-grid`, which draws these figures at that resolution) "
           f"(log-spaced, lr ∈ [{cfg.lrs().min():g}, {cfg.lrs().max():g}], wd ∈ [{cfg.wd_range[0]:g}, "
           f"{cfg.wd_range[1]:g}]) per optimizer; MLP {'×'.join(map(str, cfg.hidden))} ReLU, batch "
           f"{cfg.batch_size}, {cfg.steps} steps, {cfg.n} spiral points ({cfg.turns} turns, "
@@ -465,7 +468,11 @@ def reproduce(ctx):
     numbers = {k: {kk: v[kk] for kk in ("best_val_acc", "cells_above_threshold", "fraction_above_threshold")}
                for k, v in s.items()}
     numbers["region"] = {"verdict": region, "cells_above_threshold_range": {k: list(v) for k, v in counts.items()}}
-    return Section(TITLE, "\n".join(md), numbers=numbers, figures=[ctx.relative(p) for p in figs], ok=ok)
+    headline = (f"decoupled decay {check}: {counts[cfg.optimizers[-1]][0]}–{counts[cfg.optimizers[-1]][1]} vs "
+                f"{counts[cfg.optimizers[0]][0]}–{counts[cfg.optimizers[0]][1]} cells ≥ {cfg.threshold:.0%} "
+                f"({cfg.optimizers[-1]} vs {cfg.optimizers[0]}, cells within ±{BORDER:.0%} counted either way)")
+    return Section(TITLE, "\n".join(md), numbers=numbers, figures=[ctx.relative(p) for p in figs], ok=ok,
+                   headline=headline)
 
 
 # ----------------------------------------------------------------------------------- the command line
