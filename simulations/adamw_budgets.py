@@ -315,7 +315,10 @@ def reproduce(ctx):
                "raw_grid_steps_moved_range": s["raw"]["grid_steps_moved_range"],
                "normalized_grid_steps_moved_range": s["normalized"]["grid_steps_moved_range"],
                "claim": s["claim"], "claim_holds": s["claim_holds"]}
-    return Section(TITLE, "\n".join(md), numbers=numbers, figures=[ctx.relative(f) for f in figs])
+    return Section(TITLE, "\n".join(md), numbers=numbers, figures=[ctx.relative(f) for f in figs],
+                   headline=f"the claim {CLAIM_TEXT[s['claim']]}: raw λ moves {s['raw']['grid_steps_moved_range']}, "
+                            f"λ_norm {s['normalized']['grid_steps_moved_range']} grid steps (near-ties within "
+                            f"{NEAR_TIE:.0%})")
 
 
 REPORT = Entry("adamw-normalized-wd", TITLE, reproduce, order=32)

@@ -51,7 +51,9 @@ def reproduce(ctx):
     numbers = {k: {"best_val_acc": v["best_val_acc"], "cells_above_threshold": v["cells_above_threshold"],
                    "cells_above_threshold_range": list(counts[k])} for k, v in s.items()}
     numbers["adamw_region"] = region
-    return Section(TITLE, "\n".join(md), numbers=numbers, figures=[ctx.relative(f) for f in figs])
+    return Section(TITLE, "\n".join(md), numbers=numbers, figures=[ctx.relative(f) for f in figs],
+                   headline=f"AdamW's good region {region}: {counts['adamw'][0]}–{counts['adamw'][1]} vs "
+                            f"{counts['adam'][0]}–{counts['adam'][1]} cells ≥ {cfg.threshold:.0%} (Adam)")
 
 
 REPORT = Entry("adamw-digits", TITLE, reproduce, order=35)

@@ -656,7 +656,15 @@ def reproduce_paper(ctx):
              "are compared with the authors: their notebook's stored outputs print the final train loss, test "
              "loss and ℓ0 of each run; its rank curves exist only as figures, so the rank is reported, not "
              "compared.\n\n")
-    return Section(TITLE_PAPER, intro + "\n\n".join(parts), numbers=numbers, figures=figures, ok=True)
+    heads = []
+    for name in ("paper-sgd", "paper-gd"):
+        ens = numbers[f"{name}-ensemble"]
+        runs = [k for k in ens if k != "column_norms_large_vs_small"]
+        verdicts = "/".join(str(ens[k].get("verdict", "—")) for k in runs)
+        heads.append(f"{name} ensemble ({ens[runs[0]]['starts']} starts): vs the notebook {verdicts} "
+                     f"(small, ÷ at 10/30/50 %); large-step column norms {ens['column_norms_large_vs_small']}")
+    return Section(TITLE_PAPER, intro + "\n\n".join(parts), numbers=numbers, figures=figures, ok=True,
+                   headline="; ".join(heads))
 
 
 # ----------------------------------------------------------------------------------- the command line
