@@ -303,6 +303,9 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
     if label_noise and model.head != "regression":
         raise ValueError("Invalid label_noise: label noise needs a regression head")
     sets = _datasets(data)
+    if hasattr(model, "check_data"):            # a model that knows its input width refuses other data
+        for ds in sets:
+            model.check_data(ds.X, ds.y)
     S = validation.count("seeds", seeds) if seeds is not None else len(sets)
     if len(sets) not in (1, S):
         raise ValueError(f"Invalid data: {len(sets)} data sets for {S} seeds (give one, or one per seed)")
