@@ -23,6 +23,7 @@ def test_an_alias_repeats_its_target_under_the_old_name():
 def test_the_avx2_environment_restricts_every_side():
     env = isa_environment("avx2", "/tmp/c")
     assert env["NUMBA_CPU_NAME"] == "haswell" and env["DYNTOOLS_VECTOR_BITS"] == "256"
+    assert "-avx512f" in env["NUMBA_CPU_FEATURES"] and "+fma" in env["NUMBA_CPU_FEATURES"]
     assert "--xla_cpu_max_isa=AVX2" in env["XLA_FLAGS"] and env["OPENBLAS_CORETYPE"] == "Haswell"
     assert env["NUMBA_CACHE_DIR"] == "/tmp/c" and isa_environment("native", "/tmp/c") == {}
 

@@ -88,6 +88,14 @@ class BenchReport:
 ISAS = ("native", "avx2")
 
 
+#: LLVM features of an AVX2 + FMA processor (Haswell). ``NUMBA_CPU_NAME=haswell`` alone is not enough:
+#: numba then still passes the host's features (``+avx512f`` …) to LLVM, which emits zmm code (measured)
+HASWELL_FEATURES = ",".join(["+64bit", "+avx", "+avx2", "+bmi", "+bmi2", "+cmov", "+cx16", "+f16c", "+fma",
+                             "+fsgsbase", "+lzcnt", "+movbe", "+pclmul", "+popcnt", "+rdrnd", "+sahf", "+sse",
+                             "+sse2", "+sse3", "+sse4.1", "+sse4.2", "+ssse3", "+xsave", "+xsaveopt", "-avx512f",
+                             "-avx512bw", "-avx512cd", "-avx512dq", "-avx512vl"])
+
+
 def isa_environment(isa: str, cache_dir: str) -> dict[str, str]:
     """Environment variables that restrict a benchmark process to ``isa`` (``avx2``: numba compiles for
     Haswell — AVX2 and FMA, no AVX-512 — with 256-bit panels; XLA's code generation capped at AVX2;
@@ -96,7 +104,8 @@ def isa_environment(isa: str, cache_dir: str) -> dict[str, str]:
     if isa == "native":
         return {}
     xla = " ".join(f for f in (os.environ.get("XLA_FLAGS", ""), "--xla_cpu_max_isa=AVX2") if f)
-    return {"NUMBA_CPU_NAME": "haswell", "DYNTOOLS_VECTOR_BITS": "256", "XLA_FLAGS": xla,
+    return {"NUMBA_CPU_NAME": "haswell", "NUMBA_CPU_FEATURES": HASWELL_FEATURES, "DYNTOOLS_VECTOR_BITS": "256",
+            "XLA_FLAGS": xla,
             "OPENBLAS_CORETYPE": "Haswell", "NUMBA_CACHE_DIR": cache_dir}
 
 
