@@ -44,9 +44,11 @@ FMA = {"contract"}
 # register-blocked panels (:mod:`dyntools.lowlevel.fma_block`): 8 (or 6), 4, 2 or 1 rows; two vectors of columns or
 # one (or their plain-loop fallback, :mod:`dyntools.lowlevel`). The tallest two-vector panel fits the register
 # file: with 32 vector registers (AVX-512) 8 × 2 accumulators + 2 rows of ``In`` + 1 broadcast; with 16 (AVX2)
-# 8 × 2 would spill, 6 × 2 takes 12 + 2 + 1 = 15. Each entry is the same fma chain whichever panel computes it.
-_P8x2, _P6x2, _P4x2, _P2x2, _P1x2 = (lowlevel.panel(r, 2) for r in (8, 6, 4, 2, 1))
-_TALL2 = 8 if lowlevel.VECTOR_BITS >= 512 else 6
+# 8 × 2 would spill; of 6 × 2 (12 + 2 + 1 = 15) and 4 × 2, 4 × 2 ran fastest for Haswell code (the forward
+# 48 × 32 · 32 × 16 block, best of 7 under load: float64 42 vs 15 vs 11 GFLOP/s for 8 × 2, float32 75 vs 66
+# vs 49). Each entry is the same fma chain whichever panel computes it.
+_P8x2, _P4x2, _P2x2, _P1x2 = (lowlevel.panel(r, 2) for r in (8, 4, 2, 1))
+_TALL2 = 8 if lowlevel.VECTOR_BITS >= 512 else 4
 _P8x1, _P4x1, _P2x1, _P1x1 = (lowlevel.panel(r, 1) for r in (8, 4, 2, 1))
 _NONE, _RELU, _MASK = (lowlevel.EPILOGUES[k] for k in ("none", "relu", "mask"))
 
@@ -56,7 +58,7 @@ def gemm(out, init, C, In, m, kdim, n):
     """``out[i, j] = init[j] + Σ_{g<kdim} C[i, g] · In[g, j]`` for ``i < m``, ``j < n``, each entry one
     chain of multiply–adds in the order of ``g`` starting at ``init[j]`` (a bias, or zeros).
 
-    Columns in panels of two vectors (then one; 512 bits with AVX-512), rows eight at a time (six with
+    Columns in panels of two vectors (then one; 512 bits with AVX-512), rows eight at a time (four with
     256-bit vectors; then 4, 2, 1), each block's accumulators held in registers for the whole contraction
     (:mod:`dyntools.lowlevel.fma_block`; this needs ``out``, ``init`` and the rows of ``In``
     contiguous). Columns left over (fewer than a vector), or operands that are not contiguous, go
@@ -111,7 +113,7 @@ def _gemm(out, init, C, In, m, kdim, n, by_row, epilogue, aux):
 
 @njit(inline="always")
 def _panels2(out, init, C, In, m, j, kdim, by_row, epilogue, aux):
-    """Rows ``0 … m−1`` of the two-vector column panel at ``j``: blocks of 8 (6 with 16 vector registers),
+    """Rows ``0 … m−1`` of the two-vector column panel at ``j``: blocks of 8 (4 with 16 vector registers),
     then 4, 2, 1 rows."""
     i = 0
     if _TALL2 == 8:
@@ -119,9 +121,9 @@ def _panels2(out, init, C, In, m, j, kdim, by_row, epilogue, aux):
             _P8x2(out, init, C, In, i, j, kdim, by_row, epilogue, aux)
             i += 8
     else:
-        while m - i >= 6:
-            _P6x2(out, init, C, In, i, j, kdim, by_row, epilogue, aux)
-            i += 6
+        while m - i >= 4:
+            _P4x2(out, init, C, In, i, j, kdim, by_row, epilogue, aux)
+            i += 4
     if m - i >= 4:
         _P4x2(out, init, C, In, i, j, kdim, by_row, epilogue, aux)
         i += 4
