@@ -288,20 +288,34 @@ def run_experiment(p: VoronoiParams, *, seed: int = 0, progress: bool = False):
                      timings={"run": summary["seconds"]})
 
 
-def run_experiments(params: list, *, seed: int = 0, workers: int | None = None) -> list:
-    """:func:`run_experiment` of each of ``params`` (in order), on ``workers`` processes (default: every core;
-    1: in this process). The runs are independent and each a function of its parameters and ``seed``, so the
-    results are the same bits whatever the number of workers."""
+def in_parallel(jobs: list, workers: int | None = None) -> list:
+    """The results of the argument-free callables ``jobs`` (picklable, e.g. ``functools.partial`` of module
+    functions), in order, computed on ``workers`` processes (default: every core; 1: in this process). Each
+    report job is a function of its arguments alone (its seed among them), so the results are the same bits
+    whatever the number of workers."""
     from concurrent.futures import ProcessPoolExecutor
-    from functools import partial
     from multiprocessing import get_context
 
-    workers = min(len(params), workers or os.cpu_count() or 1)
-    run = partial(run_experiment, seed=seed)
+    workers = min(len(jobs), workers or os.cpu_count() or 1)
     if workers <= 1:
-        return [run(p) for p in params]
+        return [job() for job in jobs]
     with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
-        return list(pool.map(run, params))
+        return list(pool.map(_call, jobs))
+
+
+def _call(job):
+    return job()
+
+
+def animated_run(p: VoronoiParams, seed: int, run_dir, figure_dir, stem: str, res: int) -> list:
+    """One seed of ``p`` for the report's animations: the run saved under ``run_dir``, its figures and
+    animations drawn into ``figure_dir`` (both in the calling process: a report job). Returns the figure paths."""
+    from dyntools import store
+    from dyntools.plots import voronoi as vplots
+
+    result = run_experiment(p, seed=seed)
+    store.save(result, run_dir)
+    return vplots.plot_result(result, figure_dir, ("png",), stem=stem, res=res, env=False)
 
 
 def table(result) -> str:
@@ -507,7 +521,8 @@ def rules_disagreement(seed: int, envs: int = 5, points: int = 20000) -> dict:
 def reproduce(ctx):
     """Catalogue entry: environment + both rules, the ladder over rungs × decay types × 5 seeds, and the
     animations (quick: 192 learned centers, 250 steps, the top rung with L2 decay only)."""
-    from dyntools import store
+    from functools import partial
+
     from dyntools.plots import voronoi as vplots
     from dyntools.report import Section
     from dyntools.tables import markdown_table
@@ -536,14 +551,12 @@ def reproduce(ctx):
     exact_p = dataclasses.replace(base, rung="exact", rule="projection", seeds=5)
     exempt_p = dataclasses.replace(base, rung="centers", decay="min", no_decay=("offset", "scale", "plus-minus"),
                                    seeds=5, frames=2)
-    *anims, exact_proj, exempt = run_experiments(
-        [dataclasses.replace(base, rung=rung, decay=decay, seeds=1) for rung, decay in animated] + [exact_p, exempt_p],
-        seed=ctx.seed)
-    for (rung, decay), anim in zip(animated, anims):
-        store.save(anim, ctx.out_dir / "runs" / f"voronoi-{rung}-{decay}")
-        figures += vplots.plot_result(anim, ctx.figure_dir, ("png",), stem=f"voronoi_{rung}_{decay}".replace("-", "_"),
-                                      res=60 if ctx.quick else 100, env=False)
-    figures = [ctx.relative(f) for f in figures]
+    jobs = [partial(animated_run, dataclasses.replace(base, rung=rung, decay=decay, seeds=1), ctx.seed,
+                    ctx.out_dir / "runs" / f"voronoi-{rung}-{decay}", ctx.figure_dir,
+                    f"voronoi_{rung}_{decay}".replace("-", "_"), 60 if ctx.quick else 100) for rung, decay in animated]
+    jobs += [partial(run_experiment, exact_p, seed=ctx.seed), partial(run_experiment, exempt_p, seed=ctx.seed)]
+    *anim_figures, exact_proj, exempt = in_parallel(jobs)
+    figures = [ctx.relative(f) for f in figures + [f for figs in anim_figures for f in figs]]
     rows = ladder.summary["ladder"]
     numbers["ladder"] = rows
     numbers["majority_median"] = ladder.summary["majority_median"]
