@@ -68,7 +68,7 @@ def test_fastmath_allows_no_reassociation():
 # in both precisions; prints the bytes of every result as hex
 _PROGRAM = """
 import hashlib, numpy as np
-from dyntools.data_voronoi import voronoi
+from dyntools.data.voronoi import voronoi
 from dyntools.dynamics.train import train
 from dyntools.models.voronoi import VoronoiLadder
 from dyntools.optim.decay_groups import adamw_decay
