@@ -61,6 +61,7 @@ _LAZY = {
     "metrics": ("dyntools.metrics", None),
     "data": ("dyntools.data", None),
     "models": ("dyntools.models", None),
+    "model_metrics": ("dyntools.model_metrics", "model_metrics"),
     "plots": ("dyntools.plots", None),
     "data_voronoi": ("dyntools.data.voronoi", None),        # its name before dyntools/data/ was a package
     "VoronoiLadder": ("dyntools.models.voronoi", "VoronoiLadder"),

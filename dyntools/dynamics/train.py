@@ -8,6 +8,13 @@ A training run is ``G`` *runs* (optimizer and schedule pairs: the compared setti
     L, g_t     = model.loss_grad(θ_t; X[I_t], y[I_t] + δ ξ_t)               (ξ ~ N(0, 1) fresh; δ = label noise)
     θ_{t+1}    = optimizer step of g_t at learning rate lr_t = lr · m_t    (dyntools.optim, fused kernel)
 
+The optimizer step is the fused kernel of the optimizer's ``precond`` (every built-in optimizer), or —
+for an optimizer without one (``precond = NO_FUSED_KERNEL``: your own chain of transforms) — the
+optimizer's chain itself, each transform compiled where it provides a numba kernel
+(:mod:`dyntools.optim.chain_step`); the result's config says which (``optimizer_path`` "fused" or
+"chain", and per run ``optimizer_step``). A ``precond`` whose fused step is not the optimizer's chain is
+an error (:func:`~dyntools.optim.chain_step.check_fused_matches_chain`).
+
 with ``m_t`` the run's schedule multiplier. The iterate of step ``t`` is recorded when ``t`` is on
 the record grid (before the update; step ``T`` after the last one), and a path stops at the first
 step whose parameters are non-finite or beyond the bound, ``‖θ‖₁ > bound`` (:mod:`dyntools.engine.guard`;
@@ -36,8 +43,10 @@ import numpy as np
 from numba import njit
 
 from dyntools import validation
+from dyntools.dynamics import kernel_check
 from dyntools.engine import drive, guard, record, rng, samplers, streams
 from dyntools.engine.result import RunResult, timed
+from dyntools.optim import chain_step
 from dyntools.optim import kernels as optim_kernels
 from dyntools.optim import optimizers as O
 from dyntools.optim.schedules import Constant, ReduceLROnPlateau, Schedule
@@ -54,8 +63,9 @@ register(ResultSchema("train", {
     "records": (Param("recorded steps", "int", low=0), False),
     "common_stream": (Param("one stream for all runs", "flag"), False),
     "replayed": (Param("indices replayed", "flag"), False), "kernel": (known("numba", "numpy"), False),
-    "path": (known("tuned", "generic"), False)},
-    summary={"paths": "int", "diverged": "int", "first": "number"}, optional=frozenset({"kernel", "path"})))
+    "path": (known("tuned", "generic"), False), "optimizer_path": (known("fused", "chain"), False)},
+    summary={"paths": "int", "diverged": "int", "first": "number"},
+    optional=frozenset({"kernel", "path", "optimizer_path"})))
 
 
 @njit(inline="always", error_model="numpy")
@@ -131,10 +141,12 @@ def _advance_paths(paths, kernel, arrays, t0, t1, record_steps, theta_rec, bound
 
 def advance_path_numpy(kernel_np, p, thetas, opt_states, Xs, ys, data_of, iargs, fargs, ws_size, sampler, batch,
                        drop_last, replay, states, perms, pos, label_noise, precond_of, hps, lrs, run_of, step_losses,
-                       t0, t1, record_steps, theta_rec, bound, diverged_at, record_final):
+                       t0, t1, record_steps, theta_rec, bound, diverged_at, record_final, stepper=None):
     """NumPy twin of :func:`advance_path`: the same draws in the same order; the optimizer step is the
     readable chain's arithmetic on whole arrays (:func:`dyntools.optim.kernels.fused_step_np`, the
-    same bits as :func:`~dyntools.optim.kernels.fused_step`'s element-wise Python body)."""
+    same bits as :func:`~dyntools.optim.kernels.fused_step`'s element-wise Python body) — or, with
+    ``stepper`` (:class:`dyntools.optim.chain_step.ChainStepper`), the path's optimizer chain itself
+    (an optimizer without a fused kernel; ``kernel_np`` may then be the compiled kernel)."""
     if diverged_at[p] != guard.NEVER:
         return
     theta, ostate, st = thetas[p], opt_states[p], states[p:p + 1]
@@ -176,7 +188,10 @@ def advance_path_numpy(kernel_np, p, thetas, opt_states, Xs, ys, data_of, iargs,
             step_losses[p, t] = loss
         lr_t = lrs[g, 0] if lrs.shape[1] == 1 else lrs[g, t]
         with np.errstate(over="ignore", invalid="ignore"):
-            optim_kernels.fused_step_np(precond_of[g], hps[g], theta, grad, ostate, t + 1, lr_t)
+            if stepper is not None:
+                stepper(theta, grad, t + 1, lr_t)
+            else:
+                optim_kernels.fused_step_np(precond_of[g], hps[g], theta, grad, ostate, t + 1, lr_t)
             size = guard.l1_size_np(theta)
         if guard.beyond_np(size, bound):
             diverged_at[p] = t + 1
@@ -208,7 +223,7 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
           theta0=None, bound: float | None = None, indices=None, common_stream: bool = False,
           stream_key: tuple[int, ...] = (), chunks: int = 1, progress: bool = False, kernel: str = "numba",
           workers: int | None = None, fast: bool = True, labels=None, step_loss: bool = False,
-          plateau_every: int | None = None, plateau_metric=None) -> RunResult:
+          plateau_every: int | None = None, plateau_metric=None, check_gradient: bool = True) -> RunResult:
     """Train ``model`` on ``data`` with ``optimizer`` (see the module docstring for the step).
 
     Parameters
@@ -239,6 +254,11 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
     labels : list of str          names of the runs (default the optimizer names)
     step_loss : bool              also return ``step_loss`` (G, S, T): the mini-batch loss of every step
                                   (the kernel's value at θ_t, before the update)
+    check_gradient : bool         a user's model (not one of :mod:`dyntools.models`) has its kernel run once
+                                  before the loop on guarded buffers and its gradient compared with central
+                                  finite differences at the initial θ (:mod:`dyntools.dynamics.kernel_check`,
+                                  relative tolerance 1e-4); False skips the gradient part (the workspace
+                                  guard always runs)
 
     Returns a :class:`RunResult` of kind ``"train"``; arrays indexed ``[run, seed, …]``: ``theta``
     (recorded parameters, K × p per path), ``train_loss`` (and ``test_loss`` when the data has a test
@@ -262,8 +282,9 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
     n, d = np.shape(sets[0].X)
     for ds in sets:
         X = validation.finite_array("X", ds.X, ndim=2)
-        if X.shape != (n, d) or np.shape(ds.y)[0] != n:
-            raise ValueError(f"Invalid data: every data set needs X of shape ({n}, {d}) and {n} labels")
+        if X.shape != (n, d):
+            raise ValueError(f"Invalid data: every data set needs X of shape ({n}, {d}), got {X.shape}")
+        _check_targets(ds.y, n, model.head)
     batch = validation.count("batch", batch)
     if sampler_code != samplers.FULL and batch > n:
         raise ValueError(f"Invalid batch: {batch} (must be <= n = {n})")
@@ -280,12 +301,15 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
     for o in opts:
         if not isinstance(o, O.Optimizer):
             raise TypeError(f"Invalid optimizer: {o!r} (expected a dyntools.optim optimizer)")
+        chain_step.check_fused_matches_chain(o)
+    by_chain = not all(o.fused for o in opts)   # an optimizer without a fused kernel: every run by its chain
     reactive = [g for g, s in enumerate(scheds) if isinstance(s, ReduceLROnPlateau)]
     mults = [np.ones(1) if g in reactive else s.multipliers(steps) for g, s in enumerate(scheds)]
     length = steps if reactive or any(m.size > 1 for m in mults) else 1
     lrs = np.ascontiguousarray(np.stack([o.lr * np.broadcast_to(m, (length,)) for o, m in zip(opts, mults)]))
     precond_of = np.array([o.precond for o in opts], dtype=np.int64)
-    hps = np.ascontiguousarray(np.stack([o.hparams for o in opts]), dtype=np.float64)
+    hps = np.ascontiguousarray(np.stack([o.hparams if o.fused else np.zeros(O.N_HPARAMS) for o in opts]),
+                               dtype=np.float64)
     labels = [o.name for o in opts] if labels is None else [str(x) for x in labels]
     if len(labels) != G:
         raise ValueError(f"Invalid labels: {len(labels)} names for {G} runs")
@@ -297,7 +321,12 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
     p_dim = model.n_params
     P = G * S
     if theta0 is None:
-        inits = np.stack([model.init(seed, s) for s in range(S)])
+        inits = [np.asarray(model.init(seed, s)) for s in range(S)]
+        if inits[0].shape != (p_dim,) or not np.all(np.isfinite(inits[0])):
+            raise ValueError(f"Invalid model {model.name!r}: init(seed, 0) returned shape {inits[0].shape}"
+                             f"{'' if inits[0].shape != (p_dim,) else ' with non-finite entries'} (expected "
+                             f"n_params = {p_dim} finite numbers)")
+        inits = np.stack(inits)
     else:
         inits = validation.finite_array("theta0", theta0)
         if inits.shape not in ((p_dim,), (S, p_dim)):
@@ -340,12 +369,29 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
 
     setting = {"sampler": sampler, "batch": b, "label_noise": label_noise, "optimizers": opts, "kernel": kernel,
                "step_loss": step_losses.shape[1] > 0}
-    tuned = model.fast_path(setting) if fast else None
+    tuned = model.fast_path(setting) if fast and not by_chain else None
+    if kernel == "numba" and not hasattr(model.loss_grad, "py_func"):
+        raise ValueError(f"Invalid model {model.name!r}: kernel='numba' needs model.loss_grad compiled with "
+                         f"numba.njit (got {type(model.loss_grad).__name__}); njit it, or pass kernel='numpy' "
+                         "to run loss_grad_np")
+    kernel_fn = model.loss_grad if kernel == "numba" else model.loss_grad_np
+    builtin = kernel_check.is_builtin(model)
+    if not builtin:
+        kernel_check.check_kernel(model, kernel_fn, thetas[0], Xs[0], ys[0], b, iargs, fargs, ws_size,
+                                  gradient=bool(check_gradient))
     cached = loops.for_kernel(model.loss_grad)
+    if cached is None and kernel == "numba" and not builtin:
+        cached = loops.user_loop(model.loss_grad)
     timings: dict[str, float] = {}
 
+    steppers = [chain_step.ChainStepper(opts[run_of[p]], thetas[p]) for p in range(P)] if by_chain else None
+
     def advance(t0, t1, last):
-        if tuned is not None:
+        if by_chain:                       # the optimizers' own chains, stepped from Python
+            for p in range(P):
+                advance_path_numpy(kernel_fn, p, *args, t0, t1, record_steps, theta_rec, bound, diverged_at,
+                                   last, stepper=steppers[p])
+        elif tuned is not None:
             tuned(*args, t0, t1, record_steps, theta_rec, bound, diverged_at, last, workers=workers)
         elif kernel == "numba" and cached is not None:
             drive.on_threads(cached, P, workers, args, t0, t1, record_steps, theta_rec, float(bound), diverged_at,
@@ -391,17 +437,43 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
             yt = np.stack([np.asarray(ds.y_test).astype(y_dtype) for ds in sets])
             arrays["test_loss"] = shape(_recorded_loss(model, theta_rec, Xt, yt, data_of))
     last = arrays["train_loss"][..., -1].reshape(-1)
-    status, message = drive.classify(diverged_at, np.where(np.isfinite(last), last, np.inf), what="paths")
+    first = int(np.argmin(np.where(diverged_at == guard.NEVER, np.iinfo(np.int64).max, diverged_at)))
+    detail = (guard.cause(thetas[first], bound, where=" (the ‖θ‖₁ guard)")
+              if diverged_at[first] != guard.NEVER else "")
+    status, message = drive.classify(diverged_at, np.where(np.isfinite(last), last, np.inf), what="paths",
+                                     detail=detail)
     config = {"model": model.config(), "runs": [{"label": lab, "optimizer": o.name, "lr": o.lr,
-                                                 "schedule": repr(s)} for lab, o, s in zip(labels, opts, scheds)],
+                                                 "schedule": repr(s), "optimizer_step": chain_step.describe(o)}
+                                                for lab, o, s in zip(labels, opts, scheds)],
               "steps": steps, "batch": b, "sampler": sampler, "drop_last": bool(drop_last),
               "label_noise": label_noise, "seeds": S, "bound": bound, "records": int(K),
               "common_stream": bool(common_stream), "replayed": indices is not None, "kernel": kernel,
-              "path": "tuned" if tuned is not None else "generic"}
+              "path": "tuned" if tuned is not None else "generic",
+              "optimizer_path": "chain" if by_chain else "fused"}
     for name, extra in getattr(tuned, "extras", {}).items():        # per-path arrays of a tuned loop
         arrays[name] = shape(extra)
     summary = {"paths": P, **guard.summary(diverged_at)}
     return RunResult("train", config, arrays, status, message, seed=seed, summary=summary, timings=timings)
+
+
+def _check_targets(y, n: int, head: str) -> None:
+    """``y`` must be n finite numbers (regression) or n integer class labels ≥ 0 (cross-entropy), as a
+    flat array: a ValueError names what is wrong (shape, dtype, the first bad entry)."""
+    y = np.asarray(y)
+    if y.shape != (n,):
+        hint = "; flatten it with y.ravel()" if y.size == n else ""
+        raise ValueError(f"Invalid data: y has shape {y.shape} (expected ({n},): one target per example{hint})")
+    if y.dtype.kind not in "biuf":
+        raise ValueError(f"Invalid data: y has dtype {y.dtype} (expected "
+                         f"{'numbers' if head == 'regression' else 'integer class labels'})")
+    bad = np.flatnonzero(~np.isfinite(y.astype(np.float64)))
+    if bad.size:
+        raise ValueError(f"Invalid data: y has {bad.size} non-finite entries (first y[{bad[0]}] = {y[bad[0]]})")
+    if head == "cross-entropy":
+        wrong = np.flatnonzero((y < 0) | (y != np.round(y)))
+        if wrong.size:
+            raise ValueError(f"Invalid data: y[{wrong[0]}] = {y[wrong[0]]} is not a class label (integers >= 0 "
+                             "for a cross-entropy head)")
 
 
 def _recorded_loss(model, theta_rec, Xs, ys, data_of) -> np.ndarray:

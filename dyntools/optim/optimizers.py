@@ -47,19 +47,59 @@ NO_BIAS_CORRECTION = 8
 N_SLOTS = 3
 
 
+#: ``precond`` of an optimizer that has no fused kernel: :func:`dyntools.train` runs its own chain.
+NO_FUSED_KERNEL = -1
+#: The fused kernels' preconditioner codes and what they compute.
+PRECONDS = {SGD_MOMENTUM: "SGD (momentum)", ADAM: "Adam", ADAGRAD: "AdaGrad", RMSPROP: "RMSprop",
+            RMSPROP_BC: "bias-corrected RMSProp"}
+
+
 @dataclass(frozen=True)
 class Optimizer:
-    """An optimizer: its name, hyperparameters, readable chain and fused-kernel description."""
+    """An optimizer: its name, hyperparameters, readable chain and fused-kernel description.
+
+    Your own optimizer is ``Optimizer(name, lr, chain)``: a :func:`~dyntools.optim.transforms.chain`
+    of transforms (yours or the library's) with ``precond`` left at :data:`NO_FUSED_KERNEL`, so that
+    :func:`dyntools.train` runs the chain itself (a transform with a ``compiled()`` method runs compiled
+    there, :mod:`dyntools.optim.chain_step`). ``precond`` in :data:`PRECONDS` with a length-
+    :data:`N_HPARAMS` ``hparams`` vector names a fused kernel instead; anything else is an error.
+    """
 
     name: str
     lr: float
     chain: T.chain
-    precond: int
-    hparams: np.ndarray = field(repr=False)
+    precond: int = NO_FUSED_KERNEL
+    hparams: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
     options: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if not isinstance(self.chain, T.Transform):
+            raise TypeError(f"Invalid chain of optimizer {self.name!r}: {self.chain!r} (expected a "
+                            "dyntools.optim.transforms.chain of transforms)")
+        if isinstance(self.precond, bool) or not isinstance(self.precond, int | np.integer) or (
+                self.precond != NO_FUSED_KERNEL and self.precond not in PRECONDS):
+            known = ", ".join(f"{k} ({v})" for k, v in PRECONDS.items())
+            raise ValueError(f"Invalid precond of optimizer {self.name!r}: {self.precond!r} (a fused kernel: {known}; "
+                             f"or NO_FUSED_KERNEL = {NO_FUSED_KERNEL} to train the chain itself)")
+        hp = np.asarray(self.hparams, dtype=np.float64)
+        if self.precond != NO_FUSED_KERNEL and (hp.shape != (N_HPARAMS,) or not np.all(np.isfinite(hp))):
+            raise ValueError(f"Invalid hparams of optimizer {self.name!r}: shape {hp.shape} (the fused kernel "
+                             f"{PRECONDS[self.precond]} reads {N_HPARAMS} finite numbers "
+                             "[λ, ρ, where, a, b, c, d, e, f])")
+        if self.precond != NO_FUSED_KERNEL and hp[2] not in (NO_DECAY, COUPLED, DECOUPLED):
+            raise ValueError(f"Invalid hparams of optimizer {self.name!r}: hparams[2] = {hp[2]} (where the decay "
+                             f"enters: {NO_DECAY} none, {COUPLED} coupled, {DECOUPLED} decoupled)")
+        object.__setattr__(self, "hparams", hp)
+
+    @property
+    def fused(self) -> bool:
+        """Whether a fused kernel runs this optimizer (else :func:`dyntools.train` runs its chain)."""
+        return self.precond != NO_FUSED_KERNEL
 
     @property
     def decay_position(self) -> str:
+        if not self.fused:
+            return "as its chain says"
         return ("none", "coupled (before the preconditioner)",
                 "decoupled (after the preconditioner)")[int(self.hparams[2])]
 
