@@ -16,6 +16,8 @@ The public API, ``import dyntools as dt``::
     dt.grade("student.py")                                         # the problem set's autograder (Adam, AdamW)
     dt.load(dir), dt.save(result, dir), dt.RunResult               # results on disk
     dt.DiagNet, dt.MLP, dt.QuadraticToy, dt.ToyModel, dt.Model     # models (dt.models: every module)
+    dt.SymbolicModel(h, params, inputs, …)                         # your own model from a sympy expression
+    dt.model_claims.gradient_claim / fixed_point_claim / sde_drift_claim   # claims about that model
     dt.VoronoiLadder, dt.data.voronoi, dt.adamw_decay              # seed 000's ladder, environment, decays
     dt.toy_data(toy)                                               # the toy's samples as a training set
     dt.Surface(name), dt.trajectories.gallery(…)                   # 2-D surfaces; the optimizer trajectory gallery
@@ -51,6 +53,8 @@ _LAZY = {
     "sde_models": ("dyntools.dynamics.sde_models", None),
     "label_noise_match": ("dyntools.dynamics.label_noise_match", None),
     "Model": ("dyntools.models.base", "Model"),
+    "SymbolicModel": ("dyntools.models.symbolic", "SymbolicModel"),
+    "model_claims": ("dyntools.symbolic.model_claims", None),
     "DiagNet": ("dyntools.models.diag_net", "DiagNet"),
     "MLP": ("dyntools.models.mlp", "MLP"),
     "QuadraticToy": ("dyntools.models.quadratic_toy", "QuadraticToy"),

@@ -25,6 +25,12 @@ there starts afresh. A cell file that cannot be reused — unreadable, truncated
 metadata, its status outside the vocabulary, or lacking one of the spec's ``finite`` values (or holding
 it non-finite although the cell did not diverge, e.g. a NaN accuracy) — is *damaged*: it is reported by
 path in :attr:`SweepOutcome.damaged` and recomputed.
+
+Each cell's metadata records the compile target its worker ran on (CPU name and features as numba
+compiles for them, numba / llvmlite / numpy versions: :mod:`dyntools.engine.target`);
+:attr:`SweepOutcome.compile_targets` says whether the cells share one. A sweep resumed on another
+machine or run on a mixed cluster is *mixed*: a statement in its summary, not an error (each cell is
+bitwise reproducible on its own target; across targets within the stated tolerances).
 """
 
 from __future__ import annotations
@@ -78,6 +84,23 @@ class SweepOutcome:
     seconds: float
     extra: dict[str, Any] = field(default_factory=dict)
     damaged: list[str] = field(default_factory=list)      # "path: why" of each damaged cell recomputed
+    targets: list[dict | None] = field(default_factory=list)   # each cell's compile target (None: not recorded)
+
+    @property
+    def compile_targets(self) -> dict:
+        """:func:`dyntools.engine.target.summarize_targets` of the cells: ``mixed`` when they come from
+        more than one compile target (a sweep resumed elsewhere, a mixed cluster) — a statement, not an error."""
+        from dyntools.engine.target import summarize_targets
+
+        return summarize_targets(self.targets)
+
+    def with_targets(self, message: str, summary: dict) -> str:
+        """``summary["compile_targets"]`` set; ``message`` with a clause naming the targets when mixed."""
+        from dyntools.engine.target import targets_sentence
+
+        summary["compile_targets"] = self.compile_targets
+        clause = targets_sentence(summary["compile_targets"])
+        return f"{message}; {clause}" if clause else message
 
 
 def resolve(path: str) -> Callable:
@@ -85,11 +108,19 @@ def resolve(path: str) -> Callable:
     return getattr(importlib.import_module(module), name)
 
 
+#: The key of a cell's result that carries its compile target (stored in the cell's metadata).
+TARGET_KEY = "compile_target"
+
+
 def run_cell(cell_fn: str, config: dict, cell: dict, seed: int, index: int) -> dict:
-    """Executed on the workers: import and call the cell function."""
+    """Executed on the workers: import and call the cell function; record the worker's compile target
+    (:func:`dyntools.engine.target.compile_target`)."""
+    from dyntools.engine.target import compile_target
+
     out = dict(resolve(cell_fn)(config, cell, seed, index))
     out.setdefault("status", "completed")
     out.setdefault("message", "")
+    out[TARGET_KEY] = compile_target()
     return out
 
 
@@ -177,8 +208,10 @@ def write_cell(out: Path, index: int, result: dict) -> bool:
     path = cell_path(out, index)
     if path.exists():
         return False
-    arrays = {k: np.asarray(v) for k, v in result.items() if k not in ("status", "message")}
+    arrays = {k: np.asarray(v) for k, v in result.items() if k not in ("status", "message", TARGET_KEY)}
     meta = {"index": index, "status": str(result["status"]), "message": str(result["message"])}
+    if TARGET_KEY in result:
+        meta[TARGET_KEY] = result[TARGET_KEY]
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".npz", dir=path.parent)
     except OSError as exc:
@@ -204,6 +237,11 @@ class CellError(ValueError):
 
 def read_cell(out: Path, index: int, finite: tuple[str, ...] = ()) -> dict:
     """The finished cell ``index``; :class:`CellError` if its file is damaged (see the module docstring)."""
+    return _read_cell(out, index, finite)[0]
+
+
+def _read_cell(out: Path, index: int, finite: tuple[str, ...] = ()) -> tuple[dict, dict | None]:
+    """(the finished cell ``index``, its compile target or ``None`` when the file predates them)."""
     from dyntools.engine.result import STATUSES
 
     path = cell_path(out, index)
@@ -224,7 +262,8 @@ def read_cell(out: Path, index: int, finite: tuple[str, ...] = ()) -> dict:
         if meta["status"] != "diverged" and (value.dtype.kind not in "iuf" or not np.all(np.isfinite(value))):
             raise CellError(f"{path}: {key!r} is not finite although the cell did not diverge")
     result.update(status=meta["status"], message=meta["message"])
-    return result
+    target = meta.get(TARGET_KEY)
+    return result, (target if isinstance(target, dict) else None)
 
 
 def scan_cells(out: Path, n: int, finite: tuple[str, ...] = ()) -> tuple[set[int], list[str]]:
@@ -323,10 +362,11 @@ def run_sweep(spec: SweepSpec, out: str | os.PathLike, *, workers: int | None = 
         if cluster is not None:
             cluster.close()
     try:
-        cells = [read_cell(out, i, spec.finite) for i in range(len(spec.cells))]
+        read = [_read_cell(out, i, spec.finite) for i in range(len(spec.cells))]
     except CellError as exc:                 # written in this run and already damaged: a broken disk
         raise store.StoreError(f"Damaged sweep cell {exc}") from None
-    return SweepOutcome(cells, len(todo), len(done), backend, time.perf_counter() - start, damaged=damaged)
+    return SweepOutcome([c for c, _ in read], len(todo), len(done), backend, time.perf_counter() - start,
+                        damaged=damaged, targets=[t for _, t in read])
 
 
 def _first_missing(path: Path) -> Path | None:

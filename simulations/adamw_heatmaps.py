@@ -332,12 +332,11 @@ def assemble(cfg: GridConfig, spec: sweep.SweepSpec, outcome: sweep.SweepOutcome
                f"{outcome.backend}; {n_div} diverged")
     if outcome.damaged:
         message += f"; {len(outcome.damaged)} damaged cells recomputed ({'; '.join(outcome.damaged)})"
+    summary = {**summary, "cells": len(spec.cells), "computed": outcome.computed, "reused": outcome.reused,
+               "diverged_cells": n_div, "backend": outcome.backend, "damaged_cells": outcome.damaged}
+    message = outcome.with_targets(message, summary)
     return RunResult(KIND, {**cfg.as_json(), "steps": cfg.steps}, arrays, "completed", message,
-                     seed=spec.seed,
-                     summary={**summary, "cells": len(spec.cells), "computed": outcome.computed,
-                              "reused": outcome.reused, "diverged_cells": n_div, "backend": outcome.backend,
-                              "damaged_cells": outcome.damaged},
-                     timings={"sweep": outcome.seconds})
+                     seed=spec.seed, summary=summary, timings={"sweep": outcome.seconds})
 
 
 def summarize(cfg: GridConfig, arrays: dict) -> dict:
@@ -413,6 +412,22 @@ def add_learning_curves(cfg: GridConfig, spec: sweep.SweepSpec, result: RunResul
 QUICK = {"n_lr": 4, "n_wd": 6, "n": 400, "n_val": 400, "epochs": 48, "hidden": (16, 16, 16), "batch_size": 32}
 
 
+#: Cells within this (absolute validation accuracy) of the threshold count as borderline: their accuracy
+#: moves by that much with another processor's last bits, so they may count on either side.
+BORDER = 0.01
+
+
+def region_verdict(result, threshold: float, coupled: str, decoupled: str) -> tuple[dict, str]:
+    """Per optimizer the range of cells at or above ``threshold`` (:func:`dyntools.verdicts.count_above` with
+    margin :data:`BORDER`), and whether ``decoupled``'s good region is "at least as large" as ``coupled``'s,
+    "smaller", or "undecided" (:func:`dyntools.verdicts.compare_counts`). Diverged (NaN) cells never count."""
+    from dyntools import verdicts as V
+
+    names = list(result.config["optimizers"])
+    counts = {k: V.count_above(result["val_acc"][o], threshold, BORDER) for o, k in enumerate(names)}
+    return counts, V.compare_counts(counts[decoupled], counts[coupled])
+
+
 def report_grid(quick: bool, **changes) -> tuple[GridConfig, int | None]:
     """The report's grid (quick: 4 × 6 cells of a small network, in this process; full: 8 × 12) and its
     workers; ``changes`` override fields (the other catalogue entries of the heatmap family use it)."""
@@ -436,9 +451,14 @@ def reproduce(ctx):
              "fraction": v["fraction_above_threshold"], "diverged": v["diverged_cells"]}
             for k, v in s.items()]
     coupled, decoupled = s[cfg.optimizers[0]], s[cfg.optimizers[-1]]
-    # headline check (the problem set's claim): decoupled decay has at least as many good cells
-    ok = (all(v["best_val_acc"] > 0.8 for v in s.values())
-          and decoupled["cells_above_threshold"] >= coupled["cells_above_threshold"])
+    # headline check (the problem set's claim): decoupled decay has at least as many good cells — cells
+    # within BORDER of the threshold counted on either side, so that the last bit does not decide it
+    counts, region = region_verdict(result, cfg.threshold, cfg.optimizers[0], cfg.optimizers[-1])
+    reached = all(v["best_val_acc"] > 0.8 for v in s.values())
+    ok = reached and region != "smaller"
+    check = ("FAILS (an optimizer stays below 80 %)" if not reached else
+             {"at least as large": "holds", "smaller": "FAILS",
+              "undecided": "undecided (borderline cells decide; not counted as a failure)"}[region])
     full = GridConfig()
     md = [f"{'Quick (reduced) grid' if ctx.quick else 'Report grid'}: {cfg.n_lr} learning rates × {cfg.n_wd} "
           f"weight decays, coarser than the problem set's {full.n_lr} × {full.n_wd} (the default of `dyntools "
@@ -450,14 +470,17 @@ def reproduce(ctx):
           "", markdown_table(rows), "",
           f"Decoupled − coupled: {decoupled['cells_above_threshold'] - coupled['cells_above_threshold']:+d} "
           f"cells above {cfg.threshold:.0%} validation accuracy; best accuracy "
-          f"{decoupled['best_val_acc'] - coupled['best_val_acc']:+.3f}. Headline check (both reach 80 % "
-          f"and the decoupled optimizer has at least as many cells above the threshold): "
-          f"{'holds' if ok else 'FAILS'}.", ""]
+          f"{decoupled['best_val_acc'] - coupled['best_val_acc']:+.3f}. Counting cells within ±{BORDER:.0%} of the "
+          "threshold on either side: " + ", ".join(f"{k} {lo}–{hi}" for k, (lo, hi) in counts.items())
+          + ". Headline check (both reach 80 % and the decoupled optimizer has at least as many cells above the "
+          f"threshold, for every count of the borderline cells): {check}.", ""]
     md += [f"![{p.stem}]({ctx.relative(p)})" for p in figs]
     numbers = {k: {kk: v[kk] for kk in ("best_val_acc", "cells_above_threshold", "fraction_above_threshold")}
                for k, v in s.items()}
-    headline = (f"decoupled decay {'holds' if ok else 'FAILS'}: {decoupled['cells_above_threshold']} vs "
-                f"{coupled['cells_above_threshold']} cells ≥ {cfg.threshold:.0%} ({cfg.optimizers[-1]} vs {cfg.optimizers[0]})")
+    numbers["region"] = {"verdict": region, "cells_above_threshold_range": {k: list(v) for k, v in counts.items()}}
+    headline = (f"decoupled decay {check}: {counts[cfg.optimizers[-1]][0]}–{counts[cfg.optimizers[-1]][1]} vs "
+                f"{counts[cfg.optimizers[0]][0]}–{counts[cfg.optimizers[0]][1]} cells ≥ {cfg.threshold:.0%} "
+                f"({cfg.optimizers[-1]} vs {cfg.optimizers[0]}, cells within ±{BORDER:.0%} counted either way)")
     return Section(TITLE, "\n".join(md), numbers=numbers, figures=[ctx.relative(p) for p in figs], ok=ok,
                    headline=headline)
 
@@ -520,7 +543,8 @@ RESULTS = (derive(KIND, AdamWGridParams, "batch_size classes curve_at dataset dt
                           "momentum n n_val noise normalized_wd optimizers paired plateau_factor plateau_metric "
                           "plateau_patience replicates restart_epochs restart_mult schedule sparsity_tol step_epochs "
                           "threshold turns",
-                  summary={"backend": "str", "cells": "int", "computed": "int", "damaged_cells": "list",
+                  summary={"backend": "str", "cells": "int", "compile_targets": "mapping", "computed": "int",
+                           "damaged_cells": "list",
                            "diverged_cells": "int", "optimizers": "mapping", "reused": "int", "threshold": "number"}),)
 
 EXPERIMENT = Experiment(

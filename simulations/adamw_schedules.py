@@ -146,8 +146,9 @@ def run_schedules(p: ScheduleParams, out, *, seed: int = 0, progress: bool = Fal
     summary = summarize(list(cfg.optimizers), list(p.schedules), arrays)
     message = (f"{len(spec.cells)} runs ({outcome.computed} computed, {outcome.reused} reused) on {outcome.backend}; "
                f"{int(arrays['diverged'].sum())} diverged")
-    result = RunResult(KIND, config, arrays, "completed", message, seed=spec.seed,
-                       summary={**summary, "n_runs": len(spec.cells), "computed": outcome.computed},
+    summary = {**summary, "n_runs": len(spec.cells), "computed": outcome.computed}
+    message = outcome.with_targets(message, summary)
+    result = RunResult(KIND, config, arrays, "completed", message, seed=spec.seed, summary=summary,
                        timings={"sweep": outcome.seconds})
     sweep.finalize(result, out)
     return result
@@ -212,7 +213,8 @@ def table(p: ScheduleParams, result) -> str:
 
 RESULTS = (derive(KIND, ScheduleParams, "batch_size curve_points dataset epochs hidden lr n n_val optimizers "
                           "restart_epochs restart_mult schedules seeds wd",
-                  summary={"computed": "int", "n_runs": "int", "runs": "mapping", "verdicts": "mapping"}),)
+                  summary={"compile_targets": "mapping", "computed": "int", "n_runs": "int", "runs": "mapping",
+                           "verdicts": "mapping"}),)
 
 EXPERIMENT = Experiment(
     name=KIND, verb="sweep",

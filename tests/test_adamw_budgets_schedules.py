@@ -60,6 +60,41 @@ def test_best_cell_breaks_accuracy_ties_by_the_validation_loss_and_the_verdict()
     assert not B.summarize(arrays)["claim_holds"]
 
 
+def test_budget_verdict_over_near_ties_holds_fails_or_is_undecided():
+    best = np.zeros((2, 3, 2), dtype=np.int64)
+    best[0, :, 1] = [3, 2, 1]
+    best[1, :, 1] = [2, 2, 2]
+    near = np.zeros((2, 3, 5), dtype=bool)
+    arrays = {"best": best, "budgets": np.array([1.0, 2.0, 4.0]), "best_wd": np.ones((2, 3)),
+              "best_raw_lambda": np.ones((2, 3)), "val_acc": np.ones((2, 3, 1, 5)), "near_best": near}
+    s = B.summarize(arrays)                                    # no near-ties: the argmax decides
+    assert s["claim"] == "holds" and s["raw"]["grid_steps_moved_range"] == [2, 2]
+    near[0, 0, [1, 3]] = True                                  # budget 1's best raw λ is tied with index 1
+    s = B.summarize(arrays)
+    assert s["raw"]["grid_steps_moved_range"] == [1, 2] and s["claim"] == "undecided" and not s["claim_holds"]
+    assert "undecided" in s["verdict"] and "1–2" in s["verdict"]
+    near[0] = False
+    near[1, 1, [0, 2, 4]] = True                               # λ_norm: some choices move 2+ steps
+    assert B.summarize(arrays)["claim"] == "undecided"
+    best[0, :, 1] = [2, 2, 2]                                  # raw never moves: fails for every choice
+    assert B.summarize(arrays)["claim"] == "does not hold"
+
+
+def test_near_best_wd_and_range_over_choices_edge_cases():
+    from dyntools import verdicts as V
+
+    loss = np.array([[1.0, 1.005, np.nan, 2.0], [1.2, np.inf, 1.3, 1.5]])      # rows: lr; columns: λ
+    assert B.near_best_wd(np.zeros_like(loss), loss).tolist() == [True, True, False, False]
+    assert not B.near_best_wd(np.zeros_like(loss), np.full_like(loss, np.nan)).any()     # all diverged
+    acc = np.array([[0.9, 0.895, 0.5]])
+    assert B.near_best_wd(acc, acc, "val-acc").tolist() == [True, True, False]
+    assert V.range_over_choices([{3}, {2}, {1}]) == (2, 2)
+    assert V.range_over_choices([{0, 5}, {4}, {3, 9}]) == (2, 9)
+    assert V.range_over_choices([{1}, {1}]) == (0, 0)
+    with pytest.raises(ValueError, match="sets"):
+        V.range_over_choices([{1}, set()])
+
+
 def test_paired_replicates_average_the_cells_runs(tmp_path):
     from dyntools.classifier_cell import train_cell
     from simulations.adamw_heatmaps import GridConfig, run_grid

@@ -16,8 +16,8 @@ SMALL = ["--lr-grid", "1e-3:1e-1:2", "--wd-grid", "1e-4:1e-1:3", "--n", "80", "-
          "--epochs", "8", "--hidden", "8,8,8", "--batch-size", "16", "--workers", "1"]
 
 
-def dyntools(*args, timeout=180):
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+def dyntools(*args, timeout=180, env=None):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
     return subprocess.run([sys.executable, "-m", "dyntools", *args], capture_output=True, text=True,
                           env=env, timeout=timeout, cwd=ROOT)
 
@@ -36,6 +36,8 @@ def test_sweep_writes_a_result_resumes_and_plots(tmp_path):
     again = json.loads(again.stdout)
     assert again["computed"] == 0 and again["reused"] == 12
     np.testing.assert_array_equal(store.load(out)["val_acc"], result["val_acc"])
+    assert summary["compile_targets"]["mixed"] is False and again["compile_targets"]["mixed"] is False
+    assert [len(t["cells"]) for t in summary["compile_targets"]["targets"]] == [12]
     proc = dyntools("plot", str(out), "--format", "png")
     assert proc.returncode == 0, proc.stderr
     assert (out / "figures" / "adamw_grid_val_accuracy.png").stat().st_size > 10_000
@@ -79,3 +81,21 @@ def test_bad_input_as_a_user_runs_it(tmp_path, args, needle):
     assert needle in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
     assert not out.exists()
+
+
+def test_a_grid_resumed_on_another_compile_target_says_so_in_json(tmp_path):
+    """Cells computed natively, the rest resumed under NUMBA_CPU_NAME=haswell (a fresh cache): the summary
+    and --json say the sweep is mixed, and which cells each target computed; not an error."""
+    out = tmp_path / "grid"
+    first = dyntools("sweep", "adamw-grid", *SMALL, "--seed", "2", "--out", str(out), "--json")
+    assert first.returncode == 0, first.stderr
+    (out / "cells" / "cell_00011.npz").unlink()
+    env = {"NUMBA_CPU_NAME": "haswell", "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    proc = dyntools("sweep", "adamw-grid", *SMALL, "--seed", "2", "--out", str(out), "--json", env=env)
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout)
+    assert summary["computed"] == 1 and summary["compile_targets"]["mixed"] is True
+    cells = {t["cpu_name"]: t["cells"] for t in summary["compile_targets"]["targets"]}
+    assert cells["haswell"] == [11] and sum(len(c) for c in cells.values()) == 12
+    assert "different compile targets" in summary["message"]
+    assert store.load(out).summary["compile_targets"]["mixed"] is True

@@ -186,8 +186,8 @@ def test_cli_data_paper_runs_the_authors_setting(tmp_path):
     assert res["col_norm_q"].shape[-1] == 7 and np.all(np.isfinite(res["col_norm_q"]))
 
 
-def test_notebook_comparison_verdicts():
-    from simulations.diag_nets import NOTEBOOK_FINAL, compare_with_notebook
+def test_notebook_comparison_of_one_run_shows_its_fate_and_no_nan():
+    from simulations.diag_nets import NOTEBOOK_FINAL, compare_with_notebook, kernel_survival_verdict
 
     class Fake(dict):
         config = {"runs": [{"label": f"r{g}"} for g in range(4)]}
@@ -195,11 +195,14 @@ def test_notebook_comparison_verdicts():
     ref = np.array(NOTEBOOK_FINAL["paper-sgd"], dtype=float)                # (run, [train, test, l0])
     res = Fake(train_loss=ref[:, 0, None, None].copy(), test_loss=ref[:, 1, None, None].copy(),
                l0=ref[:, 2, None, None].copy(), rank=np.full((4, 1, 1), 5.0), diverged_at=np.array([[-1]] * 4))
-    res["test_loss"][1] *= 1.5                                               # close: within x2, l0 equal
-    res["l0"][2] += 30                                                       # not reproduced
     res["diverged_at"][3] = 7128
-    verdicts = [r["verdict"] for r in compare_with_notebook(res, "paper-sgd")]
-    assert verdicts == ["reproduced", "close", "not reproduced", "not reproduced (diverged at step 7128)"]
+    res["l0"][3], res["test_loss"][3] = np.nan, np.nan
+    rows = compare_with_notebook(res, "paper-sgd")
+    assert [r["fate"] for r in rows] == ["finished"] * 3 + ["diverged at step 7128"]
+    assert rows[3]["ℓ0"] == "—" and rows[3]["test loss"] == "—" and "nan" not in str(rows).lower()
+    assert all("verdict" not in r for r in rows)                         # one run is one draw: no verdict
+    assert kernel_survival_verdict(4, 8, 16) and kernel_survival_verdict(6, 6, 16)
+    assert not kernel_survival_verdict(0, 14, 16)
 
 
 def test_survival_under_perturbed_starts_is_the_same_experiment_for_both_kernels():

@@ -33,7 +33,7 @@ def _subparser(verb: str, name: str):
 def test_the_registry_finds_every_experiment_and_entry():
     assert set(registry.experiments("simulate")) == {"stabilization", "relu", "sde", "diag-net", "voronoi",
                                                      "trajectories", "universal-approximation", "sgd-vs-label-noise",
-                                                     "deep-nets"}
+                                                     "deep-nets", "model"}
     assert set(registry.experiments("sweep")) == {"adamw-grid", "adamw-budgets", "adamw-schedules",
                                                   "voronoi-ladder"}
     assert list(registry.catalogue()) == ["proofs", "loss-stabilization", "relu-nets", "adamw-heatmaps",

@@ -200,3 +200,54 @@ def test_a_foreign_server_fails_within_the_timeout_with_one_line(tmp_path, mode)
         assert not (tmp_path / "f").exists()
     finally:
         close()
+
+
+RESUME_ELSEWHERE = """
+import json, sys
+from dyntools import sweep
+cells = [{"sleep": 0.0, "diverge": False} for _ in range(4)]
+spec = sweep.SweepSpec("demo", "dyntools.sweep:demo_cell", {"size": 4}, cells, 3)
+outcome = sweep.run_sweep(spec, sys.argv[1], workers=1)
+summary = {}
+message = outcome.with_targets("4 cells", summary)
+print(json.dumps({"computed": outcome.computed, "message": message, **summary}))
+"""
+
+
+def test_cells_record_their_compile_target_and_a_sweep_resumed_on_another_target_says_mixed(tmp_path):
+    import json
+
+    from dyntools.engine.target import compile_target
+
+    out = tmp_path / "s"
+    uniform = sweep.run_sweep(demo_spec(n=4), out, workers=1)
+    here = uniform.compile_targets
+    assert not here["mixed"] and here["unrecorded"] == []
+    assert [t["cells"] for t in here["targets"]] == [[0, 1, 2, 3]]
+    assert here["targets"][0]["cpu_name"] == compile_target()["cpu_name"]
+    assert uniform.with_targets("4 cells", {}) == "4 cells"                    # uniform: nothing to say
+    for i in (2, 3):                                                          # resumed on an AVX2 target
+        sweep.cell_path(out, i).unlink()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NUMBA_CPU_NAME": "haswell",
+           "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    proc = subprocess.run([sys.executable, "-c", RESUME_ELSEWHERE, str(out)], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["computed"] == 2 and report["compile_targets"]["mixed"]
+    by_cpu = {t["cpu_name"]: t["cells"] for t in report["compile_targets"]["targets"]}
+    assert by_cpu["haswell"] == [2, 3] and by_cpu[compile_target()["cpu_name"]] == [0, 1]
+    assert "different compile targets" in report["message"] and "2 on haswell" in report["message"]
+    again = sweep.run_sweep(demo_spec(n=4), out, workers=1)                    # read back here: still mixed
+    assert again.computed == 0 and again.compile_targets["mixed"]
+    same_cells(uniform.cells, again.cells)                      # the demo cells draw no float kernel: equal
+
+
+def test_cells_written_before_targets_were_recorded_are_unrecorded_not_mixed():
+    from dyntools.engine.target import summarize_targets
+
+    t = {"cpu_name": "x", "cpu_features": "+a", "vector_bits": "default", "numba": "1", "llvmlite": "1", "numpy": "2"}
+    s = summarize_targets([t, None, dict(t)])
+    assert not s["mixed"] and s["unrecorded"] == [1] and s["targets"][0]["cells"] == [0, 2]
+    assert summarize_targets([t, {**t, "numpy": "1.26"}])["mixed"]
+    assert summarize_targets([])["mixed"] is False

@@ -22,6 +22,7 @@ BENCHMARKS: dict[str, str] = {
     "voronoi": "dyntools.bench.voronoi",
     "deep-nets": "dyntools.bench.deep_nets",
     "gallery": "dyntools.bench.gallery",
+    "symbolic-model": "dyntools.bench.symbolic_model",
 }
 
 

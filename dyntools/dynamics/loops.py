@@ -6,7 +6,8 @@ names the object, which differs in every process), so the trainer's loop over pa
 kernel passed in, would be recompiled by every process (seconds per model: every sweep worker, every
 ``dyntools`` command). Here each built-in model's kernel is named in the body of its own loop, which
 inlines :func:`dyntools.dynamics.train.advance_path`; these loops cache like any other kernel. A model
-without an entry (a user's own) gets the uncached loop; adding an entry is four lines.
+without an entry (a user's own) gets the uncached loop; adding an entry is four lines. A generated
+kernel (:class:`dyntools.models.symbolic.SymbolicModel`) brings its own loop and registers it (:func:`register`).
 """
 
 from __future__ import annotations
@@ -70,6 +71,12 @@ LOOPS = {diag_net.loss_grad: diag_net_paths, mlp.loss_grad_regression: mlp_regre
          mlp.loss_grad_cross_entropy: mlp_cross_entropy_paths, quadratic_toy.loss_grad: toy_paths,
          least_squares.loss_grad: least_squares_paths, voronoi.loss_grad: voronoi_paths,
          surfaces.loss_grad: surface_paths}
+
+
+def register(kernel, loop) -> None:
+    """Add the cached loop of a kernel defined outside this module (the generated kernels of
+    :mod:`dyntools.symbolic.codegen` register themselves when their module is imported)."""
+    LOOPS[kernel] = loop
 
 
 def for_kernel(kernel):

@@ -514,20 +514,38 @@ def solve(sde: SDE, x0, *, t1: float, h: float, t0: float = 0.0, paths: int = 1,
           seed: int = 0, save_at=None, records: int = 101, substeps: int = 1, bound: float = 1e10,
           record_brownian: bool = False, kernel: str = "numba", stream: str = "sde.brownian",
           stream_key: tuple[int, ...] = ()) -> RunResult:
-    """Integrate ``sde`` for ``paths`` independent paths from ``x0`` on ``[t0, t1]`` with step ``h``.
+    r"""Integrate ``sde`` for ``paths`` independent paths from ``x0`` on ``[t0, t1]`` with step ``h``.
 
-    x0 : float or float64[p] or float64[paths, p]   initial state(s), finite
-    scheme : "em" | "milstein"     save_at : times on the step grid (default ``records`` even times)
-    substeps : fine Brownian steps per step (refinement-consistent increments; see module doc)
-    bound : a path diverges (and stops) when some |x_i| is beyond it or NaN (see the module docstring)
-    record_brownian : also return W at the saved times (``arrays["W"]``, shape (paths, K, m))
-    kernel : "numba" (parallel over paths) or "numpy" (the twin)
-    stream, stream_key : the increments' purpose (a key of :data:`dyntools.engine.streams.KEYS`) and extra
-        key words: path i draws from ``SeedSequence(seed, (KEYS[stream], *stream_key, i))``
+    Solves :math:`dX_t = b(X_t, t)\,dt + \sigma(X_t, t)\,dW_t` by Euler–Maruyama,
+    :math:`X_{k+1} = X_k + b\,h + \sigma\,\Delta W_k`, or (diagonal noise) Milstein, which adds
+    :math:`\tfrac12 \sigma_i\,\partial_{x_i}\sigma_i\,(\Delta W_{k,i}^2 - h)`.
 
-    Returns a :class:`~dyntools.engine.result.RunResult` of kind ``"sde"``: arrays ``t`` (K,), ``x``
-    (paths, K, p), ``diverged_at`` (paths,) the step of divergence (−1: never) and ``diverged_time``
-    (its time, NaN: never); status "completed" or "diverged"; summary ``steps``, ``diverged``.
+    Parameters
+    ----------
+    x0 : float or float64[p] or float64[paths, p]
+        Initial state(s), finite.
+    scheme : {"em", "milstein"}
+        The integration scheme.
+    save_at : array, optional
+        Times on the step grid (default ``records`` even times).
+    substeps : int
+        Fine Brownian steps per step (refinement-consistent increments; see the module docstring).
+    bound : float
+        A path diverges (and stops) when some :math:`|x_i|` is beyond it or NaN (see the module docstring).
+    record_brownian : bool
+        Also return W at the saved times (``arrays["W"]``, shape (paths, K, m)).
+    kernel : {"numba", "numpy"}
+        ``"numba"`` (parallel over paths) or ``"numpy"`` (the twin).
+    stream, stream_key : str, tuple of int
+        The increments' purpose (a key of :data:`dyntools.engine.streams.KEYS`) and extra key words: path i
+        draws from ``SeedSequence(seed, (KEYS[stream], *stream_key, i))``.
+
+    Returns
+    -------
+    RunResult
+        Of kind ``"sde"``: arrays ``t`` (K,), ``x`` (paths, K, p), ``diverged_at`` (paths,) the step of
+        divergence (−1: never) and ``diverged_time`` (its time, NaN: never); status "completed" or
+        "diverged"; summary ``steps``, ``diverged``.
     """
     timings: dict[str, float] = {}
     h = validation.positive("h", h)

@@ -151,7 +151,7 @@ def toy_sde(toy, eta: float, delta: float) -> SDE:
 
 # ----------------------------------------------------------------- (a) general label-noise SDE
 
-def label_noise_sde(model, X, y, dim: int, eta: float, delta: float, name: str = "label-noise", *,
+def label_noise_sde(model, X, y, dim: int, eta: float, delta: float | None = None, name: str = "label-noise", *,
                     scale: float = 1.0) -> SDE:
     """The label-noise SDE of any model given as a numba-jitted ``model(theta, X, h_out, J_out)``
     that writes ``h_θ(X)`` (n,) and the Jacobian ``φ_θ(X)`` (n, p), for label noise of standard
@@ -161,7 +161,22 @@ def label_noise_sde(model, X, y, dim: int, eta: float, delta: float, name: str =
         b(θ) = −(scale/n) φᵀ(h − y),     σ(θ) = √(ηδ̃) φᵀ   (p × n),   δ̃ = (scale · δ/n)².
 
     ``X`` and ``y`` travel in ``args`` (flattened), so the terms stay plain numba functions.
+
+    A :class:`~dyntools.models.symbolic.SymbolicModel` (one output, square loss ``s (h − y)²``) is called
+    as ``label_noise_sde(model, X, y, eta, delta)``: its generated ``predict_jacobian`` is the model,
+    ``dim`` its parameter count and ``scale = 2s``, so the drift is exactly ``−∇L`` of its loss. The noise is
+    general (p × n), so the scheme is Euler–Maruyama (Milstein needs diagonal noise).
     """
+    if hasattr(model, "sde_terms"):                     # a dyntools model: (model, X, y, eta, delta)
+        if delta is not None:
+            raise TypeError("label_noise_sde(model, X, y, eta, delta): a model object takes no dim")
+        eta, delta = dim, eta
+        jitted, dim, scale = model.sde_terms()
+        if hasattr(model, "check_data"):
+            model.check_data(X, y)
+        return label_noise_sde(jitted, X, y, dim, eta, delta, name=f"{name}:{model.name}", scale=scale)
+    if delta is None:
+        raise TypeError("label_noise_sde: missing delta")
     X = validation.finite_array("X", X, ndim=2)
     y = validation.finite_array("y", y, ndim=1)
     n, d = X.shape

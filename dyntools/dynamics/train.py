@@ -224,45 +224,72 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
           stream_key: tuple[int, ...] = (), chunks: int = 1, progress: bool = False, kernel: str = "numba",
           workers: int | None = None, fast: bool = True, labels=None, step_loss: bool = False,
           plateau_every: int | None = None, plateau_metric=None, check_gradient: bool = True) -> RunResult:
-    """Train ``model`` on ``data`` with ``optimizer`` (see the module docstring for the step).
+    r"""Train ``model`` on ``data`` with ``optimizer`` (see the module docstring for the step).
+
+    Every path runs :math:`\theta_{t+1} = \mathrm{step}(\theta_t, \nabla L_{B_t}(\theta_t), \eta\, m_t)`
+    for :math:`t < T`, with :math:`B_t` the sampler's batch and :math:`m_t` the schedule's multiplier; the
+    paths are the runs (optimizers × schedules) times the seeds, all advanced in parallel.
 
     Parameters
     ----------
     model : :class:`dyntools.models.base.Model`
-    data : object with ``X``, ``y`` (and optionally ``X_test``, ``y_test``), or a list of them (one per seed)
-    optimizer : :class:`dyntools.optim.optimizers.Optimizer` or a list of them (one per run)
-    steps : int                   updates T
-    schedule : Schedule or list   multiplier m_t of the learning rate (default constant), one per run
-                                  (a single optimizer or schedule is shared by every run). A
-                                  :class:`~dyntools.optim.schedules.ReduceLROnPlateau` is *reactive*: the
-                                  run is cut at every ``plateau_every`` steps (default one epoch, ⌊n/b⌋) and
-                                  the schedule is stepped on the mean mini-batch loss of the piece over the
-                                  run's paths (or on ``plateau_metric(thetas)``, given the current parameters
-                                  (S, p) of the run's paths, e.g. a validation loss); its multiplier holds
-                                  for the next piece
-    batch : int                   examples per step (ignored by the ``full`` sampler)
-    sampler : str                 one of :data:`dyntools.engine.samplers.NAMES` ("replay" needs ``indices``)
-    drop_last : bool              ``epoch`` sampler: a batch never spans two epochs
-    label_noise : float           δ ≥ 0, the standard deviation of the label noise (regression heads)
-    record_steps / records, grid  steps at which θ is recorded (default a ``grid`` grid of ``records``)
-    seed : int                    root seed; seeds : int (default: one per data set, else 1)
-    theta0 : (p,) or (S, p)       initial parameters (default ``model.init(seed, s)`` for seed s)
-    bound : float                 divergence bound on ‖θ‖₁ (default :func:`dyntools.engine.guard.default_bound`)
-    indices : int array           replayed sample indices, (T·b,) shared or (P, T·b) per path
-    common_stream : bool          every run of a seed draws the same samples
-    kernel : "numba" | "numpy"    the compiled loop or its twin; fast : allow the model's tuned loop
-    labels : list of str          names of the runs (default the optimizer names)
-    step_loss : bool              also return ``step_loss`` (G, S, T): the mini-batch loss of every step
-                                  (the kernel's value at θ_t, before the update)
-    check_gradient : bool         a user's model (not one of :mod:`dyntools.models`) has its kernel run once
-                                  before the loop on guarded buffers and its gradient compared with central
-                                  finite differences at the initial θ (:mod:`dyntools.dynamics.kernel_check`,
-                                  relative tolerance 1e-4); False skips the gradient part (the workspace
-                                  guard always runs)
+        The model (its compiled loss-and-gradient kernel and metric hooks).
+    data : object or list
+        An object with ``X``, ``y`` (and optionally ``X_test``, ``y_test``), or a list of them (one per seed).
+    optimizer : :class:`dyntools.optim.optimizers.Optimizer` or list
+        One optimizer, or one per run.
+    steps : int
+        The number of updates :math:`T`.
+    schedule : :class:`dyntools.optim.schedules.Schedule` or list, optional
+        The multiplier :math:`m_t` of the learning rate (default constant), one per run (a single optimizer
+        or schedule is shared by every run). A :class:`~dyntools.optim.schedules.ReduceLROnPlateau` is
+        *reactive*: the run is cut at every ``plateau_every`` steps (default one epoch,
+        :math:`\lfloor n/b \rfloor`) and the schedule is stepped on the mean mini-batch loss of the piece
+        over the run's paths (or on ``plateau_metric(thetas)``, given the current parameters (S, p) of the
+        run's paths, e.g. a validation loss); its multiplier holds for the next piece.
+    batch : int
+        Examples per step :math:`b` (ignored by the ``full`` sampler).
+    sampler : str
+        One of :data:`dyntools.engine.samplers.NAMES` (``"replay"`` needs ``indices``).
+    drop_last : bool
+        ``epoch`` sampler: a batch never spans two epochs.
+    label_noise : float
+        :math:`\delta \ge 0`, the standard deviation of the label noise added to the targets
+        (regression heads): :math:`y_i + \delta \xi_i`, :math:`\xi_i \sim \mathcal N(0, 1)`.
+    record_steps, records, grid
+        The steps at which θ is recorded (default a ``grid`` grid of ``records`` steps).
+    seed, seeds : int
+        The root seed, and the number of seeds (default: one per data set, else 1).
+    theta0 : array of shape (p,) or (S, p), optional
+        Initial parameters (default ``model.init(seed, s)`` for seed s).
+    bound : float, optional
+        Divergence bound on :math:`\lVert\theta\rVert_1` (default
+        :func:`dyntools.engine.guard.default_bound`).
+    indices : int array, optional
+        Replayed sample indices, (T·b,) shared or (P, T·b) per path.
+    common_stream : bool
+        Every run of a seed draws the same samples.
+    kernel : {"numba", "numpy"}
+        The compiled loop or its NumPy twin.
+    fast : bool
+        Allow the model's tuned loop.
+    labels : list of str, optional
+        Names of the runs (default the optimizer names).
+    step_loss : bool
+        Also return ``step_loss`` (G, S, T): the mini-batch loss of every step (the kernel's value at
+        :math:`\theta_t`, before the update).
+    check_gradient : bool
+        A user's model (not one of :mod:`dyntools.models`) has its kernel run once before the loop on
+        guarded buffers and its gradient compared with central finite differences at the initial θ
+        (:mod:`dyntools.dynamics.kernel_check`, relative tolerance 1e-4); False skips the gradient part
+        (the workspace guard always runs).
 
-    Returns a :class:`RunResult` of kind ``"train"``; arrays indexed ``[run, seed, …]``: ``theta``
-    (recorded parameters, K × p per path), ``train_loss`` (and ``test_loss`` when the data has a test
-    set) at the recordings, ``diverged_at``, ``final_theta``; ``steps`` (K,), ``lrs`` (G, 1 or T).
+    Returns
+    -------
+    RunResult
+        Of kind ``"train"``; arrays indexed ``[run, seed, …]``: ``theta`` (recorded parameters, K × p per
+        path), ``train_loss`` (and ``test_loss`` when the data has a test set) at the recordings,
+        ``diverged_at``, ``final_theta``; ``steps`` (K,), ``lrs`` (G, 1 or T).
     """
     from dyntools.dynamics import loops
     from dyntools.models.base import HEADS
@@ -276,6 +303,9 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
     if label_noise and model.head != "regression":
         raise ValueError("Invalid label_noise: label noise needs a regression head")
     sets = _datasets(data)
+    if hasattr(model, "check_data"):            # a model that knows its input width refuses other data
+        for ds in sets:
+            model.check_data(ds.X, ds.y)
     S = validation.count("seeds", seeds) if seeds is not None else len(sets)
     if len(sets) not in (1, S):
         raise ValueError(f"Invalid data: {len(sets)} data sets for {S} seeds (give one, or one per seed)")

@@ -40,6 +40,8 @@ KEYS: dict[str, int] = {
     "voronoi.sampling": 0x7022,      # minibatch indices of the Voronoi model ladder
     "surface.noise": 0x5AF1,         # gradient noise of the 2-D surfaces (optimizer trajectory gallery)
     "universal.features": 0x0A77,    # random hidden layers of the universal-approximation study
+    "symbolic.init": 0x5B01,         # initializations of user-declared symbolic models
+    "symbolic.sampling": 0x5B02,     # SGD indices and label noise of user-declared symbolic models
 }
 
 

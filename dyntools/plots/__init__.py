@@ -42,6 +42,7 @@ PLOTTERS: dict[str, str] = {
     "trajectories": "dyntools.plots.trajectories",
     "universal-approximation": "dyntools.plots.universal",
     "train": "dyntools.plots.train",
+    "symbolic-model": "dyntools.plots.symbolic_model",
 }
 
 #: The divergence line of the result being drawn (set by :func:`plot_result`, read by :func:`save`).

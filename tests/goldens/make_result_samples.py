@@ -2,6 +2,7 @@
 every kind ``dyntools plot`` draws (the kinds of ``dyntools.plots.PLOTTERS``), as the experiments write them.
 
     python tests/goldens/make_result_samples.py        # from the repository root, ~1–2 min on 2 cores
+    python tests/goldens/make_result_samples.py adamw-grid adamw-schedules    # only these kinds, merged in
 
 The fuzz suite damages these samples field by field (``tests/fuzz_cases.py``: :func:`schema_damages`) and
 ``tests/test_result_schema.py`` checks that each validates against its kind's declared schema. The argv
@@ -77,12 +78,19 @@ def train_sample(tmp: str) -> dict:
             "config": meta["config"], "summary": meta.get("summary", {})}
 
 
-def main() -> int:
+def main(kinds: list[str]) -> int:
     from dyntools import cli, plots, store
 
-    samples = {}
+    path = Path(__file__).with_name("result_samples.json")
+    unknown = sorted(set(kinds) - set(RUNS) - {"train"})
+    if unknown:
+        print(f"unknown kinds {unknown} (one of {', '.join(RUNS)})", file=sys.stderr)
+        return 2
+    samples = json.loads(path.read_text(encoding="utf-8")) if kinds else {}
     with tempfile.TemporaryDirectory() as tmp:
         for kind, argv in RUNS.items():
+            if kinds and kind not in kinds:
+                continue
             out = Path(tmp) / kind
             code = cli.main([*argv, "--out", str(out), "--json"])
             if code != 0:
@@ -91,14 +99,14 @@ def main() -> int:
             meta = json.loads((out / store.META_FILE).read_text())
             assert meta["kind"] == kind, (kind, meta["kind"])
             samples[kind] = {"argv": argv, "config": meta["config"], "summary": meta.get("summary", {})}
-        samples["train"] = train_sample(tmp)
+        if not kinds or "train" in kinds:
+            samples["train"] = train_sample(tmp)
     missing = set(plots.PLOTTERS) - set(samples)
     assert not missing, f"no sample run for {sorted(missing)}"
-    path = Path(__file__).with_name("result_samples.json")
     path.write_text(json.dumps(samples, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     print(f"wrote {path} ({len(samples)} kinds)", file=sys.stderr)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,159 @@
+"""``dyntools bench symbolic-model``: the generated kernel of a :class:`~dyntools.models.symbolic.SymbolicModel`
+against the hand-written one and against JAX, one process.
+
+Setting: the diagonal network ``h(x) = ⟨u ⊙ v, x⟩`` at d = 200, n = 80 (sparse regression), batch-1 SGD
+replaying the same sample indices, the same compiled step loop (:func:`sgd_with_kernel`) around the
+hand-written :class:`~dyntools.models.diag_net.DiagNet` kernel and around the generated one; the generated
+model's whole ``dt.train`` run is reported besides.
+
+Targets (issue 25.6):
+
+* per step, the generated kernel at most 1.5× the hand-written DiagNet kernel (``generated_over_hand``);
+* compile time of a model with p ≤ 1000 under 10 s: deriving (sympy), generating and numba-compiling
+  the kernel of a fresh model in an empty code cache, in a child process — the diagonal net at d = 500
+  (p = 1000, declared per coordinate) and a dense one-hidden-layer ReLU net on one input with p = 31
+  (straight-line code; dense declarations grow with p: declare repeated units per coordinate);
+* the same run in JAX (``jax.grad`` of the same loss + ``lax.scan`` over the steps, float64, optax-free
+  plain SGD): the ratio JAX time / generated time, reported (no goal; the row is absent without jax).
+
+``quick`` shrinks the run to 2000 steps (a smoke test, not the targets).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from types import SimpleNamespace
+
+import numpy as np
+from numba import njit
+
+from dyntools.bench import BenchReport, Target, best_time
+
+
+def _setting(steps: int, d: int = 200, n: int = 80):
+    from dyntools.data import sparse_regression
+    from dyntools.engine import streams
+
+    data = sparse_regression(n=n, d=d, r=20, n_test=10, seed=0)
+    rng = np.random.Generator(np.random.PCG64(streams.root_sequence(0, streams.KEYS["bench"])))
+    idx = rng.integers(0, n, steps).astype(np.int64)
+    theta0 = np.concatenate([np.full(d, 0.1), np.zeros(d)])
+    return SimpleNamespace(X=data.X, y=data.y), idx, theta0
+
+
+_COMPILE_CODE = """
+import time, sympy as sp
+from dyntools.models import symbolic_examples
+from dyntools.models.symbolic import SymbolicModel
+start = time.perf_counter()
+model = {make}
+model.compile()
+print(time.perf_counter() - start)
+"""
+
+
+def fresh_compile_seconds(make: str) -> float:
+    """Seconds to declare, derive, generate and numba-compile the kernel of the model built by the Python
+    expression ``make``, in a child process with an empty code cache (imports not counted)."""
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    with tempfile.TemporaryDirectory() as tmp:
+        env = dict(os.environ, DYNTOOLS_SYMBOLIC_CACHE=tmp, NUMBA_CACHE_DIR=os.path.join(tmp, "numba"),
+                   PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
+        out = subprocess.run([sys.executable, "-c", _COMPILE_CODE.format(make=make)], env=env, capture_output=True,
+                             text=True, check=True)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def jax_run(X, y, idx, theta0, lr):
+    """``run() -> θ_T``: the same replayed SGD run written by a JAX user (jit, grad, lax.scan), compiled."""
+    from dyntools.bench.sweep import jax_modules
+
+    mods = jax_modules()
+    if mods is None:
+        return None
+    jax, jnp, _ = mods
+    jax.config.update("jax_enable_x64", True)
+    d = X.shape[1]
+
+    def loss(theta, x, yi):
+        return 0.5 * (jnp.dot(x, theta[:d] * theta[d:]) - yi) ** 2
+
+    grad = jax.grad(loss)
+
+    @jax.jit
+    def train(theta, Xj, yj, ij):
+        def step(th, i):
+            return th - lr * grad(th, Xj[i], yj[i]), None
+
+        return jax.lax.scan(step, theta, ij)[0]
+
+    args = (jnp.asarray(theta0), jnp.asarray(X), jnp.asarray(y), jnp.asarray(idx))
+    train(*args).block_until_ready()
+    return lambda: train(*args).block_until_ready()
+
+
+@njit
+def sgd_with_kernel(kernel, theta, X, y, idx, lr, ws, iargs, fargs):
+    """Batch-1 SGD replaying ``idx`` with ``kernel`` of the model protocol: the step loop around a kernel,
+    nothing else (the same driver for the hand-written and the generated kernel)."""
+    grad = np.empty_like(theta)
+    noise = np.zeros(1)
+    one = np.empty(1, dtype=np.int64)
+    for t in range(idx.shape[0]):
+        one[0] = idx[t]
+        kernel(theta, X, y, one, 1, noise, grad, ws, iargs, fargs)
+        for k in range(theta.shape[0]):
+            theta[k] -= lr * grad[k]
+    return theta
+
+
+def run(quick: bool = False) -> BenchReport:
+    import dyntools as dt
+    from dyntools.models import symbolic_examples
+    from dyntools.optim import optimizers as O
+
+    steps = 2_000 if quick else 100_000
+    report = BenchReport("symbolic-model")
+    data, idx, theta0 = _setting(steps)
+    lr = 0.01
+    hand = dt.DiagNet(200)
+    sym = symbolic_examples.diagonal_net(200)
+    kw = dict(steps=steps, sampler="replay", indices=idx, theta0=theta0, records=20, seed=0)
+
+    def kernel_run(model):
+        iargs, fargs = model.kernel_args()
+        ws = np.zeros(model.workspace_size(1))
+        return lambda: sgd_with_kernel(model.loss_grad, theta0.copy(), data.X, data.y, idx, lr, ws, iargs, fargs)
+
+    runs = {"hand": kernel_run(hand), "generated": kernel_run(sym)}
+    finals = {k: fn() for k, fn in runs.items()}                # compiles the driver for each kernel
+    t_hand, t_sym = (best_time(runs["hand"]) / steps, best_time(runs["generated"]) / steps)
+    t_train = best_time(lambda: dt.train(sym, data, O.sgd(lr), **kw)) / steps
+    rel = float(np.max(np.abs(finals["hand"] - finals["generated"])) / np.max(np.abs(finals["hand"])))
+    report.measurements.update({
+        "steps": steps, "d": 200, "hand_ns_per_step": 1e9 * t_hand, "generated_ns_per_step": 1e9 * t_sym,
+        "generated_in_dt_train_ns_per_step": 1e9 * t_train, "final_theta_relative_difference": rel})
+    report.targets.append(Target("generated_over_hand", t_sym / t_hand, 1.5, higher_is_better=False))
+
+    t_diag = fresh_compile_seconds("symbolic_examples.diagonal_net(500)")
+    t_relu = fresh_compile_seconds("symbolic_examples.relu_net(1, 10, budget=600.0)")
+    report.measurements.update({"compile_seconds_diag_p1000": t_diag, "compile_seconds_relu_p31": t_relu})
+    report.targets.append(Target("compile_seconds_p1000", t_diag, 10.0, higher_is_better=False, unit="s"))
+    report.targets.append(Target("compile_seconds_dense_relu", t_relu, 10.0, higher_is_better=False, unit="s"))
+
+    run_jax = jax_run(data.X, data.y, idx, theta0, lr)
+    if run_jax is None:
+        report.notes.append("jax not importable: the JAX row is skipped")
+    else:
+        t_jax = best_time(run_jax)
+        report.measurements["jax_ns_per_step"] = 1e9 * t_jax / steps
+        report.measurements["jax_over_generated"] = t_jax / steps / t_sym
+    report.notes.append("per-step times: the same compiled SGD loop around each kernel (replayed indices); "
+                        "compile times: sympy derivation, code generation and numba "
+                        "compilation of the kernel in an empty code cache (the trainer loop is compiled once and "
+                        "cached besides)")
+    return report

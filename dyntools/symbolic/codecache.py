@@ -1,0 +1,75 @@
+"""The on-disk cache of generated model code: source files keyed by a hash of the expression.
+
+A symbolic model's generated modules (:mod:`dyntools.symbolic.codegen`) are written once as
+``<kind>_<key>.py`` in :func:`cache_dir` and imported from there as ordinary modules, so that numba's
+own ``cache=True`` (compiled code in ``__pycache__`` next to the file) works for them: the second
+process that declares the same model neither derives (sympy) nor compiles (numba) again.
+
+``key`` is the first 24 hex digits of the SHA-256 of the model's canonical text (its expressions in
+internal symbols, its head, the code generator's version). A file is never rewritten once it exists
+(numba invalidates its cache when a source file's time stamp changes); it is written to a temporary
+name and renamed, so that concurrent processes never import half a file.
+
+The directory is ``$DYNTOOLS_SYMBOLIC_CACHE`` when set, else ``$XDG_CACHE_HOME/dyntools/symbolic``
+(default ``~/.cache/dyntools/symbolic``). Deleting it is always safe.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+
+def cache_dir() -> Path:
+    """Where generated model code lives (see the module docstring)."""
+    env = os.environ.get("DYNTOOLS_SYMBOLIC_CACHE")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "dyntools" / "symbolic"
+
+
+def key_of(text: str) -> str:
+    """The cache key of a canonical text."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
+
+
+def path_of(kind: str, key: str) -> Path:
+    return cache_dir() / f"{kind}_{key}.py"
+
+
+def exists(kind: str, key: str) -> bool:
+    return path_of(kind, key).is_file()
+
+
+def load(kind: str, key: str, make_source=None):
+    """The module ``<kind>_<key>``: imported from the cache, written first from ``make_source()`` if absent."""
+    name = f"dyntools_generated_{kind}_{key}"
+    if name in sys.modules:
+        return sys.modules[name]
+    path = path_of(kind, key)
+    if not path.is_file():
+        if make_source is None:
+            raise FileNotFoundError(path)
+        source = make_source()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{kind}_", suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(source)
+        if path.is_file():                   # another process wrote it meanwhile: keep theirs
+            os.unlink(tmp)
+        else:
+            os.replace(tmp, path)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module

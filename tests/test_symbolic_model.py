@@ -1,0 +1,232 @@
+"""SymbolicModel: the generated kernel against the hand-written ones, its NumPy twin, the code cache,
+the derived Jacobian / HVP, and bad declarations (issue 25)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import sympy as sp
+
+import dyntools as dt
+from dyntools.models import diag_net, mlp, symbolic_examples
+from dyntools.models.symbolic import SymbolicModel
+from dyntools.optim import optimizers as O
+
+
+def _rel(a, b):
+    return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-300))
+
+
+def _data(n, d, seed=0, classes=None):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    y = rng.integers(0, classes, n) if classes else X[:, :3].sum(1) + 0.1 * rng.standard_normal(n)
+    return SimpleNamespace(X=X, y=y)
+
+
+# ------------------------------------------------------------------- trajectories of the re-declared built-ins
+
+@pytest.mark.parametrize("opt,kw", [
+    (O.sgd(0.05), dict(batch=1, label_noise=0.3)),
+    (O.adam(0.01), dict(batch=4, sampler="epoch")),
+    (O.sgd(0.1, momentum=0.9), dict(sampler="full")),
+])
+def test_diagonal_net_reproduces_the_hand_written_kernel(opt, kw):
+    d = 12
+    ds = _data(20, d)
+    hand = dt.DiagNet(d, init="gaussian")
+    sym = symbolic_examples.diagonal_net(d, sampling_stream=hand.sampling_stream)
+    theta0 = hand.init(3)
+    args = dict(steps=300, theta0=theta0, seed=3, records=20, **kw)
+    a = dt.train(hand, ds, opt, **args)
+    b = dt.train(sym, ds, opt, **args)
+    assert a.status == b.status == "completed"
+    assert _rel(b["theta"], a["theta"]) <= 1e-12
+    assert _rel(b["train_loss"], a["train_loss"]) <= 1e-12
+
+
+def test_indexed_sum_declares_the_same_diagonal_net():
+    j = sp.Idx("j")
+    U, V, X = sp.IndexedBase("u"), sp.IndexedBase("v"), sp.IndexedBase("x")
+    by_sum = SymbolicModel(sp.Sum(U[j] * V[j] * X[j], (j, 0, 7)), params=[U, V], inputs=X)
+    assert by_sum.coordinates == 8 and by_sum.n_params == 16
+    assert by_sum.key == symbolic_examples.diagonal_net(8, name="symbolic").key  # the same expression, the same code
+
+
+def test_quadratic_toy_reproduces_the_hand_written_kernel():
+    toy = dt.QuadraticToy.uniform(n=50, seed=1)
+    ds = dt.toy_data(toy)
+    hand = dt.ToyModel(toy, theta0=0.5)
+    sym = symbolic_examples.quadratic_toy(sampling_stream=hand.sampling_stream)
+    args = dict(steps=400, theta0=np.array([0.5]), seed=2, records=30, fast=False)
+    eta = 0.9 * toy.eta_interval()[0]                      # below the stabilization range: a stable run
+    a = dt.train(hand, ds, O.sgd(eta), **args)
+    b = dt.train(sym, ds, O.sgd(eta), **args)
+    assert _rel(b["theta"], a["theta"]) <= 1e-12
+
+
+@pytest.mark.parametrize("head,K", [("regression", 1), ("cross-entropy", 3)])
+def test_relu_net_reproduces_the_mlp_kernel(head, K):
+    d, m = 3, 6
+    ds = _data(24, d, classes=K if K > 1 else None)
+    hand = mlp.MLP((d, m, K), head=head)
+    sym = symbolic_examples.relu_net(d, m, outputs=K, head=head, sampling_stream=hand.sampling_stream)
+    assert sym.n_params == hand.n_params
+    theta0 = 0.5 * hand.init(0)
+    args = dict(steps=200, theta0=theta0, seed=5, batch=4, records=15, fast=False)
+    a = dt.train(hand, ds, O.sgd(0.02), **args)
+    b = dt.train(sym, ds, O.sgd(0.02), **args)
+    assert _rel(b["theta"], a["theta"]) <= 1e-12
+    np.testing.assert_allclose(sym.features(theta0, ds.X)[0], np.maximum(ds.X @ theta0[:m * d].reshape(m, d).T
+                                                                         + theta0[m * d:m * d + m], 0))
+
+
+def test_numba_kernel_equals_its_numpy_twin_in_training():
+    d = 5
+    sym = symbolic_examples.diagonal_net(d, depth=3, init={"u": 0.5, "v": ("normal", 0.3), "w": ("uniform", -1, 1)})
+    ds = _data(15, d)
+    args = dict(steps=60, seed=1, batch=3, label_noise=0.2, records=10)
+    a = dt.train(sym, ds, O.sgd(0.05), **args)
+    b = dt.train(sym, ds, O.sgd(0.05), kernel="numpy", **args)
+    assert _rel(b["theta"], a["theta"]) <= 1e-12
+
+
+# ------------------------------------------------------------------- derived quantities against the equations
+
+def test_jacobian_and_hvp_of_the_diagonal_net_match_the_closed_forms():
+    d = 7
+    sym = symbolic_examples.diagonal_net(d)
+    ds = _data(11, d, seed=4)
+    rng = np.random.default_rng(0)
+    theta, z = rng.standard_normal(2 * d), rng.standard_normal(2 * d)
+    u, v = theta[:d], theta[d:]
+    np.testing.assert_allclose(sym.jacobian(theta, ds.X), diag_net.jacobian(u, v, ds.X), rtol=1e-14)
+    np.testing.assert_allclose(sym.hvp(theta, ds.X, ds.y, z), diag_net.hessian(u, v, ds.X, ds.y) @ z, rtol=1e-12)
+    np.testing.assert_allclose(sym.gradient(theta, ds.X, ds.y), np.concatenate(diag_net.gradients(u, v, ds.X, ds.y)),
+                               rtol=1e-12)
+
+
+def test_hessian_of_the_toy_is_the_second_derivative_of_the_loss():
+    toy = dt.QuadraticToy.uniform(n=30, seed=0)
+    ds = dt.toy_data(toy)
+    sym = symbolic_examples.quadratic_toy()
+    th = 0.7
+    # L(θ) = ¼ mean (y − xθ²)², L'' = mean(3 x² θ² − x y)  (written from the equation)
+    expected = np.mean(3 * ds.X[:, 0] ** 2 * th**2 - ds.X[:, 0] * ds.y)
+    assert sym.hessian(np.array([th]), ds.X, ds.y)[0, 0] == pytest.approx(expected, rel=1e-13)
+
+
+def test_init_is_seeded_from_the_stream_table():
+    sym = symbolic_examples.diagonal_net(4, init={"u": ("normal", 1.0, 0.5), "v": 0.0})
+    a, b = sym.init(7, 1), sym.init(7, 1)
+    np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(a, sym.init(7, 0)) and np.all(a[4:] == 0.0)
+
+
+# ------------------------------------------------------------------- the code cache
+
+def test_generated_code_is_cached_by_expression(tmp_path, monkeypatch):
+    monkeypatch.setenv("DYNTOOLS_SYMBOLIC_CACHE", str(tmp_path))
+    x, a = sp.symbols("x a")
+    m1 = SymbolicModel(sp.tanh(a * x) + a**2 / 7, params=[a], inputs=x, name="cached")
+    assert (tmp_path / f"kernel_{m1.key}.py").is_file()
+    m1.predict(np.array([0.3]), np.ones((2, 1)))
+    assert (tmp_path / f"numpy_{m1.key}.py").is_file()
+
+    m3 = SymbolicModel(sp.tanh(a * x) + a**2 / 5, params=[a], inputs=x, name="cached")
+    assert m3.key != m1.key
+
+    def no_derivation(*args, **kwargs):
+        raise AssertionError("derived again although the code is cached")
+
+    monkeypatch.setattr("dyntools.symbolic.derive.jacobian", no_derivation)
+    m2 = SymbolicModel(sp.tanh(a * x) + a**2 / 7, params=[a], inputs=x, name="cached")
+    assert m2.key == m1.key
+    np.testing.assert_allclose(m2.predict(np.array([0.3]), np.ones((2, 1))), np.tanh(0.3) + 0.09 / 7)
+
+
+# ------------------------------------------------------------------- bad declarations
+
+def test_a_parameter_missing_from_the_expression_is_named():
+    u, v, x = sp.symbols("u v x")
+    with pytest.raises(ValueError, match="parameter v does not appear"):
+        SymbolicModel(u * x, params=[u, v], inputs=x)
+    W = sp.Matrix(2, 2, sp.symbols("w0:4"))
+    with pytest.raises(ValueError, match=r"parameter W\[1, 1\] does not appear"):
+        SymbolicModel(W[0, 0] * x + W[0, 1] + W[1, 0], params={"W": W}, inputs=x)
+
+
+def test_a_stray_symbol_is_named():
+    u, x, c = sp.symbols("u x c")
+    with pytest.raises(ValueError, match="symbol 'c' is neither a parameter nor an input"):
+        SymbolicModel(c * u * x, params=[u], inputs=x)
+
+
+def test_a_construct_sympy_cannot_differentiate_is_named():
+    u, x = sp.symbols("u x")
+    with pytest.raises(ValueError, match=r"cannot differentiate floor\(u\*x\) with respect to u"):
+        SymbolicModel(sp.floor(u * x), params=[u], inputs=x)
+    f = sp.Function("f")
+    with pytest.raises(ValueError, match=r"cannot differentiate f\(u\*x\)"):
+        SymbolicModel(f(u * x), params=[u], inputs=x)
+
+
+def test_an_expression_too_large_for_the_budget_is_refused():
+    ws, x = sp.symbols("w0:120"), sp.Symbol("x")
+    h = sp.Mul(*[sp.tanh(w * x + 1) for w in ws])        # 120 derivatives of 120 factors each
+    with pytest.raises(ValueError, match="takes more than the budget of 0.05 s"):
+        SymbolicModel(h, params=list(ws), inputs=x, budget=0.05)
+
+
+def test_data_of_the_wrong_shape_is_refused_before_training():
+    sym = symbolic_examples.diagonal_net(6)
+    with pytest.raises(ValueError, match=r"Invalid X: the model 'diagonal-net-2' reads 6 columns"):
+        dt.train(sym, _data(10, 5), O.sgd(0.1), steps=2)
+    with pytest.raises(ValueError, match="Invalid y"):
+        sym.check_data(np.zeros((4, 6)), np.zeros(3))
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(head="cross-entropy"), "cross-entropy head needs K >= 2"),
+    (dict(loss_scale=0.0), "loss_scale"),
+    (dict(init={"q": 1.0}), "no parameter block named 'q'"),
+    (dict(init={"u": ("normal", -1.0)}), "standard deviation"),
+])
+def test_bad_options_are_named(kwargs, match):
+    u, x = sp.symbols("u x")
+    with pytest.raises(ValueError, match=match):
+        SymbolicModel(u * x, params=[u], inputs=x, **kwargs)
+
+
+# ------------------------------------------------------------------- metrics from the one definition
+
+def test_metrics_from_the_derived_hooks():
+    d, m = 2, 5
+    sym = symbolic_examples.relu_net(d, m)
+    ds = _data(14, d, seed=2)
+    theta = np.random.default_rng(3).standard_normal(sym.n_params)
+    H = sym.hessian(theta, ds.X, ds.y)
+    assert np.allclose(H, H.T, atol=1e-12)
+    assert sym.sharpness(theta, ds.X, ds.y) == pytest.approx(np.linalg.eigvalsh(H)[-1], rel=1e-6)
+    assert sym.jacobian_rank(theta, ds.X) == np.linalg.matrix_rank(sym.jacobian(theta, ds.X), tol=None)
+    hidden = np.maximum(ds.X @ theta[:m * d].reshape(m, d).T + theta[m * d:m * d + m], 0)
+    assert sym.feature_sparsity(theta, ds.X)["hidden"] == dt.metrics.feature_sparsity(hidden)
+
+
+def test_the_benchmark_driver_gives_the_same_run_for_both_kernels():
+    from dyntools.bench import BENCHMARKS
+    from dyntools.bench.symbolic_model import sgd_with_kernel
+
+    assert BENCHMARKS["symbolic-model"] == "dyntools.bench.symbolic_model"
+    d = 6
+    ds = _data(10, d)
+    idx = np.random.default_rng(0).integers(0, 10, 50)
+    theta0 = np.concatenate([np.full(d, 0.5), np.full(d, 0.1)])
+    out = []
+    for model in (dt.DiagNet(d), symbolic_examples.diagonal_net(d)):
+        iargs, fargs = model.kernel_args()
+        out.append(sgd_with_kernel(model.loss_grad, theta0.copy(), ds.X, ds.y, idx, 0.05,
+                                   np.zeros(model.workspace_size(1)), iargs, fargs))
+    assert _rel(out[1], out[0]) <= 1e-13
