@@ -49,8 +49,18 @@ class Section:
     numbers: dict[str, Any] = field(default_factory=dict)   # headline numbers (for --json)
     figures: list[str] = field(default_factory=list)        # paths relative to the report
     ok: bool = True                    # False when a headline check failed (reported, not hidden)
-    seconds: float = 0.0
+    seconds: float = 0.0               # wall time of the entry
     headline: str = ""                 # the verdict and the one number that matters, shown first
+    cpu_seconds: float = 0.0           # processor time of the entry: this process and its finished workers
+
+
+def cpu_seconds() -> float:
+    """User + system time of this process and of its children that have ended (the pools of sweeps and
+    experiments are joined before an entry returns, so an entry's difference counts its workers)."""
+    import resource
+
+    return sum(u.ru_utime + u.ru_stime for u in (resource.getrusage(resource.RUSAGE_SELF),
+                                                  resource.getrusage(resource.RUSAGE_CHILDREN)))
 
 
 def select(catalogue: Mapping, only: str | None) -> list[str]:
@@ -78,9 +88,10 @@ def reproduce(out_dir: str | Path, catalogue: Mapping, *, quick: bool = False, s
     with store.atomic_directory(out_dir) as tmp, check.collect() as checked:
         ctx = ReportContext(out_dir=tmp, quick=quick, seed=seed, progress=progress)
         for name in names:
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), cpu_seconds()
             section = catalogue[name].reproduce(ctx)
             section.seconds = time.perf_counter() - start
+            section.cpu_seconds = cpu_seconds() - cpu
             sections.append(section)
         text = render(sections, quick=quick, seed=seed) + figure_check_text(checked)
         (tmp / "report.md").write_text(text, encoding="utf-8")
@@ -145,10 +156,12 @@ def render(sections: list[Section], *, quick: bool, seed: int) -> str:
     lines = ["# dyntools: reproduced results", "",
              f"Mode: {'quick (reduced sizes)' if quick else 'full'}; seed {seed}; {versions}; "
              f"{len(sections)} entries in {total:.0f} s.", "", "## Contents", "",
-             "| entry | status | seconds | headline |", "|---|---|---|---|"]
+             "| entry | status | seconds | CPU seconds | headline |", "|---|---|---|---|---|"]
     cell = lambda text: text.replace("|", "\\|")
     lines += [f"| [{cell(s.title)}](#{anchor(s.title)}) | {'ok' if s.ok else 'CHECK FAILED'} | {s.seconds:.1f} | "
-              f"{cell(s.headline)} |" for s in sections]
+              f"{s.cpu_seconds:.1f} | {cell(s.headline)} |" for s in sections]
+    lines += [f"| total | {sum(s.ok for s in sections)} of {len(sections)} ok | {total:.1f} | "
+              f"{sum(s.cpu_seconds for s in sections):.1f} | |"]
     for s in sections:
         lines += ["", f'<a id="{anchor(s.title)}"></a>', "", f"## {s.title}", ""]
         if s.headline:

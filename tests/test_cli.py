@@ -102,7 +102,10 @@ def test_reproduce_quick_writes_report(tmp_path):
     summary = json.loads(proc.stdout)
     entry = summary["entries"]["Loss stabilization on the quadratic toy (seed 004)"]
     assert entry["ok"]
+    assert entry["cpu_seconds"] > 0 and summary["seconds"] == entry["seconds"]
+    assert summary["cpu_seconds"] == entry["cpu_seconds"]
     report = (out / "report.md").read_text()
+    assert "| total | 1 of 1 ok |" in report
     for fig in entry["figures"]:
         assert f"({fig})" in report and (out / fig).is_file()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]      # no temp dirs left

@@ -65,7 +65,16 @@ DTYPES = ("float64", "float32")      # the precisions the kernel is compiled for
 RUNGS = ("exact", "center-labels", "offset", "scale", "plus-minus", "centers")
 #: parameter groups (for per-group decay) in layout order
 GROUPS = ("logits", "offset", "scale", "plus-minus", "centers")
-FASTMATH = {"reassoc", "contract", "nsz"}
+#: no ``reassoc``: with it the vectorizer may split a reduction differently when a callee is optimized on its
+#: own (the compiling process) and when it is linked into its caller's cached library (a later process), and
+#: the last bits of the gradient differed between a fresh compile and a cache load. The long sums are
+#: written with explicit lanes instead (:func:`_lane_sum`, :func:`_lane_dot`), whose order is fixed by the
+#: source: every process, and every vector width, adds in the same order.
+FASTMATH = {"contract", "nsz"}
+#: lanes of the explicit-lane sums: the partial sums of indices j ≡ l (mod LANES), kept in a small array,
+#: then combined by halving (l + LANES/2 into l, …). 32 lanes are four 512-bit float64 vectors (eight
+#: 256-bit ones): enough independent additions to hide the adder's latency.
+LANES = 32
 
 # iargs layout
 _K, _C, _D, _RUNG, _OW, _OO, _OS, _OP, _OC = range(9)
@@ -123,9 +132,51 @@ def _exp_parts(a, sigma, m, out, kbuf):
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
-def softmax_exp(a, sigma, m, out, kbuf):
+def _lane_sum(x, n, acc):
+    """``Σ_{j<n} x[j]`` in :data:`LANES` explicit lanes (``acc``: scratch of LANES entries, of the sum's
+    precision): lane l sums the j ≡ l (mod LANES) in increasing j, then lane l + h is added into lane l for
+    h = LANES/2, …, 1. The order is the source's, so no ``reassoc`` is needed for it to vectorize."""
+    for lane in range(LANES):
+        acc[lane] = 0.0
+    full = n - n % LANES
+    for j0 in range(0, full, LANES):
+        for lane in range(LANES):
+            acc[lane] += x[j0 + lane]
+    for j in range(full, n):
+        acc[j - full] += x[j]
+    return _combine_lanes(acc)
+
+
+@njit(cache=True, fastmath=FASTMATH, error_model="numpy")
+def _lane_dot(x, w, wo, n, acc):
+    """``Σ_{j<n} x[j] w[wo + j]`` in explicit lanes, in the order of :func:`_lane_sum`."""
+    for lane in range(LANES):
+        acc[lane] = 0.0
+    full = n - n % LANES
+    for j0 in range(0, full, LANES):
+        for lane in range(LANES):
+            acc[lane] += x[j0 + lane] * w[wo + j0 + lane]
+    for j in range(full, n):
+        acc[j - full] += x[j] * w[wo + j]
+    return _combine_lanes(acc)
+
+
+@njit(cache=True, fastmath=FASTMATH, error_model="numpy")
+def _combine_lanes(acc):
+    """Lane l + h added into lane l for h = LANES/2, …, 1; returns lane 0 (the fixed tree of the lanes)."""
+    h = LANES // 2
+    while h > 0:
+        for lane in range(h):
+            acc[lane] += acc[lane + h]
+        h //= 2
+    return acc[0]
+
+
+@njit(cache=True, fastmath=FASTMATH, error_model="numpy")
+def softmax_exp(a, sigma, m, out, kbuf, acc):
     """``out[j] = exp(−σ (a[j] − m))`` for arguments ≤ 0 (``m`` the shift making the largest score 0),
-    vectorizable; returns ``Σ_j out[j]``. ``kbuf`` is scratch of the same length.
+    vectorizable; returns ``Σ_j out[j]`` (in explicit lanes, :func:`_lane_sum`; ``acc``: LANES entries of
+    scratch). ``kbuf`` is scratch of the same length as ``a``.
 
     ``x = n ln 2 + r`` with ``n = round(x / ln 2)`` (by the 1.5·2^52 shift, whose low bits then
     hold n) and ``|r| ≤ ln 2 / 2``; ``exp r`` by its Taylor polynomial of degree 13 (truncation
@@ -134,13 +185,10 @@ def softmax_exp(a, sigma, m, out, kbuf):
     is 1, and keeping them would feed subnormal numbers (arithmetic ~100× slower) into the gradient
     and Adam's second moment (g² of a gradient of 1e-160 is subnormal)."""
     _exp_parts(a, sigma, m, out, kbuf)
-    tot = 0.0
     for j in range(a.shape[0]):
         e = out[j] * kbuf[j]
-        e = e if e > _TINY else 0.0
-        out[j] = e
-        tot += e
-    return tot
+        out[j] = e if e > _TINY else 0.0
+    return _lane_sum(out, a.shape[0], acc)
 
 
 # float32: the same construction with the single-precision layout (8 exponent bits, bias 127, 23
@@ -183,35 +231,32 @@ def _exp_parts32(a, sigma, m, out, kbuf):
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
-def softmax_exp32(a, sigma, m, out, kbuf):
-    """:func:`softmax_exp` on float32 arrays (``out``, ``kbuf`` float32); returns the float32 sum."""
+def softmax_exp32(a, sigma, m, out, kbuf, acc):
+    """:func:`softmax_exp` on float32 arrays (``out``, ``kbuf``, ``acc`` float32); returns the float32 sum."""
     _exp_parts32(a, sigma, m, out, kbuf)
-    tot = np.float32(0.0)
     for j in range(a.shape[0]):
         e = out[j] * kbuf[j]
-        e = e if e > _TINY_32 else np.float32(0.0)
-        out[j] = e
-        tot += e
-    return tot
+        out[j] = e if e > _TINY_32 else np.float32(0.0)
+    return _lane_sum(out, a.shape[0], acc)
 
 
-def softmax_exp_any(a, sigma, m, out, kbuf):
+def softmax_exp_any(a, sigma, m, out, kbuf, acc):
     """:func:`softmax_exp` or :func:`softmax_exp32`, chosen by the precision of ``out`` (in compiled code
     when the kernel is compiled; here for Python callers)."""
-    return (softmax_exp32 if out.dtype == np.float32 else softmax_exp)(a, sigma, m, out, kbuf)
+    return (softmax_exp32 if out.dtype == np.float32 else softmax_exp)(a, sigma, m, out, kbuf, acc)
 
 
 @overload(softmax_exp_any, inline="always", jit_options={"cache": True, "fastmath": FASTMATH, "error_model": "numpy"})
-def _softmax_exp_any_typed(a, sigma, m, out, kbuf):
+def _softmax_exp_any_typed(a, sigma, m, out, kbuf, acc):
     if out.dtype == types.float32:
-        return lambda a, sigma, m, out, kbuf: softmax_exp32(a, sigma, m, out, kbuf)
-    return lambda a, sigma, m, out, kbuf: softmax_exp(a, sigma, m, out, kbuf)
+        return lambda a, sigma, m, out, kbuf, acc: softmax_exp32(a, sigma, m, out, kbuf, acc)
+    return lambda a, sigma, m, out, kbuf, acc: softmax_exp(a, sigma, m, out, kbuf, acc)
 
 
 def exp_nonpositive(x, out, kbuf) -> float:
     """``out = exp(x)`` for ``x ≤ 0`` by :func:`softmax_exp` (:func:`softmax_exp32` for float32 ``out``;
     for tests); returns the sum."""
-    return softmax_exp_any(x, -1.0, 0.0, out, kbuf)
+    return softmax_exp_any(x, -1.0, 0.0, out, kbuf, np.empty(LANES, dtype=out.dtype))
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
@@ -269,9 +314,9 @@ def _extreme(a, k, smallest):
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
-def _forward(x, theta, iargs, U, o, sigma, p0, p1, relu, z, a, pi, kbuf, logits):
-    """Scores of one example: fills ``z, a, π`` (length k) and ``logits`` (C) (the normalization of π is
-    fused with the first logit's pass over the k centers)."""
+def _forward(x, theta, iargs, U, o, sigma, p0, p1, relu, z, a, pi, kbuf, acc, logits):
+    """Scores of one example: fills ``z, a, π`` (length k) and ``logits`` (C); the sums over the k centers in
+    explicit lanes (``acc``: LANES entries of scratch)."""
     k, C, D = iargs[_K], iargs[_C], iargs[_D]
     ow = iargs[_OW]
     for j in range(k):
@@ -290,18 +335,11 @@ def _forward(x, theta, iargs, U, o, sigma, p0, p1, relu, z, a, pi, kbuf, logits)
             a[j] = abs(z[j])
     # softmax(−σ a) shifted by its largest score: −σ·min a when σ ≥ 0, −σ·max a otherwise
     m = _extreme(a, k, sigma >= 0.0)
-    inv = like(pi, 1.0) / softmax_exp_any(a, sigma, m, pi, kbuf)
-    s = like(pi, 0.0)
+    inv = like(pi, 1.0) / softmax_exp_any(a, sigma, m, pi, kbuf, acc)
     for j in range(k):
-        p = pi[j] * inv
-        pi[j] = p
-        s += p * theta[ow + j]
-    logits[0] = s
-    for c in range(1, C):
-        s = like(pi, 0.0)
-        for j in range(k):
-            s += pi[j] * theta[ow + c * k + j]
-        logits[c] = s
+        pi[j] *= inv
+    for c in range(C):
+        logits[c] = _lane_dot(pi, theta, ow + c * k, k, acc)
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
@@ -322,14 +360,19 @@ def _cross_entropy(logits, y, delta):
 
 
 def workspace(k: int, C: int, D: int) -> int:
-    """Length of the kernel's scratch array: U, ‖c‖², ∂J/∂U (k·D, k, k·D), z, a, π, g, exp scratch (5k), ℓ, δ (2C)."""
-    return 2 * k * D + 6 * k + 2 * C
+    """Length of the kernel's scratch array: U, ‖c‖², ∂J/∂U (k·D, k, k·D), z, a, π, g, exp scratch (5k), ℓ, δ (2C),
+    the lanes of the sums (LANES)."""
+    return 2 * k * D + 6 * k + 2 * C + LANES
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
 def loss_grad(theta, X, y, idx, b, noise, grad, ws, iargs, fargs):
     """Mean cross-entropy of the examples ``idx[:b]`` and its gradient (the module docstring's
-    equations); ``noise`` is unused (classification head)."""
+    equations); ``noise`` is unused (classification head).
+
+    Summation order (fixed by the source, see :data:`FASTMATH`): sums over the k centers of one example in
+    explicit lanes; the offset, scale and plus–minus gradients accumulate per center over the batch (float64,
+    elementwise) and are summed over the centers once per batch, in explicit lanes."""
     k, C, D = iargs[_K], iargs[_C], iargs[_D]
     ow, oo, os_, op, oc = iargs[_OW], iargs[_OO], iargs[_OS], iargs[_OP], iargs[_OC]
     U = ws[0:k * D]
@@ -343,6 +386,9 @@ def loss_grad(theta, X, y, idx, b, noise, grad, ws, iargs, fargs):
     kbuf = ws[base + 4 * k:base + 5 * k]
     logits = ws[base + 5 * k:base + 5 * k + C]
     delta = ws[base + 5 * k + C:base + 5 * k + 2 * C]
+    acc = ws[base + 5 * k + 2 * C:base + 5 * k + 2 * C + LANES]
+    # per-center float64 accumulators of −∂J/∂o, −∂J/∂σ, ∂J/∂p₀, ∂J/∂p₁ (summed over the batch)
+    G = np.zeros((4, k))
     for i in range(grad.shape[0]):
         grad[i] = 0.0
     _prepare(theta, iargs, fargs, U, nrm2)
@@ -353,13 +399,9 @@ def loss_grad(theta, X, y, idx, b, noise, grad, ws, iargs, fargs):
     inv_b = like(ws, 1.0 / b)
     one, zero = like(ws, 1.0), like(ws, 0.0)
     tot = 0.0
-    g_o = 0.0
-    g_s = 0.0
-    g_p0 = 0.0
-    g_p1 = 0.0
     for q in range(b):
         x = X[idx[q]]
-        _forward(x, theta, iargs, U, o, sigma, p0, p1, relu, z, a, pi, kbuf, logits)
+        _forward(x, theta, iargs, U, o, sigma, p0, p1, relu, z, a, pi, kbuf, acc, logits)
         tot += _cross_entropy(logits, y[idx[q]], delta)
         # g_j = Σ_c W_cj δ_c / b, and Σ_j π_j g_j = Σ_c ℓ_c δ_c / b (no extra pass)
         mean = zero
@@ -377,35 +419,36 @@ def loss_grad(theta, X, y, idx, b, noise, grad, ws, iargs, fargs):
         if relu:
             for j in range(k):
                 e = pi[j] * (gj[j] - mean)
-                g_s -= e * a[j]
                 h = -sigma * e
                 zj = z[j]
                 on0 = one if p0 * zj > zero else zero
                 on1 = one if p1 * zj > zero else zero
                 gz = h * (p0 * on0 + p1 * on1)
-                g_p0 += h * zj * on0
-                g_p1 += h * zj * on1
-                g_o -= gz
+                G[0, j] += gz
+                G[1, j] += e * a[j]
+                G[2, j] += h * zj * on0
+                G[3, j] += h * zj * on1
                 gj[j] = gz
         else:
             for j in range(k):
                 e = pi[j] * (gj[j] - mean)
-                g_s -= e * a[j]
                 gz = -sigma * e * np.sign(z[j])
-                g_o -= gz
+                G[0, j] += gz
+                G[1, j] += e * a[j]
                 gj[j] = gz
         if oc >= 0:
             for d in range(D):
                 xd = x[d]
                 for j in range(k):
                     gU[d * k + j] += gj[j] * xd
+    acc64 = np.empty(LANES)
     if oo >= 0:
-        grad[oo] = g_o
+        grad[oo] = -_lane_sum(G[0], k, acc64)
     if os_ >= 0:
-        grad[os_] = g_s
+        grad[os_] = -_lane_sum(G[1], k, acc64)
     if op >= 0:
-        grad[op] = g_p0
-        grad[op + 1] = g_p1
+        grad[op] = _lane_sum(G[2], k, acc64)
+        grad[op + 1] = _lane_sum(G[3], k, acc64)
     if oc >= 0:
         for j in range(k):
             inv = 1.0 / nrm2[j]
@@ -424,7 +467,7 @@ def evaluate(theta, X, y, iargs, fargs):
     k, C, D = iargs[_K], iargs[_C], iargs[_D]
     U = np.empty(k * D)
     nrm2 = np.empty(k)
-    z, a, pi, kbuf = np.empty(k), np.empty(k), np.empty(k), np.empty(k)
+    z, a, pi, kbuf, acc = np.empty(k), np.empty(k), np.empty(k), np.empty(k), np.empty(LANES)
     logits, delta = np.empty(C), np.empty(C)
     _prepare(theta, iargs, fargs, U, nrm2)
     o, sigma, p0, p1, relu = _scalars(theta, iargs, fargs)
@@ -432,7 +475,7 @@ def evaluate(theta, X, y, iargs, fargs):
     hits = 0
     n = X.shape[0]
     for i in range(n):
-        _forward(X[i], theta, iargs, U, o, sigma, p0, p1, relu, z, a, pi, kbuf, logits)
+        _forward(X[i], theta, iargs, U, o, sigma, p0, p1, relu, z, a, pi, kbuf, acc, logits)
         tot += _cross_entropy(logits, y[i], delta)
         best = 0
         for c in range(1, C):
@@ -448,13 +491,13 @@ def predict_classes(theta, X, iargs, fargs):
     k, C, D = iargs[_K], iargs[_C], iargs[_D]
     U = np.empty(k * D)
     nrm2 = np.empty(k)
-    z, a, pi, kbuf = np.empty(k), np.empty(k), np.empty(k), np.empty(k)
+    z, a, pi, kbuf, acc = np.empty(k), np.empty(k), np.empty(k), np.empty(k), np.empty(LANES)
     logits = np.empty(C)
     _prepare(theta, iargs, fargs, U, nrm2)
     o, sigma, p0, p1, relu = _scalars(theta, iargs, fargs)
     out = np.empty(X.shape[0], dtype=np.int64)
     for i in range(X.shape[0]):
-        _forward(X[i], theta, iargs, U, o, sigma, p0, p1, relu, z, a, pi, kbuf, logits)
+        _forward(X[i], theta, iargs, U, o, sigma, p0, p1, relu, z, a, pi, kbuf, acc, logits)
         best = 0
         for c in range(1, C):
             if logits[c] > logits[best]:
