@@ -149,6 +149,7 @@ def _views(flat, start, rows, cols):
     return a
 
 
+@settings(deadline=None)            # the first example compiles _views (seconds on a busy machine)
 @given(start=st.integers(0, 10), rows=st.integers(1, 5), cols=st.integers(1, 5), step=st.sampled_from([1, 2]))
 def test_matrix_view_is_the_reshaped_slice(start, rows, cols, step):
     base = np.arange(200.0)
