@@ -13,9 +13,10 @@ The public API, ``import dyntools as dt``::
     dt.prove(claims)                                               # exact verdicts of symbolic claims
     dt.Claim, dt.IntervalCheck, dt.unroll, dt.load_claims          # write, certify, unroll, load claims
     dt.builtin_claims(names, controls=…), dt.claim_families()      # the claims of proofs/
+    dt.grade("student.py")                                         # the problem set's autograder (Adam, AdamW)
     dt.load(dir), dt.save(result, dir), dt.RunResult               # results on disk
     dt.DiagNet, dt.MLP, dt.QuadraticToy, dt.ToyModel, dt.Model     # models (dt.models: every module)
-    dt.VoronoiLadder, dt.data_voronoi, dt.adamw_decay              # seed 000's ladder, environment, decays
+    dt.VoronoiLadder, dt.data.voronoi, dt.adamw_decay              # seed 000's ladder, environment, decays
     dt.toy_data(toy)                                               # the toy's samples as a training set
     dt.Surface(name), dt.trajectories.gallery(…)                   # 2-D surfaces; the optimizer trajectory gallery
     dt.sgd, dt.sgdw, dt.adam, dt.adamw, dt.adagrad, dt.rmsprop, …   # optimizers; dt.schedules
@@ -42,6 +43,7 @@ _LAZY = {
     "IntervalCheck": ("dyntools.symbolic.interval", "IntervalCheck"),
     "unroll": ("dyntools.symbolic.unroll", "unroll"),
     "load_claims": ("dyntools.symbolic.userfile", "load_claims"),
+    "grade": ("dyntools.autograder", "grade"),
     "builtin_claims": ("dyntools.commands.prove", "builtin_claims"),
     "claim_families": ("dyntools.commands.prove", "claim_families"),
     "solve": ("dyntools.dynamics.sde", "solve"),
@@ -60,7 +62,7 @@ _LAZY = {
     "data": ("dyntools.data", None),
     "models": ("dyntools.models", None),
     "plots": ("dyntools.plots", None),
-    "data_voronoi": ("dyntools.data_voronoi", None),
+    "data_voronoi": ("dyntools.data.voronoi", None),        # its name before dyntools/data/ was a package
     "VoronoiLadder": ("dyntools.models.voronoi", "VoronoiLadder"),
     "adamw_decay": ("dyntools.optim.decay_groups", "adamw_decay"),
     "Surface": ("dyntools.models.surfaces", "Surface"),

@@ -1,7 +1,7 @@
 """The Voronoi study of seed 000: the environment, the model ladder and AdamW with L2 / L1 / L1+L2 / min decay.
 
 Seed 000 classifies points of the plane by the label of their cell in a random partition around
-100–150 centers (:mod:`dyntools.data_voronoi`), with a ladder of models that climbs from an exact
+100–150 centers (:mod:`dyntools.data.voronoi`), with a ladder of models that climbs from an exact
 rule to learned centers (:mod:`dyntools.models.voronoi`), trained by AdamW with decoupled decay of
 several kinds (:mod:`dyntools.optim.decay_groups`). Settings from the study's code (facts, not code):
 box ``s = 100``, ``k ~ U{100, …, 150}``, ``C = 2`` classes, ``D = 2``; AdamW with weight decay
@@ -109,7 +109,7 @@ class LadderParams(_Common):
 def check(p) -> None:
     """Every check that can be made before running (``ValueError`` naming the parameter); ``p`` is a
     :class:`VoronoiParams` or a :class:`LadderParams`."""
-    from dyntools.data_voronoi import RULES, check_k_range
+    from dyntools.data.voronoi import RULES, check_k_range
     from dyntools.models.voronoi import GROUPS, RUNGS
 
     for r in getattr(p, "rungs", (getattr(p, "rung", None),)):
@@ -162,7 +162,7 @@ def make_params(**overrides) -> VoronoiParams:
 def environment(p: VoronoiParams, seed: int, index: int):
     """The environment of seed ``index`` (its own stream: environments differ across seeds, and are
     shared by every rung and decay type of the same seed, so that comparisons are paired)."""
-    from dyntools.data_voronoi import voronoi
+    from dyntools.data.voronoi import voronoi
 
     return voronoi(p.n, n_test=p.n_test, k=p.k, k_range=(p.k_min, p.k_max), classes=p.classes, dim=p.dim,
                    box=p.box, rule=p.rule, seed=seed, stream_key=(index,))
@@ -201,7 +201,7 @@ def param_stats(model, theta) -> dict:
 def exact_accuracy(env) -> dict:
     """Rung 1 (no parameters): the label of argmin_j |xᵀc_j/‖c_j‖² − 1|, scored against the labels of
     both partition rules on the evaluation points."""
-    from dyntools.data_voronoi import cells, label_points
+    from dyntools.data.voronoi import cells, label_points
 
     pred = env.center_labels[cells(env.X_test, env.centers, "projection")]
     return {rule: float(np.mean(pred == label_points(env.X_test, env.centers, env.center_labels, rule)))
@@ -211,7 +211,7 @@ def exact_accuracy(env) -> dict:
 def train_one(p: VoronoiParams, seed: int, index: int, *, progress: bool = False) -> dict:
     """Train seed ``index`` of ``p`` through :func:`dyntools.train`; the recorded snapshots, their
     metrics on the training and evaluation points, and the environment's reference numbers."""
-    from dyntools.data_voronoi import disagreement, majority_baseline
+    from dyntools.data.voronoi import disagreement, majority_baseline
     from dyntools.dynamics.train import train
     from dyntools.engine import record
 
@@ -472,7 +472,7 @@ DECAY_RULES = {
 def rules_disagreement(seed: int, envs: int = 5, points: int = 20000) -> dict:
     """How often the two partition rules disagree on ``points`` uniform points of ``envs`` study-size
     environments (cells and labels; median, min, max)."""
-    from dyntools.data_voronoi import disagreement, voronoi
+    from dyntools.data.voronoi import disagreement, voronoi
 
     cells, labels = [], []
     for i in range(envs):

@@ -44,10 +44,7 @@ def voronoi_steps() -> np.ndarray:
     """θ after 20 AdamW steps (L1/L2 decay groups, mini-batches of 8) of a tiny Voronoi ladder (16 centers
     in 2-d, two seeds): the ladder's compiled kernel has no golden case of its own; the test compares this
     with the same run compiled for the machine in its own process."""
-    try:
-        from dyntools.data import voronoi as DV
-    except ImportError:                          # before the move of dyntools/data_voronoi.py
-        from dyntools import data_voronoi as DV
+    from dyntools.data import voronoi as DV
     from dyntools.dynamics.train import train
     from dyntools.models import voronoi as MV
     from dyntools.optim.decay_groups import adamw_decay
@@ -70,10 +67,10 @@ def main(out: Path, cases: list[str]) -> None:
         np.savez(out / f"{case}.npz", **arrays)
         (out / f"{case}.json").write_text(json.dumps(statuses), encoding="utf-8")
     np.save(out / "voronoi.npy", voronoi_steps())
-    from dyntools.engine import fma_block
+    from dyntools.lowlevel import fma_block
 
     info = {"cpu_name": numba.config.CPU_NAME, "cpu_features": numba.config.CPU_FEATURES,
-            "vector_bits": fma_block.vector_bits() if hasattr(fma_block, "vector_bits") else None,
+            "vector_bits": fma_block.VECTOR_BITS,
             **asm_counts()}
     (out / "target.json").write_text(json.dumps(info), encoding="utf-8")
 

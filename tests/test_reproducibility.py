@@ -61,7 +61,7 @@ def test_fresh_compile_gives_the_bits_of_a_cache_load(tmp_path):
 FOREIGN_CASES = ("stab-sgd", "relu-gd", "adamw-adam", "sde-gbm-milstein", "sde-gbm-em-substeps", "sde-dn-sde",
                  "dn-options", "dn-replay")
 
-#: target name -> its environment (nehalem has no AVX: the panels of dyntools.engine.fma_block must be told
+#: target name -> its environment (nehalem has no AVX: the panels of dyntools.lowlevel.fma_block must be told
 #: its 128-bit vectors, since they read the vector width from the host, not from NUMBA_CPU_NAME)
 TARGETS = {
     "haswell": {"NUMBA_CPU_NAME": "haswell", "DYNTOOLS_VECTOR_BITS": "256"},

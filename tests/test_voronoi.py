@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dyntools import data_voronoi as DV
+from dyntools.data import voronoi as DV
 from dyntools.models import voronoi as MV
 
 # ------------------------------------------------------------------------------------ environment

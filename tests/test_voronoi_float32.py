@@ -23,7 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dyntools import cli
-from dyntools.data_voronoi import voronoi
+from dyntools.data.voronoi import voronoi
 from dyntools.dynamics.train import train
 from dyntools.models.voronoi import RUNGS, VoronoiLadder, exp_nonpositive
 from simulations import voronoi as V

@@ -35,7 +35,7 @@ class _Data:
 
 
 def setup(steps: int, dtype: str = "float64"):
-    from dyntools.data_voronoi import voronoi
+    from dyntools.data.voronoi import voronoi
     from dyntools.engine import streams
     from dyntools.models.voronoi import VoronoiLadder
     from dyntools.optim.decay_groups import adamw_decay

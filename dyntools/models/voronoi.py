@@ -1,4 +1,4 @@
-"""The model ladder of seed 000 on the Voronoi environment (:mod:`dyntools.data_voronoi`).
+"""The model ladder of seed 000 on the Voronoi environment (:mod:`dyntools.data.voronoi`).
 
 Shared notation (seed 000): a batch ``X`` (b × D), centers ``𝒞`` (k × D), ``C`` classes. Every rung
 scores the centers through the normalized centers ``u_j = c_j / ‖c_j‖₂²``:
@@ -700,7 +700,7 @@ class VoronoiLadder(Model):
         """Predicted classes of the rows of ``X`` (rung 1: the label of argmin_j |xᵀu_j − 1|)."""
         X = np.ascontiguousarray(X, dtype=np.float64)
         if self.level == 0:
-            from dyntools.data_voronoi import cells
+            from dyntools.data.voronoi import cells
 
             return self.center_labels[cells(X, self.centers, "projection")]
         iargs, fargs = self.kernel_args()
