@@ -41,16 +41,15 @@ RENAMES: dict[str, str] = {}
 #: The tolerance of each class of golden and why (measured spreads: docs/guide/reproducibility.md).
 CLASSES: dict[str, tuple[float | None, str]] = {
     "contracting": (1e-12, "SGD/GD of the loss-stabilization toy and of small ReLU networks: the dynamics damps "
-                           "a step's rounding. Measured: re-runs compiled for haswell (AVX2) and nehalem (no FMA) "
-                           "are bitwise equal to the goldens, as was an AMD EPYC; 1e-12 leaves room for other "
-                           "platforms' exp/log"),
+                           "a step's rounding. Measured: an AMD EPYC (AVX2 + FMA) reproduced every one of these "
+                           "goldens bitwise; 1e-12 leaves room for no-FMA targets and other platforms' exp/log"),
     "diag-net": (1e-10, "diagonal networks over thousands of SGD steps, some paths growing to |u| ~ 1e10 before "
                         "the guard stops them. Measured: summing the residual in other lanes (dropping reassoc) "
-                        "moved them by ≤ 5.7e-13 (dn-options; ≤ 2.3e-15 the others); haswell/nehalem re-runs are "
-                        "bitwise equal; AMD EPYC with the former reassoc: ≤ 5e-15"),
+                        "moved them by ≤ 5.7e-13 (dn-options; ≤ 2.3e-15 the others); an AMD EPYC with the former "
+                        "reassoc: ≤ 5e-15"),
     "sde": (1e-12, "Euler–Maruyama / Milstein paths over hundreds to thousands of steps: rounding adds up "
                    "along a path. Measured: summing the products by X in another order (dropping reassoc) moved "
-                   "them by ≤ 3.8e-15; haswell/nehalem re-runs bitwise equal; AMD EPYC ≈ 1e-15"),
+                   "them by ≤ 3.8e-15; an AMD EPYC: ≈ 1e-15"),
     "blas": (1e-10, "NumPy twins go through the machine's BLAS, whose kernels sum in their own order per "
                     "processor (measured 6e-13 on an AMD EPYC), and the products feed the training"),
     "mlp": (1e-13, "cross-entropy MLP sweeps of 3-8 epochs: chains of fused multiply-adds in a fixed order; "

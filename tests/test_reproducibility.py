@@ -7,7 +7,8 @@
     (``tests/test_engine_goldens.py``: ``CLASSES``). Proved from this machine by re-running a few golden
     cases — at least one per kernel family — in subprocesses compiled for other targets, each with an empty
     numba cache: ``haswell`` with 256-bit panels (AVX2 + FMA, no AVX-512) and ``nehalem`` (no FMA at all,
-    128-bit panels: its vectors are SSE's) (``tests/target_probe.py``).
+    128-bit panels: its vectors are SSE's) (``tests/target_probe.py``), with ``NUMBA_CPU_FEATURES`` empty
+    so that numba compiles for the named processor's features, not the host's.
 """
 
 from __future__ import annotations
@@ -61,11 +62,13 @@ def test_fresh_compile_gives_the_bits_of_a_cache_load(tmp_path):
 FOREIGN_CASES = ("stab-sgd", "relu-gd", "adamw-adam", "sde-gbm-milstein", "sde-gbm-em-substeps", "sde-dn-sde",
                  "dn-options", "dn-replay")
 
-#: target name -> its environment (nehalem has no AVX: the panels of dyntools.lowlevel.fma_block must be told
-#: its 128-bit vectors, since they read the vector width from the host, not from NUMBA_CPU_NAME)
+#: target name -> its environment. NUMBA_CPU_NAME alone is not enough: numba then keeps the HOST's
+#: feature list (AVX-512 and FMA on this machine, whatever the name); an empty NUMBA_CPU_FEATURES makes it
+#: use the named processor's own features. nehalem has no AVX: the panels of dyntools.lowlevel.fma_block
+#: must be told its 128-bit vectors, since they read the vector width from the host, not from numba.
 TARGETS = {
-    "haswell": {"NUMBA_CPU_NAME": "haswell", "DYNTOOLS_VECTOR_BITS": "256"},
-    "nehalem": {"NUMBA_CPU_NAME": "nehalem", "DYNTOOLS_VECTOR_BITS": "128"},
+    "haswell": {"NUMBA_CPU_NAME": "haswell", "NUMBA_CPU_FEATURES": "", "DYNTOOLS_VECTOR_BITS": "256"},
+    "nehalem": {"NUMBA_CPU_NAME": "nehalem", "NUMBA_CPU_FEATURES": "", "DYNTOOLS_VECTOR_BITS": "128"},
 }
 
 
