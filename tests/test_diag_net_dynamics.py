@@ -257,17 +257,16 @@ def test_sparser_check_verdicts():
     assert "holds" not in diag_nets.sparser_check(fake(40.0, 30.0), judge=False)[1]
 
 
-def test_gd_run_with_a_power_of_two_step_is_bitwise_the_pre_engine_golden(tmp_path):
-    """The engine's GD path rounds the update as PyTorch's SGD does; with η = 2 (exact products) it
-    must give the very bits the pre-engine loop gave (the dn-paper-gd golden, run 0: η_small = 2)."""
-    import importlib.util
-    from pathlib import Path
+def test_gd_run_with_a_power_of_two_step_matches_the_golden(tmp_path):
+    """The engine's GD path rounds the update as PyTorch's SGD does; with η = 2 (exact products) the run
+    is not at the edge of stability, so unlike the rest of the chaotic dn-paper-gd case its run 0
+    (η_small = 2) must match the golden within the diagonal-network class's tolerance
+    (tests/test_engine_goldens.py: CLASSES)."""
+    from tests.test_engine_goldens import CLASSES, compare_array, load_golden, maker
 
-    folder = Path(__file__).parent / "goldens" / "engine"
-    spec = importlib.util.spec_from_file_location("make_engine_goldens", folder / "make_engine_goldens.py")
-    maker = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(maker)
     new, _ = maker.run_case("dn-paper-gd", tmp_path)
-    golden = np.load(folder / "dn-paper-gd.npz")
-    for key in ("./u", "./v", "./train_loss", "./test_loss", "./rank", "./l0"):
-        np.testing.assert_array_equal(new[key][0], golden[key][0], err_msg=key)
+    golden = load_golden("dn-paper-gd")
+    rtol = CLASSES["diag-net"][0]
+    failures = [compare_array("dn-paper-gd", key, golden[key][0], new[key][0], rtol=rtol)
+                for key in ("./u", "./v", "./train_loss", "./test_loss", "./rank", "./l0")]
+    assert not any(failures), "\n".join(f for f in failures if f)

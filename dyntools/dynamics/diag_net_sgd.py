@@ -26,11 +26,12 @@ import numpy as np
 from numba import njit
 
 from dyntools import validation
+from dyntools.models.diag_net import FASTMATH
 
 MODES = {"gd": "full", "sgd": "with-replacement", "sgd-noreplace": "epoch"}
 
-# Reassociation lets LLVM vectorize the dot products; no nnan/ninf (divergence checks need NaN).
-_FASTMATH = {"reassoc", "contract", "nsz"}
+# The metrics' kernels compile with the models' flags (no "reassoc": see dyntools.models.diag_net).
+_FASTMATH = FASTMATH
 
 
 def sgd_reference_loop(X, y, X_test, y_test, u0, v0, eta_steps, record_steps, indices=None, seed=0):
@@ -144,6 +145,23 @@ def _top_eigenvalue(diag, off):
     return hi
 
 
+@njit(inline="always", fastmath=_FASTMATH)
+def _row_dot(x, Y, c):
+    """``Σ_j x_j Y[c, j]`` in four lanes (``j mod 4``, the rest in lane 0) combined as
+    ``(s₀ + s₁) + (s₂ + s₃)``: vectorizes in a fixed order (no reassociation)."""
+    d = x.shape[0]
+    d4 = d - d % 4
+    s0 = s1 = s2 = s3 = 0.0
+    for j in range(0, d4, 4):
+        s0 += x[j] * Y[c, j]
+        s1 += x[j + 1] * Y[c, j + 1]
+        s2 += x[j + 2] * Y[c, j + 2]
+        s3 += x[j + 3] * Y[c, j + 3]
+    for j in range(d4, d):
+        s0 += x[j] * Y[c, j]
+    return (s0 + s1) + (s2 + s3)
+
+
 @njit(cache=True, fastmath=_FASTMATH)
 def jacobian_ranks(Xs, data_of, u_rec, v_rec, rel_threshold):
     """Rank of ``φ = [X ⊙ v, X ⊙ u]`` at every recording, in parallel over (path, record).
@@ -176,9 +194,7 @@ def jacobian_ranks(Xs, data_of, u_rec, v_rec, rel_threshold):
             for j in range(d):
                 xw[j] = X[a, j] * w[j]
             for c in range(a, n):
-                acc = 0.0
-                for j in range(d):
-                    acc += xw[j] * X[c, j]
+                acc = _row_dot(xw, X, c)
                 G[a, c] = acc
                 G[c, a] = acc
         diag = np.empty(n)

@@ -323,7 +323,7 @@ def _block_products(A, B, out):
         out[3, i] = c03
 
 
-@njit(parallel=True, cache=True, fastmath={"reassoc", "contract"})
+@njit(parallel=True, cache=True, fastmath={"contract"})
 def _diag_net_kernel(U, V, X, XT, y, a_coefs, g_coefs, n_steps, substeps, state, save_steps, bound,
                      u_out, v_out, loss_out, diverged_at, n_workers):
     """``n_steps`` steps of ``z = −a_t (X(u⊙v) − y) + g_t N(0, I_n)``; ``u ← u + v ⊙ Xᵀz``,
@@ -335,8 +335,9 @@ def _diag_net_kernel(U, V, X, XT, y, a_coefs, g_coefs, n_steps, substeps, state,
     ``substeps = r``: the normal is ``r^{-1/2} Σ_s Z_s`` over r fine increments (fine step outer, data
     index inner), so a GD step of size η sees the same Brownian path as r SDE steps of size η/r.
     Blocks of ``_BLOCK`` paths run independently (``prange``) through all steps, so there is no
-    per-step synchronization and X stays in cache; the two products by X are plain loops
-    (reassociation allowed, so sums may differ from the NumPy twin in the last bits).
+    per-step synchronization and X stays in cache; the two products by X are register-blocked loops
+    (:func:`_block_products`) whose sums run in a fixed order — no reassociation, so a fresh compile
+    gives the bits of a cache load (they may still differ from the NumPy twin's BLAS in the last bits).
     A path whose ``|u_j|`` or ``|v_j|`` is beyond ``bound`` (:func:`dyntools.engine.guard.beyond`) stops:
     ``diverged_at`` gets its step and its later recordings stay NaN (its parameters are left as they
     were; only its own rows of the block products see them).

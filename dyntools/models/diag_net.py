@@ -177,8 +177,30 @@ from numba import njit  # noqa: E402
 
 from dyntools.models.base import Model  # noqa: E402
 
-# Reassociation lets LLVM vectorize the dot products; no nnan/ninf (divergence checks need NaN).
-FASTMATH = {"reassoc", "contract", "nsz"}
+# No "reassoc": with it the vectorizer may split a sum differently each time a function is optimized
+# (standalone when compiled in this process, again inside its caller's library when loaded from the
+# cache), so a fresh compile and a cache load could differ in the last bits. The reductions are written
+# with explicit lanes instead (:func:`weighted_dot`), which vectorize without it. No nnan/ninf either
+# (divergence checks need NaN).
+FASTMATH = {"contract", "nsz"}
+
+
+@njit(inline="always", fastmath=FASTMATH)
+def weighted_dot(X, i, a, oa, b, ob, d):
+    """``Σ_j X[i, j] · (a[oa + j] · b[ob + j])`` for ``j < d``, in four lanes: lane ``l`` sums the terms
+    with ``j ≡ l (mod 4)`` in increasing j (the last ``d mod 4`` terms go to lane 0) and the result is
+    ``(s₀ + s₁) + (s₂ + s₃)`` — a fixed order on every machine, which the compiler vectorizes without
+    reassociating."""
+    d4 = d - d % 4
+    s0 = s1 = s2 = s3 = 0.0
+    for j in range(0, d4, 4):
+        s0 += X[i, j] * (a[oa + j] * b[ob + j])
+        s1 += X[i, j + 1] * (a[oa + j + 1] * b[ob + j + 1])
+        s2 += X[i, j + 2] * (a[oa + j + 2] * b[ob + j + 2])
+        s3 += X[i, j + 3] * (a[oa + j + 3] * b[ob + j + 3])
+    for j in range(d4, d):
+        s0 += X[i, j] * (a[oa + j] * b[ob + j])
+    return (s0 + s1) + (s2 + s3)
 
 
 @njit(cache=True, fastmath=FASTMATH)
@@ -187,9 +209,8 @@ def loss_grad(theta, X, y, idx, b, noise, grad, ws, iargs, fargs):
 
         r_q = ⟨x_i, u ⊙ v⟩ − (y_i + noise_q),   c = (1/b) Σ_q r_q x_i,   ∇_u = c ⊙ v,   ∇_v = c ⊙ u
 
-    for ``i = idx[q]``. ``ws`` holds ``c`` (length d). The residual is accumulated as
-    ``(−y_i − noise_q) + Σ_j x_ij u_j v_j`` and ``c`` as ``(Σ_q r_q x_i) · (1/b)``, the order of the
-    historical diagonal-net loop, so that both give the same bits."""
+    for ``i = idx[q]``. ``ws`` holds ``c`` (length d). The residual is ``(−y_i − noise_q) + ⟨x_i, u ⊙ v⟩``
+    with the dot product in the fixed lanes of :func:`weighted_dot`, and ``c`` is ``(Σ_q r_q x_i) · (1/b)``."""
     d = iargs[0]
     for j in range(d):
         ws[j] = 0.0
@@ -199,8 +220,7 @@ def loss_grad(theta, X, y, idx, b, noise, grad, ws, iargs, fargs):
         r = -y[i]
         if noise[q] != 0.0:
             r -= noise[q]
-        for j in range(d):
-            r += X[i, j] * (theta[j] * theta[d + j])
+        r += weighted_dot(X, i, theta, 0, theta, d, d)
         for j in range(d):
             ws[j] += r * X[i, j]
         tot += r * r

@@ -8,9 +8,12 @@ with replacement (or replayed), plain SGD (no momentum, decay or label noise):
 The update of step t and the residual of step t+1 share one pass over the coordinates (the index
 of step t+1 is drawn first; the stream is the same as the generic loop's, one uniform per step),
 which halves the passes over u, v and x. ``‖u‖₁ + ‖v‖₁`` is accumulated in the same pass for the
-guard. This is the loop :func:`dyntools.models.diag_net.DiagNet.fast_path` hands the trainer; it
-takes the trainer's arrays (see :func:`dyntools.dynamics.train.advance_path`) and records θ at
-the grid steps; losses are evaluated afterwards from the recordings.
+guard. Both sums run in four lanes (``j mod 4``, combined as ``(s₀ + s₁) + (s₂ + s₃)``, the
+residual's as in :func:`dyntools.models.diag_net.weighted_dot`): a fixed order, so the loop
+vectorizes without ``reassoc`` and a fresh compile gives the bits of a cache load. This is the loop
+:func:`dyntools.models.diag_net.DiagNet.fast_path` hands the trainer; it takes the trainer's arrays
+(see :func:`dyntools.dynamics.train.advance_path`) and records θ at the grid steps; losses are
+evaluated afterwards from the recordings.
 
 At a chunk boundary the residual is recomputed, so a different chunking changes the last bits only.
 """
@@ -21,7 +24,21 @@ import numpy as np
 from numba import njit
 
 from dyntools.engine import drive, guard, record, samplers
-from dyntools.models.diag_net import FASTMATH
+from dyntools.models.diag_net import FASTMATH, weighted_dot
+
+
+@njit(inline="always", fastmath=FASTMATH)
+def _update(u, v, X, i, i2, c, j):
+    """One coordinate of the SGD step (``s = c x_ij``: ``u_j ← u_j − s v_j``, ``v_j ← v_j − s u_j``) and
+    its terms ``x_{i2,j} u_j v_j`` of the next residual and ``|u_j| + |v_j|`` of the guard's size."""
+    sj = c * X[i, j]
+    uj = u[j]
+    vj = v[j]
+    uj2 = uj - sj * vj
+    vj2 = vj - sj * uj
+    u[j] = uj2
+    v[j] = vj2
+    return X[i2, j] * (uj2 * vj2), abs(uj2) + abs(vj2)
 
 
 @njit(cache=True, fastmath=FASTMATH)
@@ -43,9 +60,8 @@ def _path(p, thetas, states, diverged_at, Xs, ys, data_of, lrs, run_of, replay, 
     k = np.searchsorted(record_steps, t0)
     if t0 < t1:
         i = replay[row, t0] if replaying else samplers.with_replacement(st, n)
-        r = -y[i]
-        for j in range(d):
-            r += X[i, j] * (u[j] * v[j])
+        r = -y[i] + weighted_dot(X, i, u, 0, v, 0, d)
+    d4 = d - d % 4
     for t in range(t0, t1):
         if record.due(record_steps, k, t):
             theta_rec[p, k, :d] = u
@@ -56,19 +72,28 @@ def _path(p, thetas, states, diverged_at, Xs, ys, data_of, lrs, run_of, replay, 
         big = 0.0
         if t + 1 < t1:
             i2 = replay[row, t + 1] if replaying else samplers.with_replacement(st, n)
-            r2 = -y[i2]
-            for j in range(d):
-                sj = c * X[i, j]
-                uj = u[j]
-                vj = v[j]
-                uj2 = uj - sj * vj
-                vj2 = vj - sj * uj
-                u[j] = uj2
-                v[j] = vj2
-                r2 += X[i2, j] * (uj2 * vj2)
-                big += abs(uj2) + abs(vj2)
+            r0 = r1 = r2 = r3 = 0.0
+            b0 = b1 = b2 = b3 = 0.0
+            for j in range(0, d4, 4):
+                e0, f0 = _update(u, v, X, i, i2, c, j)
+                e1, f1 = _update(u, v, X, i, i2, c, j + 1)
+                e2, f2 = _update(u, v, X, i, i2, c, j + 2)
+                e3, f3 = _update(u, v, X, i, i2, c, j + 3)
+                r0 += e0
+                r1 += e1
+                r2 += e2
+                r3 += e3
+                b0 += f0
+                b1 += f1
+                b2 += f2
+                b3 += f3
+            for j in range(d4, d):
+                e0, f0 = _update(u, v, X, i, i2, c, j)
+                r0 += e0
+                b0 += f0
+            big = (b0 + b1) + (b2 + b3)
             i = i2
-            r = r2
+            r = -y[i2] + ((r0 + r1) + (r2 + r3))
         else:
             for j in range(d):
                 sj = c * X[i, j]

@@ -158,16 +158,25 @@ def argv_of(name: str, inputs: Path) -> list[str]:
     return [a.replace("{inputs}", str(inputs)) for a in argv]
 
 
-def run_case(name: str, workdir: Path) -> tuple[dict[str, np.ndarray], dict[str, str]]:
-    """Run one case in-process into ``workdir/out``; return (arrays by key, status by result dir)."""
+def run_case(name: str, workdir: Path, change: dict[str, str] | None = None
+             ) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+    """Run one case in-process into ``workdir/out``; return (arrays by key, status by result dir).
+    ``change`` (for tests that must see a real change fail) maps options of the argv to other values,
+    or adds them."""
     from dyntools.cli import main
 
     inputs = workdir / "inputs"
     write_inputs(inputs)
     out = workdir / "out"
+    argv = argv_of(name, inputs)
+    for option, value in (change or {}).items():
+        if option in argv:
+            argv[argv.index(option) + 1] = value
+        else:
+            argv += [option, value]
     stdout, stderr = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
-        code = main(argv_of(name, inputs) + ["--out", str(out)])
+        code = main(argv + ["--out", str(out)])
     if code != 0:
         raise RuntimeError(f"case {name}: exit {code}\n{stderr.getvalue()}\n{stdout.getvalue()}")
     return collect(out)
