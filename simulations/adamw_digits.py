@@ -16,10 +16,11 @@ TITLE = "Adam vs AdamW (lr, weight decay) heatmaps on real data: scikit-learn's 
 def reproduce(ctx):
     import time
 
+    from dyntools.simulations.adamw_heatmaps import GridConfig, run_grid
+
     from dyntools.plots import adamw_heatmaps as HP
     from dyntools.report import Section
     from dyntools.tables import markdown_table
-    from simulations.adamw_heatmaps import GridConfig, run_grid
 
     if ctx.quick:
         cfg, workers = GridConfig(dataset="digits", n_lr=3, n_wd=4, epochs=12, hidden=(32, 32),

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from dyntools.simulations import adamw_budgets as B
+from dyntools.simulations import adamw_l1 as L1
+from dyntools.simulations import adamw_schedules as SC
 
 from dyntools import cli, store
 from dyntools.engine.result import RunResult
-from simulations import adamw_budgets as B
-from simulations import adamw_l1 as L1
-from simulations import adamw_schedules as SC
 
 ROOT = Path(__file__).resolve().parents[1]
 NET = ["--n", "48", "--n-val", "48", "--hidden", "5,5", "--batch-size", "12", "--workers", "1"]
@@ -61,8 +61,9 @@ def test_best_cell_breaks_accuracy_ties_by_the_validation_loss_and_the_verdict()
 
 
 def test_paired_replicates_average_the_cells_runs(tmp_path):
+    from dyntools.simulations.adamw_heatmaps import GridConfig, run_grid
+
     from dyntools.classifier_cell import train_cell
-    from simulations.adamw_heatmaps import GridConfig, run_grid
 
     cfg = GridConfig(optimizers=("adamw",), n_lr=1, n_wd=2, lr_range=(1e-2, 1e-2), wd_range=(1e-3, 1e-1), n=48,
                      n_val=48, hidden=(5, 5), batch_size=12, epochs=2, paired=True, replicates=2,

@@ -5,7 +5,7 @@ numba cannot cache a function that receives a compiled function as an argument (
 names the object, which differs in every process), so the trainer's loop over paths, with the model's
 kernel passed in, would be recompiled by every process (seconds per model: every sweep worker, every
 ``dyntools`` command). Here each built-in model's kernel is named in the body of its own loop, which
-inlines :func:`dyntools.dynamics.train.advance_path`; these loops cache like any other kernel. A model
+inlines :func:`dyntools.dynamics.path_loop.advance_path`; these loops cache like any other kernel. A model
 without an entry (a user's own) gets the uncached loop; adding an entry is four lines.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from numba import njit
 
-from dyntools.dynamics.train import advance_path
+from dyntools.dynamics.path_loop import advance_path
 from dyntools.models import diag_net, least_squares, mlp, quadratic_toy, surfaces, voronoi
 
 
