@@ -13,6 +13,7 @@ The public API, ``import dyntools as dt``::
     dt.prove(claims)                                               # exact verdicts of symbolic claims
     dt.Claim, dt.IntervalCheck, dt.unroll, dt.load_claims          # write, certify, unroll, load claims
     dt.builtin_claims(names, controls=…), dt.claim_families()      # the claims of proofs/
+    dt.grade("student.py")                                         # the problem set's autograder (Adam, AdamW)
     dt.load(dir), dt.save(result, dir), dt.RunResult               # results on disk
     dt.DiagNet, dt.MLP, dt.QuadraticToy, dt.ToyModel, dt.Model     # models (dt.models: every module)
     dt.VoronoiLadder, dt.data.voronoi, dt.adamw_decay              # seed 000's ladder, environment, decays
@@ -72,6 +73,7 @@ _LAZY = {
     "IntervalCheck": ("dyntools.symbolic.interval", "IntervalCheck"),
     "unroll": ("dyntools.symbolic.unroll", "unroll"),
     "load_claims": ("dyntools.symbolic.userfile", "load_claims"),
+    "grade": ("dyntools.autograder", "grade"),
     "builtin_claims": ("dyntools.commands.prove", "builtin_claims"),
     "claim_families": ("dyntools.commands.prove", "claim_families"),
     "solve": ("dyntools.dynamics.sde", "solve"),

@@ -107,6 +107,23 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(p, default_out=Path("report"))
     p.set_defaults(_module=commands.load({"reproduce": "dyntools.commands.reproduce"}, "reproduce"))
 
+    p = sub.add_parser("grade", help="grade a student's Adam and AdamW against the PyTorch-exact reference",
+                       formatter_class=_formatter,
+                       description="The problem set's autograder (seed 001): runs the Adam and AdamW of FILE\n"
+                                   "(functions adam_step/adamw_step or classes Adam/AdamW; see\n"
+                                   "dyntools.autograder) and the reference on the same deterministic problems,\n"
+                                   "step by step; exit 0 only when every run matches to 1e-10. FILE is\n"
+                                   "executed: use only files you trust.\n\n"
+                                   "example:\n  dyntools grade my_adam.py\n"
+                                   "  dyntools grade my_adam.py --problem spirals --steps 50 --json")
+    p.add_argument("file", type=Path, metavar="FILE", help="the student's Python file")
+    p.add_argument("--problem", default="gradients,spirals", metavar="NAMES",
+                   help="comma-separated problems: gradients (a fixed gradient sequence), spirals (the MLP's "
+                        "first steps); default both")
+    p.add_argument("--steps", type=int, default=None, help="steps per problem (default 25 / 30; at most 10000)")
+    p.add_argument("--json", action="store_true", help="print the grades as one JSON object on stdout")
+    p.set_defaults(_module=commands.load({"grade": "dyntools.commands.grade"}, "grade"))
+
     p = sub.add_parser("bench", help="time each fast kernel against its NumPy twin (ratios, one run)",
                        formatter_class=_formatter,
                        description="Benchmarks: each compiled kernel and its baseline in the same process.\n\n"

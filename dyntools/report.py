@@ -50,6 +50,7 @@ class Section:
     figures: list[str] = field(default_factory=list)        # paths relative to the report
     ok: bool = True                    # False when a headline check failed (reported, not hidden)
     seconds: float = 0.0
+    headline: str = ""                 # the verdict and the one number that matters, shown first
 
 
 def select(catalogue: Mapping, only: str | None) -> list[str]:
@@ -66,30 +67,134 @@ def select(catalogue: Mapping, only: str | None) -> list[str]:
 def reproduce(out_dir: str | Path, catalogue: Mapping, *, quick: bool = False, seed: int = 0,
               only: str | None = None, progress: bool = False) -> list[Section]:
     """Run the selected entries of ``catalogue`` (name → object with ``reproduce(ctx) -> Section``, in
-    report order) and write ``out_dir/report.md`` with ``figures/``."""
+    report order) and write ``out_dir/report.md``, its rendering ``out_dir/report.html`` (figures embedded)
+    and ``figures/``."""
     names = select(catalogue, only)
     seed = validation.seed(seed)
     out_dir = store.check_writable(out_dir)
     sections: list[Section] = []
-    with store.atomic_directory(out_dir) as tmp:
+    from dyntools.plots import check
+
+    with store.atomic_directory(out_dir) as tmp, check.collect() as checked:
         ctx = ReportContext(out_dir=tmp, quick=quick, seed=seed, progress=progress)
         for name in names:
             start = time.perf_counter()
             section = catalogue[name].reproduce(ctx)
             section.seconds = time.perf_counter() - start
             sections.append(section)
-        (tmp / "report.md").write_text(render(sections, quick=quick, seed=seed), encoding="utf-8")
+        text = render(sections, quick=quick, seed=seed) + figure_check_text(checked)
+        (tmp / "report.md").write_text(text, encoding="utf-8")
+        (tmp / "report.html").write_text(render_html(text, tmp), encoding="utf-8")
     return sections
 
 
+def measured(*values) -> bool:
+    """Whether every value is a finite number (a diverged run's NaN or a missing ``None`` is not)."""
+    import math
+
+    try:
+        return all(v is not None and math.isfinite(float(v)) for v in values)
+    except (TypeError, ValueError):
+        return False
+
+
+def word(holds: bool | None, yes: str, no: str, unmeasured: str = "not measured") -> str:
+    """``yes``/``no`` for a verdict, ``unmeasured`` when ``holds`` is ``None`` (the numbers it rests on are
+    not finite): the one way verdict functions turn a comparison into words."""
+    return unmeasured if holds is None else yes if holds else no
+
+
+#: Markdown tables with more body rows than this are folded in ``<details>`` (the headline says what they hold).
+FOLD_ROWS = 12
+
+
+def anchor(title: str) -> str:
+    """The HTML id of a section: lower case, words joined by ``-`` (stable, ASCII)."""
+    import re
+
+    return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-") or "section"
+
+
+def fold_long_tables(markdown: str, rows: int = FOLD_ROWS) -> str:
+    """Wrap every Markdown table of more than ``rows`` body rows in a ``<details>`` block."""
+    lines, out, i = markdown.split("\n"), [], 0
+    while i < len(lines):
+        j = i
+        while j < len(lines) and lines[j].lstrip().startswith("|"):
+            j += 1
+        if j - i >= 2 and set(lines[i + 1].replace("|", "").strip()) <= set("-: "):
+            body = j - i - 2
+            table = lines[i:j]
+            if body > rows:
+                table = ["<details><summary>table of " + f"{body} rows</summary>", ""] + table + ["", "</details>"]
+            out += table
+            i = j
+        else:
+            out.append(lines[i])
+            i += 1
+    return "\n".join(out)
+
+
 def render(sections: list[Section], *, quick: bool, seed: int) -> str:
+    """The report as one Markdown page: a contents table (status, seconds, headline of every entry), then
+    each entry with its headline before its text, long tables folded."""
     from dyntools.engine.result import package_versions
 
     versions = ", ".join(f"{k} {v}" for k, v in package_versions().items())
+    total = sum(s.seconds for s in sections)
     lines = ["# dyntools: reproduced results", "",
-             f"Mode: {'quick (reduced sizes)' if quick else 'full'}; seed {seed}; {versions}.", "",
-             "| entry | status | seconds |", "|---|---|---|"]
-    lines += [f"| {s.title} | {'ok' if s.ok else 'CHECK FAILED'} | {s.seconds:.1f} |" for s in sections]
+             f"Mode: {'quick (reduced sizes)' if quick else 'full'}; seed {seed}; {versions}; "
+             f"{len(sections)} entries in {total:.0f} s.", "", "## Contents", "",
+             "| entry | status | seconds | headline |", "|---|---|---|---|"]
+    cell = lambda text: text.replace("|", "\\|")
+    lines += [f"| [{cell(s.title)}](#{anchor(s.title)}) | {'ok' if s.ok else 'CHECK FAILED'} | {s.seconds:.1f} | "
+              f"{cell(s.headline)} |" for s in sections]
     for s in sections:
-        lines += ["", f"## {s.title}", "", s.markdown.strip()]
+        lines += ["", f'<a id="{anchor(s.title)}"></a>', "", f"## {s.title}", ""]
+        if s.headline:
+            lines += [f"**{s.headline}**", ""]
+        lines.append(fold_long_tables(s.markdown.strip()))
     return "\n".join(lines) + "\n"
+
+
+def figure_check_text(checked: list[tuple[str, list[str]]]) -> str:
+    """The report's last section: how many figures (and GIF frames) the figure check looked at, and
+    every defect it found."""
+    bad = [(name, problems) for name, problems in checked if problems]
+    lines = ["", "## Figure check", "",
+             f"Figures and animation frames checked by `dyntools.plots.check` (empty panels, unlabelled axes, "
+             f"clipped or overlapping text, legends over data, GIF width): {len(checked)}; "
+             + (f"{len(bad)} with defects:" if bad else "no defect found.")]
+    lines += [f"- `{name}`: " + "; ".join(problems) for name, problems in bad]
+    return "\n".join(lines) + "\n"
+
+
+def render_html(markdown: str, base: Path, title: str = "dyntools: reproduced results") -> str:
+    """``markdown`` (the report) as one self-contained HTML page: images under ``base`` embedded as data
+    URIs, figures shown at most the page's width, tables scrollable."""
+    import base64
+    import html
+    import mimetypes
+
+    from markdown_it import MarkdownIt
+
+    md = MarkdownIt("commonmark", {"html": True}).enable("table")
+    body = md.render(markdown)
+
+    def embed(match):
+        src = html.unescape(match.group(1))
+        path = (base / src).resolve()
+        if src.startswith(("http:", "https:", "data:")) or not path.is_file() or base.resolve() not in path.parents:
+            return match.group(0)
+        kind = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+        return f'src="data:{kind};base64,{base64.b64encode(path.read_bytes()).decode("ascii")}"'
+
+    import re
+
+    body = re.sub(r'src="([^"]+)"', embed, body)
+    style = ("body{font-family:system-ui,sans-serif;max-width:70rem;margin:2rem auto;padding:0 1rem;line-height:1.45}"
+             "img{max-width:min(100%,56rem);height:auto;display:block;margin:1rem 0}table{border-collapse:collapse;"
+             "display:block;overflow-x:auto;font-size:.9em}td,th{border:1px solid #ccc;padding:.2rem .5rem}"
+             "details{margin:.5rem 0}summary{cursor:pointer;color:#0072B2}")
+    return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
+            f"<style>{style}</style></head><body>\n{body}</body></html>\n")

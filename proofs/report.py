@@ -104,4 +104,6 @@ def reproduce(ctx):
         "seconds_total": round(total, 3),
         "seconds_per_claim": {r.claim.name: round(r.seconds, 4) for r in results},
     }
-    return Section(TITLE, markdown, numbers=numbers, ok=ok)
+    return Section(TITLE, markdown, numbers=numbers, ok=ok,
+                   headline=f"{n_ver} of {len(claims)} claims verified; "
+                            f"{n_ref} of {len(controls)} false controls refuted")

@@ -51,7 +51,9 @@ def reproduce(ctx):
           f"training set. Best = highest validation accuracy; chosen = the grid's centre.",
           "", markdown_table(rows), ""]
     md += [f"![{f.stem}]({ctx.relative(f)})" for f in figs]
-    return Section(TITLE, "\n".join(md), numbers=numbers, figures=[ctx.relative(f) for f in figs])
+    ends = "; ".join(f"{k} {v['val_error_end']:.3f}" for k, v in numbers.items() if k.endswith("/best"))
+    return Section(TITLE, "\n".join(md), numbers=numbers, figures=[ctx.relative(f) for f in figs],
+                   headline=f"final validation error of the best cells: {ends}")
 
 
 REPORT = Entry("adamw-learning-curves", TITLE, reproduce, order=31)

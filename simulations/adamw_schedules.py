@@ -247,7 +247,8 @@ def reproduce(ctx):
     md += [f"![{f.stem}]({ctx.relative(f)})" for f in figs]
     numbers = {k: {kk: v[kk] for kk in ("val_acc_mean", "val_loss_mean", "anytime_val_error")}
                for k, v in result.summary["runs"].items()}
-    return Section(TITLE, "\n".join(md), numbers=numbers, figures=[ctx.relative(f) for f in figs])
+    return Section(TITLE, "\n".join(md), numbers=numbers, figures=[ctx.relative(f) for f in figs],
+                   headline="measured: " + "; ".join(f"{k}: {v}" for k, v in verdicts.items()))
 
 
 REPORT = Entry(KIND, TITLE, reproduce, order=33)

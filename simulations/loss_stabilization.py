@@ -287,6 +287,43 @@ def sizes(quick: bool) -> dict:
     return {"steps": 1_000_000, "paths": 64, "grid_steps": 50_000, "grid_paths": 32, "grid_n": 53}
 
 
+def _share(value) -> float | None:
+    """A measured fraction, or ``None`` when nothing was measured (every path diverged: NaN/None)."""
+    return None if value is None or not np.isfinite(value) else float(value)
+
+
+def proposition_verdict(check: dict) -> dict:
+    """The report's sentences on the proposition, computed from :func:`check_proposition`'s numbers:
+    ``{"headline", "sentence", "bounce", "upper", "lower"}`` with each part one of ``"holds"``,
+    ``"fails"`` or ``"not measured"`` (every path diverged, so no fraction exists — never read as
+    holding)."""
+    paths, diverged = int(check.get("paths", 0) or 0), int(check.get("diverged_paths", 0) or 0)
+    bouncing = _share(check.get("paths_bouncing_at_end"))
+    above = _share(check.get("above_band_fraction_recorded"))
+    below = _share(check.get("below_band_fraction_recorded"))
+    if paths and diverged == paths:
+        sentence = f"Every one of the {paths} paths diverged: the proposition's claims are not measured on this run."
+        return {"headline": f"not measured: all {paths} paths diverged", "sentence": sentence,
+                "bounce": "not measured", "upper": "not measured", "lower": "not measured"}
+    bounce = "not measured" if bouncing is None else "holds" if bouncing == 1.0 and diverged == 0 else "fails"
+    upper = "not measured" if above is None else "holds" if above == 0.0 else "fails"
+    lower = "not measured" if below is None else "holds" if below == 0.0 else "fails"
+    parts = [{"holds": "The bounce holds on every path",
+              "fails": f"The bounce holds on {bouncing:.0%} of the paths" if bouncing is not None else "",
+              "not measured": "The bounce is not measured"}[bounce] + (f" ({diverged} diverged)" if diverged else ""),
+             {"holds": "the loss stays below 0.17θ*²",
+              "fails": f"the loss exceeds 0.17θ*² on {above:.2%} of the recorded steps" if above is not None else "",
+              "not measured": "the upper bound is not measured"}[upper],
+             {"holds": "it stays above the lower bound ε₀θ*² as printed in the seed",
+              "fails": f"it dips under the lower bound ε₀θ*² as printed in the seed on {below:.2%} of the recorded "
+                       "steps" if below is not None else "",
+              "not measured": "the lower bound is not measured"}[lower]]
+    sentence = f"{parts[0]}, {parts[1]}; {parts[2]}."
+    headline = (f"bounce {bounce} ({bouncing:.0%} of {paths} paths), upper bound {upper}, lower bound {lower}"
+                if bouncing is not None else f"bounce {bounce}, upper bound {upper}, lower bound {lower}")
+    return {"headline": headline, "sentence": sentence, "bounce": bounce, "upper": upper, "lower": lower}
+
+
 def reproduce(ctx):
     from dyntools import plots
     from dyntools.dynamics.quadratic_gd import classify_gd
@@ -317,7 +354,7 @@ def reproduce(ctx):
     etas = np.linspace(0.6, 2.6, sz["grid_n"])
     phase = phase_diagram(toy, etas, steps=sz["grid_steps"], paths=sz["grid_paths"], theta0=THETA0,
                           seed=ctx.seed)
-    fig, axes = plots.figure(width=5.0, height=3.4)
+    fig, axes = plots.figure(width=6.4, height=3.4)
     stab_plots.phase_diagram(phase, axes[0, 0])
     fig_phase = plots.save(fig, ctx.figure_dir, "phase_diagram")
 
@@ -348,6 +385,7 @@ def reproduce(ctx):
                   for e, lv, dv, cv, bf in zip(phase["etas"], phase["stationary_loss"], phase["diverged"],
                                                phase["converged"], phase["bounce_fraction"])][::3]
     q = check["entry_time_quantiles"]
+    verdict = proposition_verdict(check)
     md = f"""
 Data uniform on [{X_MIN}, {X_MAX}] (n = {N}), θ* = {THETA_STAR}, θ_0 = {THETA0}θ*; the proposition's
 interval is η ∈ ({toy.eta_interval()[0]:.4g}, {toy.eta_interval()[1]:.4g}); η = {ETA}, ε₀ = {check['eps0']:.4g}.
@@ -363,8 +401,7 @@ interval is η ∈ ({toy.eta_interval()[0]:.4g}, {toy.eta_interval()[1]:.4g}); �
 | … upper bound 0.17θ*² violated | {check['above_band_fraction_recorded']:.2%} of recorded steps (max F = {check['max_loss_over_theta_star2']:.4g}θ*²) |
 | … lower bound ε₀θ*² violated | {check['below_band_fraction_recorded']:.2%} of recorded steps (min F = {check['min_loss_over_theta_star2']:.3g}θ*²) |
 
-The bounce holds on every path and the loss stays below 0.17θ*², but it dips under the lower bound
-ε₀θ*² as printed in the seed. The bounce intervals themselves allow θ arbitrarily close to
+{verdict['sentence']} The bounce intervals themselves allow θ arbitrarily close to
 (1−ε₀)θ*, where F = ¼E[x²](1−(1−ε₀)²)²θ*⁴ ≈ {0.25 * toy.second_moment * (1 - (1 - check['eps0'])**2)**2:.2g}θ*⁴ < ε₀θ*²,
 so that lower bound does not follow from them; `dyntools prove` examines the statement exactly.
 
@@ -391,7 +428,7 @@ so that lower bound does not follow from them; `dyntools prove` examines the sta
                "entry_time_quantiles": q, "diverged_paths": check["diverged_paths"],
                "phase_diverged_etas": phase["etas"][phase["diverged"] > 0].tolist(),
                "gd_statuses": [r["status"] for r in gd_rows], "quadratic_gd": [r["verdict"] for r in quad_rows]}
-    return Section(TITLE, md, numbers=numbers,
+    return Section(TITLE, md, numbers=numbers, headline=verdict["headline"],
                    figures=[ctx.relative(fig_main[0]), ctx.relative(fig_phase[0])],
                    ok=bool(bounce_ok and quad_ok and gd_ok))
 

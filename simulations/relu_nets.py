@@ -232,9 +232,9 @@ def schedules(s: Setting):
         warm_factor = s.warmup_factor * frac if s.warmup_per_length else s.warmup_factor
         if warm_factor != 1.0:
             decay = PowerWarmup(warm_factor, frac, s.warmup_exponent, inner=decay)
-            kind = "linear" if s.warmup_exponent == 1.0 else f"power {s.warmup_exponent:g}"
-            how = f"{s.warmup_factor:g}·{frac:g}" if s.warmup_per_length else f"{s.warmup_factor:g}"
-            warm = f", {kind} warm-up ×{how}"
+            kind = "linearly" if s.warmup_exponent == 1.0 else f"as t^{s.warmup_exponent:g}"
+            peak = s.eta_large * (1.0 + (warm_factor - 1.0) * frac ** s.warmup_exponent)   # PowerWarmup at the decay
+            warm = f" rising {kind} to {peak:.3g}"
         out.append((f"large step: η = {s.eta_large:g}{warm}, ÷{factor:g} at {frac:.0%}", s.eta_large, decay))
     return out
 
@@ -496,7 +496,12 @@ def authors_1d_line(res) -> str:
     ref = AUTHORS_1D_FINAL.get(res.config["setting"])
     if ref is None:
         return ""
+    from dyntools.report import measured
+
     ours = res["train_loss"][:, -1]
+    if not measured(*ours):
+        return (f"Final train loss, seed {res.seed}: a run diverged or was not recorded "
+                f"({', '.join(f'{o:.3g}' for o in ours)}); the authors' runs are not compared.")
     pairs = "; ".join(f"{lab.split(', ')[-1]}: {o:.3g} here vs {a:.3g} in the authors' notebook"
                       for lab, o, a in zip(res.config["labels"], ours, ref))
     over = ref[1] > 100 * ref[0]
@@ -514,7 +519,7 @@ def reproduce(ctx):
     from dyntools.tables import markdown_table
 
     seeds = 3 if ctx.quick else 5
-    md, numbers, figures, all_ok = [], {}, [], True
+    md, numbers, figures, all_ok, headlines = [], {}, [], True, []
     for name in SETTINGS:
         if ctx.quick and name == "1d-warmup500":     # the authors' second 1-D run: full report only
             continue
@@ -523,6 +528,7 @@ def reproduce(ctx):
         figures += [ctx.relative(p) for p in paths]
         lines, ok = _checks(res)
         all_ok &= ok
+        headlines.append(f"{name} {'holds' if ok else 'FAILS'}")
         cols = table_columns(name)
         md += [f"### Setting `{name}` ({res.config['steps']} iterations, {seeds} seeds)", "",
                f"Status: {res.status} — {res.message}. Training time (all seeds, all schedules): "
@@ -545,7 +551,8 @@ def reproduce(ctx):
                  + (" Quick mode: 3 seeds, 30 recordings per run (the runs are as long as in full mode); the "
                     "authors' second 1-D run (warm-up ×500·f, setting `1d-warmup500`) is in the full report only."
                     if ctx.quick else "") + "\n")
-    return Section(TITLE, "\n".join(md), numbers=numbers, figures=figures, ok=bool(all_ok))
+    return Section(TITLE, "\n".join(md), numbers=numbers, figures=figures, ok=bool(all_ok),
+                   headline="large step vs small step: " + ", ".join(headlines))
 
 
 # ----------------------------------------------------------------------------------- the command line

@@ -145,8 +145,10 @@ def reproduce(ctx):
           f"grid T·2^-{res.config['ou_strong_fine']}; additive noise, so EM = Milstein with strong order 1)."
           f"\n\n"
           f"{markdown_table(rows)}\n\n![orders]({png_link(ctx, figs)})\n\n{res.message}.")
+    held = sum(bool(v) for v in res.summary["checks"].values())
     return Section("SDE engine: strong and weak orders (GBM, OU)", md, numbers={"slopes": s},
-                   figures=[ctx.relative(p) for p in figs], ok=bool(res.summary["ok"]))
+                   figures=[ctx.relative(p) for p in figs], ok=bool(res.summary["ok"]),
+                   headline=f"{held} of {len(res.summary['checks'])} fitted orders within their tolerance")
 
 
 REPORT = Entry("sde-orders", TITLE, reproduce, order=40)

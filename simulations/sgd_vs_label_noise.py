@@ -406,7 +406,9 @@ def reproduce(ctx):
         numbers[name] = {"verdict": s["verdict"], "delta_median": s["delta"]["median"],
                          "level_median": s["level"]["median"], "per_metric": s["per_metric"],
                          "final_medians": s["final_medians"], "diverged": s["diverged"]}
-    return Section(TITLE, "\n".join(md), numbers=numbers, figures=figures, ok=True)
+    headline = "label-noise conjecture: " + "; ".join(f"{k} {v['verdict']}" for k, v in numbers.items()
+                                                       if "-eta-" not in k)
+    return Section(TITLE, "\n".join(md), numbers=numbers, figures=figures, ok=True, headline=headline)
 
 
 # ----------------------------------------------------------------------------------- the command line

@@ -95,6 +95,30 @@ def table(p: TrajectoryParams, result) -> str:
                        "seconds": result.timings.get("simulate")}) + "\n\n" + text_table(rows_of(result))
 
 
+def valley_verdict(flow_sharpness: float, gd_sharpness: float, eta: float) -> dict:
+    """The diagonal-net valley statement from its three numbers: gradient flow ends above GD's stability
+    limit 2/η while GD at step η ends below it. ``holds`` is ``True``/``False``, or ``None`` when a sharpness
+    is not finite (a run that diverged): then nothing is claimed."""
+    from dyntools.report import measured, word
+
+    limit = 2.0 / eta
+    if not measured(flow_sharpness, gd_sharpness):
+        return {"holds": None, "headline": "not measured: a run diverged",
+                "sentence": f"On the diagonal net (u v − 1)² a run diverged (sharpness flow {flow_sharpness}, "
+                            f"GD {gd_sharpness}): the valley statement is not measured."}
+    flow_above, gd_below = flow_sharpness > limit, gd_sharpness < limit
+    holds = flow_above and gd_below
+    sentence = (f"On the diagonal net (u v − 1)², started at (3.5, 0.1), gradient flow ends at sharpness "
+                f"λ_max = 2(u² + v²) = {flow_sharpness:.1f}, {word(flow_above, 'above', 'NOT above')} 2/η = "
+                f"{limit:.1f} for SGD's η = {eta:g}; GD at that step ends at λ_max = {gd_sharpness:.1f} "
+                f"({word(gd_below, 'below', 'NOT below')} 2/η)"
+                + (": it cannot settle where the flow does and bounces across the valley to a flatter minimum."
+                   if holds else "."))
+    headline = (f"{word(holds, 'holds', 'does not hold')}: GD ends at sharpness {gd_sharpness:.1f}, gradient flow "
+                f"at {flow_sharpness:.1f}, limit 2/η = {limit:.1f}")
+    return {"holds": holds, "headline": headline, "sentence": sentence}
+
+
 def reproduce(ctx):
     """Catalogue entry: all 8 optimizers on all 6 surfaces (with the gradient-flow reference), stills, the
     gallery, the loss gaps and one GIF per surface; then the same on the diagonal net with gradient noise."""
@@ -128,14 +152,8 @@ def reproduce(ctx):
     sharp = {o: 2.0 * float(np.sum(path[g, -1] ** 2)) for g, o in enumerate(res.config["optimizers"])}
     flow_sharp = 2.0 * float(np.sum(res["diag_net_flow"][-1] ** 2))
     eta = LRS["diag-net"]["sgd"]
-    flow_above = flow_sharp > 2 / eta
-    gd_below = sharp["sgd"] < 2 / eta
-    valley = (f"On the diagonal net (u v − 1)², started at (3.5, 0.1), gradient flow ends at sharpness "
-              f"λ_max = 2(u² + v²) = {flow_sharp:.1f}, {'above' if flow_above else 'NOT above'} 2/η = {2 / eta:.1f} "
-              f"for SGD's η = {eta:g}; GD at that step ends at λ_max = {sharp['sgd']:.1f} "
-              f"({'below' if gd_below else 'NOT below'} 2/η)"
-              + (": it cannot settle where the flow does and bounces across the valley to a flatter minimum."
-                 if flow_above and gd_below else "."))
+    verdict = valley_verdict(flow_sharp, sharp["sgd"], eta)
+    valley = verdict["sentence"]
     from dyntools.models.surfaces import surface
 
     minima = surface("himmelblau").minima
@@ -157,7 +175,7 @@ def reproduce(ctx):
                "himmelblau_minima": himmel, "seconds": seconds,
                "diag_net": {o: {"final_gap": r["final_gap"]} for o, r in dn.items()}}
     return Section(TITLE, md, numbers=numbers, figures=list(links.values()) + [noisy_link],
-                   ok=bool(sharp["sgd"] < 2 / eta < flow_sharp))
+                   ok=verdict["holds"] is True, headline=verdict["headline"])
 
 
 RESULTS = (derive("trajectories", TrajectoryParams, "flow frames lr noise start steps",

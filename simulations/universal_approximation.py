@@ -248,7 +248,9 @@ def reproduce(ctx):
           f"{monotone_sentence(res)}\n\n{markdown_table(rows_of(res))}\n\n" + "".join(f"![ua]({p}) " for p in png) + f"\n\n**{STATEMENT}**\n")
     return Section(TITLE, md, numbers={"slopes": res.summary["slopes"], "final_1d": res.summary["final_1d"],
                                        "final_2d": res.summary["final_2d"]},
-                   figures=png, ok=res.summary["decreasing"])
+                   figures=png, ok=res.summary["decreasing"],
+                   headline=f"illustration: median sup error {res.summary['final_1d']:.2g} (1-D) and "
+                            f"{res.summary['final_2d']:.2g} (2-D) at the largest width")
 
 
 RESULTS = (derive("universal-approximation", UAParams, "seeds",

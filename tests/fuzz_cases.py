@@ -337,8 +337,11 @@ def value_cases() -> list[Case]:
               for v in ("", ",", " ", "bogus", "proofs,bogus")]
     cases += [Case("values", ["reproduce", "--seed", v, "--out", "out"], ("seed",)) for v in ("-1", "x")]
     cases += [Case("values", ["bench", v], ("benchmark",)) for v in ("bogus", "")]
+    cases += [Case("values", ["grade", f], ("FILE", f)) for f in ("missing.py", "/", "/dev/zero")]
+    cases += [Case("values", ["grade", "x.py", "--steps", v], ("steps",)) for v in ("0", "-1", "x", "10001")]
+    cases += [Case("values", ["grade", "x.py", "--problem", v], ("--problem",)) for v in ("", ",", "bogus")]
     for name in subcommands():        # a positional (experiment name, DIR) first where one is needed
-        first = [{"simulate": "stabilization", "sweep": "adamw-grid", "plot": "."}.get(name, "")]
+        first = [{"simulate": "stabilization", "sweep": "adamw-grid", "plot": ".", "grade": "x.py"}.get(name, "")]
         cases.append(Case("values", [name, *filter(None, first), "--no-such-option"], ("--no-such-option",)))
     return cases
 

@@ -4,7 +4,7 @@ import pytest
 
 from tests.conftest import assert_usage_error, run_cli
 
-SUBCOMMANDS = ["prove", "simulate", "sweep", "plot", "reproduce", "bench"]
+SUBCOMMANDS = ["prove", "simulate", "sweep", "plot", "reproduce", "bench", "grade"]
 
 
 @pytest.mark.parametrize("sub", SUBCOMMANDS)

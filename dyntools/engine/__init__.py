@@ -8,4 +8,7 @@ streams.py  random streams: the table of named keys, SeedSequence → one genera
 rng.py, ziggurat.py   the per-path generator (xoshiro256**) and its uniform / normal draws
 progress.py progress bars on a terminal
 drive.py    validate → allocate → chunked loop with progress → classify → result
+
+The compiled building blocks of the models' kernels (fma panels, vector transposes, flat views) live in
+:mod:`dyntools.lowlevel`, not here.
 """

@@ -75,7 +75,7 @@ from numba import njit
 
 from dyntools import validation
 from dyntools.engine import rng, streams
-from dyntools.engine.flat_views import borrowed
+from dyntools.lowlevel.flat_views import borrowed
 from dyntools.models import mlp_gemm
 from dyntools.models.base import HEADS, Model
 

@@ -19,11 +19,11 @@ Every entry of a product is one chain of fused multiply–adds in the order of t
 a fixed order, so results are deterministic and equal the NumPy twin to rounding.
 
 How it runs (none of it changes a bit): the products are register-blocked panels of vector fma
-(512-bit with AVX-512; :mod:`dyntools.engine.fma_block`) whose epilogues also apply the ReLU of a
+(512-bit with AVX-512; :mod:`dyntools.lowlevel.fma_block`) whose epilogues also apply the ReLU of a
 hidden layer and the mask ``1[A > 0]`` of its error as they store; ``W_lᵀ`` is transposed in vector registers
-(:mod:`dyntools.engine.vector_transpose`); logits of fewer classes than a vector holds are computed as
+(:mod:`dyntools.lowlevel.vector_transpose`); logits of fewer classes than a vector holds are computed as
 ``Z_Lᵀ = W_L A_{L−1}ᵀ + b 1ᵀ`` (the same chains, vectorized along the batch); the scratch is taken as
-borrowed matrix views (:mod:`dyntools.engine.flat_views`: no runtime call, no reference counting); the
+borrowed matrix views (:mod:`dyntools.lowlevel.flat_views`: no runtime call, no reference counting); the
 maximum's term of the softmax is exp(0) = 1 without a call. On the heatmap's 2 → 32 → 32 → 32 → 2 cell
 this took a float32 forward/backward pass from 0.039 to 0.015–0.017 s per 2000 steps (float64: 0.057 to
 0.025–0.030; one thread, CPU time).
@@ -34,16 +34,16 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from dyntools.engine import fma_block
-from dyntools.engine.flat_views import borrowed, matrix
-from dyntools.engine.fma_block import VECTOR_BYTES
-from dyntools.engine.vector_transpose import transpose
+from dyntools.lowlevel import fma_block
+from dyntools.lowlevel.flat_views import borrowed, matrix
+from dyntools.lowlevel.fma_block import VECTOR_BYTES
+from dyntools.lowlevel.vector_transpose import transpose
 
 # fused multiply–add (contraction) and nothing else of fast-math: the order of every sum is the code's
 FMA = {"contract"}
 
 
-# register-blocked panels (:mod:`dyntools.engine.fma_block`): 8, 4, 2 or 1 rows; two vectors of columns or one
+# register-blocked panels (:mod:`dyntools.lowlevel.fma_block`): 8, 4, 2 or 1 rows; two vectors of columns or one
 _P8x2, _P4x2, _P2x2, _P1x2 = (fma_block.panel(r, 2) for r in (8, 4, 2, 1))
 _P8x1, _P4x1, _P2x1, _P1x1 = (fma_block.panel(r, 1) for r in (8, 4, 2, 1))
 _NONE, _RELU, _MASK = (fma_block.EPILOGUES[k] for k in ("none", "relu", "mask"))
@@ -56,7 +56,7 @@ def gemm(out, init, C, In, m, kdim, n):
 
     Columns in panels of two vectors (then one; 512 bits with AVX-512), rows eight at a time (then 4,
     2, 1), each block's accumulators held in registers for the whole contraction
-    (:mod:`dyntools.engine.fma_block`; this needs ``out``, ``init`` and the rows of ``In``
+    (:mod:`dyntools.lowlevel.fma_block`; this needs ``out``, ``init`` and the rows of ``In``
     contiguous). Columns left over (fewer than a vector), or operands that are not contiguous, go
     through :func:`_gemm_columns`. ``C`` is read one scalar at a time, so any layout (a transposed view)
     serves."""
@@ -221,7 +221,7 @@ def logits(ws, widths, batch: int) -> np.ndarray:
 def forward_backward(theta, widths, w_off, b_off, X, y, idx, grad, bufs):
     """Mean cross-entropy of the rows ``idx`` and, if ``grad.size``, its gradient written into ``grad``
     (see the module docstring; ``bufs`` from :func:`views`). Every array is used borrowed (no reference
-    counting of its views: :func:`dyntools.engine.flat_views.borrowed`)."""
+    counting of its views: :func:`dyntools.lowlevel.flat_views.borrowed`)."""
     theta, X, y, idx, grad = borrowed(theta), borrowed(X), borrowed(y), borrowed(idx), borrowed(grad)
     acts, deltas, blocks, zeros, ones = bufs
     acts, deltas, blocks = borrowed(acts), borrowed(deltas), borrowed(blocks)

@@ -81,6 +81,9 @@ def save(fig: Figure, out_dir: Path, name: str, formats: Sequence[str] = ("png",
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     stamp_note(fig)
+    from dyntools.plots import check
+
+    check.enforce(lambda: check.figure_problems(fig), name)
     paths = []
     with matplotlib.rc_context(RC):
         for fmt in formats:

@@ -29,9 +29,11 @@ def plot_result(result, out_dir: Path, formats=("png", "pdf")) -> list[Path]:
             mesh = ax.pcolormesh(_edges(wds), _edges(lrs), np.ma.masked_invalid(result[key][a, k]), norm=norm,
                                  cmap="magma_r" if by_loss else "viridis", shading="flat")
             i, j = result["best"][a, k]
-            ax.plot(wds[j], lrs[i], marker="*", ms=13, color=plots.PALETTE[4], mec="black")
+            ax.plot(wds[j], lrs[i], marker="*", ms=13, color=plots.PALETTE[4], mec="black", clip_on=False, zorder=5)
             ax.set_xscale("log")
             ax.set_yscale("log")
+            ax.set_xlim(_edges(wds)[0], _edges(wds)[-1])
+            ax.set_ylim(_edges(lrs)[0], _edges(lrs)[-1])
             ax.set_xlabel(label)
             ax.set_ylabel("learning rate")
             ax.set_title(f"{budgets[k]:g} epochs: best {result['best_wd'][a, k]:.2g}")
@@ -46,6 +48,12 @@ def plot_result(result, out_dir: Path, formats=("png", "pdf")) -> list[Path]:
     ax.plot(budgets, result["best_wd"][1], "s-", color=plots.PALETTE[1], label="best λ_norm (normalized grid)")
     ax.plot(budgets, result["best_raw_lambda"][1], "s:", color=plots.PALETTE[1],
             label="λ used at the best λ_norm")
+    best_raw = np.asarray(result["best_wd"][0], dtype=float)
+    ok = np.isfinite(best_raw) & (best_raw > 0)
+    if ok.any():                   # the normalization's prediction, λ ∝ T^(−1/2), through the measured points'
+        c = np.exp(np.mean(np.log(best_raw[ok]) + 0.5 * np.log(budgets[ok])))      # geometric mean (slope fixed)
+        ax.plot(budgets, c / np.sqrt(budgets), "-", color="0.4", lw=0.9,
+                label="predicted λ ∝ T^(−1/2) (level fitted)")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("budget T (epochs)")

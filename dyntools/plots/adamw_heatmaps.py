@@ -29,33 +29,45 @@ def _edges(values: np.ndarray) -> np.ndarray:
 
 
 def _panel_row(fig, axes, result, key, title, norm, cmap, colorbar_label):
+    """One heatmap per optimizer over (λ, lr) on a shared colour scale. The view is exactly the grid's
+    cells (edges halfway between grid points in log space, so the first and last columns are whole), the
+    best cell's star is not clipped at the border, and the legend (best cell, the accuracy contour,
+    diverged cells) sits under the panel, where it covers no cell."""
+    from matplotlib.lines import Line2D
+
     wds = result["wds"]
     names = result.config["optimizers"]
     threshold = result.config["threshold"]
     mesh = None
     for ax, (o, name) in zip(axes, enumerate(names)):
         lrs = result["lrs"][o] if result["lrs"].ndim == 2 else result["lrs"]
+        x_edges, y_edges = _edges(wds), _edges(lrs)
         values = np.ma.masked_invalid(result[key][o])
-        mesh = ax.pcolormesh(_edges(wds), _edges(lrs), values, norm=norm, cmap=cmap, shading="flat")
+        mesh = ax.pcolormesh(x_edges, y_edges, values, norm=norm, cmap=cmap, shading="flat")
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("weight decay λ" + (" (normalized)" if result.config.get("normalized_wd") else ""))
         ax.set_ylabel("learning rate")
         ax.set_title(f"{LABELS.get(name, name)}: {title}")
+        handles = []
         acc = result["val_acc"][o]
         if np.sum(np.isfinite(acc)) and min(acc.shape) > 1 and np.nanmax(acc) >= threshold:
             ax.contour(wds, lrs, np.nan_to_num(acc, nan=0.0), levels=[threshold], colors="white",
                        linewidths=1.5)
             ax.contour(wds, lrs, np.nan_to_num(acc, nan=0.0), levels=[threshold], colors="black",
                        linewidths=0.6, linestyles="--")
+            handles.append(Line2D([], [], color="black", ls="--", lw=0.8,
+                                  label=f"validation accuracy ≥ {threshold:.0%} inside"))
         finite = np.where(np.isfinite(acc), acc, -1)
         i, j = np.unravel_index(int(np.argmax(finite)), acc.shape)
-        ax.plot(wds[j], lrs[i], marker="*", ms=13, color=plots.PALETTE[4], mec="black",
-                label=f"best val acc {finite[i, j]:.3f}")
+        handles += ax.plot(wds[j], lrs[i], marker="*", ms=13, color=plots.PALETTE[4], mec="black", ls="none",
+                           clip_on=False, zorder=5, label=f"best validation accuracy {finite[i, j]:.3f}")
         div = np.argwhere(result["diverged"][o])
         if len(div):
-            ax.plot(wds[div[:, 1]], lrs[div[:, 0]], "x", color="black", ms=4, label="diverged")
-        ax.legend(loc="lower left", framealpha=0.85)
+            handles += ax.plot(wds[div[:, 1]], lrs[div[:, 0]], "x", color="black", ms=4, label="diverged")
+        ax.set_xlim(x_edges[0], x_edges[-1])
+        ax.set_ylim(y_edges[0], y_edges[-1])
+        ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False, fontsize=7)
         ax.grid(False)
     fig.colorbar(mesh, ax=list(axes), label=colorbar_label, shrink=0.9)
 
@@ -78,11 +90,11 @@ def plot_heatmaps(result, out_dir: Path, formats=("png", "pdf")) -> list[Path]:
     loss = result["val_loss"]
     finite = loss[np.isfinite(loss) & (loss > 0)]
     norm = LogNorm(vmin=max(finite.min(), 1e-4), vmax=finite.max()) if finite.size else None
-    fig, axes = plots.figure(ncols=len(names), nrows=1, width=4.3, height=3.6)
+    fig, axes = plots.figure(ncols=len(names), nrows=1, width=4.3, height=4.2)
     _panel_row(fig, axes[0], result, "val_loss", "validation loss", norm, "magma_r",
                "validation cross-entropy")
     paths += plots.save(fig, out_dir, "adamw_grid_val_loss", formats)
-    fig, axes = plots.figure(ncols=len(names), nrows=1, width=4.3, height=3.6)
+    fig, axes = plots.figure(ncols=len(names), nrows=1, width=4.3, height=4.2)
     tl = result["train_loss"]
     finite = tl[np.isfinite(tl) & (tl > 0)]
     norm = LogNorm(vmin=max(finite.min(), 1e-4), vmax=finite.max()) if finite.size else None
@@ -93,7 +105,7 @@ def plot_heatmaps(result, out_dir: Path, formats=("png", "pdf")) -> list[Path]:
 
 def plot_val_accuracy(result, out_dir: Path, formats=("png", "pdf"), name="adamw_grid_val_accuracy"):
     """Heatmaps of the final validation accuracy, the threshold's contour and the best cell."""
-    fig, axes = plots.figure(ncols=len(result.config["optimizers"]), nrows=1, width=4.3, height=3.6)
+    fig, axes = plots.figure(ncols=len(result.config["optimizers"]), nrows=1, width=4.3, height=4.2)
     chance = 1.0 / result.config.get("classes", 2)
     _panel_row(fig, axes[0], result, "val_acc", "validation accuracy", Normalize(chance, 1.0), "viridis",
                f"validation accuracy (contour: {result.config['threshold']:.0%})")
@@ -102,7 +114,7 @@ def plot_val_accuracy(result, out_dir: Path, formats=("png", "pdf"), name="adamw
 
 def plot_train_accuracy(result, out_dir: Path, formats=("png", "pdf"), name="adamw_grid_train_accuracy"):
     """Heatmaps of the final training accuracy (contour and star: validation accuracy, as elsewhere)."""
-    fig, axes = plots.figure(ncols=len(result.config["optimizers"]), nrows=1, width=4.3, height=3.6)
+    fig, axes = plots.figure(ncols=len(result.config["optimizers"]), nrows=1, width=4.3, height=4.2)
     chance = 1.0 / result.config.get("classes", 2)
     _panel_row(fig, axes[0], result, "train_acc", "final training accuracy", Normalize(chance, 1.0),
                "viridis", "training accuracy")
@@ -111,7 +123,7 @@ def plot_train_accuracy(result, out_dir: Path, formats=("png", "pdf"), name="ada
 
 def plot_weight_sparsity(result, out_dir: Path, formats=("png", "pdf"), name="adamw_grid_weight_sparsity"):
     """Heatmaps of the fraction of weights (biases left out) with ``|w| <`` the sweep's tolerance."""
-    fig, axes = plots.figure(ncols=len(result.config["optimizers"]), nrows=1, width=4.3, height=3.6)
+    fig, axes = plots.figure(ncols=len(result.config["optimizers"]), nrows=1, width=4.3, height=4.2)
     tol = result.config.get("sparsity_tol", 1e-3)
     _panel_row(fig, axes[0], result, "w_small", f"weights with |w| < {tol:g}", Normalize(0.0, 1.0),
                "cividis", f"fraction of weights with |w| < {tol:g}")

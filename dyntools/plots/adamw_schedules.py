@@ -48,5 +48,6 @@ def plot_result(result, out_dir: Path, formats=("png", "pdf")) -> list[Path]:
             ticks.append(f"{name}\n{sched}")
     ax.set_xticks(range(len(ticks)), ticks)
     ax.set_ylabel("final validation accuracy (bar: mean)")
+    ax.set_xlabel("optimizer and schedule (dots: seeds)")
     ax.set_title("Final validation accuracy per seed at equal budget")
     return paths + plots.save(fig, out_dir, "adamw_schedules_final", formats)

@@ -100,9 +100,16 @@ def plot_result(result, out_dir: Path, formats: Sequence[str] = ("png", "pdf"),
     if r:
         axes[3].axhline(r, color="0.5", lw=0.8, ls="--")
         axes[3].text(1, r, " r = ‖β*‖₀", va="bottom", color="0.4", fontsize=7)
-    axes[4].axhline(1.0, color="0.5", lw=0.8, ls="--")
-    axes[4].text(1, 1.0, " η = 2/λ_max", va="bottom", color="0.4", fontsize=7)
-    axes[0].legend(loc="lower left", fontsize=6.5, frameon=False)
+    if drawn[4]:
+        axes[4].axhline(1.0, color="0.5", lw=0.8, ls="--")
+        axes[4].text(1, 1.0, " η = 2/λ_max", va="bottom", color="0.4", fontsize=7)
+    all_diverged = bool(np.all(result["diverged_at"] >= 0))
+    for i, ax in enumerate(axes):
+        if not drawn[i]:                # an empty panel says why it is empty
+            why = ("every seed diverged\nbefore a value was recorded" if all_diverged else
+                   "not recorded in this run" if PANELS[i][0] == "edge" else "no positive value to draw")
+            ax.text(0.5, 0.5, why, ha="center", va="center", transform=ax.transAxes, color="0.3")
+    axes[0].legend(loc="best", fontsize=6.5, frameon=False)
     method = cfg["method"].upper() + (f" (batch {cfg['batch']})" if cfg["method"] != "gd" else "")
     fig.suptitle(f"Diagonal linear network, {method}: n={cfg['n']}, d={cfg['d']}, r={r}, "
                  f"{cfg['seeds']} seeds (median, 10–90% band over non-diverged seeds)", fontsize=9)

@@ -1,8 +1,8 @@
 """Figures of a ``"relu"`` result (small ReLU networks, seed 004).
 
-* ``relu_curves``: train loss, test loss, feature sparsity coefficient (each hidden layer) and
-  Jacobian rank against the iteration, one colour per schedule (log iteration axis, log losses);
-  the step-size schedules in a fifth panel.
+* ``relu_curves``: train loss, test loss (when there is a test set: not in 1-D), feature sparsity
+  coefficient (each hidden layer) and Jacobian rank against the iteration, one colour per schedule (log
+  iteration axis, log losses); the step-size schedules in the last panel.
 * ``relu_predictor`` (1-D): the learned predictor at a few moments of training with its distinct
   kinks marked, for each schedule, over the 12 training points.
 * ``relu_predictor_paper`` (1-D): the paper's drawing — one panel per iteration of the authors'
@@ -20,6 +20,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+from matplotlib.lines import Line2D
+from matplotlib.ticker import MaxNLocator
 
 from dyntools import plots
 
@@ -38,12 +40,16 @@ def plot_curves(result, out_dir: Path, formats) -> list[Path]:
     labels = result.config["labels"]
     steps = _steps_axis(result["steps"])
     sp = result["sparsity"]
-    fig, axes = plots.figure(ncols=5, nrows=1, width=3.3, height=3.0)
-    ax_tr, ax_te, ax_sp, ax_rk, ax_eta = axes[0]
+    has_test = bool(np.isfinite(result["test_loss"]).any())      # 1-D regression has no test set: no panel
+    fig, axes = plots.figure(ncols=5 if has_test else 4, nrows=1, width=3.3, height=3.0)
+    if has_test:
+        ax_tr, ax_te, ax_sp, ax_rk, ax_eta = axes[0]
+    else:
+        (ax_tr, ax_sp, ax_rk, ax_eta), ax_te = axes[0], None
     for r, lab in enumerate(labels):
         c = plots.PALETTE[r % len(plots.PALETTE)]
         ax_tr.plot(steps, result["train_loss"][r], color=c, label=lab)
-        if np.isfinite(result["test_loss"][r]).any():
+        if has_test and np.isfinite(result["test_loss"][r]).any():
             ax_te.plot(steps, result["test_loss"][r], color=c)
         for l in range(sp.shape[2]):
             ax_sp.plot(steps, sp[r, :, l], color=c, ls="-" if l == sp.shape[2] - 1 else "--")
@@ -65,18 +71,15 @@ def plot_curves(result, out_dir: Path, formats) -> list[Path]:
     ax_tr.set_yscale("log")
     ax_tr.set_ylabel("train loss (1/n) Σ (h(x_i) − y_i)²")
     ax_tr.set_title("train loss")
-    if np.isfinite(result["test_loss"]).any():
+    if has_test:
         ax_te.set_yscale("log")
         ax_te.set_ylabel("test loss (1000 points)")
-        ax_te.set_title("test loss")
-    else:
-        ax_te.text(0.5, 0.5, "no test set\n(1-D regression)", ha="center", va="center",
-                   transform=ax_te.transAxes)
         ax_te.set_title("test loss")
     ax_sp.set_ylabel("feature sparsity coefficient")
     ax_sp.set_title("feature sparsity" + (" (solid: last layer, dashed: first)" if sp.shape[2] > 1 else ""))
     ax_rk.set_ylabel(f"rank φ_θ(X) (rel. threshold {result.config['rank_threshold']:g})")
     ax_rk.set_title("Jacobian rank")
+    ax_rk.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax_eta.set_yscale("log")
     ax_eta.set_ylabel("step size η_t")
     ax_eta.set_title("schedules")
@@ -137,25 +140,28 @@ def plot_predictor_paper_1d(result, out_dir: Path, formats, snapshots=None) -> l
     labels = result.config["labels"]
     grid = np.linspace(X.min() - 0.05, X.max() + 0.05, 600)[:, None]
     lo, hi = 1.3 * float(y.min()), 1.2 * float(y.max())
-    fig, axes = plots.figure(ncols=len(picks), nrows=1, width=3.0, height=2.9)
+    fig, axes = plots.figure(ncols=len(picks), nrows=1, width=3.0, height=2.9, sharey=True)
     for q, k in enumerate(picks):
         ax = axes[0][q]
-        for r, lab in enumerate(labels):
+        for r in range(len(labels)):
             th = thetas[r, k]
             c = plots.PALETTE[r % len(plots.PALETTE)]
             if not np.all(np.isfinite(th)):
+                ax.plot([], [], color=c, lw=1.6, label="diverged")
                 continue
             (W1, b1), (W2, _) = layout.unpack(th)
             loc, _ = kinks_1d(W1[:, 0], b1, W2[0], lo=float(X.min()), hi=float(X.max()))
-            ax.plot(grid[:, 0], layout.predict(th, grid), color=c, lw=1.6,
-                    label=f"{lab} ({loc.size} kinks)" if q == 0 else f"{loc.size} kinks")
+            ax.plot(grid[:, 0], layout.predict(th, grid), color=c, lw=1.6, label=f"{loc.size} kinks")
             ax.plot(loc, layout.predict(th, loc[:, None]), "o", mfc="none", color=c, ms=6)
         ax.scatter(X, y, color="black", zorder=5, s=14)
         ax.set_ylim(lo, hi)
         ax.set_title(f"iteration {int(steps[k])}")
         ax.set_xlabel("x")
-        ax.legend(loc="lower right", fontsize=6)
+        ax.legend(loc="best", fontsize=6)
     axes[0][0].set_ylabel("h_θ(x)  (circles: distinct kinks)")
+    runs = [Line2D([], [], color=plots.PALETTE[r % len(plots.PALETTE)], lw=1.6, label=lab)
+            for r, lab in enumerate(labels)]
+    fig.legend(handles=runs, loc="outside lower center", ncols=1, frameon=False, fontsize=7)
     fig.suptitle(f"setting {result.config['setting']}: predictors at the iterations of the paper's figure")
     return plots.save(fig, out_dir, "relu_predictor_paper", formats)
 
@@ -191,7 +197,8 @@ def plot_neurons_2d(result, out_dir: Path, formats) -> list[Path]:
         ax.set_xlabel("first coordinate")
         ax.set_ylabel("second coordinate")
     axes[0][0].plot([], [], color="0.3", label="teacher w_j (arrows, colour = sign of a_j)")
-    axes[0][0].legend(loc="lower left", fontsize=7)
+    handles, names = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, names, loc="outside lower center", ncols=3, frameon=False, fontsize=7)
     fig.suptitle("student neurons |a_j| w_j at the end of training vs the teacher's neurons")
     return plots.save(fig, out_dir, "relu_neurons", formats)
 

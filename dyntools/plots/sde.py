@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+from matplotlib.ticker import NullFormatter
 
 from dyntools import plots
 
@@ -175,6 +176,8 @@ def sgd_vs_sde_figure(result, out_dir, formats):
               label="slope 1 (weak order)")
     ax.set_xscale("log")
     ax.set_yscale("log")
+    ax.set_xticks(etas, [f"{e:g}" for e in etas])            # the step sizes run, not crowded minor labels
+    ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("step size η")
     ax.set_ylabel("weak gap")
     ax.set_title(f"gap vs η (fitted order {result.summary['gap_order']:.2f})")
@@ -183,7 +186,8 @@ def sgd_vs_sde_figure(result, out_dir, formats):
 
 
 def sparsity_figure(result, out_dir, formats):
-    """Off-support shrinkage and on-support fluctuations at O(√(ηδ)); recovery after the step decrease."""
+    """Off-support shrinkage and on-support fluctuations at O(√(ηδ)); the test loss before and after the step
+    decrease (its title states the two values, whatever they show)."""
     tau = result["tau"]
     cfg = result.config
     level = result.summary["level"]
@@ -201,8 +205,8 @@ def sparsity_figure(result, out_dir, formats):
     ax.text(cfg["switch_tau"], ax.get_ylim()[1], f" η → {cfg['eta_after']:g}", va="top", fontsize=7)
     ax.set_xlabel("SDE time τ")
     ax.set_ylabel("coordinate size (median over paths)")
-    ax.set_title(f"η = {cfg['eta']:g}, {_noise(cfg)}, n = {cfg['n']}, d = {cfg['d']}, r = {cfg['r']}")
-    ax.legend(fontsize=6)
+    ax.set_title(f"η = {cfg['eta']:g}, {_noise(cfg)}\nn = {cfg['n']}, d = {cfg['d']}, r = {cfg['r']}")
+    ax.legend(fontsize=6, loc="best")
     ax = axes[0, 1]
     ax.semilogy(tau, np.nanmedian(result["test_loss"], axis=0), color=plots.PALETTE[0], lw=1.6,
                 label="label-noise SDE")
@@ -213,7 +217,10 @@ def sparsity_figure(result, out_dir, formats):
     ax.axvline(cfg["switch_tau"], color="0.5", lw=0.8)
     ax.set_xlabel("SDE time τ")
     ax.set_ylabel("loss")
-    ax.set_title("decreasing the step recovers β*")
+    test = np.nanmedian(result["test_loss"], axis=0)
+    at = min(int(np.searchsorted(tau, cfg["switch_tau"])), tau.size - 1)
+    ax.set_title(f"test loss (median) {test[at]:.2g} at η → {cfg['eta_after']:g}, {test[-1]:.2g} at the end\n"
+                 f"(gradient flow {result['test_loss_gd'][0][-1]:.2g})")
     ax.legend(fontsize=7)
     ax = axes[0, 2]
     j = np.arange(result["beta_star"].size)

@@ -17,10 +17,10 @@ import numpy as np
 from matplotlib.colors import BoundaryNorm
 
 from dyntools import plots
+from dyntools.plots import animate, check
 
 GAP_FLOOR = 1e-12          # f − f* is drawn clipped below at this value (log axes)
 GRID = 160                 # contour resolution per axis
-GIF_DPI = 90
 THIN = 1500                # points per line on the stills
 
 
@@ -162,7 +162,7 @@ def frame_indices(n_records: int, frames: int) -> np.ndarray:
     return np.union1d([0], idx)
 
 
-def _freeze(fig, ax, moving, dpi: float = GIF_DPI) -> None:
+def _freeze(fig, ax, moving, dpi: float) -> None:
     """Render everything but the ``moving`` artists once, show that picture as a figure image and hide
     the artists it shows: a frame then draws one image and a few lines instead of the contours, ticks
     and legend again (10× faster)."""
@@ -194,12 +194,14 @@ def animation(result, surface: str, out_dir: Path, fps: float = 12.0) -> Path:
     _background(ax, surface)
     lines = _draw_paths(ax, result, surface, upto=0)
     heads = [ax.plot([], [], "o", color=ln.get_color(), ms=4, mec="black", mew=0.4)[0] for ln in lines]
-    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False, fontsize=6)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False, fontsize=8)
     idx = frame_indices(a["steps"].size, int(result.config["frames"]))
     text = ax.text(0.02, 0.02, "", transform=ax.transAxes, fontsize=7,
                    bbox={"facecolor": "white", "alpha": 0.7, "lw": 0})
 
-    _freeze(fig, ax, lines + heads + [text])
+    dpi = animate.gif_dpi(fig, 130.0)
+    check.enforce(lambda: check.figure_problems(fig), f"trajectories_{surface}.gif (before its frames)")
+    _freeze(fig, ax, lines + heads + [text], dpi)
 
     def draw(i):
         k = idx[i]
@@ -211,21 +213,8 @@ def animation(result, surface: str, out_dir: Path, fps: float = 12.0) -> Path:
             hd.set_data([last[0]], [last[1]])
         text.set_text(f"step {int(a['steps'][k])}")
 
-    return write_frames(fig, draw, idx.size, Path(out_dir) / f"trajectories_{surface}.gif", fps=fps)
-
-
-def write_frames(fig, draw, frames: int, path: Path, fps: float) -> Path:
-    """``draw(i)`` then one grab by matplotlib's Pillow writer, for ``i < frames`` (one render per frame:
-    ``FuncAnimation.save`` renders each frame twice)."""
-    from matplotlib.animation import PillowWriter
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    writer = PillowWriter(fps=fps)
-    with writer.saving(fig, path, GIF_DPI):
-        for i in range(frames):
-            draw(i)
-            writer.grab_frame()
-    return path
+    return animate.write_gif(fig, draw, idx.size, Path(out_dir) / f"trajectories_{surface}.gif", fps=fps,
+                             dpi=dpi, checked=False)
 
 
 def plot_result(result, out_dir: Path, formats: Sequence[str] = ("png", "pdf"), gifs: bool = True) -> list[Path]:

@@ -26,6 +26,7 @@ from matplotlib.colors import ListedColormap
 
 from dyntools import plots
 from dyntools.data.voronoi import label_points
+from dyntools.plots import animate
 
 SCALARS = (("offset", "offset o"), ("scale", "scale σ"), ("plus-minus", "plus–minus p"))
 
@@ -80,20 +81,6 @@ def env_figure(centers, labels, box: float, classes: int, out_dir: Path, formats
     return plots.save(fig, out_dir, stem, formats)
 
 
-def write_gif(fig, draw, frames: int, path: Path, fps: float = 5.0) -> Path:
-    """Render ``draw(i)`` for ``i < frames`` into ``path`` with matplotlib's Pillow writer."""
-    from matplotlib.animation import FuncAnimation, PillowWriter
-
-    if frames < 2:
-        raise ValueError(f"Invalid frames: {frames} (an animation needs >= 2)")
-    plots.stamp_note(fig, inside=True)          # the run's note (diverged, float32) on every frame
-    anim = FuncAnimation(fig, draw, frames=frames, blit=False, repeat=False)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    anim.save(path, writer=PillowWriter(fps=fps), dpi=90)
-    return path
-
-
 def _model(result):
     from dyntools.models.voronoi import VoronoiLadder
 
@@ -136,11 +123,12 @@ def plane_animation(result, out_dir: Path, formats=("png", "pdf"), stem: str = "
         inside = np.all(np.abs(cen) <= box, axis=1)
         ax.scatter(cen[inside, 0], cen[inside, 1], s=4 if model.centers is None else 12, c="black",
                    marker="." if model.centers is None else "x", linewidths=0.6, zorder=3)
-        ax.set_title(f"{model.rung}, {p['decay']} decay: step {int(steps[i])}, eval acc {acc[i]:.3f} (dark: wrong)")
+        fig.suptitle(f"{model.rung}, {p['decay']} decay: step {int(steps[i])}\n"
+                     f"evaluation accuracy {acc[i]:.3f} (dark: wrongly classified)", fontsize=10)
         ax.set_xlabel("x₁")
         ax.set_ylabel("x₂")
 
-    out = [write_gif(fig, draw, len(steps), Path(out_dir) / f"{stem}.gif")]
+    out = [animate.write_gif(fig, draw, len(steps), Path(out_dir) / f"{stem}.gif")]
     draw(len(steps) - 1)
     return out + plots.save(fig, out_dir, stem, formats)
 
@@ -170,8 +158,9 @@ def centers_animation(result, out_dir: Path, formats=("png", "pdf"), stem: str =
         ax.set_title(f"centers, colour = {'W₁ − W₀' if C == 2 else 'max logit'} (step {int(steps[i])})")
         ax.set_xlabel("c₁")
         ax.set_ylabel("c₂")
-        if i == 0 and not hasattr(fig, "_voronoi_cbar"):
-            fig._voronoi_cbar = fig.colorbar(sc, ax=ax, shrink=0.8)
+        if not hasattr(fig, "_voronoi_cbar"):
+            fig._voronoi_cbar = fig.colorbar(sc, ax=ax, shrink=0.8,
+                                             label="logit margin W₁ − W₀" if C == 2 else "largest logit")
         for c in range(C):
             ax2.plot(np.sort(W[i, c])[::-1], color=plots.PALETTE[c % 8], lw=1.2, label=f"class {c}")
         ax2.set_ylim(lo - 0.05 * (hi - lo), hi + 0.05 * (hi - lo))
@@ -180,7 +169,7 @@ def centers_animation(result, out_dir: Path, formats=("png", "pdf"), stem: str =
         ax2.legend(loc="upper right")
         ax2.set_title(f"{p['decay']} decay")
 
-    out = [write_gif(fig, draw, len(steps), Path(out_dir) / f"{stem}.gif")]
+    out = [animate.write_gif(fig, draw, len(steps), Path(out_dir) / f"{stem}.gif")]
     draw(len(steps) - 1)
     return out + plots.save(fig, out_dir, stem, formats)
 
@@ -201,8 +190,9 @@ def scalars_animation(result, out_dir: Path, formats=("png", "pdf"), stem: str =
             v = series[n]
             for j in range(v.shape[2]):
                 for s in range(v.shape[0]):
-                    ax.plot(steps[:i + 1], v[s, :i + 1, j], color=plots.PALETTE[j % 8], lw=1.0,
-                            alpha=1.0 if s == 0 else 0.35, label=(f"p{j}" if v.shape[2] > 1 and s == 0 else None))
+                    ax.plot(steps[:i + 1], v[s, :i + 1, j], color=plots.PALETTE[j % 8], lw=1.0, marker="o",
+                            markevery=[i], ms=3, alpha=1.0 if s == 0 else 0.35,
+                            label=(f"p{j}" if v.shape[2] > 1 and s == 0 else None))
             ax.set_xlim(0, steps[-1])
             fin = v[np.isfinite(v)]
             if fin.size:
@@ -214,7 +204,7 @@ def scalars_animation(result, out_dir: Path, formats=("png", "pdf"), stem: str =
                 ax.legend(loc="best")
         axes[0, 0].set_title(f"{model.rung}, {result.config['params']['decay']} decay (seed 0 dark)")
 
-    out = [write_gif(fig, draw, len(steps), Path(out_dir) / f"{stem}.gif")]
+    out = [animate.write_gif(fig, draw, len(steps), Path(out_dir) / f"{stem}.gif")]
     draw(len(steps) - 1)
     return out + plots.save(fig, out_dir, stem, formats)
 
@@ -243,9 +233,9 @@ def curves(result, out_dir: Path, formats=("png", "pdf"), stem: str = "voronoi_c
     ax = axes[0, 1]
     ax.axhline(np.median(result["ref_majority"]), color="grey", ls=":", lw=1, label="majority class")
     ax.axhline(np.median(result[f"ref_exact_{p['rule']}"]), color="black", ls="-.", lw=1, label="exact rule")
-    ax.legend(loc="lower right")
+    ax.legend(loc="best")
     axes[0, 0].set_yscale("log")
-    axes[0, 0].legend(loc="upper right")
+    axes[0, 0].legend(loc="best")
     fig.suptitle(f"rung {p['rung']}, AdamW {p['decay']} decay, {p['seeds']} seed(s): median and min–max band")
     return plots.save(fig, out_dir, stem, formats)
 
@@ -254,7 +244,7 @@ def ladder_curves(result, out_dir: Path, formats=("png", "pdf"), stem: str = "vo
     rungs, decays = result.config["rungs"], result.config["decays"]
     x = result["steps"].astype(float)
     trained = [i for i, r in enumerate(rungs) if r != "exact"]
-    fig, axes = plots.figure(ncols=max(len(trained), 1), nrows=2, width=3.0, height=2.6)
+    fig, axes = plots.figure(ncols=max(len(trained), 1), nrows=2, width=3.0, height=2.6, sharex=True)
     exact = rungs.index("exact") if "exact" in rungs else None
     for col, i in enumerate(trained):
         for j, d in enumerate(decays):

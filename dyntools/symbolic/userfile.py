@@ -9,52 +9,18 @@ is a ``ValueError`` whose one-line message names the file (and the claim, where 
 
 from __future__ import annotations
 
-import sys
-import traceback
-import types
 from pathlib import Path
 
 from dyntools.symbolic.core import Claim
-
-
-def _where(path: Path, tb) -> str:
-    """``file:line`` of the deepest frame of the traceback that is in the user's file."""
-    line = None
-    for frame in traceback.extract_tb(tb):
-        if Path(frame.filename).resolve() == path:
-            line = frame.lineno
-    return f"{path.name}:{line}" if line else path.name
+from dyntools.user_code import run_file
 
 
 def load_claims(path) -> list[Claim]:
     """Execute ``path`` and return its claims (see the module docstring)."""
     path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"--file {path}: no such file" if not path.exists() else f"--file {path}: not a file")
-    try:
-        source = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"--file {path}: cannot read it ({exc})") from None
-    resolved = path.resolve()
-    try:
-        code = compile(source, str(resolved), "exec")
-    except SyntaxError as exc:
-        raise ValueError(f"--file {path}:{exc.lineno}: syntax error: {exc.msg}") from None
-    module = types.ModuleType(f"dyntools_user_claims_{abs(hash(str(resolved)))}")
-    module.__file__ = str(resolved)
-    sys.path.insert(0, str(resolved.parent))  # the file may import its neighbours
-    try:
-        exec(code, module.__dict__)
-    except (Exception, SystemExit) as exc:        # a file that calls sys.exit() is an error, not an exit
-        first = (str(exc).strip().splitlines() or [""])[0][:200]
-        raise ValueError(
-            f"--file {_where(resolved, exc.__traceback__)}: executing the file raised "
-            f"{type(exc).__name__}: {first}"
-        ) from None
-    finally:
-        sys.path.remove(str(resolved.parent))
-    if "CLAIMS" in module.__dict__:
-        claims = module.CLAIMS
+    namespace = run_file(path, "--file")
+    if "CLAIMS" in namespace:
+        claims = namespace["CLAIMS"]
         if isinstance(claims, Claim):
             claims = [claims]
         try:
@@ -65,7 +31,7 @@ def load_claims(path) -> list[Claim]:
         if bad:
             raise ValueError(f"--file {path}: CLAIMS contains a {type(bad[0]).__name__}, not a Claim")
     else:
-        claims = [v for k, v in module.__dict__.items() if isinstance(v, Claim) and not k.startswith("_")]
+        claims = [v for k, v in namespace.items() if isinstance(v, Claim) and not k.startswith("_")]
     if not claims:
         raise ValueError(
             f"--file {path}: defines no claims (expected a list CLAIMS of dyntools.symbolic.Claim "

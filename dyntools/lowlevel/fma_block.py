@@ -106,7 +106,7 @@ def panel(rows: int, vectors: int):
         return sig, _codegen(rows, vectors)
 
     block.__doc__ = (f"``out[i0:i0+{rows}, j0:j0+{vectors}·w] = epilogue(init + C[i0:…, :kdim] @ In[:kdim, j0:…])`` "
-                     "as register-resident fma chains (see :func:`dyntools.engine.fma_block.panel`).")
+                     "as register-resident fma chains (see :func:`dyntools.lowlevel.fma_block.panel`).")
     return block
 
 

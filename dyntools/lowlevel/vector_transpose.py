@@ -1,7 +1,7 @@
 """Matrix transposes in vector registers.
 
 :func:`transpose` writes ``dst[:cols, :rows] = src[:rows, :cols]ᵀ``. Square blocks of ``w × w`` entries
-(``w`` = the entries of a vector, :data:`dyntools.engine.fma_block.VECTOR_BITS`: 8 float64 or 16
+(``w`` = the entries of a vector, :data:`dyntools.lowlevel.fma_block.VECTOR_BITS`: 8 float64 or 16
 float32 with AVX-512) go through registers: the ``w`` rows
 of the block are loaded as vectors, exchanged in ``log₂ w`` rounds of two-vector shuffles, and stored
 as the ``w`` rows of the transposed block. Round ``h = w/2, w/4, …, 1`` pairs row ``r`` with row
@@ -23,7 +23,7 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-from dyntools.engine.fma_block import VECTOR_BYTES, element_stride, lanes, vector_pointer
+from dyntools.lowlevel.fma_block import VECTOR_BYTES, element_stride, lanes, vector_pointer
 
 
 def _round_masks(w: int, h: int) -> tuple[list[int], list[int]]:

@@ -1,0 +1,48 @@
+"""Animated GIFs: one writer for every animation of the library.
+
+:func:`write_gif` renders ``draw(i)`` for each frame once (matplotlib's Pillow writer grabs the canvas;
+``FuncAnimation.save`` would render every frame twice), at a resolution that makes the frame at least
+:data:`dyntools.plots.check.MIN_GIF_WIDTH` pixels wide, with the run's note (diverged, float32) in the
+title of every frame. Frames are not cropped to their contents, so the figure check
+(:mod:`dyntools.plots.check`, when ``DYNTOOLS_FIGURE_CHECK`` is set) looks at the first, the middle and
+the last frame as they are written: a title cut by the edge, a panel without data or an unlabelled axis
+in any of them is a defect.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from dyntools import plots
+from dyntools.plots import check
+
+
+def gif_dpi(fig, dpi: float = 90.0) -> float:
+    """``dpi``, raised until the frame is at least ``check.MIN_GIF_WIDTH`` pixels wide."""
+    return max(float(dpi), check.MIN_GIF_WIDTH / fig.get_figwidth())
+
+
+def write_gif(fig, draw: Callable[[int], None], frames: int, path: Path, *, fps: float = 5.0,
+              dpi: float | None = None, checked: bool = True) -> Path:
+    """Write ``frames`` frames (``draw(i)`` for ``i < frames``) of ``fig`` to the GIF ``path``.
+
+    ``dpi`` defaults to :func:`gif_dpi`; ``checked=False`` skips the figure check of the frames for
+    figures whose frames are pre-rendered pictures (the check then only measures the width)."""
+    from matplotlib.animation import PillowWriter
+
+    if frames < 2:
+        raise ValueError(f"Invalid frames: {frames} (an animation needs >= 2)")
+    dpi = gif_dpi(fig) if dpi is None else float(dpi)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    plots.stamp_note(fig, inside=True)
+    looked_at = {0, frames // 2, frames - 1}
+    writer = PillowWriter(fps=fps)
+    with writer.saving(fig, path, dpi):
+        for i in range(frames):
+            draw(i)
+            writer.grab_frame()
+            if i in looked_at:
+                check.enforce(lambda i=i: check.frame_problems(fig, i, dpi, content=checked), path.name)
+    return path

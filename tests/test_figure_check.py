@@ -1,0 +1,180 @@
+"""The figure check (dyntools.plots.check): each defect it claims to find, planted in a small figure, is
+found; a clean figure passes; the check is applied where figures are written."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from dyntools import plots
+from dyntools.plots import animate, check
+
+
+def _clean():
+    fig, axes = plots.figure(ncols=2)
+    x = np.linspace(0, 1, 50)
+    for ax in axes[0]:
+        ax.plot(x, x ** 2, label="x²")
+        ax.plot(x, x, label="x")
+        ax.set_xlabel("x")
+        ax.set_ylabel("f(x)")
+        ax.legend(loc="best")
+    axes[0, 0].set_title("left")
+    axes[0, 1].set_title("right")
+    return fig, axes
+
+
+def test_a_clean_figure_passes():
+    fig, _ = _clean()
+    assert check.figure_problems(fig) == []
+    assert check.figure_problems(fig, cropped=False) == []
+
+
+def test_an_empty_panel_is_found_and_a_note_makes_it_honest():
+    fig, axes = _clean()
+    ax = axes[0, 1]
+    ax.clear()
+    ax.set_title("diverged run")
+    ax.set_xlabel("x")
+    ax.set_ylabel("f(x)")
+    ax.plot([0.0, 1.0], [np.nan, np.nan])                 # a line of NaN: nothing to see
+    problems = check.figure_problems(fig)
+    assert any("'diverged run' has no data" in p for p in problems), problems
+    ax.text(0.5, 0.5, "diverged at step 12", transform=ax.transAxes, ha="center")
+    assert check.figure_problems(fig) == []
+
+
+def test_a_single_point_without_marker_and_a_reference_line_are_no_data():
+    fig, axes = plots.figure()
+    ax = axes[0, 0]
+    ax.plot([0.5], [0.5])                                   # one point, no marker: invisible
+    ax.axhline(0.3)                                         # a threshold is not data
+    ax.set_xlabel("a")
+    ax.set_ylabel("b")
+    assert any("has no data" in p for p in check.figure_problems(fig))
+    ax.plot([0.5], [0.5], "o")
+    assert check.figure_problems(fig) == []
+
+
+def test_data_outside_the_view_is_no_data():
+    fig, axes = plots.figure()
+    ax = axes[0, 0]
+    ax.plot([0, 1], [5, 6])
+    ax.set_ylim(-0.03, 0.03)
+    ax.set_xlabel("a")
+    ax.set_ylabel("b")
+    assert any("has no data" in p for p in check.figure_problems(fig))
+
+
+def test_an_unlabelled_axis_and_colorbar_are_found():
+    fig, axes = plots.figure()
+    ax = axes[0, 0]
+    mesh = ax.pcolormesh(np.arange(12.0).reshape(3, 4))
+    ax.set_xlabel("column")
+    cbar = fig.colorbar(mesh, ax=ax)
+    problems = check.figure_problems(fig)
+    assert "panel with label 'column' has no y-label" in problems and "a colorbar has no label" in problems, problems
+    ax.set_ylabel("row")
+    cbar.set_label("value")
+    assert check.figure_problems(fig) == []
+
+
+def test_a_clipped_title_is_found_in_an_uncropped_frame():
+    fig, axes = _clean()
+    axes[0, 0].set_title("a title far too long for its panel " * 4)
+    assert check.figure_problems(fig) == [] or all("overlaps" in p for p in check.figure_problems(fig))
+    assert any("cut by the edge" in p for p in check.figure_problems(fig, cropped=False))
+
+
+def test_overlapping_texts_are_found():
+    fig, axes = _clean()
+    ax = axes[0, 0]
+    ax.set_xticks(np.linspace(0, 1, 60))                     # crowded tick labels
+    problems = check.figure_problems(fig)
+    assert any("x-tick label" in p and "overlaps" in p for p in problems), problems
+
+
+def test_a_legend_over_the_data_is_found_and_best_passes():
+    fig, axes = plots.figure()
+    ax = axes[0, 0]
+    x = np.linspace(0, 1, 400)
+    ax.plot(x, 1 - x, label="falling")
+    ax.scatter(x[:40], 1 - x[:40], s=4, label="points")
+    ax.set_xlabel("x")
+    ax.set_ylabel("y")
+    ax.legend(loc="upper left")                              # right on the data
+    assert any("legend of panel" in p and "covers" in p for p in check.figure_problems(fig))
+    ax.legend(loc="best")
+    assert check.figure_problems(fig) == []
+
+
+@pytest.mark.parametrize("field", ["imshow", "pcolormesh", "contourf"])
+def test_a_legend_over_an_image_or_mesh_is_found(field):
+    fig, axes = plots.figure()
+    ax = axes[0, 0]
+    getattr(ax, field)(np.random.default_rng(0).random((8, 8)))
+    ax.plot([1, 2], [1, 2], "o", label="best cell")
+    ax.set_xlabel("λ")
+    ax.set_ylabel("lr")
+    ax.legend(loc="lower left")
+    assert any("covers the image" in p for p in check.figure_problems(fig))
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2))          # under the panel
+    assert check.figure_problems(fig) == []
+
+
+def _gif(tmp_path, width, draw_empty_first=False):
+    fig, axes = plots.figure(width=width, height=2.5)
+    ax = axes[0, 0]
+    x = np.linspace(0, 1, 20)
+    (line,) = ax.plot([], [])
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("step")
+    ax.set_ylabel("loss")
+
+    def draw(i):
+        k = i + (0 if draw_empty_first else 2)
+        line.set_data(x[:k], x[:k] ** 2)
+
+    return lambda dpi=None: animate.write_gif(fig, draw, 6, tmp_path / "a.gif", dpi=dpi)
+
+
+def test_gif_frames_are_wide_enough_and_the_check_sees_an_empty_first_frame(tmp_path, monkeypatch):
+    monkeypatch.setenv(check.ENV, "strict")
+    _gif(tmp_path, 3.0)()                                      # raised to 600 px: passes
+    from PIL import Image
+
+    assert Image.open(tmp_path / "a.gif").size[0] >= check.MIN_GIF_WIDTH
+    with pytest.raises(check.FigureDefect, match="px wide"):
+        _gif(tmp_path, 3.0)(dpi=90)
+    with pytest.raises(check.FigureDefect, match="frame 0: panel .* has no data"):
+        _gif(tmp_path, 3.0, draw_empty_first=True)()
+
+
+def test_save_applies_the_setting(tmp_path, monkeypatch):
+    fig, axes = plots.figure()
+    axes[0, 0].set_title("nothing here")
+    monkeypatch.setenv(check.ENV, "strict")
+    with pytest.raises(check.FigureDefect, match="'empty'.*'nothing here' has no data"):
+        plots.save(fig, tmp_path / "strict", "empty", ("png",))
+    assert not (tmp_path / "strict" / "empty.png").exists()
+    log = tmp_path / "figures.jsonl"
+    monkeypatch.setenv(check.ENV, str(log))
+    plots.save(fig, tmp_path / "logged", "empty", ("png",))
+    entry = json.loads(log.read_text().splitlines()[0])
+    assert entry["figure"] == "empty" and entry["problems"]
+    monkeypatch.delenv(check.ENV)
+    assert plots.save(fig, tmp_path / "off", "empty", ("png",))      # a user's figure is never refused
+
+
+def test_collect_gathers_every_checked_figure(tmp_path, monkeypatch):
+    monkeypatch.delenv(check.ENV, raising=False)
+    fig, axes = plots.figure()
+    axes[0, 0].set_title("nothing here")
+    with check.collect() as found:
+        plots.save(fig, tmp_path, "empty", ("png",))
+    assert found and found[0][0] == "empty" and any("has no data" in p for p in found[0][1])
+    plots.save(fig, tmp_path, "outside", ("png",))                 # outside the block: not checked
+    assert len(found) == 1

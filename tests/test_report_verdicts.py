@@ -1,0 +1,81 @@
+"""Verdict sentences of the report are computed from the numbers beside them, by one function per entry,
+and say "not measured" rather than read a verdict from a diverged run's NaN."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from simulations.loss_stabilization import proposition_verdict
+
+BASE = {"paths": 64, "diverged_paths": 0, "paths_bouncing_at_end": 1.0, "above_band_fraction_recorded": 0.0,
+        "below_band_fraction_recorded": 0.031}
+
+
+def test_the_seed_run_reads_as_measured():
+    v = proposition_verdict(BASE)
+    assert (v["bounce"], v["upper"], v["lower"]) == ("holds", "holds", "fails")
+    assert "dips under the lower bound" in v["sentence"] and "3.10%" in v["sentence"]
+    assert v["headline"].startswith("bounce holds (100% of 64 paths)")
+
+
+@pytest.mark.parametrize("bad", [math.nan, None])
+def test_all_diverged_is_not_measured_never_holds(bad):
+    v = proposition_verdict({**BASE, "diverged_paths": 64, "paths_bouncing_at_end": bad,
+                             "above_band_fraction_recorded": bad, "below_band_fraction_recorded": bad})
+    assert v["bounce"] == v["upper"] == v["lower"] == "not measured"
+    assert "holds" not in v["sentence"] and "64 paths diverged" in v["headline"]
+
+
+def test_nan_fraction_is_not_measured_and_some_diverged_is_not_a_full_bounce():
+    v = proposition_verdict({**BASE, "above_band_fraction_recorded": math.nan})
+    assert v["upper"] == "not measured"
+    v = proposition_verdict({**BASE, "diverged_paths": 2, "paths_bouncing_at_end": 1.0})
+    assert v["bounce"] == "fails" and "(2 diverged)" in v["sentence"]
+
+
+def test_edges_of_each_bound():
+    assert proposition_verdict({**BASE, "below_band_fraction_recorded": 0.0})["lower"] == "holds"
+    assert proposition_verdict({**BASE, "above_band_fraction_recorded": 1e-9})["upper"] == "fails"
+    assert proposition_verdict({**BASE, "paths_bouncing_at_end": 0.984375})["bounce"] == "fails"
+
+
+def test_valley_verdict_edges():
+    from simulations.trajectories import valley_verdict
+
+    assert valley_verdict(24.8, 12.9, 0.1)["holds"] is True
+    assert valley_verdict(24.8, 20.0, 0.1)["holds"] is False                  # a tie with 2/η is not below
+    assert valley_verdict(19.0, 12.9, 0.1)["holds"] is False
+    for bad in (math.nan, math.inf, None):
+        v = valley_verdict(24.8, bad, 0.1)
+        assert v["holds"] is None and "not measured" in v["headline"] and "holds" not in v["sentence"]
+
+
+def test_measured_and_word():
+    from dyntools.report import measured, word
+
+    assert measured(1, 2.5) and not measured(1, math.nan) and not measured(None) and not measured("x")
+    assert word(None, "yes", "no") == "not measured" and word(True, "yes", "no") == "yes"
+
+
+def test_deep_nets_checks_never_read_a_nan():
+    import numpy as np
+
+    from dyntools.engine.result import RunResult
+    from simulations.deep_nets import check_lines, checks, headline
+
+    fsc = np.array([[[0.5], [0.3]], [[0.4], [np.nan]]])              # seeds × schedules × records
+    acc = np.array([[[0.9], [0.95]], [[0.9], [np.nan]]])
+    res = RunResult(kind="deep-nets", config={"settings": ["plain"]}, status="completed", message="",
+                    arrays={"plain_fsc_last": fsc, "plain_test_acc": acc})
+    c = checks(res)["plain"]
+    assert c["sparser"] is True and c["not_worse"] is True           # the NaN seed is left out, not compared
+    dead = RunResult(kind="deep-nets", config={"settings": ["plain"]}, status="diverged", message="",
+                     arrays={"plain_fsc_last": fsc * np.array([1, np.nan])[None, :, None],
+                             "plain_test_acc": acc * np.array([1, np.nan])[None, :, None]})
+    res.summary = {"checks": checks(dead)}
+    assert res.summary["checks"]["plain"]["sparser"] is None
+    line = check_lines(res)[0]
+    assert "not measured" in line and "NOT" not in line and "n/a (every seed diverged)" in line
+    assert "not measured" in headline(res)
