@@ -36,15 +36,15 @@ COMMAND_LINE = ("dyntools/cli.py", "dyntools/commands/", "dyntools/__init__.py")
 #: The floors of dyntools/, from the ground up: each names its rooms (a top-level module or folder of
 #: dyntools/, ``"__init__"`` for the package's own ``__init__.py``). A file imports its own floor or lower.
 FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("helpers", ("validation", "tables")),
+    ("helpers", ("validation", "tables", "user_code")),
     ("low level", ("lowlevel",)),            # numba/LLVM internals (fma panels, vector transposes, flat views)
     ("engine", ("engine", "params", "arrays_io")),
     ("declarations, storage, measures, optimizers", ("result_schema", "store", "metrics", "optim")),
     ("models", ("models",)),
     ("data", ("data",)),                     # data sets may be labelled by a model (the ReLU teacher)
     ("dynamics", ("dynamics",)),             # the trainer, its generic and tuned loops, the SDEs
-    ("experiments, sweeps, reports, proofs", ("spec", "sweep", "report", "classifier_cell", "symbolic")),
-    ("plots", ("plots",)),
+    ("experiments, sweeps, proofs, grading", ("spec", "sweep", "classifier_cell", "symbolic", "autograder")),
+    ("plots and the report", ("plots", "report")),   # the report checks the figures it writes
     ("benchmarks", ("bench",)),
     ("command line", ("commands", "cli", "__main__", "__init__")),
 )
