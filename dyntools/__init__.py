@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import importlib
 
-__version__ = "0.1.0"
+from dyntools.version import __version__
 
 
 def _checkout_folders() -> None:
@@ -91,6 +91,7 @@ _LAZY = {
     "metrics": ("dyntools.metrics", None),
     "data": ("dyntools.data", None),
     "models": ("dyntools.models", None),
+    "model_metrics": ("dyntools.model_metrics", "model_metrics"),
     "plots": ("dyntools.plots", None),
     "data_voronoi": ("dyntools.data.voronoi", None),        # its name before dyntools/data/ was a package
     "VoronoiLadder": ("dyntools.models.voronoi", "VoronoiLadder"),

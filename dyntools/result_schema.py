@@ -82,6 +82,18 @@ def derive(kind: str, params, keys: str = "", *, also=(), extra: Mapping[str, Pa
 
 
 REGISTRY: dict[str, ResultSchema] = {}
+#: kinds declared by a library module rather than an experiment, imported when first needed (``train``'s
+#: module pulls in numba, which the command line's start-up should not pay for)
+DECLARED_IN = {"train": "dyntools.dynamics.train"}
+
+
+def schema_of(kind: str) -> ResultSchema | None:
+    """The schema of ``kind`` (importing the module that declares it, :data:`DECLARED_IN`), or None."""
+    if kind not in REGISTRY and kind in DECLARED_IN:
+        import importlib
+
+        importlib.import_module(DECLARED_IN[kind])
+    return REGISTRY.get(kind)
 
 
 def register(schema: ResultSchema) -> None:
@@ -188,7 +200,7 @@ def validate(kind: str, config: dict, summary: dict) -> None:
     :class:`SchemaError` naming the field (``config['eta'] …``) otherwise."""
     _check_finite(config, "config")
     _check_finite(summary, "summary")
-    schema = REGISTRY.get(kind)
+    schema = schema_of(kind)
     if schema is None:
         return
     _check_config(schema, config, "config")

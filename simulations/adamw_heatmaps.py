@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -38,6 +39,7 @@ from dyntools.classifier_cell import (  # noqa: F401 - train_cell is the sweep's
 )
 from dyntools.engine.result import RunResult
 from dyntools.optim import optimizers as O
+from dyntools.optim import user_factories
 from dyntools.result_schema import derive
 from dyntools.spec import Entry, Experiment, RunContext, param
 
@@ -60,7 +62,11 @@ class AdamWGridParams:
     """``dyntools sweep adamw-grid``: the grid, the task, the training and where the cells run."""
 
     optimizers: tuple = param(("adam", "adamw"), kind="strs", metavar="NAMES", max_len=len(DEFAULT_RANGES),
-                              help="comma-separated optimizers, e.g. adam,adamw or sgd,sgdw")
+                              help="comma-separated optimizers, e.g. adam,adamw or sgd,sgdw; your own as "
+                                   "module:NAME or file.py:NAME, NAME(lr=, weight_decay=) returning a dyntools "
+                                   "Optimizer")
+    optimizer_file: str | None = param(None, kind="str", metavar="FILE",
+                                       help="a Python file defining optimizer factories named in --optimizers")
     lr_grid: tuple | None = param(None, kind="grid", metavar="LOW:HIGH:N", max_len=1000,
                                   help="log-spaced learning rates (default per optimizer: Adam-like 1e-4:1e-1:16, "
                                        "SGD/SGDW/AdaGrad 1e-3:1:16)")
@@ -167,7 +173,10 @@ class GridConfig:
         if not self.optimizers:
             raise ValueError("Invalid optimizers: need at least one")
         for name in self.optimizers:
-            validation.one_of("optimizer", name, tuple(O.FACTORIES))
+            if user_factories.is_reference(name):   # built once here, so that a bad one fails before the sweep
+                user_factories.build(name, self.lr_range_of(name)[0], self.wd_range[0])
+            else:
+                validation.one_of("optimizer", name, tuple(O.FACTORIES))
         if len(set(self.optimizers)) != len(self.optimizers):
             raise ValueError(f"Invalid optimizers: {','.join(self.optimizers)} (repeated name)")
         if self.lr_range is not None:
@@ -218,7 +227,8 @@ class GridConfig:
         return steps
 
     def lr_range_of(self, name: str) -> tuple[float, float]:
-        return self.lr_range if self.lr_range is not None else DEFAULT_RANGES[name][0]
+        """The lr axis of ``name``: the given range, else its default (a user's optimizer: Adam's)."""
+        return self.lr_range if self.lr_range is not None else DEFAULT_RANGES.get(name, DEFAULT_RANGES["adam"])[0]
 
     def lrs(self) -> np.ndarray:
         """Learning rates, one row per optimizer (``n_opt × n_lr``)."""
@@ -458,7 +468,10 @@ def grid_config(p: AdamWGridParams) -> GridConfig:
     """The sweep's :class:`GridConfig` from the command's parameters (checked by GridConfig)."""
     lr = check_grid("lr-grid", p.lr_grid) if p.lr_grid is not None else (None, None, GridConfig.n_lr)
     wd = check_grid("wd-grid", p.wd_grid)
-    return GridConfig(optimizers=p.optimizers, lr_range=None if lr[0] is None else lr[:2], n_lr=lr[2],
+    if p.optimizer_file is not None and not Path(p.optimizer_file).is_file():
+        raise ValueError(f"Invalid --optimizer-file: {p.optimizer_file} (no such file)")
+    names = tuple(user_factories.absolute(n, p.optimizer_file) for n in p.optimizers)
+    return GridConfig(optimizers=names, lr_range=None if lr[0] is None else lr[:2], n_lr=lr[2],
                       wd_range=wd[:2], n_wd=wd[2], n=p.n, n_val=p.n_val, classes=p.classes, turns=p.turns,
                       noise=p.noise, hidden=p.hidden, batch_size=p.batch_size, epochs=p.epochs, schedule=p.schedule,
                       momentum=p.momentum, normalized_wd=p.normalized_wd, threshold=p.threshold, dataset=p.dataset,

@@ -39,8 +39,9 @@ class ScheduleParams:
                              help="comma-separated schedules of dyntools sweep adamw-grid --schedule")
     lr: tuple = param((3e-3,), kind="floats", low=0.0, low_open=True, metavar="LR[,LR..]", max_len=100,
                       help="learning rate: one, or one per optimizer")
-    wd: tuple = param((1e-4, 1e-2), kind="floats", low=0.0, metavar="WD[,WD..]", max_len=100,
-                      help="weight decay: one, or one per optimizer (L2 for adam, decoupled for adamw)")
+    wd: tuple | None = param(None, kind="floats", low=0.0, metavar="WD[,WD..]", max_len=100,
+                             help="weight decay: one, or one per optimizer (default per optimizer: 1e-4 for L2-coupled "
+                                  "ones such as adam, 1e-2 for decoupled ones such as adamw)")
     seeds: int = param(5, low=1, high=1000, help="seeds (initialization and minibatch order), shared by every schedule")
     epochs: float = param(128.0, low=0.0, low_open=True, help="the budget of every run, in epochs")
     dataset: str = param("spirals", choices=("spirals", "digits"), help="spirals, or scikit-learn's 8x8 digits")
@@ -67,6 +68,24 @@ def per_optimizer(name: str, values, optimizers) -> tuple[float, ...]:
     return values
 
 
+#: The default weight decay of an optimizer with decoupled decay (adamw, sgdw, …) and of the others (an L2 term).
+DEFAULT_WD = {"decoupled": 1e-2, "coupled": 1e-4}
+
+
+def weight_decays(p: ScheduleParams, optimizers) -> tuple[float, ...]:
+    """``--wd`` per optimizer, or each optimizer's default (:data:`DEFAULT_WD`)."""
+    if p.wd is not None:
+        return per_optimizer("wd", p.wd, optimizers)
+    from dyntools.optim import optimizers as O
+
+    def default(name):
+        probe = O.make(name, lr=1e-3, weight_decay=1e-2) if name in O.FACTORIES else None
+        return DEFAULT_WD["decoupled" if probe is not None and probe.decay_position.startswith("decoupled")
+                          else "coupled"]
+
+    return tuple(default(name) for name in optimizers)
+
+
 def grid_config(p: ScheduleParams):
     """The cells' common :class:`~simulations.adamw_heatmaps.GridConfig` (checks every option)."""
     from dyntools.simulations.adamw_heatmaps import GridConfig
@@ -85,7 +104,7 @@ def grid_config(p: ScheduleParams):
                      epochs=p.epochs, dataset=p.dataset, learning_curve_points=p.curve_points, n_lr=1, n_wd=1,
                      dtype=p.dtype)
     per_optimizer("lr", p.lr, cfg.optimizers)
-    per_optimizer("wd", p.wd, cfg.optimizers)
+    weight_decays(p, cfg.optimizers)
     return cfg
 
 
@@ -93,7 +112,7 @@ def build_spec(p: ScheduleParams, seed: int):
     from dyntools import sweep
 
     cfg = grid_config(p)
-    lrs, wds = per_optimizer("lr", p.lr, cfg.optimizers), per_optimizer("wd", p.wd, cfg.optimizers)
+    lrs, wds = per_optimizer("lr", p.lr, cfg.optimizers), weight_decays(p, cfg.optimizers)
     config = {**cfg.as_json(), "curve_points": p.curve_points, "restart_epochs": p.restart_epochs,
               "restart_mult": p.restart_mult}
     cells = [{"optimizer": name, "lr": float(lrs[o]), "wd": float(wds[o]), "schedule": sched, "stream": r,
@@ -124,7 +143,7 @@ def run_schedules(p: ScheduleParams, out, *, seed: int = 0, progress: bool = Fal
     arrays["curve_epochs"] = outcome.cells[0]["curve_steps"] * cfg.batch_size / cfg.n
     config = {**spec.config, "schedules": list(p.schedules), "seeds": p.seeds, "steps": cfg.steps,
               "lr": list(per_optimizer("lr", p.lr, cfg.optimizers)),
-              "wd": list(per_optimizer("wd", p.wd, cfg.optimizers))}
+              "wd": list(weight_decays(p, cfg.optimizers))}
     summary = summarize(list(cfg.optimizers), list(p.schedules), arrays)
     message = (f"{len(spec.cells)} runs ({outcome.computed} computed, {outcome.reused} reused) on {outcome.backend}; "
                f"{int(arrays['diverged'].sum())} diverged")

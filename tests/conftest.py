@@ -29,3 +29,8 @@ def assert_usage_error(proc, *needles, out_dir=None):
         assert needle in lines[0], (needle, lines[0])
     if out_dir is not None:
         assert not os.path.exists(out_dir), f"{out_dir} was written"
+
+
+def pytest_collection_modifyitems(config, items):
+    """Run tests/test_docs.py last: the site it builds renders the notebooks tests/test_notebooks.py executed."""
+    items.sort(key=lambda item: item.path.name == "test_docs.py")   # a stable sort keeps every other order

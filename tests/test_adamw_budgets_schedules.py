@@ -153,3 +153,16 @@ def test_schedules_sweep_declares_the_cell_values_that_must_be_finite():
     _, spec = SC.build_spec(p, 0)
     assert spec.finite == CELL_VALUES and "val_acc" in spec.finite
     assert isinstance(spec, sweep.SweepSpec)
+
+
+def test_schedules_default_wd_is_per_optimizer():
+    """Issue 26 item 12: ``--optimizers adamw`` alone works; each optimizer gets its default decay
+    (1e-4 as an L2 term for adam-like, 1e-2 decoupled for adamw-like); an explicit --wd still rules."""
+    from dyntools.simulations.adamw_schedules import ScheduleParams, build_spec, weight_decays
+
+    assert weight_decays(ScheduleParams(optimizers=("adamw",)), ("adamw",)) == (1e-2,)
+    assert weight_decays(ScheduleParams(), ("adam", "adamw")) == (1e-4, 1e-2)
+    assert weight_decays(ScheduleParams(optimizers=("sgd", "sgdw")), ("sgd", "sgdw")) == (1e-4, 1e-2)
+    assert weight_decays(ScheduleParams(wd=(0.5,)), ("adam", "adamw")) == (0.5, 0.5)
+    _, spec = build_spec(ScheduleParams(optimizers=("adamw",), n=40, n_val=40, batch_size=8, epochs=1.0), seed=0)
+    assert {c["wd"] for c in spec.cells} == {1e-2}

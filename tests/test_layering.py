@@ -36,10 +36,10 @@ COMMAND_LINE = ("dyntools/cli.py", "dyntools/commands/", "dyntools/__init__.py")
 #: The floors of dyntools/, from the ground up: each names its rooms (a top-level module or folder of
 #: dyntools/, ``"__init__"`` for the package's own ``__init__.py``). A file imports its own floor or lower.
 FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("helpers", ("validation", "tables", "user_code")),
+    ("helpers", ("validation", "tables", "user_code", "version")),
     ("low level", ("lowlevel",)),            # numba/LLVM internals (fma panels, vector transposes, flat views)
     ("engine", ("engine", "params", "arrays_io")),
-    ("declarations, storage, measures, optimizers", ("result_schema", "store", "metrics", "optim")),
+    ("declarations, storage, measures, optimizers", ("result_schema", "store", "metrics", "model_metrics", "optim")),
     ("models", ("models",)),
     ("data", ("data",)),                     # data sets may be labelled by a model (the ReLU teacher)
     ("dynamics", ("dynamics",)),             # the trainer, its generic and tuned loops, the SDEs

@@ -4,6 +4,7 @@ public API: their code imports ``dyntools`` only as a whole (``import dyntools a
 proofs (``proofs``) — a notebook is what a researcher writes with ``dt.train``, ``dt.solve``, ``dt.metrics``, …"""
 
 import ast
+import importlib.util
 import json
 import os
 import re
@@ -46,6 +47,11 @@ def violations(source: str) -> set[str]:
     return found
 
 
+def executed_notebooks_dir(tmp_path_factory) -> Path:
+    """Where this session keeps the notebooks it executed, with their outputs."""
+    return tmp_path_factory.getbasetemp() / "executed-notebooks"
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
 def test_notebook_uses_only_the_public_api(path):
     extra = violations(code_of(path)) - PENDING.get(path.name, set())
@@ -86,11 +92,13 @@ def test_magics_are_not_code(tmp_path):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
-def test_notebook_executes(path, tmp_path, monkeypatch):
+def test_notebook_executes(path, tmp_path, monkeypatch, tmp_path_factory):
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     monkeypatch.setenv("DYNTOOLS_SMALL", "1")
-    monkeypatch.setenv("MPLBACKEND", "Agg")
+    # figures shown as outputs (the documentation site renders them); no display needed either way
+    inline = importlib.util.find_spec("matplotlib_inline") is not None
+    monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline" if inline else "Agg")
     root = str(Path(__file__).resolve().parents[1])        # also run from a source checkout
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
     monkeypatch.chdir(tmp_path)
@@ -104,6 +112,10 @@ def test_notebook_executes(path, tmp_path, monkeypatch):
     errors = [o for c in nb.cells if c.cell_type == "code"
               for o in c.get("outputs", []) if o.get("output_type") == "error"]
     assert not errors
+    # the documentation site renders the executed copy (tests/test_docs.py runs after this file)
+    executed = executed_notebooks_dir(tmp_path_factory)
+    executed.mkdir(exist_ok=True)
+    nbformat.write(nb, str(executed / path.name))
 
 
 def test_there_are_notebooks():

@@ -185,3 +185,19 @@ def test_public_names_give_the_builtin_claims_and_load_files(tmp_path):
                  "CLAIMS = [Claim.equation('sq', (x + 1) ** 2, x**2 + 1)]\n")
     report = dt.prove(dt.load_claims(f))
     assert report["sq"].verdict == "refuted" and "sq" in report["sq"].markdown()
+
+
+def test_file_with_expected_refutation_exits_zero(tmp_path, capsys):
+    """A claims file whose false statement is marked ``expected="refuted"`` is all as expected:
+    exit 0, and the summary line counts the control (issue 26, item 13)."""
+    path = _write(tmp_path, """
+        import sympy as sp
+        from dyntools.symbolic import Claim
+
+        x = sp.Symbol("x", real=True)
+        CLAIMS = [Claim.equation("square", (x + 1) ** 2, x**2 + 2 * x + 1),
+                  Claim.equation("not-square", (x + 1) ** 2, x**2 + 1, expected="refuted")]
+        """)
+    assert main(["prove", "--file", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "1/2 verified, 1 of 1 false controls refuted as expected; 2/2 as expected" in out

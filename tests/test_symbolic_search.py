@@ -165,3 +165,44 @@ def test_matrix_claims_explicit_and_of_symbolic_size():
     a = sp.Matrix(2, 2, sp.symbols("a:4", real=True))
     b = sp.Matrix(2, 2, sp.symbols("b:4", real=True))
     assert Claim.equation("explicit", a * b, b * a).run().verdict == REFUTED
+
+
+def test_adam_l2_is_not_adamw_refuted_fast_with_default_budget():
+    """"Adam + L2 = AdamW after 2 steps" (β₁, β₂, ε, λ, η symbolic) is false; the numeric screen of
+    the search points finds a point whose *exact* value is non-zero before ``simplify`` takes the
+    budget. Measured in this thread's CPU time (load does not inflate it): < 2 s."""
+    import dyntools as dt
+
+    lam = sp.Symbol("lambda", positive=True)
+    start = time.thread_time()
+    l2 = dt.unroll(dt.adam(lr=1e-3, weight_decay=1e-2), 2,
+                   grads=lambda th, t: sp.Symbol(f"g_{t}", real=True) + lam * th)
+    decoupled = dt.unroll(dt.adamw(lr=1e-3, weight_decay=1e-2), 2)
+    assert set(map(str, l2.hyper.values())) == {"eta", "lambda", "beta_1", "beta_2", "epsilon"}
+    r = Claim.equation("adam-l2-is-adamw", l2.theta(2), decoupled.theta(2), expected="refuted").run()
+    cpu = time.thread_time() - start
+    assert r.verdict == REFUTED and r.as_expected, r.reason
+    assert cpu < 2.0, f"{cpu:.2f} s of CPU"
+    # the counterexample is exact: re-evaluate the difference at the reported point
+    point = {s: sp.Rational(r.counterexample[s.name]) for s in (l2.theta(2) - decoupled.theta(2)).free_symbols}
+    value = sp.nsimplify(l2.theta(2).subs(point) - decoupled.theta(2).subs(point))
+    assert value != 0 and sp.simplify(value - sp.sympify(r.counterexample["difference"])) == 0
+
+
+def test_screen_keeps_the_smallest_counterexample_and_never_decides_alone():
+    """The screen returns the same smallest point as the exact search, and nothing for a true
+    identity whose float evaluation is noisy (cancellation) — the exact value decides."""
+    from dyntools.symbolic.search import find_counterexample, screen_counterexample
+
+    diff = (x + y) ** 2 - x**2 - y**2
+    assert screen_counterexample(diff, {x: x > 0}).point == find_counterexample(diff, {x: x > 0}).point
+    noisy = (sp.sin(x) ** 2 + sp.cos(x) ** 2 - 1) * 10**12  # float64 gives ~1e-4, the exact value is 0
+    assert screen_counterexample(noisy) is None
+
+
+def test_two_symbols_with_one_name_is_an_error_naming_both():
+    plain, real = sp.Symbol("theta_0"), sp.Symbol("theta_0", real=True)
+    with pytest.raises(ValueError, match=r"Symbol\('theta_0'\) and Symbol\('theta_0', real=True\)"):
+        Claim.equation("clash", plain + 1, real + 1)
+    proof_error = Claim("clash", "t", "s", "x", lambda p: p.identity("same", plain, real)).run()
+    assert proof_error.verdict == INCONCLUSIVE and "two different symbols are named 'theta_0'" in proof_error.reason

@@ -77,6 +77,14 @@ def _low_dim(report: BenchReport, quick: bool) -> None:
     steps = 1000 if quick else 10_000
     h = 1.0 / steps
     solve(models["gbm"][0], 1.0, t1=10 * h, h=h, paths=4, records=2)        # compile / load the cache
+    many = 10**5 if quick else 10**6              # the set-up of many paths: compiled derivation vs objects
+    t_many = best_time(lambda: streams.path_states(0, many), repeats=2)
+    t_objects = best_time(lambda: streams.path_states_reference(0, 1000), repeats=2)
+    report.measurements["per-path seeding set-up time (compiled SeedSequence hash): us per path"] = t_many / many * 1e6
+    report.measurements["per-path seeding set-up time (one SeedSequence object per path): us per path"] = (
+        t_objects / 1000 * 1e6)
+    report.targets.append(Target("per-path seeding of 10^6 paths: s", t_many / many * 1e6, 1.0,
+                                 higher_is_better=False, unit="s"))
     for paths, goal in ((100, 10.0), (1000 if quick else 10_000, 3.0)):
         state = streams.path_states(0, paths)
         report.measurements[f"per-path seeding (SeedSequence → xoshiro), {paths} paths: s"] = best_time(

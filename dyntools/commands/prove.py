@@ -3,8 +3,9 @@
 Names are claim names or family names (``dyntools prove --list``). Without names every claim of
 every built-in family runs; false controls (statements that must come out refuted) run when named
 or with ``--controls``. With ``--file my_claims.py`` the claims of that Python file run instead
-(all of them, or the ones named). Exit status 0 only when every selected claim is verified, 1
-otherwise, 2 for bad input (nothing is written then).
+(all of them, or the ones named). Exit status 0 when every selected claim came out as expected
+(claims verified, false controls — ``expected="refuted"`` — refuted), 1 otherwise, 2 for bad input
+(nothing is written then); the summary line says how many were controls.
 
 This module is the only place that knows the built-in families of ``proofs/``: it fills a plain
 :class:`~dyntools.symbolic.registry.Registry` with them.
@@ -146,5 +147,5 @@ def run(args, progress: bool) -> CommandOutput:
         table += "\n" + "\n".join(notes)
     if written:
         table += "\nwrote " + ", ".join(written)
-    exit_code = 0 if summary["all_verified"] else 1
+    exit_code = 0 if summary["all_as_expected"] else 1  # a control refuted as expected is a success
     return CommandOutput(summary, table, exit_code=exit_code, written=written)

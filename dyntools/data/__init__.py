@@ -4,17 +4,17 @@ Every generator takes an explicit ``seed`` (a ``numpy.random.SeedSequence`` entr
 table of :mod:`dyntools.engine.streams`) and returns plain arrays, so the same seed gives the same data
 on every machine.
 
-=====================================  ==============================================================
-module                                 family
-=====================================  ==============================================================
-:mod:`~dyntools.data.containers`        the frozen dataclasses the sets come in
-:mod:`~dyntools.data.sparse_linear`     sparse linear regression; the diagonal-net paper's data (seed 004)
-:mod:`~dyntools.data.one_dimensional`   the 1-D regression task of twelve points (issue 7)
-:mod:`~dyntools.data.teachers`          teacher–student regression on the unit sphere (issue 7)
+=========================================  ======================================================================
+module                                     family
+=========================================  ======================================================================
+:mod:`~dyntools.data.containers`           the frozen dataclasses the sets come in
+:mod:`~dyntools.data.sparse_linear`        sparse linear regression; the diagonal-net paper's data (seed 004)
+:mod:`~dyntools.data.one_dimensional`      the 1-D regression task of twelve points (issue 7)
+:mod:`~dyntools.data.teachers`             teacher–student regression on the unit sphere (issue 7)
 :mod:`~dyntools.data.interleaved_spirals`  K interleaved spirals in the plane (seed 001)
 :mod:`~dyntools.data.handwritten_digits`   scikit-learn's 8×8 digits, split at random
-:mod:`~dyntools.data.voronoi`           the Voronoi classification environment (seed 000; ``dt.data_voronoi``)
-=====================================  ==============================================================
+:mod:`~dyntools.data.voronoi`              the Voronoi classification environment (seed 000; ``dt.data_voronoi``)
+=========================================  ======================================================================
 
 No module is named after the function it holds, so ``dyntools.data.spirals`` is always the function.
 """

@@ -97,10 +97,12 @@ def advance_paths(paths, kernel, arrays, t0, t1, record_steps, theta_rec, bound,
 
 def advance_path_numpy(kernel_np, p, thetas, opt_states, Xs, ys, data_of, iargs, fargs, ws_size, sampler, batch,
                        drop_last, replay, states, perms, pos, label_noise, precond_of, hps, lrs, run_of, step_losses,
-                       t0, t1, record_steps, theta_rec, bound, diverged_at, record_final):
+                       t0, t1, record_steps, theta_rec, bound, diverged_at, record_final, stepper=None):
     """NumPy twin of :func:`advance_path`: the same draws in the same order; the optimizer step is the
     readable chain's arithmetic on whole arrays (:func:`dyntools.optim.kernels.fused_step_np`, the
-    same bits as :func:`~dyntools.optim.kernels.fused_step`'s element-wise Python body)."""
+    same bits as :func:`~dyntools.optim.kernels.fused_step`'s element-wise Python body) — or, with
+    ``stepper`` (:class:`dyntools.optim.chain_step.ChainStepper`), the path's optimizer chain itself
+    (an optimizer without a fused kernel; ``kernel_np`` may then be the compiled kernel)."""
     if diverged_at[p] != guard.NEVER:
         return
     theta, ostate, st = thetas[p], opt_states[p], states[p:p + 1]
@@ -142,13 +144,13 @@ def advance_path_numpy(kernel_np, p, thetas, opt_states, Xs, ys, data_of, iargs,
             step_losses[p, t] = loss
         lr_t = lrs[g, 0] if lrs.shape[1] == 1 else lrs[g, t]
         with np.errstate(over="ignore", invalid="ignore"):
-            optim_kernels.fused_step_np(precond_of[g], hps[g], theta, grad, ostate, t + 1, lr_t)
+            if stepper is not None:
+                stepper(theta, grad, t + 1, lr_t)
+            else:
+                optim_kernels.fused_step_np(precond_of[g], hps[g], theta, grad, ostate, t + 1, lr_t)
             size = guard.l1_size_np(theta)
         if guard.beyond_np(size, bound):
             diverged_at[p] = t + 1
             break
     if record_final and diverged_at[p] == guard.NEVER and record.due_np(record_steps, k, t1):
         theta_rec[p, k] = theta
-
-
-# ------------------------------------------------------------------------------------------ runner

@@ -470,8 +470,14 @@ def check_terms(sde: SDE, x0: np.ndarray, t0: float, scheme: str) -> None:
         try:
             checked(float(t0), x.copy(), sde.args, out)
         except IndexError:
-            raise ValueError(f"Invalid {name}: wrong shape — it indexes outside its output of shape {shape} "
-                             f"(dim={sde.dim}, noise_dim={sde.noise_dim}, noise={sde.noise!r})") from None
+            padded = np.concatenate([sde.args, np.ones(256)])
+            try:                   # the same call with longer args: if it passes, args were too short
+                checked(float(t0), x.copy(), padded, np.full(shape, np.nan))
+            except IndexError:
+                raise ValueError(f"Invalid {name}: wrong shape — it indexes outside its output of shape {shape} "
+                                 f"(dim={sde.dim}, noise_dim={sde.noise_dim}, noise={sde.noise!r})") from None
+            raise ValueError(f"Invalid args: {name} reads beyond args, which has {sde.args.size} entries "
+                             f"({sde.args.tolist()}); give every parameter the terms read") from None
         except numba.core.errors.TypingError as exc:
             first = str(exc).strip().splitlines()[0]
             raise TypeError(f"Invalid {name}: cannot be called as {name}(t, x, args, out) with out of shape "
@@ -508,20 +514,38 @@ def solve(sde: SDE, x0, *, t1: float, h: float, t0: float = 0.0, paths: int = 1,
           seed: int = 0, save_at=None, records: int = 101, substeps: int = 1, bound: float = 1e10,
           record_brownian: bool = False, kernel: str = "numba", stream: str = "sde.brownian",
           stream_key: tuple[int, ...] = ()) -> RunResult:
-    """Integrate ``sde`` for ``paths`` independent paths from ``x0`` on ``[t0, t1]`` with step ``h``.
+    r"""Integrate ``sde`` for ``paths`` independent paths from ``x0`` on ``[t0, t1]`` with step ``h``.
 
-    x0 : float or float64[p] or float64[paths, p]   initial state(s), finite
-    scheme : "em" | "milstein"     save_at : times on the step grid (default ``records`` even times)
-    substeps : fine Brownian steps per step (refinement-consistent increments; see module doc)
-    bound : a path diverges (and stops) when some |x_i| is beyond it or NaN (see the module docstring)
-    record_brownian : also return W at the saved times (``arrays["W"]``, shape (paths, K, m))
-    kernel : "numba" (parallel over paths) or "numpy" (the twin)
-    stream, stream_key : the increments' purpose (a key of :data:`dyntools.engine.streams.KEYS`) and extra
-        key words: path i draws from ``SeedSequence(seed, (KEYS[stream], *stream_key, i))``
+    Solves :math:`dX_t = b(X_t, t)\,dt + \sigma(X_t, t)\,dW_t` by Euler–Maruyama,
+    :math:`X_{k+1} = X_k + b\,h + \sigma\,\Delta W_k`, or (diagonal noise) Milstein, which adds
+    :math:`\tfrac12 \sigma_i\,\partial_{x_i}\sigma_i\,(\Delta W_{k,i}^2 - h)`.
 
-    Returns a :class:`~dyntools.engine.result.RunResult` of kind ``"sde"``: arrays ``t`` (K,), ``x``
-    (paths, K, p), ``diverged_at`` (paths,) the step of divergence (−1: never) and ``diverged_time``
-    (its time, NaN: never); status "completed" or "diverged"; summary ``steps``, ``diverged``.
+    Parameters
+    ----------
+    x0 : float or float64[p] or float64[paths, p]
+        Initial state(s), finite.
+    scheme : {"em", "milstein"}
+        The integration scheme.
+    save_at : array, optional
+        Times on the step grid (default ``records`` even times).
+    substeps : int
+        Fine Brownian steps per step (refinement-consistent increments; see the module docstring).
+    bound : float
+        A path diverges (and stops) when some :math:`|x_i|` is beyond it or NaN (see the module docstring).
+    record_brownian : bool
+        Also return W at the saved times (``arrays["W"]``, shape (paths, K, m)).
+    kernel : {"numba", "numpy"}
+        ``"numba"`` (parallel over paths) or ``"numpy"`` (the twin).
+    stream, stream_key : str, tuple of int
+        The increments' purpose (a key of :data:`dyntools.engine.streams.KEYS`) and extra key words: path i
+        draws from ``SeedSequence(seed, (KEYS[stream], *stream_key, i))``.
+
+    Returns
+    -------
+    RunResult
+        Of kind ``"sde"``: arrays ``t`` (K,), ``x`` (paths, K, p), ``diverged_at`` (paths,) the step of
+        divergence (−1: never) and ``diverged_time`` (its time, NaN: never); status "completed" or
+        "diverged"; summary ``steps``, ``diverged``.
     """
     timings: dict[str, float] = {}
     h = validation.positive("h", h)
@@ -539,6 +563,7 @@ def solve(sde: SDE, x0, *, t1: float, h: float, t0: float = 0.0, paths: int = 1,
     check_terms(sde, x0, t0, scheme)
 
     state = streams.path_states(seed, paths, streams.key(stream), *stream_key)
+    initial_states = state.copy()
     out = np.full((paths, save_steps.size, sde.dim), np.nan)
     w_out = np.full((paths, save_steps.size, sde.noise_dim), np.nan) if record_brownian else np.empty((0, 0,
                                                                                                        0))
@@ -555,8 +580,9 @@ def solve(sde: SDE, x0, *, t1: float, h: float, t0: float = 0.0, paths: int = 1,
     n_bad = bad["diverged"]
     if n_bad:
         status = "diverged"
+        cause = _divergence_cause(sde, call_args, initial_states, diverged_at, t0, h)
         text = message(status, diverged=n_bad, paths=paths, first=bad["first"],
-                       detail=f"some |x_i| beyond {bound:g} at t = {t0 + bad['first'] * h:g}; later values NaN")
+                       detail=f"{cause}; later values NaN")
     else:
         status = "completed"
         text = message(status, paths=paths, detail=f"integrated to t = {t1:g} with {scheme} (h = {h:g})")
@@ -573,6 +599,23 @@ def solve(sde: SDE, x0, *, t1: float, h: float, t0: float = 0.0, paths: int = 1,
                "final_mean": np.nanmean(out[:, -1, :], axis=0).tolist() if n_bad < paths else None}
     return RunResult("sde", config, arrays, status, text, seed=seed, summary=summary, timings=timings,
                      versions=versions())
+
+
+def _divergence_cause(sde, call_args, initial_states, diverged_at, t0, h) -> str:
+    """Why the first diverged path stopped: its state at the divergence, found by replaying that one path
+    (its own stream, so the same draws) with the NumPy twin up to the step — non-finite (a NaN produced by
+    the dynamics, e.g. √x of a negative x) or beyond the bound (:func:`dyntools.engine.guard.cause`)."""
+    (args, x0, _, _, _, _, substeps, scheme, diagonal, m, _, bound, _, _, _) = call_args
+    path = int(np.argmin(np.where(diverged_at == guard.NEVER, np.iinfo(np.int64).max, diverged_at)))
+    step = int(diverged_at[path])
+    state = initial_states[path:path + 1].copy()
+    out = np.full((1, 1, x0.shape[1]), np.nan)
+    replay = np.full(1, guard.NEVER, dtype=np.int64)
+    x = solve_numpy(sde, args, x0[path:path + 1].copy(), state, t0, h, step, substeps, scheme, diagonal, m,
+                    np.zeros(1, dtype=np.int64), bound, out, np.empty((0, 0, 0)), replay)
+    if replay[0] != step:       # the twin disagrees (should not happen): say only what is certain
+        return f"some |x_i| beyond {bound:g} or NaN at t = {t0 + step * h:g}"
+    return guard.cause(x[0], bound, where=f" at t = {t0 + step * h:g}")
 
 
 def _initial_state(x0, paths: int, dim: int) -> np.ndarray:
@@ -593,7 +636,8 @@ def _initial_state(x0, paths: int, dim: int) -> np.ndarray:
 def solve_numpy(sde: SDE, args, x0, state, t0, h, n_steps, substeps, scheme, diagonal, m, save_steps, bound,
                 out, w_out, diverged_at):
     """NumPy twin of the kernel: same arguments, same draws (paths vectorized for the normals),
-    terms evaluated path by path through their Python-callable dispatchers. Readable and slow."""
+    terms evaluated path by path through their Python-callable dispatchers. Readable and slow. Returns the
+    final states (a diverged path keeps its state at the divergence)."""
     n_paths, p = x0.shape
     x = x0.copy()
     alive = np.ones(n_paths, dtype=bool)
@@ -640,3 +684,4 @@ def solve_numpy(sde: SDE, args, x0, state, t0, h, n_steps, substeps, scheme, dia
             if guard.beyond_np(np.abs(x[path]), bound).any():
                 diverged_at[path] = n + 1
                 alive[path] = False
+    return x

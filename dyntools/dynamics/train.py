@@ -8,6 +8,13 @@ A training run is ``G`` *runs* (optimizer and schedule pairs: the compared setti
     L, g_t     = model.loss_grad(θ_t; X[I_t], y[I_t] + δ ξ_t)               (ξ ~ N(0, 1) fresh; δ = label noise)
     θ_{t+1}    = optimizer step of g_t at learning rate lr_t = lr · m_t    (dyntools.optim, fused kernel)
 
+The optimizer step is the fused kernel of the optimizer's ``precond`` (every built-in optimizer), or —
+for an optimizer without one (``precond = NO_FUSED_KERNEL``: your own chain of transforms) — the
+optimizer's chain itself, each transform compiled where it provides a numba kernel
+(:mod:`dyntools.optim.chain_step`); the result's config says which (``optimizer_path`` "fused" or
+"chain", and per run ``optimizer_step``). A ``precond`` whose fused step is not the optimizer's chain is
+an error (:func:`~dyntools.optim.chain_step.check_fused_matches_chain`).
+
 with ``m_t`` the run's schedule multiplier. The iterate of step ``t`` is recorded when ``t`` is on
 the record grid (before the update; step ``T`` after the last one), and a path stops at the first
 step whose parameters are non-finite or beyond the bound, ``‖θ‖₁ > bound`` (:mod:`dyntools.engine.guard`;
@@ -37,11 +44,12 @@ import numpy as np
 
 from dyntools import validation
 from dyntools.dynamics import fast as tuned_loops
-from dyntools.dynamics import loops
+from dyntools.dynamics import kernel_check, loops
 from dyntools.dynamics.path_loop import advance_path_numpy, advance_paths
 from dyntools.engine import drive, guard, record, samplers, streams
 from dyntools.engine.result import RunResult, timed
 from dyntools.models.base import HEADS
+from dyntools.optim import chain_step
 from dyntools.optim import kernels as optim_kernels
 from dyntools.optim import optimizers as O
 from dyntools.optim.schedules import Constant, ReduceLROnPlateau, Schedule
@@ -58,9 +66,12 @@ register(ResultSchema("train", {
     "records": (Param("recorded steps", "int", low=0), False),
     "common_stream": (Param("one stream for all runs", "flag"), False),
     "replayed": (Param("indices replayed", "flag"), False), "kernel": (known("numba", "numpy"), False),
-    "path": (known("tuned", "generic"), False)},
-    summary={"paths": "int", "diverged": "int", "first": "number"}, optional=frozenset({"kernel", "path"})))
+    "path": (known("tuned", "generic"), False), "optimizer_path": (known("fused", "chain"), False)},
+    summary={"paths": "int", "diverged": "int", "first": "number"},
+    optional=frozenset({"kernel", "path", "optimizer_path"})))
 
+
+# ------------------------------------------------------------------------------------------ runner
 
 def _as_list(value, what: str) -> list:
     items = list(value) if isinstance(value, list | tuple) else [value]
@@ -83,42 +94,75 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
           theta0=None, bound: float | None = None, indices=None, common_stream: bool = False,
           stream_key: tuple[int, ...] = (), chunks: int = 1, progress: bool = False, kernel: str = "numba",
           workers: int | None = None, fast: bool = True, labels=None, step_loss: bool = False,
-          plateau_every: int | None = None, plateau_metric=None) -> RunResult:
-    """Train ``model`` on ``data`` with ``optimizer`` (see the module docstring for the step).
+          plateau_every: int | None = None, plateau_metric=None, check_gradient: bool = True) -> RunResult:
+    r"""Train ``model`` on ``data`` with ``optimizer`` (see the module docstring for the step).
+
+    Every path runs :math:`\theta_{t+1} = \mathrm{step}(\theta_t, \nabla L_{B_t}(\theta_t), \eta\, m_t)`
+    for :math:`t < T`, with :math:`B_t` the sampler's batch and :math:`m_t` the schedule's multiplier; the
+    paths are the runs (optimizers × schedules) times the seeds, all advanced in parallel.
 
     Parameters
     ----------
     model : :class:`dyntools.models.base.Model`
-    data : object with ``X``, ``y`` (and optionally ``X_test``, ``y_test``), or a list of them (one per seed)
-    optimizer : :class:`dyntools.optim.optimizers.Optimizer` or a list of them (one per run)
-    steps : int                   updates T
-    schedule : Schedule or list   multiplier m_t of the learning rate (default constant), one per run
-                                  (a single optimizer or schedule is shared by every run). A
-                                  :class:`~dyntools.optim.schedules.ReduceLROnPlateau` is *reactive*: the
-                                  run is cut at every ``plateau_every`` steps (default one epoch, ⌊n/b⌋) and
-                                  the schedule is stepped on the mean mini-batch loss of the piece over the
-                                  run's paths (or on ``plateau_metric(thetas)``, given the current parameters
-                                  (S, p) of the run's paths, e.g. a validation loss); its multiplier holds
-                                  for the next piece
-    batch : int                   examples per step (ignored by the ``full`` sampler)
-    sampler : str                 one of :data:`dyntools.engine.samplers.NAMES` ("replay" needs ``indices``)
-    drop_last : bool              ``epoch`` sampler: a batch never spans two epochs
-    label_noise : float           δ ≥ 0, the standard deviation of the label noise (regression heads)
-    record_steps / records, grid  steps at which θ is recorded (default a ``grid`` grid of ``records``)
-    seed : int                    root seed; seeds : int (default: one per data set, else 1)
-    theta0 : (p,) or (S, p)       initial parameters (default ``model.init(seed, s)`` for seed s)
-    bound : float                 divergence bound on ‖θ‖₁ (default :func:`dyntools.engine.guard.default_bound`)
-    indices : int array           replayed sample indices, (T·b,) shared or (P, T·b) per path
-    common_stream : bool          every run of a seed draws the same samples
-    kernel : "numba" | "numpy"    the compiled loop or its twin; fast : allow the model's tuned loop
-    labels : list of str          names of the runs (default the optimizer names)
-    step_loss : bool              also return ``step_loss`` (G, S, T): the mini-batch loss of every step
-                                  (the kernel's value at θ_t, before the update)
+        The model (its compiled loss-and-gradient kernel and metric hooks).
+    data : object or list
+        An object with ``X``, ``y`` (and optionally ``X_test``, ``y_test``), or a list of them (one per seed).
+    optimizer : :class:`dyntools.optim.optimizers.Optimizer` or list
+        One optimizer, or one per run.
+    steps : int
+        The number of updates :math:`T`.
+    schedule : :class:`dyntools.optim.schedules.Schedule` or list, optional
+        The multiplier :math:`m_t` of the learning rate (default constant), one per run (a single optimizer
+        or schedule is shared by every run). A :class:`~dyntools.optim.schedules.ReduceLROnPlateau` is
+        *reactive*: the run is cut at every ``plateau_every`` steps (default one epoch,
+        :math:`\lfloor n/b \rfloor`) and the schedule is stepped on the mean mini-batch loss of the piece
+        over the run's paths (or on ``plateau_metric(thetas)``, given the current parameters (S, p) of the
+        run's paths, e.g. a validation loss); its multiplier holds for the next piece.
+    batch : int
+        Examples per step :math:`b` (ignored by the ``full`` sampler).
+    sampler : str
+        One of :data:`dyntools.engine.samplers.NAMES` (``"replay"`` needs ``indices``).
+    drop_last : bool
+        ``epoch`` sampler: a batch never spans two epochs.
+    label_noise : float
+        :math:`\delta \ge 0`, the standard deviation of the label noise added to the targets
+        (regression heads): :math:`y_i + \delta \xi_i`, :math:`\xi_i \sim \mathcal N(0, 1)`.
+    record_steps, records, grid
+        The steps at which θ is recorded (default a ``grid`` grid of ``records`` steps).
+    seed, seeds : int
+        The root seed, and the number of seeds (default: one per data set, else 1).
+    theta0 : array of shape (p,) or (S, p), optional
+        Initial parameters (default ``model.init(seed, s)`` for seed s).
+    bound : float, optional
+        Divergence bound on :math:`\lVert\theta\rVert_1` (default
+        :func:`dyntools.engine.guard.default_bound`).
+    indices : int array, optional
+        Replayed sample indices, (T·b,) shared or (P, T·b) per path.
+    common_stream : bool
+        Every run of a seed draws the same samples.
+    kernel : {"numba", "numpy"}
+        The compiled loop or its NumPy twin.
+    fast : bool
+        Allow the model's tuned loop.
+    labels : list of str, optional
+        Names of the runs (default the optimizer names).
+    step_loss : bool
+        Also return ``step_loss`` (G, S, T): the mini-batch loss of every step (the kernel's value at
+        :math:`\theta_t`, before the update).
+    check_gradient : bool
+        A user's model (not one of :mod:`dyntools.models`) has its kernel run once before the loop on
+        guarded buffers and its gradient compared with central finite differences at the initial θ
+        (:mod:`dyntools.dynamics.kernel_check`, relative tolerance 1e-4); False skips the gradient part
+        (the workspace guard always runs).
 
-    Returns a :class:`RunResult` of kind ``"train"``; arrays indexed ``[run, seed, …]``: ``theta``
-    (recorded parameters, K × p per path), ``train_loss`` (and ``test_loss`` when the data has a test
-    set) at the recordings, ``diverged_at``, ``final_theta``; ``steps`` (K,), ``lrs`` (G, 1 or T).
+    Returns
+    -------
+    RunResult
+        Of kind ``"train"``; arrays indexed ``[run, seed, …]``: ``theta`` (recorded parameters, K × p per
+        path), ``train_loss`` (and ``test_loss`` when the data has a test set) at the recordings,
+        ``diverged_at``, ``final_theta``; ``steps`` (K,), ``lrs`` (G, 1 or T).
     """
+
     steps = validation.count("steps", steps)
     kernel = validation.one_of("kernel", kernel, ("numba", "numpy"))
     sampler_code = samplers.code(sampler)
@@ -134,8 +178,9 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
     n, d = np.shape(sets[0].X)
     for ds in sets:
         X = validation.finite_array("X", ds.X, ndim=2)
-        if X.shape != (n, d) or np.shape(ds.y)[0] != n:
-            raise ValueError(f"Invalid data: every data set needs X of shape ({n}, {d}) and {n} labels")
+        if X.shape != (n, d):
+            raise ValueError(f"Invalid data: every data set needs X of shape ({n}, {d}), got {X.shape}")
+        _check_targets(ds.y, n, model.head)
     batch = validation.count("batch", batch)
     if sampler_code != samplers.FULL and batch > n:
         raise ValueError(f"Invalid batch: {batch} (must be <= n = {n})")
@@ -152,12 +197,15 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
     for o in opts:
         if not isinstance(o, O.Optimizer):
             raise TypeError(f"Invalid optimizer: {o!r} (expected a dyntools.optim optimizer)")
+        chain_step.check_fused_matches_chain(o)
+    by_chain = not all(o.fused for o in opts)   # an optimizer without a fused kernel: every run by its chain
     reactive = [g for g, s in enumerate(scheds) if isinstance(s, ReduceLROnPlateau)]
     mults = [np.ones(1) if g in reactive else s.multipliers(steps) for g, s in enumerate(scheds)]
     length = steps if reactive or any(m.size > 1 for m in mults) else 1
     lrs = np.ascontiguousarray(np.stack([o.lr * np.broadcast_to(m, (length,)) for o, m in zip(opts, mults)]))
     precond_of = np.array([o.precond for o in opts], dtype=np.int64)
-    hps = np.ascontiguousarray(np.stack([o.hparams for o in opts]), dtype=np.float64)
+    hps = np.ascontiguousarray(np.stack([o.hparams if o.fused else np.zeros(O.N_HPARAMS) for o in opts]),
+                               dtype=np.float64)
     labels = [o.name for o in opts] if labels is None else [str(x) for x in labels]
     if len(labels) != G:
         raise ValueError(f"Invalid labels: {len(labels)} names for {G} runs")
@@ -169,7 +217,12 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
     p_dim = model.n_params
     P = G * S
     if theta0 is None:
-        inits = np.stack([model.init(seed, s) for s in range(S)])
+        inits = [np.asarray(model.init(seed, s)) for s in range(S)]
+        if inits[0].shape != (p_dim,) or not np.all(np.isfinite(inits[0])):
+            raise ValueError(f"Invalid model {model.name!r}: init(seed, 0) returned shape {inits[0].shape}"
+                             f"{'' if inits[0].shape != (p_dim,) else ' with non-finite entries'} (expected "
+                             f"n_params = {p_dim} finite numbers)")
+        inits = np.stack(inits)
     else:
         inits = validation.finite_array("theta0", theta0)
         if inits.shape not in ((p_dim,), (S, p_dim)):
@@ -212,12 +265,29 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
 
     setting = {"sampler": sampler, "batch": b, "label_noise": label_noise, "optimizers": opts, "kernel": kernel,
                "step_loss": step_losses.shape[1] > 0}
-    tuned = tuned_loops.select(model, setting) if fast else None
+    tuned = tuned_loops.select(model, setting) if fast and not by_chain else None
+    if kernel == "numba" and not hasattr(model.loss_grad, "py_func"):
+        raise ValueError(f"Invalid model {model.name!r}: kernel='numba' needs model.loss_grad compiled with "
+                         f"numba.njit (got {type(model.loss_grad).__name__}); njit it, or pass kernel='numpy' "
+                         "to run loss_grad_np")
+    kernel_fn = model.loss_grad if kernel == "numba" else model.loss_grad_np
+    builtin = kernel_check.is_builtin(model)
+    if not builtin:
+        kernel_check.check_kernel(model, kernel_fn, thetas[0], Xs[0], ys[0], b, iargs, fargs, ws_size,
+                                  gradient=bool(check_gradient))
     cached = loops.for_kernel(model.loss_grad)
+    if cached is None and kernel == "numba" and not builtin:
+        cached = loops.user_loop(model.loss_grad)
     timings: dict[str, float] = {}
 
+    steppers = [chain_step.ChainStepper(opts[run_of[p]], thetas[p]) for p in range(P)] if by_chain else None
+
     def advance(t0, t1, last):
-        if tuned is not None:
+        if by_chain:                       # the optimizers' own chains, stepped from Python
+            for p in range(P):
+                advance_path_numpy(kernel_fn, p, *args, t0, t1, record_steps, theta_rec, bound, diverged_at,
+                                   last, stepper=steppers[p])
+        elif tuned is not None:
             tuned(*args, t0, t1, record_steps, theta_rec, bound, diverged_at, last, workers=workers)
         elif kernel == "numba" and cached is not None:
             drive.on_threads(cached, P, workers, args, t0, t1, record_steps, theta_rec, float(bound), diverged_at,
@@ -263,17 +333,43 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
             yt = np.stack([np.asarray(ds.y_test).astype(y_dtype) for ds in sets])
             arrays["test_loss"] = shape(_recorded_loss(model, theta_rec, Xt, yt, data_of))
     last = arrays["train_loss"][..., -1].reshape(-1)
-    status, message = drive.classify(diverged_at, np.where(np.isfinite(last), last, np.inf), what="paths")
+    first = int(np.argmin(np.where(diverged_at == guard.NEVER, np.iinfo(np.int64).max, diverged_at)))
+    detail = (guard.cause(thetas[first], bound, where=" (the ‖θ‖₁ guard)")
+              if diverged_at[first] != guard.NEVER else "")
+    status, message = drive.classify(diverged_at, np.where(np.isfinite(last), last, np.inf), what="paths",
+                                     detail=detail)
     config = {"model": model.config(), "runs": [{"label": lab, "optimizer": o.name, "lr": o.lr,
-                                                 "schedule": repr(s)} for lab, o, s in zip(labels, opts, scheds)],
+                                                 "schedule": repr(s), "optimizer_step": chain_step.describe(o)}
+                                                for lab, o, s in zip(labels, opts, scheds)],
               "steps": steps, "batch": b, "sampler": sampler, "drop_last": bool(drop_last),
               "label_noise": label_noise, "seeds": S, "bound": bound, "records": int(K),
               "common_stream": bool(common_stream), "replayed": indices is not None, "kernel": kernel,
-              "path": "tuned" if tuned is not None else "generic"}
+              "path": "tuned" if tuned is not None else "generic",
+              "optimizer_path": "chain" if by_chain else "fused"}
     for name, extra in getattr(tuned, "extras", {}).items():        # per-path arrays of a tuned loop
         arrays[name] = shape(extra)
     summary = {"paths": P, **guard.summary(diverged_at)}
     return RunResult("train", config, arrays, status, message, seed=seed, summary=summary, timings=timings)
+
+
+def _check_targets(y, n: int, head: str) -> None:
+    """``y`` must be n finite numbers (regression) or n integer class labels ≥ 0 (cross-entropy), as a
+    flat array: a ValueError names what is wrong (shape, dtype, the first bad entry)."""
+    y = np.asarray(y)
+    if y.shape != (n,):
+        hint = "; flatten it with y.ravel()" if y.size == n else ""
+        raise ValueError(f"Invalid data: y has shape {y.shape} (expected ({n},): one target per example{hint})")
+    if y.dtype.kind not in "biuf":
+        raise ValueError(f"Invalid data: y has dtype {y.dtype} (expected "
+                         f"{'numbers' if head == 'regression' else 'integer class labels'})")
+    bad = np.flatnonzero(~np.isfinite(y.astype(np.float64)))
+    if bad.size:
+        raise ValueError(f"Invalid data: y has {bad.size} non-finite entries (first y[{bad[0]}] = {y[bad[0]]})")
+    if head == "cross-entropy":
+        wrong = np.flatnonzero((y < 0) | (y != np.round(y)))
+        if wrong.size:
+            raise ValueError(f"Invalid data: y[{wrong[0]}] = {y[wrong[0]]} is not a class label (integers >= 0 "
+                             "for a cross-entropy head)")
 
 
 def _recorded_loss(model, theta_rec, Xs, ys, data_of) -> np.ndarray:

@@ -59,16 +59,17 @@ def on_threads(path_fn, n_paths: int, workers: int | None, *args) -> None:
 
 
 def classify(diverged_at: np.ndarray, final_loss: np.ndarray, *, what: str = "runs",
-             tolerance: float | None = None) -> tuple[str, str]:
+             tolerance: float | None = None, detail: str = "") -> tuple[str, str]:
     """``(status, message)`` of a run of several paths.
 
     ``diverged`` if any path diverged; else ``converged`` if ``tolerance`` is given and every final
-    loss is below it; else ``completed`` with the median and largest final loss."""
+    loss is below it; else ``completed`` with the median and largest final loss. ``detail`` is appended
+    to the "diverged" sentence (e.g. whether the first path became NaN or grew beyond the bound)."""
     div = np.asarray(diverged_at)
     info = guard.summary(div)
     if info["diverged"]:
         return "diverged", message("diverged", diverged=info["diverged"], paths=div.size, what=what,
-                                   first=info["first"])
+                                   first=info["first"], detail=detail)
     final = np.asarray(final_loss, dtype=float)
     if tolerance is not None and np.all(final < tolerance):
         return "converged", message("converged", paths=div.size, what=what,

@@ -142,3 +142,17 @@ def summary(diverged_at: np.ndarray) -> dict:
     div = np.asarray(diverged_at)
     bad = div[div != NEVER]
     return {"diverged": int(bad.size), "first": int(bad.min()) if bad.size else None}
+
+
+def cause(state_at_divergence, bound: float, *, where: str = "") -> str:
+    """The reason a path stopped, from its state at the divergence: non-finite (NaN or ±inf, produced
+    by the dynamics, e.g. √ or log of a negative value) or finite but beyond the bound; "" when the state
+    given is neither (then it is not the state at the divergence and no cause is claimed)."""
+    state = np.asarray(state_at_divergence, dtype=np.float64)
+    bad = np.flatnonzero(~np.isfinite(state))
+    if bad.size:
+        return (f"the first became non-finite{where}, not large (coordinate {bad[0]} = {state[bad[0]]}: produced "
+                f"by the dynamics, e.g. the square root or log of a negative value, or an overflow)")
+    if np.abs(state).sum() > bound or np.abs(state).max() > bound:
+        return f"the first grew beyond the bound {bound:g}{where}, still finite"
+    return ""  # not the state at the divergence (a loop that does not keep it): no cause claimed

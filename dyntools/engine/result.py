@@ -78,8 +78,12 @@ _TRACKED_PACKAGES = ("dyntools", "numpy", "scipy", "numba", "sympy", "matplotlib
 
 @functools.lru_cache(maxsize=1)
 def _versions() -> tuple:
-    versions = {"python": platform.python_version()}
+    from dyntools.version import __version__
+
+    versions = {"python": platform.python_version(), "dyntools": __version__}   # the code that ran, installed or not
     for name in _TRACKED_PACKAGES:
+        if name in versions:
+            continue
         try:
             versions[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
@@ -99,15 +103,24 @@ class RunResult:
 
     Attributes
     ----------
-    kind : str            what was run, e.g. ``"stabilization"``
-    config : dict         every parameter needed to run it again (JSON-serializable)
-    arrays : dict         named NumPy arrays (recorded steps, iterates, losses, …)
-    status : str          one of :data:`STATUSES`
-    message : str         one human sentence explaining the status
-    seed : int | None     the root seed (``None`` for deterministic runs)
-    summary : dict        scalar results (JSON-serializable)
-    timings : dict        seconds spent per phase
-    versions : dict       package versions at run time
+    kind : str
+        What was run, e.g. ``"stabilization"``.
+    config : dict
+        Every parameter needed to run it again (JSON-serializable).
+    arrays : dict
+        Named NumPy arrays (recorded steps, iterates, losses, …).
+    status : str
+        One of :data:`STATUSES`.
+    message : str
+        One human sentence explaining the status.
+    seed : int or None
+        The root seed (``None`` for deterministic runs).
+    summary : dict
+        Scalar results (JSON-serializable).
+    timings : dict
+        Seconds spent per phase.
+    versions : dict
+        Package versions at run time: Python, ``dyntools`` (its ``__version__``) and the numerical stack.
     """
 
     kind: str

@@ -551,19 +551,27 @@ def loss_grad_np(theta, X, y, idx, b, noise, grad, ws, iargs, fargs):
 # ------------------------------------------------------------------------------------ the model
 
 class VoronoiLadder(Model):
-    """One rung of the ladder as a :class:`~dyntools.models.base.Model` (see the module docstring).
+    r"""One rung of the ladder as a :class:`~dyntools.models.base.Model` (see the module docstring).
 
-    rung : one of :data:`RUNGS`
-    centers, center_labels : the environment's (rungs 1–5 need the centers; rung 1 the labels too)
-    classes : C ≥ 2;  dim : D (taken from ``centers`` when given)
-    n_centers : k of the learned centers (rung 6; the seed: 2048)
-    box : s, the scale of the learned centers' initialization N(0, s²)
-    fixed_scale : σ₀ of rungs 2–3 (the study's code: 10⁴);  scale_init : σ at the start of rungs 4–6
-    dtype : "float64" | "float32"   the precision :func:`dyntools.train` trains in (parameters, data,
-            optimizer state, the kernel's scratch; the kernel compiled for it, its softmax by
-            :func:`softmax_exp32` in float32). Initializations are drawn in float64 and rounded; the
-            metric hooks (:meth:`loss`, :meth:`predict`, :meth:`evaluate_records`) compute in float64
-            from the given θ.
+    Parameters
+    ----------
+    rung : str
+        One of :data:`RUNGS`.
+    centers, center_labels : arrays, optional
+        The environment's (rungs 1–5 need the centers; rung 1 the labels too).
+    classes, dim : int
+        C ≥ 2; D (taken from ``centers`` when given).
+    n_centers : int
+        k of the learned centers (rung 6; the seed: 2048).
+    box : float
+        s, the scale of the learned centers' initialization :math:`\mathcal N(0, s^2)`.
+    fixed_scale, scale_init : float
+        σ₀ of rungs 2–3 (the study's code: 10⁴); σ at the start of rungs 4–6.
+    dtype : {"float64", "float32"}
+        The precision :func:`dyntools.train` trains in (parameters, data, optimizer state, the kernel's
+        scratch; the kernel compiled for it, its softmax by :func:`softmax_exp32` in float32).
+        Initializations are drawn in float64 and rounded; the metric hooks (:meth:`loss`, :meth:`predict`,
+        :meth:`evaluate_records`) compute in float64 from the given θ.
     """
 
     head = "cross-entropy"

@@ -2,6 +2,7 @@
 
 from dyntools.optim.optimizers import (  # noqa: F401
     FACTORIES,
+    NO_FUSED_KERNEL,
     Optimizer,
     adagrad,
     adam,

@@ -47,19 +47,59 @@ NO_BIAS_CORRECTION = 8
 N_SLOTS = 3
 
 
+#: ``precond`` of an optimizer that has no fused kernel: :func:`dyntools.train` runs its own chain.
+NO_FUSED_KERNEL = -1
+#: The fused kernels' preconditioner codes and what they compute.
+PRECONDS = {SGD_MOMENTUM: "SGD (momentum)", ADAM: "Adam", ADAGRAD: "AdaGrad", RMSPROP: "RMSprop",
+            RMSPROP_BC: "bias-corrected RMSProp"}
+
+
 @dataclass(frozen=True)
 class Optimizer:
-    """An optimizer: its name, hyperparameters, readable chain and fused-kernel description."""
+    """An optimizer: its name, hyperparameters, readable chain and fused-kernel description.
+
+    Your own optimizer is ``Optimizer(name, lr, chain)``: a :func:`~dyntools.optim.transforms.chain`
+    of transforms (yours or the library's) with ``precond`` left at :data:`NO_FUSED_KERNEL`, so that
+    :func:`dyntools.train` runs the chain itself (a transform with a ``compiled()`` method runs compiled
+    there, :mod:`dyntools.optim.chain_step`). ``precond`` in :data:`PRECONDS` with a length-
+    :data:`N_HPARAMS` ``hparams`` vector names a fused kernel instead; anything else is an error.
+    """
 
     name: str
     lr: float
     chain: T.chain
-    precond: int
-    hparams: np.ndarray = field(repr=False)
+    precond: int = NO_FUSED_KERNEL
+    hparams: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
     options: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if not isinstance(self.chain, T.Transform):
+            raise TypeError(f"Invalid chain of optimizer {self.name!r}: {self.chain!r} (expected a "
+                            "dyntools.optim.transforms.chain of transforms)")
+        if isinstance(self.precond, bool) or not isinstance(self.precond, int | np.integer) or (
+                self.precond != NO_FUSED_KERNEL and self.precond not in PRECONDS):
+            known = ", ".join(f"{k} ({v})" for k, v in PRECONDS.items())
+            raise ValueError(f"Invalid precond of optimizer {self.name!r}: {self.precond!r} (a fused kernel: {known}; "
+                             f"or NO_FUSED_KERNEL = {NO_FUSED_KERNEL} to train the chain itself)")
+        hp = np.asarray(self.hparams, dtype=np.float64)
+        if self.precond != NO_FUSED_KERNEL and (hp.shape != (N_HPARAMS,) or not np.all(np.isfinite(hp))):
+            raise ValueError(f"Invalid hparams of optimizer {self.name!r}: shape {hp.shape} (the fused kernel "
+                             f"{PRECONDS[self.precond]} reads {N_HPARAMS} finite numbers "
+                             "[λ, ρ, where, a, b, c, d, e, f])")
+        if self.precond != NO_FUSED_KERNEL and hp[2] not in (NO_DECAY, COUPLED, DECOUPLED):
+            raise ValueError(f"Invalid hparams of optimizer {self.name!r}: hparams[2] = {hp[2]} (where the decay "
+                             f"enters: {NO_DECAY} none, {COUPLED} coupled, {DECOUPLED} decoupled)")
+        object.__setattr__(self, "hparams", hp)
+
+    @property
+    def fused(self) -> bool:
+        """Whether a fused kernel runs this optimizer (else :func:`dyntools.train` runs its chain)."""
+        return self.precond != NO_FUSED_KERNEL
 
     @property
     def decay_position(self) -> str:
+        if not self.fused:
+            return "as its chain says"
         return ("none", "coupled (before the preconditioner)",
                 "decoupled (after the preconditioner)")[int(self.hparams[2])]
 
@@ -152,14 +192,22 @@ def _sgd_like(name, lr, momentum, dampening, nesterov, weight_decay, where) -> O
 
 def sgd(lr: float, momentum: float = 0.0, dampening: float = 0.0, nesterov: bool = False,
         weight_decay: float = 0.0) -> Optimizer:
-    """``torch.optim.SGD``: ``g ← g + λθ``; momentum ``b ← μ b + (1 − τ) g``; ``θ ← θ − lr_t b``."""
+    r"""``torch.optim.SGD``: ``g ← g + λθ``; momentum ``b ← μ b + (1 − τ) g``; ``θ ← θ − lr_t b``.
+
+    With L2 coupled into the gradient, :math:`b_t = \mu b_{t-1} + (1-\tau)(\nabla f(\theta_{t-1}) +
+    \lambda\theta_{t-1})` and :math:`\theta_t = \theta_{t-1} - \eta_t b_t` (the first buffer is the first
+    gradient, undamped; ``nesterov`` steps along :math:`g_t + \mu b_t`)."""
     return _sgd_like("sgd", lr, momentum, dampening, nesterov, weight_decay, COUPLED)
 
 
 def sgdw(lr: float, momentum: float = 0.0, dampening: float = 0.0, nesterov: bool = False,
          weight_decay: float = 0.0) -> Optimizer:
-    """SGDW (Loshchilov & Hutter 2019, Alg. 1 with the decoupled term):
-    ``θ ← θ − lr_t (b_t + λθ)``, the momentum buffer ``b_t`` seeing only the loss gradient."""
+    r"""SGDW (Loshchilov & Hutter 2019, Alg. 1 with the decoupled term):
+    ``θ ← θ − lr_t (b_t + λθ)``, the momentum buffer ``b_t`` seeing only the loss gradient:
+
+    .. math:: b_t = \mu b_{t-1} + (1-\tau)\nabla f(\theta_{t-1}), \qquad
+              \theta_t = \theta_{t-1} - \eta_t\,(b_t + \lambda\theta_{t-1}).
+    """
     return _sgd_like("sgdw", lr, momentum, dampening, nesterov, weight_decay, DECOUPLED)
 
 
@@ -180,15 +228,26 @@ def _adam_like(name, lr, betas, eps, weight_decay, amsgrad, where, l1_ratio=0.0,
 
 def adam(lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: float = 0.0,
          amsgrad: bool = False, *, bias_correction: bool = True) -> Optimizer:
-    """``torch.optim.Adam``: the L2 term ``λθ`` is added to the gradient *before* the moments.
-    ``bias_correction=False``: ``θ ← θ − lr_t m_t/(√v_t + ε)`` (no division by ``1 − βᵗ``)."""
+    r"""``torch.optim.Adam``: the L2 term ``λθ`` is added to the gradient *before* the moments.
+    ``bias_correction=False``: ``θ ← θ − lr_t m_t/(√v_t + ε)`` (no division by ``1 − βᵗ``).
+
+    .. math:: g_t = \nabla f(\theta_{t-1}) + \lambda\theta_{t-1},\quad
+              m_t = \beta_1 m_{t-1} + (1-\beta_1) g_t,\quad v_t = \beta_2 v_{t-1} + (1-\beta_2) g_t^2,
+
+              \theta_t = \theta_{t-1} - \eta_t\,\frac{\hat m_t}{\sqrt{\hat v_t} + \varepsilon},\qquad
+              \hat m_t = \frac{m_t}{1-\beta_1^t},\ \hat v_t = \frac{v_t}{1-\beta_2^t}.
+    """
     return _adam_like("adam", lr, betas, eps, weight_decay, amsgrad, COUPLED, bias_correction=bias_correction)
 
 
 def adamw(lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: float = 1e-2,
           amsgrad: bool = False, *, bias_correction: bool = True) -> Optimizer:
-    """``torch.optim.AdamW``: ``θ ← θ − lr_t (m̂/(√v̂ + ε) + λθ)`` (``bias_correction=False``: m, v
-    in place of m̂, v̂)."""
+    r"""``torch.optim.AdamW``: ``θ ← θ − lr_t (m̂/(√v̂ + ε) + λθ)`` (``bias_correction=False``: m, v
+    in place of m̂, v̂). The decay is decoupled from the moments, which see only the loss gradient:
+
+    .. math:: \theta_t = \theta_{t-1} - \eta_t \left(\frac{\hat m_t}{\sqrt{\hat v_t} + \varepsilon}
+              + \lambda\theta_{t-1}\right).
+    """
     return _adam_like("adamw", lr, betas, eps, weight_decay, amsgrad, DECOUPLED, bias_correction=bias_correction)
 
 

@@ -41,6 +41,7 @@ PLOTTERS: dict[str, str] = {
     "deep-nets": "dyntools.plots.deep_nets",
     "trajectories": "dyntools.plots.trajectories",
     "universal-approximation": "dyntools.plots.universal",
+    "train": "dyntools.plots.train",
 }
 
 #: The divergence line of the result being drawn (set by :func:`plot_result`, read by :func:`save`).

@@ -42,6 +42,7 @@ from dyntools.symbolic.search import (
     exact_nonzero,
     find_counterexample,
     refine_piecewise,
+    screen_counterexample,
     substitute,
 )
 
@@ -173,14 +174,17 @@ class Proof:
 
         1. each substitution in ``points`` (exact rationals; keys may be symbols or indexed
            symbols such as ``g[1]``), sums and products evaluated *after* the substitution;
-        2. with ``search``, a quick exact counterexample search within the claim's ``domains``
-           and the symbols' assumptions (:mod:`dyntools.symbolic.search`);
+        2. with ``search``, the cheap searches within the claim's ``domains`` and the symbols'
+           assumptions (:mod:`dyntools.symbolic.search`): a numeric screen of a few thousand
+           exact rational points in float64, the promising ones then evaluated exactly
+           (5 % of the budget, between 0.5 and 2 s), else a short exact search (sums, indexed symbols);
         3. ``simplifier(lhs − rhs) == 0`` (the proof), under the claim's time budget;
         4. if that does not vanish, a longer search.
 
         A provably non-zero value at a point is recorded as the counterexample (the claim is
         *refuted*); a difference that neither vanishes nor has a counterexample is undecided.
         """
+        check_symbol_names(lhs, rhs)
         diff = _difference(lhs, rhs)
         formula = latex_of(show) if show is not None else latex_of((lhs, rhs))
         for point in points:
@@ -188,9 +192,11 @@ class Proof:
             if _is_exact_nonzero(value):
                 return self._counterexample(text, formula, point, value)
         domains = self.claim.domains if self.claim is not None else {}
-        if search:
-            found = find_counterexample(diff, domains, limit=24, seconds=min(0.5, remaining()),
-                                        seed=self.claim.name if self.claim else "")
+        seed = self.claim.name if self.claim else ""
+        if search:  # the cheap things first, each with its share of the budget
+            found = screen_counterexample(diff, domains, seed=seed, seconds=min(2.0, max(0.5, 0.05 * remaining(40.0))))
+            if found is None:
+                found = find_counterexample(diff, domains, limit=24, seconds=min(0.5, remaining()), seed=seed)
             if found is not None:
                 return self._counterexample(text, formula, found.point, found.value)
         reduced = diff.applyfunc(simplifier) if isinstance(diff, sp.MatrixBase) else simplifier(diff)
@@ -203,8 +209,7 @@ class Proof:
                 return self._record(text, formula, True,
                                     "difference simplifies to 0 (Piecewise branches decided by the domains)")
         if search:
-            found = find_counterexample(diff, domains, limit=400, seconds=min(3.0, remaining()),
-                                        seed=self.claim.name if self.claim else "")
+            found = find_counterexample(diff, domains, limit=400, seconds=min(3.0, remaining()), seed=seed)
             if found is not None:
                 return self._counterexample(text, formula, found.point, found.value)
         return self._record(text, formula, None, f"difference {_fmt(reduced)} not shown to vanish")
@@ -364,6 +369,7 @@ class Claim:
             Claim.equation("my-step", theta - eta * (g + lam * theta), (1 - eta * lam) * theta - eta * g,
                            domains={eta: sp.Interval.open(0, 1)})
         """
+        check_symbol_names(lhs, rhs)
         text = statement or f"{sp.sstr(lhs)} = {sp.sstr(rhs)}"
 
         def prove(proof: Proof) -> None:
@@ -455,6 +461,31 @@ def _difference(lhs, rhs):
     if isinstance(lhs, sp.MatrixBase) or isinstance(rhs, sp.MatrixBase):
         return sp.Matrix(lhs) - sp.Matrix(rhs)
     return sp.sympify(lhs) - sp.sympify(rhs)
+
+
+def _assumption_text(sym) -> str:
+    given = dict(getattr(sym, "_assumptions_orig", None) or {})
+    flags = ", ".join(f"{k}={v}" for k, v in sorted(given.items()))
+    return f"Symbol({sym.name!r}{', ' + flags if flags else ''})"
+
+
+def check_symbol_names(*exprs) -> None:
+    """Raise ValueError when two different symbols of the expressions share a name (they differ in
+    their assumptions, e.g. ``Symbol("theta_0")`` and unroll's ``Symbol("theta_0", real=True)``):
+    sympy treats them as independent variables, so an "identity" between them is about two
+    unknowns the reader sees as one, and a counterexample would list the name once."""
+    seen: dict[str, sp.Symbol] = {}
+    for expr in exprs:
+        atoms = sp.Tuple(*expr) if isinstance(expr, sp.MatrixBase) else sp.sympify(expr)
+        for sym in sorted(atoms.free_symbols, key=sp.default_sort_key):
+            if not isinstance(sym, sp.Symbol) or isinstance(sym, sp.Dummy):
+                continue
+            other = seen.setdefault(sym.name, sym)
+            if other != sym:
+                raise ValueError(
+                    f"two different symbols are named {sym.name!r}: {_assumption_text(other)} and "
+                    f"{_assumption_text(sym)}; sympy treats them as independent variables — use one "
+                    f"Symbol object (e.g. the one dt.unroll made: Unrolled.iterates[0])")
 
 
 def _is_zero(value) -> bool:

@@ -29,7 +29,14 @@ def text_table(results: Sequence[ClaimResult]) -> str:
     total = sum(r.seconds for r in results)
     body = tables.text_table(table_rows(results))
     verified = sum(r.verdict == "verified" for r in results)
-    return f"{body}\n{verified}/{len(results)} verified, total {total:.2f} s"
+    controls = [r for r in results if r.claim.control]
+    expected = sum(r.as_expected for r in results)
+    line = f"{verified}/{len(results)} verified"
+    if controls:
+        line += (f", {sum(r.verdict == 'refuted' for r in controls)} of {len(controls)} false controls "
+                 f"refuted as expected")
+    line += f"; {expected}/{len(results)} as expected, total {total:.2f} s"
+    return f"{body}\n{line}"
 
 
 def summary(results: Sequence[ClaimResult]) -> dict:
@@ -38,6 +45,7 @@ def summary(results: Sequence[ClaimResult]) -> dict:
         "counts": {v: sum(r.verdict == v for r in results) for v in ("verified", "refuted", "inconclusive")},
         "all_verified": all(r.verdict == "verified" for r in results),
         "all_as_expected": all(r.as_expected for r in results),
+        "controls": sum(r.claim.control for r in results),
         "seconds": round(sum(r.seconds for r in results), 4),
     }
 

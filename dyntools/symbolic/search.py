@@ -36,6 +36,7 @@ Points where the expression is undefined (division by zero, ``nan``) are skipped
 
 from __future__ import annotations
 
+import functools
 import itertools
 import random
 import time
@@ -109,7 +110,17 @@ def _inside(domain: sp.Set, value) -> bool:
 
 
 def candidates(domain: sp.Set, *, count: int = 8, seed: str = "") -> list:
-    """Exact candidate values in ``domain``, simplest first (see the module docstring)."""
+    """Exact candidate values in ``domain``, simplest first (see the module docstring); memoized (the
+    screen and the exact search of one identity ask for the same lists)."""
+    return list(_candidates(domain, count, seed))
+
+
+@functools.lru_cache(maxsize=1024)
+def _candidates(domain: sp.Set, count: int, seed: str) -> tuple:
+    return tuple(_candidate_list(domain, count=count, seed=seed))
+
+
+def _candidate_list(domain: sp.Set, *, count: int = 8, seed: str = "") -> list:
     out: list = []
 
     def add(v):
@@ -122,7 +133,7 @@ def candidates(domain: sp.Set, *, count: int = 8, seed: str = "") -> list:
             add(v)
         return out[:count]
     if isinstance(domain, sp.Union):
-        parts = [candidates(d, count=count, seed=seed) for d in domain.args]
+        parts = [_candidate_list(d, count=count, seed=seed) for d in domain.args]
         for v in itertools.chain.from_iterable(itertools.zip_longest(*parts)):
             if v is not None:
                 add(v)
@@ -344,3 +355,79 @@ def refine_piecewise(expr, domains: dict):
                 elif where == domain:
                     decided[rel] = sp.true
     return expr.xreplace(decided) if decided else expr
+
+
+# ----------------------------------------------------------------------------- numeric screen
+
+
+def _screenable(expr) -> bool:
+    """Whether every entry of ``expr`` is a closed-form expression NumPy can evaluate (no sums,
+    indexed symbols, matrix symbols or undefined functions, which only the exact search handles)."""
+    atoms = sp.Tuple(*expr) if isinstance(expr, sp.MatrixBase) else sp.sympify(expr)
+    return not (atoms.has(sp.Sum, sp.Product, sp.Derivative, sp.Integral, sp.Indexed, sp.MatrixSymbol)
+                or atoms.atoms(AppliedUndef))
+
+
+def screen_counterexample(expr, domains: dict | None = None, *, limit: int = 2048, seconds: float = 0.5,
+                          seed: str = "", confirm: int = 8) -> Counterexample | None:
+    """The exact search's points, screened in floating point first.
+
+    The same candidate points as :func:`find_counterexample` (simplest first, including its seeded
+    random rationals), at most ``limit`` of them, are evaluated in vectorized float64 (``lambdify``);
+    only the points where the float value is finite and not negligibly small are then evaluated
+    *exactly*, in rank order, at most ``confirm`` of them. The float value never decides anything:
+    a point counts only when its exact value is provably non-zero (:func:`exact_nonzero`), so the
+    answer is the first exact counterexample among the screened points — typically found in
+    milliseconds where the exact search would spend a second per hundred points. Returns None when
+    nothing was confirmed or ``expr`` is not screenable (sums, indexed symbols: exact search only)."""
+    import numpy as np
+
+    if not _screenable(expr):
+        return None
+    start = time.perf_counter()
+    domains = dict(domains or {})
+    entries = list(expr) if isinstance(expr, sp.MatrixBase) else [sp.sympify(expr)]
+    variables = search_variables(expr)
+    lists = [candidates(domain_of(v, domains), seed=seed + str(v)) for v in variables]
+    ranks = _ranked_indices([len(lst) for lst in lists], limit)
+    if ranks.shape[0] == 0:
+        return None
+    try:
+        func = sp.lambdify(variables, entries, modules="numpy")
+        columns = [np.array([float(v) for v in lst])[ranks[:, j]] for j, lst in enumerate(lists)]
+        with np.errstate(all="ignore"):
+            values = [np.broadcast_to(np.asarray(e, dtype=complex), (ranks.shape[0],)) for e in func(*columns)]
+    except Exception:  # something NumPy cannot evaluate: leave it to the exact search
+        return None
+    with np.errstate(all="ignore"):
+        size = np.max([np.abs(v) for v in values], axis=0)
+    promising = np.flatnonzero(np.isfinite(size) & (size > 1e-9))
+    for k, i in enumerate(promising[:confirm]):
+        if k and time.perf_counter() - start > seconds:  # the first promising point is always checked
+            return None
+        point = {v: lists[j][ranks[i, j]] for j, v in enumerate(variables)}
+        try:
+            value = substitute(expr, point)
+            nonzero = exact_nonzero(value)
+        except Exception:
+            continue
+        if nonzero is True:
+            return Counterexample(point, _value_of(value))
+    return None
+
+
+def _ranked_indices(sizes: list[int], limit: int):
+    """The index tuples of :func:`ranked_points` as an int array (count × len(sizes)), at most ``limit``."""
+    import numpy as np
+
+    if not sizes:
+        return np.zeros((1, 0), dtype=np.int64)
+    if min(sizes) == 0:
+        return np.zeros((0, len(sizes)), dtype=np.int64)
+    rows = []
+    for total in range(sum(sizes) - len(sizes) + 1):
+        for idx in _compositions(total, sizes):
+            rows.append(idx)
+            if len(rows) >= limit:
+                return np.array(rows, dtype=np.int64)
+    return np.array(rows, dtype=np.int64)

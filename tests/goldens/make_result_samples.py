@@ -57,6 +57,26 @@ RUNS: dict[str, list[str]] = {
 }
 
 
+def train_sample(tmp: str) -> dict:
+    """The ``"train"`` kind has no command of its own: a small ``dt.train`` run saved with ``store.save``."""
+    import numpy as np
+
+    import dyntools as dt
+    from dyntools import store
+    from dyntools.models.least_squares import LeastSquares
+
+    class Data:
+        X = np.random.default_rng(0).normal(size=(12, 3))
+        y = X.sum(axis=1)
+
+    res = dt.train(LeastSquares(3, reduction="mean"), Data(), [dt.sgd(lr=0.01), dt.adamw(lr=0.01)], steps=20,
+                   batch=4, seeds=2, records=6)
+    out = store.save(res, Path(tmp) / "train")
+    meta = json.loads((Path(out) / store.META_FILE).read_text())
+    return {"argv": ["python: dt.train(LeastSquares(3), ..., [sgd, adamw], steps=20, seeds=2)"],
+            "config": meta["config"], "summary": meta.get("summary", {})}
+
+
 def main() -> int:
     from dyntools import cli, plots, store
 
@@ -71,6 +91,7 @@ def main() -> int:
             meta = json.loads((out / store.META_FILE).read_text())
             assert meta["kind"] == kind, (kind, meta["kind"])
             samples[kind] = {"argv": argv, "config": meta["config"], "summary": meta.get("summary", {})}
+        samples["train"] = train_sample(tmp)
     missing = set(plots.PLOTTERS) - set(samples)
     assert not missing, f"no sample run for {sorted(missing)}"
     path = Path(__file__).with_name("result_samples.json")

@@ -1,0 +1,69 @@
+"""Sphinx configuration of the dyntools documentation (built by ``python docs/build.py``)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = Path(os.environ.get("DYNTOOLS_ROOT", HERE.parent)).resolve()
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(HERE / "_ext"))
+
+import dyntools  # noqa: E402
+
+project = "dyntools"
+author = "the dyntools authors"
+copyright = "2026, the dyntools authors"
+version = release = dyntools.__version__
+
+extensions = [
+    "myst_nb",                      # MyST Markdown pages and Jupyter notebooks (myst-parser comes with it)
+    "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
+    "sphinx.ext.napoleon",          # the docstrings' NumPy-style "Parameters" sections
+    "sphinx.ext.mathjax",
+    "offline_mathjax",              # MathJax served from the site itself: no CDN, works offline
+    "public_api",                   # one reference page per public name of ``import dyntools as dt``
+]
+
+myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "deflist"]
+myst_heading_anchors = 3
+
+# Notebooks: rendered with the outputs they carry. ``python docs/build.py`` stages the notebooks executed by
+# tests/test_notebooks.py (small sizes) when it has them; ``--execute`` runs them here at full size, cached.
+nb_execution_mode = os.environ.get("DYNTOOLS_DOCS_EXECUTE", "off")
+nb_execution_timeout = 1800
+nb_execution_raise_on_error = True
+nb_merge_streams = True
+nb_render_markdown_format = "myst"   # the Markdown outputs (verdict tables) have GFM tables: not CommonMark
+
+autodoc_member_order = "bysource"
+autodoc_typehints = "none"          # the signatures show the types; the docstrings say what they mean
+autodoc_default_options = {"members": False}
+autosummary_generate = False
+napoleon_numpy_docstring = True
+napoleon_google_docstring = False
+napoleon_use_rtype = False
+napoleon_use_param = False        # types as text: "float64[p]" or "optional" are not cross-references
+
+nitpicky = True
+suppress_warnings = ["myst.header"]
+
+exclude_patterns = ["_build", "**.ipynb_checkpoints", "README.md"]
+templates_path = ["_templates"]
+
+html_theme = "pydata_sphinx_theme"
+html_title = f"dyntools {release}"
+html_static_path: list[str] = []
+html_theme_options = {
+    "navbar_end": ["theme-switcher", "navbar-icon-links"],
+    "footer_start": ["copyright"],
+    "footer_end": ["dyntools-version"],
+    "show_toc_level": 2,
+    "header_links_before_dropdown": 4,
+    "navigation_with_keys": False,
+}
+html_context = {"dyntools_version": release}
+html_show_sourcelink = False

@@ -1,0 +1,105 @@
+"""The pre-run of a user's model kernel: its workspace and its gradient, checked before the loop.
+
+A model kernel ``loss_grad(θ, X, y, idx, b, noise, grad, ws, iargs, fargs) -> loss`` is compiled
+without bounds checks, so a workspace one entry short (``workspace_size`` too small) or a gradient
+written past its end corrupts memory silently — at best the process aborts. Before the training loop
+:func:`dyntools.train` runs such a kernel once (:func:`check_kernel`):
+
+1. **guarded buffers** — ``ws`` and ``grad`` are views of the first entries of longer buffers whose
+   tail (``GUARD`` entries, at least as many as the buffer) holds a canary value; a kernel that writes
+   past its workspace or gradient changes a canary and is reported with the first entry it wrote;
+2. **central finite differences** — at the initial θ, on the first batch (examples ``0 … b−1``, no
+   label noise), every coordinate ``j`` (at most :data:`MAX_COORDS` of them, evenly spaced) compares
+   the kernel's ``g_j`` with ``(L(θ + h e_j) − L(θ − h e_j)) / 2h``, ``h = 1e-6 (1 + |θ_j|)``; the
+   gradient is wrong at ``j`` when ``|g_j − fd_j| > RTOL · max(|g_j|, |fd_j|, 1e-3 ‖fd‖_∞, 1e-8)``
+   (``RTOL = 1e-4``: finite differences in float64 are good to ~1e-8 relative on smooth losses; a
+   kink within ``h`` of θ, such as a ReLU switching, can exceed it — ``check_gradient=False`` skips).
+
+The built-in models skip the pre-run: their kernels are held to NumPy twins and independent
+references by the test suite, and the check would cost every run a few hundred kernel calls.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: Relative tolerance of the gradient check (see the module docstring).
+RTOL = 1e-4
+#: At most this many coordinates are finite-differenced (evenly spaced, always including the first and last).
+MAX_COORDS = 200
+#: The canary written past the end of the guarded buffers.
+CANARY = -7.0e300
+
+
+def is_builtin(model) -> bool:
+    """Whether ``model`` is one of the library's models (their kernels are tested; no pre-run)."""
+    return type(model).__module__.startswith("dyntools.models.")
+
+
+def _guarded(size: int):
+    tail = max(64, size)
+    buf = np.full(size + tail, CANARY)
+    return buf, buf[:size]
+
+
+def _first_overrun(buf: np.ndarray, size: int) -> int | None:
+    changed = np.flatnonzero(buf[size:] != CANARY)
+    return int(changed[0]) + size if changed.size else None
+
+
+def check_kernel(model, kernel, theta, X, y, b: int, iargs, fargs, ws_size: int, *, gradient: bool = True) -> None:
+    """Run ``kernel`` once on guarded buffers and (with ``gradient``) finite-difference its gradient at
+    ``theta`` (see the module docstring); raise ValueError naming the model and the first bad entry."""
+    name = getattr(model, "name", type(model).__name__)
+    theta = np.array(theta, dtype=np.float64)
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    y = np.ascontiguousarray(y)
+    if y.dtype != np.int64:
+        y = y.astype(np.float64)
+    p = theta.shape[0]
+    idx = np.arange(b, dtype=np.int64) % X.shape[0]
+    noise = np.zeros(b)
+    ws_buf, ws = _guarded(ws_size)
+    grad_buf, grad = _guarded(p)
+
+    def loss_at(th):
+        ws_buf[:ws_size] = 0.0
+        return float(kernel(th, X, y, idx, b, noise, grad, ws, iargs, fargs))
+
+    try:
+        loss = loss_at(theta)
+    except Exception as exc:  # a bounds-checked (NumPy) kernel on a short buffer, a typing error, ...
+        raise ValueError(f"Invalid model {name!r}: its kernel raised {type(exc).__name__}: {exc} (at the initial "
+                         f"parameters, on a batch of {b} with a workspace of workspace_size({b}) = {ws_size} "
+                         f"entries and a gradient of n_params = {p})") from None
+    where = _first_overrun(ws_buf, ws_size)
+    if where is not None:
+        raise ValueError(f"Invalid model {name!r}: its kernel wrote past its workspace (entry ws[{where}], but "
+                         f"workspace_size({b}) = {ws_size}); make workspace_size return at least {where + 1}")
+    where = _first_overrun(grad_buf, p)
+    if where is not None:
+        raise ValueError(f"Invalid model {name!r}: its kernel wrote past the gradient (entry grad[{where}] of "
+                         f"n_params = {p})")
+    if not np.isfinite(loss) or not np.all(np.isfinite(grad)):
+        bad = "the loss" if not np.isfinite(loss) else f"grad[{int(np.flatnonzero(~np.isfinite(grad))[0])}]"
+        raise ValueError(f"Invalid model {name!r}: its kernel returned a non-finite {bad} at the initial parameters")
+    if not gradient:
+        return
+    g = grad.copy()
+    coords = np.unique(np.linspace(0, p - 1, min(p, MAX_COORDS)).round().astype(np.int64))
+    fd = np.empty(coords.size)
+    for k, j in enumerate(coords):
+        h = 1e-6 * (1.0 + abs(theta[j]))
+        up, down = theta.copy(), theta.copy()
+        up[j] += h
+        down[j] -= h
+        fd[k] = (loss_at(up) - loss_at(down)) / (2.0 * h)
+    scale = np.maximum(np.maximum(np.abs(g[coords]), np.abs(fd)), max(1e-3 * np.max(np.abs(fd)), 1e-8))
+    bad = np.flatnonzero(np.abs(g[coords] - fd) > RTOL * scale)
+    if bad.size:
+        j, k = int(coords[bad[0]]), int(bad[0])
+        raise ValueError(
+            f"Invalid model {name!r}: its kernel's gradient is wrong at coordinate {j}: the kernel gives "
+            f"{g[j]:.6g}, central finite differences {fd[k]:.6g} (relative error "
+            f"{abs(g[j] - fd[k]) / scale[k]:.2g} > {RTOL:g}; {bad.size} of {coords.size} coordinates checked "
+            "disagree); check_gradient=False skips this check")

@@ -1,0 +1,103 @@
+"""NumPy's ``SeedSequence`` hash, compiled: the per-path xoshiro states of
+:func:`dyntools.engine.streams.path_states` without a Python object per path.
+
+``SeedSequence(entropy, spawn_key=(*key, i)).generate_state(4, uint64)`` (Melissa O'Neill's seed_seq
+scheme as NumPy implements it): the entropy and spawn-key integers become little-endian 32-bit words
+(the entropy padded to the pool size 4 because a spawn key follows); a pool of 4 words is filled by
+``hashmix`` and mixed pairwise (``mix``), the remaining words mixed into every pool word; the output
+words cycle through the pool, each hashed with its own running constant; two 32-bit words make one
+uint64 (low word first). All arithmetic is modulo 2³² (uint64 registers masked).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+def path_states(entropy: int, spawn_key: tuple, n_paths: int) -> np.ndarray:
+    """``uint64[n_paths, 4]``: the states of the spawn keys ``(*spawn_key, i)`` for i < n_paths (< 2³²)."""
+    words = _uint32_words(entropy)
+    words += [0] * max(0, _POOL - len(words))        # every path has a spawn key: the entropy padded to the pool
+    spawn = [w for k in spawn_key for w in _uint32_words(k)]
+    return _seed_sequence_states(np.array(words + spawn, dtype=np.uint64), n_paths)
+
+
+_POOL = 4
+_INIT_A, _MULT_A, _INIT_B, _MULT_B = 0x43B0D7E5, 0x931E8875, 0x8B51F9DD, 0x58F38DED
+_MIX_L, _MIX_R, _MASK = 0xCA01F9DD, 0x4973F715, 0xFFFFFFFF
+
+
+def _uint32_words(value: int) -> list[int]:
+    """A non-negative integer as little-endian 32-bit words (0 → [0]), as SeedSequence coerces it."""
+    value = int(value)
+    words = []
+    while True:
+        words.append(value & _MASK)
+        value >>= 32
+        if value == 0:
+            return words
+
+
+@njit(cache=True)
+def _seed_sequence_states(prefix, n_paths):
+    """``SeedSequence`` (O'Neill's seed_seq hash as NumPy implements it): the pool of 4 words mixed from
+    the entropy words ``prefix`` followed by the path index ``i``, then 8 output words → 4 uint64."""
+    n_words = prefix.shape[0] + 1
+    out = np.empty((n_paths, 4), dtype=np.uint64)
+    entropy = np.empty(n_words, dtype=np.uint64)
+    entropy[:n_words - 1] = prefix
+    pool = np.empty(_POOL, dtype=np.uint64)
+    for i in range(n_paths):
+        entropy[n_words - 1] = i
+        hash_a = np.uint64(_INIT_A)
+        for k in range(_POOL):
+            v = entropy[k] if k < n_words else np.uint64(0)
+            v, hash_a = _hashmix(v, hash_a)
+            pool[k] = v
+        for src in range(_POOL):
+            for dst in range(_POOL):
+                if src != dst:
+                    h, hash_a = _hashmix(pool[src], hash_a)
+                    pool[dst] = _mix(pool[dst], h)
+        for src in range(_POOL, n_words):
+            for dst in range(_POOL):
+                h, hash_a = _hashmix(entropy[src], hash_a)
+                pool[dst] = _mix(pool[dst], h)
+        hash_b = np.uint64(_INIT_B)
+        any_set = False
+        for w in range(4):
+            lo, hash_b = _output_word(pool[(2 * w) % _POOL], hash_b)
+            hi, hash_b = _output_word(pool[(2 * w + 1) % _POOL], hash_b)
+            out[i, w] = lo | (hi << np.uint64(32))
+            any_set = any_set or out[i, w] != 0
+        if not any_set:
+            out[i, 0] = np.uint64(0x9E3779B97F4A7C15)
+    return out
+
+
+@njit(inline="always")
+def _hash(value, hash_const, mult):
+    """``value`` hashed with the running constant, which advances by ``mult`` (mod 2³²)."""
+    mask = np.uint64(_MASK)
+    value = (value ^ hash_const) & mask
+    hash_const = (hash_const * np.uint64(mult)) & mask
+    value = (value * hash_const) & mask
+    return value ^ (value >> np.uint64(16)), hash_const
+
+
+@njit(inline="always")
+def _hashmix(value, hash_const):
+    return _hash(value, hash_const, _MULT_A)
+
+
+@njit(inline="always")
+def _output_word(value, hash_const):
+    return _hash(value, hash_const, _MULT_B)
+
+
+@njit(inline="always")
+def _mix(x, y):
+    mask = np.uint64(_MASK)
+    result = (np.uint64(_MIX_L) * x - np.uint64(_MIX_R) * y) & mask
+    return result ^ (result >> np.uint64(16))

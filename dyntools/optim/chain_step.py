@@ -1,0 +1,90 @@
+"""The optimizer step of a chain that has no fused kernel (your own optimizer in :func:`dyntools.train`).
+
+:func:`dyntools.train` steps an optimizer with ``precond = NO_FUSED_KERNEL`` by its own chain of
+transforms, ``(u, state) = chain.update(g, state, θ, t, lr_t)`` then ``θ ← θ − lr_t u``, exactly as
+:meth:`~dyntools.optim.optimizers.Optimizer.step` does. A transform runs
+
+* **compiled** when it has a ``compiled()`` method returning ``(kernel, hp)``: ``kernel`` a numba
+  ``@njit`` function ``kernel(u, state, params, t, lr_t, hp)`` that overwrites the direction ``u``
+  (float64[p]) and its state (the float64[k, p] array its ``init(params)`` returns) in place, with
+  ``hp`` a float64 vector of its hyperparameters;
+* **in NumPy** otherwise, through its readable ``update``.
+
+The two are the same arithmetic when the transform is written so (a test holds a compiled Lion to
+its NumPy ``update``). :func:`check_fused_matches_chain` guards the other way round: an optimizer
+that names a fused kernel must step like its own chain, so that a wrong ``precond`` or hyperparameter
+layout is an error rather than another optimizer trained under its name.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dyntools.optim import transforms as T
+
+
+def flat_transforms(chain) -> list:
+    """The transforms of ``chain`` in order, nested chains flattened."""
+    if isinstance(chain, T.chain):
+        return [x for tr in chain.transforms for x in flat_transforms(tr)]
+    return [chain]
+
+
+def describe(opt) -> str:
+    """How :func:`dyntools.train` steps ``opt``: ``"fused"``, ``"chain (compiled)"``, ``"chain (numpy)"``
+    or ``"chain (compiled + numpy)"``."""
+    if opt.fused:
+        return "fused"
+    kinds = {hasattr(tr, "compiled") for tr in flat_transforms(opt.chain)}
+    return {frozenset({True}): "chain (compiled)", frozenset({False}): "chain (numpy)"}.get(
+        frozenset(kinds), "chain (compiled + numpy)")
+
+
+class ChainStepper:
+    """Steps one path's parameters in place by ``opt``'s chain (state kept here, one per path)."""
+
+    def __init__(self, opt, theta: np.ndarray):
+        self.parts = []
+        for tr in flat_transforms(opt.chain):
+            state = tr.init(np.asarray(theta, dtype=np.float64).copy())
+            compiled = tr.compiled() if hasattr(tr, "compiled") else None
+            if compiled is not None:
+                state = np.ascontiguousarray(state, dtype=np.float64)
+                if state.ndim != 2 or state.shape[1] != theta.shape[0]:
+                    raise ValueError(f"Invalid state of transform {type(tr).__name__}: its init returned shape "
+                                     f"{state.shape} (a compiled transform keeps a float64[k, {theta.shape[0]}] array)")
+                compiled = (compiled[0], np.ascontiguousarray(compiled[1], dtype=np.float64))
+            self.parts.append((tr, compiled, state))
+
+    def __call__(self, theta: np.ndarray, grad: np.ndarray, t: int, lr_t: float) -> None:
+        u = np.array(grad, dtype=np.float64)
+        params = np.array(theta, dtype=np.float64)
+        for k, (tr, compiled, state) in enumerate(self.parts):
+            if compiled is not None:
+                compiled[0](u, state, params, t, lr_t, compiled[1])
+            else:
+                u, state = tr.update(u, state, params, t, lr_t)
+                self.parts[k] = (tr, None, state)
+        theta[:] = T.apply(params, u, lr_t)
+
+
+def check_fused_matches_chain(opt, steps: int = 3) -> None:
+    """Raise ValueError when ``opt`` names a fused kernel whose step is not its chain's: three steps
+    of both on a probe (4 parameters of mixed sign, fixed gradients) must agree to 1e-9 relative."""
+    from dyntools.optim import kernels
+    from dyntools.optim import optimizers as O
+
+    if not opt.fused or "decay_weights" in opt.options:  # grouped decay: tested with its own chain
+        return
+    theta = np.array([0.7, -1.3, 0.05, 2.0])
+    grads = np.array([[0.3, -0.2, 1.5, -0.01], [-0.4, 0.1, 0.9, 0.02], [0.2, 0.3, -1.1, 0.5]])
+    fused_theta, fused_state = theta.copy(), kernels.init_state(opt, theta.size)
+    chain_theta, chain_state = theta.copy(), opt.init(theta)
+    for t in range(1, steps + 1):
+        kernels.fused_step_np(opt.precond, opt.hparams, fused_theta, grads[t - 1], fused_state, t, opt.lr)
+        chain_theta, chain_state = opt.step(chain_theta, grads[t - 1], chain_state, t)
+    if not np.allclose(fused_theta, chain_theta, rtol=1e-9, atol=1e-12):
+        raise ValueError(
+            f"Invalid optimizer {opt.name!r}: precond {opt.precond} ({O.PRECONDS[opt.precond]}) with its hparams does "
+            f"not step like its chain {'→'.join(opt.chain.names())} (after {steps} probe steps {fused_theta} vs "
+            f"{chain_theta}); leave precond at NO_FUSED_KERNEL = {O.NO_FUSED_KERNEL} to train the chain itself")

@@ -1,0 +1,105 @@
+"""The documentation site: it builds with warnings as errors and every reference checked, documents every
+public name of ``import dyntools as dt``, includes every user-guide page, and renders — title, version and
+equations typeset by the bundled MathJax — in a real headless browser (tests/browser.py).
+
+The build needs the ``docs`` extra (``pip install ".[docs]"``; the ``test`` extra pulls it in); without it, or
+without a Chromium for the browser check, the tests skip and say why. The notebooks are rendered from the
+copies tests/test_notebooks.py executed in this session (conftest.py runs this file last), or without outputs
+when this file runs alone."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+import dyntools
+from tests import browser
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS_PACKAGES = ("sphinx", "pydata_sphinx_theme", "myst_parser", "myst_nb", "sphinx-mathjax-offline")
+MISSING = [name for name in DOCS_PACKAGES if importlib.util.find_spec(name) is None]
+pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"the docs extra is not installed (missing {', '.join(MISSING)}):"
+                                                       " pip install '.[docs]'")
+
+
+def _load(path: Path, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    build = _load(ROOT / "docs" / "build.py", "dyntools_docs_build")
+    executed = tmp_path_factory.getbasetemp() / "executed-notebooks"
+    out = tmp_path_factory.mktemp("docs") / "html"
+    start = time.perf_counter()
+    proc = build.build(out, executed=executed if executed.is_dir() else None)
+    seconds = time.perf_counter() - start
+    assert proc.returncode == 0, f"the docs build failed or warned:\n{proc.stdout[-5000:]}\n{proc.stderr[-20000:]}"
+    print(f"docs built in {seconds:.1f} s")
+    return out
+
+
+def public_names() -> list[str]:
+    return [name for name in dyntools.__all__ if name != "__version__"]
+
+
+def test_the_site_builds_without_a_warning(site):
+    assert (site / "index.html").exists() and (site / "api" / "index.html").exists()
+
+
+def test_every_public_name_has_a_reference_page(site):
+    assert set(public_names()) >= {"train", "solve", "prove", "Claim", "MLP", "adamw", "schedules", "RunResult"}
+    api_index = (site / "api" / "index.html").read_text()
+    for name in public_names():
+        page = site / "api" / f"{name}.html"
+        assert page.exists(), f"dt.{name} has no reference page"
+        html = page.read_text()
+        assert f"dt.{name}" in html and ('<dl class="py' in html or 'id="module-' in html), \
+            f"the page of dt.{name} documents nothing"
+        assert f'href="{name}.html"' in api_index, f"the API index does not list dt.{name}"
+
+
+def test_key_docstrings_render_their_math(site):
+    for name in ("train", "solve"):
+        html = (site / "api" / f"{name}.html").read_text()
+        assert html.count('class="math notranslate nohighlight"') >= 2, f"dt.{name}'s docstring states no math"
+
+
+def test_every_page_of_the_user_guide_is_in_the_site(site):
+    pages = sorted((ROOT / "docs" / "guide").glob("*.md")) + sorted((ROOT / "docs" / "howto").glob("*.md"))
+    assert len(pages) >= 12
+    for page in pages:
+        assert (site / page.relative_to(ROOT / "docs")).with_suffix(".html").exists(), f"{page.name} is not built"
+    for notebook in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        assert (site / "notebooks" / f"{notebook.stem}.html").exists(), f"{notebook.name} is not rendered"
+
+
+def test_the_version_is_on_the_site(site):
+    assert f"dyntools {dyntools.__version__}" in (site / "index.html").read_text()
+
+
+def _math_spans(html: str) -> int:
+    return len(re.findall(r'class="math notranslate nohighlight"', html))
+
+
+@pytest.mark.parametrize("page, title", [("index.html", "dyntools"), ("api/train.html", "dt.train")])
+def test_pages_render_in_a_browser(site, tmp_path, page, title):
+    if browser.chromium() is None:
+        pytest.skip("no Chromium: install Debian's chromium package (.ci/run does)")
+    shot = tmp_path / f"{Path(page).stem}.png"
+    shown = browser.load(site / page, screenshot=shot, size=(1280, 1600))
+    assert shown.title == f"{title} — dyntools {dyntools.__version__}"
+    assert f"dyntools {dyntools.__version__}" in shown.dom
+    expected = _math_spans((site / page).read_text())
+    typeset = re.findall(r'<mjx-container class="MathJax[^"]*" jax="SVG"[^>]*>\s*<svg', shown.dom)
+    assert expected >= 1 and len(typeset) >= expected, f"{len(typeset)} of {expected} equations typeset on {page}"
+    assert "mjx-merror" not in shown.dom and "data-mjx-error" not in shown.dom
+    pixels = browser.image(shot)
+    assert pixels.shape[:2] == (1600, 1280) and not browser.is_blank(shot)
