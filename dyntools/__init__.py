@@ -31,7 +31,37 @@ from __future__ import annotations
 
 import importlib
 
-__version__ = "0.1.0"
+from dyntools.version import __version__
+
+
+def _checkout_folders() -> None:
+    """Make the repository's ``simulations/`` and ``proofs/`` importable as ``dyntools.simulations`` and
+    ``dyntools.proofs`` when dyntools runs from a source checkout.
+
+    Installed, setuptools puts the two folders inside the package (``setup.py``: package-dir), so they are
+    found as any subpackage and nothing here runs; no top-level ``simulations``/``proofs`` is installed.
+    In a checkout (the repository's root on ``sys.path``) they sit next to the package: their ``__init__``
+    is registered under the package's name (both are empty, so this costs nothing)."""
+    import importlib.util
+    import os
+    import sys
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    for name in ("simulations", "proofs"):
+        folder = os.path.join(os.path.dirname(here), name)
+        full = f"{__name__}.{name}"
+        if full in sys.modules or os.path.isdir(os.path.join(here, name)) \
+                or not os.path.isfile(os.path.join(folder, "__init__.py")):
+            continue
+        spec = importlib.util.spec_from_file_location(full, os.path.join(folder, "__init__.py"),
+                                                      submodule_search_locations=[folder])
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[full] = module
+        spec.loader.exec_module(module)
+        globals()[name] = module
+
+
+_checkout_folders()
 
 from dyntools.engine.result import RunResult  # noqa: E402
 from dyntools.store import save  # noqa: E402

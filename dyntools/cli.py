@@ -13,7 +13,7 @@ import os
 import sys
 from pathlib import Path
 
-from dyntools import __version__
+from dyntools.version import __version__
 
 EXIT_USAGE = 2
 

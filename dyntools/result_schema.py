@@ -30,7 +30,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from dyntools.spec import Param, check_value
+from dyntools.params import Param, check_value
 
 #: JSON kinds a summary value may be declared as (``None`` is allowed for numbers: a non-finite value
 #: is written as ``null``).

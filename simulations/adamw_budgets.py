@@ -79,7 +79,7 @@ def check_budgets(budgets) -> tuple[float, ...]:
 
 def grid_configs(p: BudgetParams) -> dict:
     """``{(axis, budget index): GridConfig}``: one heatmap sweep per axis and budget."""
-    from simulations.adamw_heatmaps import GridConfig, check_grid
+    from dyntools.simulations.adamw_heatmaps import GridConfig, check_grid
 
     budgets = check_budgets(p.budgets)
     lr = check_grid("lr-grid", p.lr_grid)
@@ -124,7 +124,7 @@ def near_best_wd(acc: np.ndarray, loss: np.ndarray, criterion: str = "val-loss")
 def run_budgets(p: BudgetParams, out, *, seed: int = 0, progress: bool = False) -> RunResult:
     from pathlib import Path
 
-    from simulations.adamw_heatmaps import run_grid
+    from dyntools.simulations.adamw_heatmaps import run_grid
 
     configs = grid_configs(p)
     budgets = check_budgets(p.budgets)

@@ -19,11 +19,11 @@ def reproduce(ctx):
     import time
 
     import numpy as np
+    from dyntools.simulations.adamw_heatmaps import KIND, report_grid, run_grid
 
     from dyntools.plots import adamw_heatmaps as HP
     from dyntools.report import Section
     from dyntools.tables import markdown_table
-    from simulations.adamw_heatmaps import KIND, report_grid, run_grid
 
     cfg, workers = report_grid(ctx.quick)
     start = time.perf_counter()

@@ -18,8 +18,8 @@ def reproduce(ctx):
 
     from dyntools.plots import adamw_heatmaps as HP
     from dyntools.report import Section
+    from dyntools.simulations.adamw_heatmaps import BORDER, GridConfig, region_verdict, run_grid
     from dyntools.tables import markdown_table
-    from simulations.adamw_heatmaps import BORDER, GridConfig, region_verdict, run_grid
 
     if ctx.quick:
         cfg, workers = GridConfig(dataset="digits", n_lr=3, n_wd=4, epochs=12, hidden=(32, 32),

@@ -299,7 +299,7 @@ def build_spec(cfg: GridConfig, seed: int) -> sweep.SweepSpec:
         cells = [{**c, "stream": r, **({"r": r} if cfg.replicates > 1 else {})}
                  for r in range(cfg.replicates) for c in cells]
     config = {k: v for k, v in cfg.as_json().items() if k not in AFTER_THE_SWEEP}
-    return sweep.SweepSpec(KIND, "simulations.adamw_heatmaps:train_cell", config, cells, seed,
+    return sweep.SweepSpec(KIND, "dyntools.simulations.adamw_heatmaps:train_cell", config, cells, seed,
                            finite=CELL_VALUES)
 
 

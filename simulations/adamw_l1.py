@@ -69,10 +69,11 @@ def sparsity_at_equal_accuracy(result, margin: float = MARGIN) -> dict:
 def reproduce(ctx):
     import time
 
+    from dyntools.simulations.adamw_heatmaps import report_grid, run_grid
+
     from dyntools.plots import adamw_heatmaps as HP
     from dyntools.report import Section
     from dyntools.tables import markdown_table
-    from simulations.adamw_heatmaps import report_grid, run_grid
 
     changes = {} if ctx.quick else {"n_lr": 6, "n_wd": 10}
     cfg, workers = report_grid(ctx.quick, optimizers=("adamw", "adamw_l1"), learning_curve_points=0, **changes)

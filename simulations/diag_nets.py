@@ -579,7 +579,7 @@ def reproduce_paper(ctx):
     from dyntools.plots.column_norms import plot_column_norms
     from dyntools.report import Section
     from dyntools.tables import markdown_table
-    from simulations import diag_nets_ensemble as E
+    from dyntools.simulations import diag_nets_ensemble as E
 
     parts, numbers, figures = [], {}, []
     size = PAPER_QUICK if ctx.quick else {}

@@ -48,7 +48,7 @@ def run_ensemble(preset: str = "paper-sgd", *, starts: int | None = None, steps:
     the verdicts use the last recording (the notebook's final numbers are at its last recorded step)."""
     from dyntools.data import paper_diag_net_data, paper_sgd_indices
     from dyntools.dynamics.diag_net_sgd import train_diag_net
-    from simulations.diag_nets import EXPERIMENT, build_runs, paper_record_steps
+    from dyntools.simulations.diag_nets import EXPERIMENT, build_runs, paper_record_steps
 
     starts = STARTS[preset] if starts is None else starts
     p = EXPERIMENT.make(preset, data="paper", **({"steps": steps} if steps else {}))

@@ -103,11 +103,12 @@ def check(p: SDEParams) -> None:
 
 
 def run(p: SDEParams, ctx: RunContext):
+    from dyntools.simulations import sde_label_noise, sde_orders
+
     from dyntools.data import sparse_regression
     from dyntools.dynamics import sde_models
     from dyntools.dynamics.sde import solve
     from dyntools.models.quadratic_toy import QuadraticToy
-    from simulations import sde_label_noise, sde_orders
 
     seed = ctx.seed
     if p.convergence:

@@ -16,10 +16,10 @@
 from __future__ import annotations
 
 import numpy as np
+from dyntools.simulations.sde_orders import fit_slope, png_link
 
 from dyntools import validation
 from dyntools.spec import Entry
-from simulations.sde_orders import fit_slope, png_link
 
 TITLE = "Label-noise SDE: GD vs SDE and the sparsity mechanism"
 #: the SDE intensity δ̃ of both studies in the report (label-noise std δ = n√δ̃)

@@ -36,10 +36,11 @@ def verdicts(summary: dict) -> dict:
 
 
 def reproduce(ctx):
+    from dyntools.simulations.adamw_heatmaps import report_grid, run_grid
+
     from dyntools.plots.adamw_heatmaps import plot_val_accuracy
     from dyntools.report import Section, word
     from dyntools.tables import markdown_table
-    from simulations.adamw_heatmaps import report_grid, run_grid
 
     cfg, workers = report_grid(ctx.quick, optimizers=OPTIMIZERS, learning_curve_points=0,
                                **({"n_lr": 3, "n_wd": 4} if ctx.quick else {"n_lr": 5, "n_wd": 6}))

@@ -6,8 +6,7 @@ import math
 
 import numpy as np
 import pytest
-
-from simulations import adam_effective_step as A
+from dyntools.simulations import adam_effective_step as A
 
 
 def test_moments_are_the_bias_corrected_averages():

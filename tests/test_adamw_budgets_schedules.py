@@ -8,12 +8,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from dyntools.simulations import adamw_budgets as B
+from dyntools.simulations import adamw_l1 as L1
+from dyntools.simulations import adamw_schedules as SC
 
 from dyntools import cli, store
 from dyntools.engine.result import RunResult
-from simulations import adamw_budgets as B
-from simulations import adamw_l1 as L1
-from simulations import adamw_schedules as SC
 
 ROOT = Path(__file__).resolve().parents[1]
 NET = ["--n", "48", "--n-val", "48", "--hidden", "5,5", "--batch-size", "12", "--workers", "1"]
@@ -96,8 +96,9 @@ def test_near_best_wd_and_range_over_choices_edge_cases():
 
 
 def test_paired_replicates_average_the_cells_runs(tmp_path):
+    from dyntools.simulations.adamw_heatmaps import GridConfig, run_grid
+
     from dyntools.classifier_cell import train_cell
-    from simulations.adamw_heatmaps import GridConfig, run_grid
 
     cfg = GridConfig(optimizers=("adamw",), n_lr=1, n_wd=2, lr_range=(1e-2, 1e-2), wd_range=(1e-3, 1e-1), n=48,
                      n_val=48, hidden=(5, 5), batch_size=12, epochs=2, paired=True, replicates=2,
@@ -192,7 +193,7 @@ def test_schedules_sweep_declares_the_cell_values_that_must_be_finite():
 def test_schedules_default_wd_is_per_optimizer():
     """Issue 26 item 12: ``--optimizers adamw`` alone works; each optimizer gets its default decay
     (1e-4 as an L2 term for adam-like, 1e-2 decoupled for adamw-like); an explicit --wd still rules."""
-    from simulations.adamw_schedules import ScheduleParams, build_spec, weight_decays
+    from dyntools.simulations.adamw_schedules import ScheduleParams, build_spec, weight_decays
 
     assert weight_decays(ScheduleParams(optimizers=("adamw",)), ("adamw",)) == (1e-2,)
     assert weight_decays(ScheduleParams(), ("adam", "adamw")) == (1e-4, 1e-2)

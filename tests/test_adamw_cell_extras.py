@@ -5,12 +5,12 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from dyntools.simulations import adamw_heatmaps as H
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dyntools import classifier_cell as C
 from dyntools.optim import schedules as S
-from simulations import adamw_heatmaps as H
 
 TINY = dict(n=60, n_val=60, hidden=(6, 6), batch_size=12, n_lr=2, n_wd=2, lr_range=(3e-3, 3e-2),
             wd_range=(1e-4, 1e-1))

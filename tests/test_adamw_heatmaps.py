@@ -2,9 +2,9 @@
 
 import numpy as np
 import pytest
+from dyntools.simulations import adamw_heatmaps as H
 
 from dyntools.engine.result import RunResult
-from simulations import adamw_heatmaps as H
 
 
 def test_default_grid_is_the_problem_sets_16_by_24_with_per_optimizer_lr_ranges():

@@ -59,9 +59,10 @@ def test_diag_net_run_records_norm_quantiles_consistently():
 
 
 def test_relu_run_records_norms_and_draws_the_paper_figures(tmp_path):
+    from dyntools.simulations.relu_nets import paper_snapshot_steps, simulate
+
     from dyntools.models.mlp import MLP
     from dyntools.plots import relu as relu_plots
-    from simulations.relu_nets import paper_snapshot_steps, simulate
 
     res = simulate("1d-warmup500", seeds=1, records=10, log10_steps=2.5)
     assert res.config["warmup_factor"] == 500.0 and res.config["snapshots"] == paper_snapshot_steps(316).tolist()
@@ -80,7 +81,7 @@ def test_relu_run_records_norms_and_draws_the_paper_figures(tmp_path):
 
 
 def test_paper_snapshot_steps_are_the_notebook_grid_entries():
-    from simulations.relu_nets import paper_snapshot_steps
+    from dyntools.simulations.relu_nets import paper_snapshot_steps
 
     T = int(10 ** 4.5) + 1                          # the authors' num_iter
     grid = np.unique(np.concatenate([np.arange(100), np.round(np.linspace(0, T, 151))[:-1]]))

@@ -2,10 +2,10 @@
 
 import numpy as np
 import pytest
+from dyntools.simulations import deep_nets as dn
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simulations import deep_nets as dn
 from tests.conftest import assert_usage_error, run_cli
 
 

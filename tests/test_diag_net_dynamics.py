@@ -217,7 +217,7 @@ def test_figure_has_the_sharpness_panel_and_still_plots_runs_saved_without_it(tm
 
 
 def test_step_scan_scales_both_steps_and_shares_data_and_streams():
-    from simulations import diag_nets
+    from dyntools.simulations import diag_nets
 
     small = dict(n=12, d=20, r=3, n_test=50, steps=300, seeds=3, records=10)
     scan = diag_nets.step_scan("paper-sgd", scales=(0.5, 1.0), seed=4, **small)
@@ -239,7 +239,7 @@ def test_step_scan_scales_both_steps_and_shares_data_and_streams():
 
 
 def test_sparser_check_verdicts():
-    from simulations import diag_nets
+    from dyntools.simulations import diag_nets
 
     def fake(l0_small, l0_large, alive=(5, 5)):
         class R:

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from simulations import iteration_dependent_l2 as Q
+from dyntools.simulations import iteration_dependent_l2 as Q
 
 
 def test_the_derivations_setting_is_adamw_and_the_others_are_not():

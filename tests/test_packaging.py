@@ -98,3 +98,61 @@ def test_version_is_one_and_printed(cli):
     proc = cli("--version")
     assert proc.returncode == 0 and proc.stdout.strip() == f"dyntools {declared}"
     assert package_versions()["dyntools"] == declared
+
+
+def _built_package(tmp_path: Path) -> tuple[Path, list[str]]:
+    """What ``pip install .`` puts into site-packages, built by setuptools from a copy of the sources (the
+    checkout is left untouched): the build's library folder and the distribution's top-level names."""
+    src = tmp_path / "src"
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.nbi", "*.nbc")
+    for folder in ("dyntools", "simulations", "proofs"):
+        shutil.copytree(ROOT / folder, src / folder, ignore=ignore)
+    for name in ("setup.py", "pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, src / name)
+    proc = subprocess.run([sys.executable, "setup.py", "-q", "build", "--build-base", str(tmp_path / "build"),
+                           "--build-lib", str(tmp_path / "site"), "egg_info", "--egg-base", str(tmp_path)],
+                          cwd=src, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (info,) = tmp_path.glob("*.egg-info")
+    return tmp_path / "site", (info / "top_level.txt").read_text().split()
+
+
+@pytest.mark.skipif(subprocess.run([sys.executable, "-c", "import setuptools"]).returncode != 0,
+                    reason="setuptools is needed to build the package")
+def test_the_install_has_dyntools_alone_with_simulations_and_proofs_inside(tmp_path):
+    """``pip install .`` puts one top-level package into site-packages, ``dyntools`` (no ``simulations`` or
+    ``proofs`` to shadow a user's own); the repository's simulations/ and proofs/ are in it as
+    dyntools.simulations and dyntools.proofs, and the installed package finds them from any directory."""
+    site, top_level = _built_package(tmp_path)
+    assert top_level == ["dyntools"]
+    assert sorted(p.name for p in site.iterdir()) == ["dyntools"]
+    for folder, installed in (("simulations", "dyntools/simulations"), ("proofs", "dyntools/proofs"),
+                              ("dyntools", "dyntools")):
+        for py in (ROOT / folder).rglob("*.py"):
+            rel = py.relative_to(ROOT / folder).as_posix()
+            assert (site / installed / rel).is_file(), f"{folder}/{rel} is not installed as {installed}/{rel}"
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    code = ("import dyntools, dyntools.simulations as s, dyntools.proofs.report as r\n"
+            "from dyntools.commands import registry\n"
+            "assert s.__file__.startswith(dyntools.__path__[0]) and r.__file__.startswith(dyntools.__path__[0])\n"
+            "print(len(registry.experiments('simulate')), len(registry.catalogue()))")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=elsewhere, capture_output=True, text=True,
+                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(site), "NUMBA_CACHE_DIR": str(tmp_path)})
+    assert proc.returncode == 0, proc.stderr
+    n_simulate, n_catalogue = map(int, proc.stdout.split())
+    assert n_simulate > 5 and n_catalogue > 5
+
+
+def test_a_checkout_imports_simulations_and_proofs_under_the_package_name():
+    """From the repository (its root first on sys.path, as the README's test command runs) the folders
+    at the root are the same modules as ``dyntools.simulations``/``dyntools.proofs``."""
+    import dyntools.proofs.report
+    import dyntools.simulations.diag_nets
+
+    import dyntools
+
+    assert Path(dyntools.simulations.diag_nets.__file__).resolve() == ROOT / "simulations" / "diag_nets.py"
+    assert Path(dyntools.proofs.report.__file__).resolve() == ROOT / "proofs" / "report.py"
+    assert "simulations" not in sys.modules or sys.modules["simulations"] is not dyntools.simulations

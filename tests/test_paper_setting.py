@@ -72,7 +72,7 @@ def direct_sgd(data, indices, eta_steps, steps):
 
 @pytest.mark.parametrize("kernel", ["numpy", "numba"])
 def test_paper_run_first_steps_equal_direct_numpy_sgd(kernel):
-    from simulations.diag_nets import run_experiment
+    from dyntools.simulations.diag_nets import run_experiment
 
     steps = 60
     res = run_experiment("paper-sgd", data="paper", steps=steps, schedules=("small", "large"),
@@ -94,7 +94,7 @@ def test_paper_run_first_steps_equal_direct_numpy_sgd(kernel):
 
 
 def test_paper_defaults_and_metrics():
-    from simulations.diag_nets import EXPERIMENT, paper_record_steps
+    from dyntools.simulations.diag_nets import EXPERIMENT, paper_record_steps
 
     p = EXPERIMENT.make("paper-sgd", data="paper")
     assert (p.n, p.d, p.r, p.n_test, p.steps, p.seeds) == (80, 200, 20, 1000, 100_001, 1)
@@ -187,7 +187,7 @@ def test_cli_data_paper_runs_the_authors_setting(tmp_path):
 
 
 def test_notebook_comparison_of_one_run_shows_its_fate_and_no_nan():
-    from simulations.diag_nets import NOTEBOOK_FINAL, compare_with_notebook, kernel_survival_verdict
+    from dyntools.simulations.diag_nets import NOTEBOOK_FINAL, compare_with_notebook, kernel_survival_verdict
 
     class Fake(dict):
         config = {"runs": [{"label": f"r{g}"} for g in range(4)]}
@@ -209,7 +209,7 @@ def test_survival_under_perturbed_starts_is_the_same_experiment_for_both_kernels
     """The report's perturbed-start study: at a stable step nobody diverges, at a far too large one
     everybody does (at the same step for both kernels: the first updates are far from round-off), and
     the starts are drawn per index, so a repeat gives the same list."""
-    from simulations.diag_nets import survival_under_perturbation
+    from dyntools.simulations.diag_nets import survival_under_perturbation
 
     calm = {k: survival_under_perturbation(k, eta=0.05, steps=300, draws=2) for k in ("numba", "numpy")}
     assert calm == {"numba": [-1, -1], "numpy": [-1, -1]}

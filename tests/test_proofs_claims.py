@@ -115,7 +115,7 @@ def test_adam_control_counterexample_values(results):
 def test_simulation_crosscheck_is_consistent_with_verified_bounds():
     """Measured (not proved): simulated losses after the bounce entry stay inside the verified
     bounce-regime bounds, and the printed band's lower edge is violated on some steps."""
-    from proofs.report import simulation_crosscheck
+    from dyntools.proofs.report import simulation_crosscheck
 
     sim = simulation_crosscheck(steps=3000, paths=4)
     assert sim["paths_bouncing_at_end"] == 1.0

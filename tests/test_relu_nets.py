@@ -89,7 +89,7 @@ def test_gram_rank_equals_svd_rank(n, p, r, seed):
 # ------------------------------------------------------------------------------------------ training
 
 def test_setting_runs_and_reports():
-    from simulations.relu_nets import simulate
+    from dyntools.simulations.relu_nets import simulate
 
     r = simulate("teacher3", seeds=2, records=8, log10_steps=2.5)
     assert r.kind == "relu" and r["table_final_test_loss"].shape == (2, 4)
@@ -147,8 +147,9 @@ def test_bench_quick_reports_the_target_without_asserting_timings():
 
 def test_bench_workload_is_the_teacher3_setting():
     """dyntools/bench/relu.py states its workload itself (the library does not import simulations/)."""
+    from dyntools.simulations.relu_nets import build, get_setting, schedules
+
     from dyntools.bench import relu as bench_relu
-    from simulations.relu_nets import build, get_setting, schedules
 
     s = get_setting("teacher3", log10_steps=3.0)
     model, theta0, X, y, *_ = build(s, 0)
@@ -163,7 +164,7 @@ def test_bench_workload_is_the_teacher3_setting():
 
 
 def test_table_excludes_diverged_and_collapsed_seeds():
-    from simulations.relu_nets import table_rows
+    from dyntools.simulations.relu_nets import table_rows
 
     nan = np.nan
     table = {"final_test_loss": np.array([[0.1, 0.2], [0.3, nan], [0.5, 2.0]]),

@@ -6,8 +6,7 @@ from __future__ import annotations
 import math
 
 import pytest
-
-from simulations.loss_stabilization import proposition_verdict
+from dyntools.simulations.loss_stabilization import proposition_verdict
 
 BASE = {"paths": 64, "diverged_paths": 0, "paths_bouncing_at_end": 1.0, "above_band_fraction_recorded": 0.0,
         "below_band_fraction_recorded": 0.031}
@@ -42,7 +41,7 @@ def test_edges_of_each_bound():
 
 
 def test_valley_verdict_edges():
-    from simulations.trajectories import valley_verdict
+    from dyntools.simulations.trajectories import valley_verdict
 
     assert valley_verdict(24.8, 12.9, 0.1)["holds"] is True
     assert valley_verdict(24.8, 20.0, 0.1)["holds"] is False                  # a tie with 2/η is not below
@@ -61,9 +60,9 @@ def test_measured_and_word():
 
 def test_deep_nets_checks_never_read_a_nan():
     import numpy as np
+    from dyntools.simulations.deep_nets import check_lines, checks, headline
 
     from dyntools.engine.result import RunResult
-    from simulations.deep_nets import check_lines, checks, headline
 
     fsc = np.array([[[0.5], [0.3]], [[0.4], [np.nan]]])              # seeds × schedules × records
     acc = np.array([[[0.9], [0.95]], [[0.9], [np.nan]]])

@@ -5,9 +5,9 @@ the figure check."""
 from __future__ import annotations
 
 import numpy as np
+from dyntools.simulations import schedule_family as SF
 
 from dyntools.plots import check
-from simulations import schedule_family as SF
 
 
 def test_each_run_used_its_schedule_and_the_figure_is_clean(tmp_path, monkeypatch):

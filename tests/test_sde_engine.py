@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from dyntools.simulations.sde_orders import TOLERANCES, convergence_study
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from numba import njit
@@ -11,7 +12,6 @@ from dyntools.dynamics import sde_models
 from dyntools.dynamics.sde import SDE, solve
 from dyntools.engine import streams, ziggurat
 from dyntools.models.quadratic_toy import QuadraticToy
-from simulations.sde_orders import TOLERANCES, convergence_study
 
 
 @njit

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from dyntools.simulations.sde_label_noise import sgd_vs_sde, sparsity_mechanism
 
 from dyntools.data import sparse_regression
 from dyntools.dynamics import sde_models
@@ -12,7 +13,6 @@ from dyntools.models import diag_net
 from dyntools.models.diag_net import DiagNet
 from dyntools.models.quadratic_toy import QuadraticToy
 from dyntools.optim.optimizers import sgd
-from simulations.sde_label_noise import sgd_vs_sde, sparsity_mechanism
 
 DATA = sparse_regression(n=10, d=20, r=3, seed=1)
 

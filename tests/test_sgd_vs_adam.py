@@ -6,8 +6,7 @@ from __future__ import annotations
 import math
 
 import pytest
-
-from simulations.sgd_vs_adam import COMPETES, verdicts
+from dyntools.simulations.sgd_vs_adam import COMPETES, verdicts
 
 
 def _summary(best, cells):

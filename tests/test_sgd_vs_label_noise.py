@@ -109,7 +109,7 @@ def test_em_step_of_the_sde_is_label_noise_gd_at_h_with_delta_sqrt_r(seed, r, de
 # ------------------------------------------------------------------------------------------ the experiment
 
 def test_small_diag_net_experiment_shapes_delta_and_verdict():
-    from simulations.sgd_vs_label_noise import EXPERIMENT, simulate
+    from dyntools.simulations.sgd_vs_label_noise import EXPERIMENT, simulate
 
     p = EXPERIMENT.make("diag-net", n=10, d=20, r=2, steps=300, seeds=2, records=8, delta_scales=(1.0, 3.0))
     res = simulate(p, seed=1)
@@ -124,7 +124,7 @@ def test_small_diag_net_experiment_shapes_delta_and_verdict():
 
 
 def test_small_relu_experiment_runs():
-    from simulations.sgd_vs_label_noise import EXPERIMENT, simulate
+    from dyntools.simulations.sgd_vs_label_noise import EXPERIMENT, simulate
 
     res = simulate(EXPERIMENT.make("relu", steps=200, seeds=2, records=6, delta_scales=(1.0,)), seed=0)
     assert res["rank"].shape == (4, 2, res["steps"].size)

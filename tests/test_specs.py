@@ -174,7 +174,7 @@ def test_param_needs_a_kind_it_cannot_infer():
 
 
 def test_the_python_api_checks_like_the_command_line():
-    from simulations import diag_nets
+    from dyntools.simulations import diag_nets
 
     with pytest.raises(ValueError, match="Invalid steps: 0"):
         diag_nets.run_experiment("paper-sgd", steps=0)

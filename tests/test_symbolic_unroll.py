@@ -64,7 +64,7 @@ def test_import_dyntools_does_not_import_sympy():
 
 
 def _run(name):
-    from proofs import optimizer_code
+    from dyntools.proofs import optimizer_code
 
     [claim] = [c for c in optimizer_code.CLAIMS if c.name == name]
     return claim.run()

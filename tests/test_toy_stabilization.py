@@ -1,5 +1,6 @@
 import numpy as np
 import pytest
+from dyntools.simulations.loss_stabilization import check_proposition, phase_diagram
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -7,7 +8,6 @@ from dyntools.dynamics.toy_sgd import simulate_toy
 from dyntools.engine import record as recording
 from dyntools.models.quadratic_toy import QuadraticToy
 from dyntools.optim.schedules import PiecewiseDecay
-from simulations.loss_stabilization import check_proposition, phase_diagram
 
 TOY = QuadraticToy.uniform(theta_star=1.0, x_min=1.0, x_max=1.05, n=200, seed=1)
 

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from simulations import universal_approximation as U
+from dyntools.simulations import universal_approximation as U
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -104,8 +104,8 @@ def _stats(columns):
 
 
 def test_ensemble_verdicts_against_the_notebook_edge_cases():
-    from simulations import diag_nets_ensemble as E
-    from simulations.diag_nets import NOTEBOOK_FINAL
+    from dyntools.simulations import diag_nets_ensemble as E
+    from dyntools.simulations.diag_nets import NOTEBOOK_FINAL
 
     ref = NOTEBOOK_FINAL["paper-sgd"]
     n = 20
@@ -129,7 +129,7 @@ def test_ensemble_verdicts_against_the_notebook_edge_cases():
 
 
 def test_perturbed_starts_are_seeded_per_start_and_log_spaced():
-    from simulations.diag_nets_ensemble import perturbed_starts
+    from dyntools.simulations.diag_nets_ensemble import perturbed_starts
 
     u, s = perturbed_starts(5, 4, seed=3)
     assert s[0] == pytest.approx(1e-12) and s[-1] == pytest.approx(1e-8)
@@ -141,7 +141,7 @@ def test_perturbed_starts_are_seeded_per_start_and_log_spaced():
 
 
 def test_l1_sparsity_verdict_needs_a_margin_and_never_reads_a_nan():
-    from simulations.adamw_l1 import SHARE_MARGIN, l1_verdict
+    from dyntools.simulations.adamw_l1 import SHARE_MARGIN, l1_verdict
 
     def shares(mx, med):
         return {"max_small_fraction": mx, "median_small_fraction": med}
@@ -156,7 +156,7 @@ def test_l1_sparsity_verdict_needs_a_margin_and_never_reads_a_nan():
 
 
 def test_digits_region_counts_borderline_cells_as_either():
-    from simulations.adamw_heatmaps import BORDER, region_verdict
+    from dyntools.simulations.adamw_heatmaps import BORDER, region_verdict
 
     class Fake(dict):
         config = {"optimizers": ["adam", "adamw"]}
@@ -180,7 +180,7 @@ def test_digits_region_counts_borderline_cells_as_either():
 def test_a_small_ensemble_runs_saves_and_loads_and_the_stats_skip_diverged_starts(tmp_path):
     from dyntools import store
     from dyntools.commands.registry import load_result
-    from simulations import diag_nets_ensemble as E
+    from dyntools.simulations import diag_nets_ensemble as E
 
     res = E.run_ensemble("paper-gd", starts=3, steps=40, seed=1)
     assert res["l0"].shape == (4, 3, 2) and res.config["ensemble"]["starts"] == 3

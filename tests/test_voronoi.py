@@ -175,11 +175,11 @@ def test_train_compiled_loops_equal_the_twin(monkeypatch):
 # ------------------------------------------------------------------------------------ the experiment
 
 def test_experiment_small_run_and_figures(tmp_path):
+    from dyntools.simulations import voronoi as SV
     from PIL import Image
 
     from dyntools import store
     from dyntools.plots import plot_result
-    from simulations import voronoi as SV
 
     p = SV.make_params(rung="plus-minus", decay="min", no_decay=("scale",), n=600, n_test=200, steps=60,
                        batch=16, seeds=2, frames=4)
@@ -202,7 +202,7 @@ def test_experiment_small_run_and_figures(tmp_path):
 
 
 def test_exact_rung_experiment():
-    from simulations import voronoi as SV
+    from dyntools.simulations import voronoi as SV
 
     res = SV.run_experiment(SV.make_params(rung="exact", seeds=2, n=500, n_test=300, rule="projection"))
     assert res.summary["exact_vs_projection_median"] == 1.0
@@ -214,15 +214,16 @@ def test_exact_rung_experiment():
                                          ({"k": 5000}, "k"), ({"classes": 1}, "classes"), ({"box": 0.0}, "box"),
                                          ({"no_decay": ("bias",)}, "no_decay")])
 def test_experiment_bad_input(kwargs, word):
-    from simulations import voronoi as SV
+    from dyntools.simulations import voronoi as SV
 
     with pytest.raises(ValueError, match=word):
         SV.make_params(**kwargs)
 
 
 def test_ladder_sweep_resumes(tmp_path):
+    from dyntools.simulations import voronoi as SV
+
     from dyntools.plots import plot_result
-    from simulations import voronoi as SV
 
     p = SV.make_params(n_centers=16, n=300, n_test=100, steps=20, batch=8, frames=3)
     kw = dict(rungs=("exact", "offset", "centers"), decays=("l2", "l1"), seeds=2, workers=1)

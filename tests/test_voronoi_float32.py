@@ -19,6 +19,7 @@ Stated tolerances (measured with margin, relative to ‖g₆₄‖∞ for gradie
 
 import numpy as np
 import pytest
+from dyntools.simulations import voronoi as V
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -26,7 +27,6 @@ from dyntools import cli
 from dyntools.data.voronoi import voronoi
 from dyntools.dynamics.train import train
 from dyntools.models.voronoi import RUNGS, VoronoiLadder, exp_nonpositive
-from simulations import voronoi as V
 
 EPS32 = 2.0 ** -24
 ENV = voronoi(300, n_test=10, seed=0)

@@ -18,35 +18,12 @@ Targets (issue 4):
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import time
 
 import numpy as np
 
 from dyntools.bench import BenchReport, Target, best_time
-from dyntools.bench import sweep as sweep_bench
-
-_MATMUL_CODE = """
-import time, numpy as np
-n = {n}
-a = np.random.default_rng(0).standard_normal((n, n)).astype("{dtype}"); b = a.T.copy()
-a @ b
-best = 1e9
-for _ in range(3):
-    t = time.perf_counter(); a @ b; best = min(best, time.perf_counter() - t)
-print(2 * n**3 / best)
-"""
-
-
-def matmul_rate(threads: int = 1, n: int = 1000, dtype: str = "float64") -> float:
-    """GEMM flop rate (flops/s, ``dtype``) with ``threads`` BLAS threads, measured in a child process."""
-    env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads),
-               MKL_NUM_THREADS=str(threads))
-    out = subprocess.run([sys.executable, "-c", _MATMUL_CODE.format(n=n, dtype=dtype)], env=env, capture_output=True,
-                         text=True, check=True)
-    return float(out.stdout.strip())
+from dyntools.bench.anchors import jax_modules, matmul_rate
 
 
 def sgd_flops_per_step(d: int, n: int, m: int, records: int, steps: int) -> tuple[float, float]:
@@ -69,7 +46,7 @@ def jax_sgd_runs(Xs, ys, thetas, indices, lrs):
     ``h(x) = ⟨u ⊙ v, x⟩``, loss ``½ (h(x_i) − y_i)²`` of the replayed sample ``indices[s, t]``, optax.sgd
     with the step sizes ``lrs[t]``; jit + vmap over the seeds (each with its data set ``Xs[s], ys[s]``),
     lax.scan over the steps. Compiled and run once before it is returned."""
-    jax, jnp, optax = sweep_bench.jax_modules()
+    jax, jnp, optax = jax_modules()
     jax.config.update("jax_enable_x64", True)
     d = thetas.shape[1] // 2
     lr = jnp.asarray(lrs, jnp.float64)
@@ -215,7 +192,7 @@ def run(quick: bool = False) -> BenchReport:
 
     # 2b. the JAX anchor: the same 32 seeds as a JAX user writes them (vmap over seeds, lax.scan over steps,
     #     optax.sgd on the loss ½ r², the indices drawn beforehand); without recordings, which favours JAX
-    if sweep_bench.jax_modules() is None:
+    if jax_modules() is None:
         report.notes.append("JAX comparison skipped: jax not installed (pip install 'dyntools[bench]')")
     else:
         idx = np.stack([np.random.default_rng(i).integers(0, 80, steps) for i in range(32)])

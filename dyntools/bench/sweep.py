@@ -26,6 +26,7 @@ import numpy as np
 
 from dyntools import data
 from dyntools.bench import BenchReport, Target, best_time
+from dyntools.bench.anchors import jax_modules, matmul_rate
 from dyntools.engine import samplers, streams
 from dyntools.models import mlp_gemm
 from dyntools.models.mlp import MLP
@@ -245,7 +246,6 @@ def _memory_measurements(report: BenchReport, steps: int) -> None:
 
 
 def run(quick: bool = False) -> BenchReport:
-    from dyntools.bench.diag_net import matmul_rate
     from dyntools.dynamics.train import train
 
     steps = 200 if quick else 2000
@@ -346,17 +346,6 @@ def run(quick: bool = False) -> BenchReport:
 
 
 # ------------------------------------------------------------------------------ the JAX anchor
-
-def jax_modules():
-    """``(jax, jnp, optax)`` or None when jax/optax are not installed (the optional ``bench`` extra)."""
-    try:
-        import jax
-        import jax.numpy as jnp
-        import optax
-    except ImportError:
-        return None
-    return jax, jnp, optax
-
 
 def jax_grid(model, X, y, thetas, batches, lrs, wds, decoupled, dtype: str):
     """A JAX user's version of a block of heatmap cells, compiled: ``run() -> losses``.

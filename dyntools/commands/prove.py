@@ -20,17 +20,17 @@ from dyntools.commands import CommandOutput
 
 #: family name → module of ``proofs/`` defining ``CLAIMS``
 BUILTIN_FAMILIES: dict[str, str] = {
-    "sgd-weight-decay": "proofs.sgd_weight_decay",
-    "adaptive-preconditioners": "proofs.adaptive_preconditioners",
-    "decoupled-decay": "proofs.decoupled_decay",
-    "optimizer-code": "proofs.optimizer_code",
-    "gd-quadratic": "proofs.gd_quadratic",
-    "loss-stabilization": "proofs.loss_stabilization",
-    "sgd-noise": "proofs.sgd_noise",
-    "diagonal-nets": "proofs.diagonal_nets",
-    "relu-nets": "proofs.relu_nets",
-    "brownian": "proofs.brownian",
-    "voronoi": "proofs.voronoi",
+    "sgd-weight-decay": "dyntools.proofs.sgd_weight_decay",
+    "adaptive-preconditioners": "dyntools.proofs.adaptive_preconditioners",
+    "decoupled-decay": "dyntools.proofs.decoupled_decay",
+    "optimizer-code": "dyntools.proofs.optimizer_code",
+    "gd-quadratic": "dyntools.proofs.gd_quadratic",
+    "loss-stabilization": "dyntools.proofs.loss_stabilization",
+    "sgd-noise": "dyntools.proofs.sgd_noise",
+    "diagonal-nets": "dyntools.proofs.diagonal_nets",
+    "relu-nets": "dyntools.proofs.relu_nets",
+    "brownian": "dyntools.proofs.brownian",
+    "voronoi": "dyntools.proofs.voronoi",
 }
 
 FILE_HELP = ("a Python file of your own claims (a list CLAIMS of dyntools.symbolic.Claim, or module-level "

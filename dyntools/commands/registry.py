@@ -1,8 +1,9 @@
-"""Where the command line finds experiments and catalogue entries: by scanning the ``simulations``
-package for modules that expose ``EXPERIMENT``/``EXPERIMENTS`` (:class:`dyntools.spec.Experiment`) and
-``REPORT``/``REPORTS`` (:class:`dyntools.spec.Entry`), plus the proofs entry of ``proofs/report.py``.
+"""Where the command line finds experiments and catalogue entries: by scanning the ``dyntools.simulations``
+package (the repository's ``simulations/``) for modules that expose ``EXPERIMENT``/``EXPERIMENTS``
+(:class:`dyntools.spec.Experiment`) and ``REPORT``/``REPORTS`` (:class:`dyntools.spec.Entry`), plus the proofs
+entry of ``dyntools.proofs.report`` (``proofs/report.py``).
 
-This is the only place (with :mod:`dyntools.cli`) that imports ``simulations`` or ``proofs``; modules of
+This is the only place (with :mod:`dyntools.commands.prove`) that imports ``simulations`` or ``proofs``; modules of
 ``simulations/`` keep their imports light (heavy code is imported inside ``run``/``reproduce``), so
 ``dyntools --help`` stays fast.
 """
@@ -18,9 +19,9 @@ from dyntools.spec import Entry, Experiment
 
 @cache
 def _modules() -> tuple:
-    import simulations
+    from dyntools import simulations
 
-    return tuple(importlib.import_module(f"simulations.{m.name}")
+    return tuple(importlib.import_module(f"dyntools.simulations.{m.name}")
                  for m in sorted(pkgutil.iter_modules(simulations.__path__), key=lambda m: m.name)
                  if not m.name.startswith("_"))
 
@@ -49,7 +50,7 @@ def experiments(verb: str) -> dict[str, Experiment]:
 @cache
 def catalogue() -> dict[str, Entry]:
     """``dyntools reproduce``'s entries by name, in report order (the proofs first)."""
-    from proofs import report as proofs_report
+    from dyntools.proofs import report as proofs_report
 
     entries = [Entry("proofs", proofs_report.TITLE, proofs_report.reproduce, order=0)]
     for module in _modules():

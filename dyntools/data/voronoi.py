@@ -31,8 +31,7 @@ import numpy as np
 
 from dyntools import validation
 from dyntools.engine import streams
-
-RULES = ("nearest", "projection")
+from dyntools.models.voronoi_rules import RULES, cells  # noqa: F401  (re-exported: dt.data.voronoi.cells)
 
 
 @dataclass(frozen=True)
@@ -61,27 +60,6 @@ class VoronoiData:
     def config(self) -> dict:
         return {"n": int(self.X.shape[0]), "n_test": int(self.X_test.shape[0]), "k": self.k, "dim": self.dim,
                 "classes": self.n_classes, "box": self.box, "rule": self.rule}
-
-
-def cells(X, centers, rule: str = "nearest") -> np.ndarray:
-    """Index of the cell of every row of ``X`` under ``rule`` (see the module docstring).
-
-    Evaluated in blocks of rows, so memory stays O(block × k)."""
-    validation.one_of("rule", rule, RULES)
-    X = np.asarray(X, dtype=np.float64)
-    C = np.asarray(centers, dtype=np.float64)
-    out = np.empty(X.shape[0], dtype=np.int64)
-    if rule == "nearest":
-        sq = np.sum(C * C, axis=1)
-        for lo in range(0, X.shape[0], 4096):
-            xb = X[lo:lo + 4096]
-            # ‖x − c‖² = ‖x‖² − 2xᵀc + ‖c‖²; ‖x‖² is common to a row and does not change the argmin
-            out[lo:lo + 4096] = np.argmin(sq[None, :] - 2.0 * (xb @ C.T), axis=1)
-    else:
-        U = C / np.sum(C * C, axis=1, keepdims=True)
-        for lo in range(0, X.shape[0], 4096):
-            out[lo:lo + 4096] = np.argmin(np.abs(X[lo:lo + 4096] @ U.T - 1.0), axis=1)
-    return out
 
 
 def label_points(X, centers, center_labels, rule: str = "nearest") -> np.ndarray:

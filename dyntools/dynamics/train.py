@@ -31,27 +31,30 @@ Streams: the sampler and label noise of path (g, s) draw from ``SeedSequence(see
 ``KEY`` the model's sampling purpose (:data:`dyntools.engine.streams.KEYS`); with ``common_stream`` every
 run of a seed shares the stream of ``(KEY, s)`` (paired comparisons of schedules on the same samples).
 
-:func:`advance_path` is the compiled step loop of one path (inlined into a ``nogil`` loop over paths
-that runs on a thread pool: one per built-in model, cached on disk, in :mod:`dyntools.dynamics.loops`)
-and :func:`advance_path_numpy` its twin; :func:`train` validates, allocates, picks a model's tuned loop
-when one applies (``model.fast_path``), drives the chunks and returns a :class:`RunResult`.
+:func:`~dyntools.dynamics.path_loop.advance_path` is the compiled step loop of one path (inlined into a
+``nogil`` loop over paths that runs on a thread pool: one per built-in model, cached on disk, in
+:mod:`dyntools.dynamics.loops`) and :func:`~dyntools.dynamics.path_loop.advance_path_numpy` its twin;
+:func:`train` validates, allocates, picks the tuned loop registered for the model and the setting when one
+applies (:func:`dyntools.dynamics.fast.select`), drives the chunks and returns a :class:`RunResult`.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from dyntools import validation
-from dyntools.dynamics import kernel_check
-from dyntools.engine import drive, guard, record, rng, samplers, streams
+from dyntools.dynamics import fast as tuned_loops
+from dyntools.dynamics import kernel_check, loops
+from dyntools.dynamics.path_loop import advance_path_numpy, advance_paths
+from dyntools.engine import drive, guard, record, samplers, streams
 from dyntools.engine.result import RunResult, timed
+from dyntools.models.base import HEADS
 from dyntools.optim import chain_step
 from dyntools.optim import kernels as optim_kernels
 from dyntools.optim import optimizers as O
 from dyntools.optim.schedules import Constant, ReduceLROnPlateau, Schedule
+from dyntools.params import Param
 from dyntools.result_schema import ResultSchema, known, register
-from dyntools.spec import Param
 
 #: What a result of :func:`train` (kind ``"train"``) holds: its config's scalar keys (the model's own
 #: description and the runs' list are checked for non-finite numbers only) and its summary.
@@ -66,138 +69,6 @@ register(ResultSchema("train", {
     "path": (known("tuned", "generic"), False), "optimizer_path": (known("fused", "chain"), False)},
     summary={"paths": "int", "diverged": "int", "first": "number"},
     optional=frozenset({"kernel", "path", "optimizer_path"})))
-
-
-@njit(inline="always", error_model="numpy")
-def advance_path(kernel, p, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final):
-    """Advance path ``p`` from step ``t0`` to ``t1`` in place (see the module docstring).
-
-    ``arrays`` is the tuple ``(thetas, opt_states, Xs, ys, data_of, iargs, fargs, ws_size, sampler, batch,
-    drop_last, replay, states, perms, pos, label_noise, precond_of, hps, lrs, run_of, step_losses)``:
-
-    thetas : float64[P, p]; opt_states : float64[P, 3, p]; Xs, ys : [S', n, d], [S', n] (data_of[p]
-    picks the path's data set); states : uint64[P, 4]; perms : int64[P, n]; pos : int64[P];
-    precond_of : int64[G]; hps : float64[G, N_HPARAMS]; lrs : float64[G, 1 or T] (lr · m_t); run_of : int64[P];
-    replay : int64[P or 1, T·b] or (0, 0); step_losses : float64[P, T] (the kernel's mini-batch loss
-    of every step) or (P, 0); theta_rec : float64[P, K, p]; diverged_at : int64[P].
-    The path works on private copies of its rows (neighbouring rows share cache lines).
-
-    It is inlined into each built-in model's cached loop (:mod:`dyntools.dynamics.loops`): a compiled
-    kernel passed as an argument cannot be cached on disk by numba, a kernel named in the body can.
-    """
-    (thetas, opt_states, Xs, ys, data_of, iargs, fargs, ws_size, sampler, batch, drop_last, replay, states, perms,
-     pos, label_noise, precond_of, hps, lrs, run_of, step_losses) = arrays
-    if diverged_at[p] != guard.NEVER:
-        return
-    theta = thetas[p].copy()
-    ostate = opt_states[p].copy()
-    st = states[p:p + 1].copy()
-    perm = perms[p].copy()
-    cur = pos[p]
-    X = Xs[data_of[p]]
-    y = ys[data_of[p]]
-    g = run_of[p]
-    precond = precond_of[g]
-    hp = hps[g]
-    n = X.shape[0]
-    n_par = theta.shape[0]
-    b = n if sampler == samplers.FULL else batch
-    idx = np.empty(b, dtype=np.int64)
-    noise = np.zeros(b)
-    grad = np.empty(n_par, dtype=theta.dtype)
-    ws = np.zeros(ws_size, dtype=theta.dtype)
-    const_lr = lrs.shape[1] == 1
-    row = 0 if replay.shape[0] == 1 else p
-    k = np.searchsorted(record_steps, t0)
-    for t in range(t0, t1):
-        if record.due(record_steps, k, t):
-            theta_rec[p, k, :] = theta
-            k += 1
-        cur = samplers.draw_batch(sampler, idx, noise, label_noise, b, n, replay, row, t, perm, cur, st, drop_last)
-        loss = kernel(theta, X, y, idx, b, noise, grad, ws, iargs, fargs)
-        if step_losses.shape[1] > 0:
-            step_losses[p, t] = loss
-        lr_t = lrs[g, 0] if const_lr else lrs[g, t]
-        optim_kernels.fused_step(precond, hp, theta, grad, ostate, t + 1, lr_t)
-        if guard.beyond(guard.checked_size(theta, bound), bound):
-            diverged_at[p] = t + 1
-            break
-    thetas[p, :] = theta
-    opt_states[p, :, :] = ostate
-    states[p, :] = st[0, :]
-    perms[p, :] = perm
-    pos[p] = cur
-    if record_final and diverged_at[p] == guard.NEVER and record.due(record_steps, k, t1):
-        theta_rec[p, k, :] = theta
-
-
-@njit(nogil=True, error_model="numpy")
-def _advance_paths(paths, kernel, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final):
-    """Every path in ``paths`` with ``kernel`` given as an argument: the loop of a model that does not
-    have a cached loop in :mod:`dyntools.dynamics.loops`; compiled once per process."""
-    for p in paths:
-        advance_path(kernel, p, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final)
-
-
-def advance_path_numpy(kernel_np, p, thetas, opt_states, Xs, ys, data_of, iargs, fargs, ws_size, sampler, batch,
-                       drop_last, replay, states, perms, pos, label_noise, precond_of, hps, lrs, run_of, step_losses,
-                       t0, t1, record_steps, theta_rec, bound, diverged_at, record_final, stepper=None):
-    """NumPy twin of :func:`advance_path`: the same draws in the same order; the optimizer step is the
-    readable chain's arithmetic on whole arrays (:func:`dyntools.optim.kernels.fused_step_np`, the
-    same bits as :func:`~dyntools.optim.kernels.fused_step`'s element-wise Python body) — or, with
-    ``stepper`` (:class:`dyntools.optim.chain_step.ChainStepper`), the path's optimizer chain itself
-    (an optimizer without a fused kernel; ``kernel_np`` may then be the compiled kernel)."""
-    if diverged_at[p] != guard.NEVER:
-        return
-    theta, ostate, st = thetas[p], opt_states[p], states[p:p + 1]
-    perm = perms[p]
-    X, y = Xs[data_of[p]], ys[data_of[p]]
-    g = run_of[p]
-    n = X.shape[0]
-    b = n if sampler == samplers.FULL else batch
-    grad = np.empty(theta.shape[0], dtype=theta.dtype)
-    ws = np.zeros(ws_size, dtype=theta.dtype)
-    row = 0 if replay.shape[0] == 1 else p
-    k = record.start_index(record_steps, t0)
-    for t in range(t0, t1):
-        if record.due_np(record_steps, k, t):
-            theta_rec[p, k] = theta
-            k += 1
-        idx = np.empty(b, dtype=np.int64)
-        noise = np.zeros(b)
-        fixed = label_noise == 0.0 and sampler in (samplers.FULL, samplers.REPLAY)
-        if fixed:                    # no draws: the batch in one slice (the loop below gives the same)
-            idx[:] = np.arange(b) if sampler == samplers.FULL else replay[row, t * b:(t + 1) * b]
-        for q in range(0 if fixed else b):
-            if sampler == samplers.FULL:
-                idx[q] = q
-            elif sampler == samplers.REPLAY:
-                idx[q] = replay[row, t * b + q]
-            elif sampler == samplers.WITH_REPLACEMENT:
-                idx[q] = samplers.with_replacement_np(st, n)
-            elif sampler == samplers.EPOCH:
-                idx[q], pos[p] = samplers.epoch_next_np(perm, int(pos[p]), st)
-            else:
-                idx[q] = samplers.distinct_next_np(perm, q, st)
-            if label_noise != 0.0:
-                noise[q] = label_noise * rng.normal_np(st)[0]
-        if sampler == samplers.EPOCH:
-            pos[p] = samplers.epoch_end_of_batch_np(int(pos[p]), n, b, drop_last)
-        loss = kernel_np(theta, X, y, idx, b, noise, grad, ws, iargs, fargs)
-        if step_losses.shape[1] > 0:
-            step_losses[p, t] = loss
-        lr_t = lrs[g, 0] if lrs.shape[1] == 1 else lrs[g, t]
-        with np.errstate(over="ignore", invalid="ignore"):
-            if stepper is not None:
-                stepper(theta, grad, t + 1, lr_t)
-            else:
-                optim_kernels.fused_step_np(precond_of[g], hps[g], theta, grad, ostate, t + 1, lr_t)
-            size = guard.l1_size_np(theta)
-        if guard.beyond_np(size, bound):
-            diverged_at[p] = t + 1
-            break
-    if record_final and diverged_at[p] == guard.NEVER and record.due_np(record_steps, k, t1):
-        theta_rec[p, k] = theta
 
 
 # ------------------------------------------------------------------------------------------ runner
@@ -291,8 +162,6 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
         path), ``train_loss`` (and ``test_loss`` when the data has a test set) at the recordings,
         ``diverged_at``, ``final_theta``; ``steps`` (K,), ``lrs`` (G, 1 or T).
     """
-    from dyntools.dynamics import loops
-    from dyntools.models.base import HEADS
 
     steps = validation.count("steps", steps)
     kernel = validation.one_of("kernel", kernel, ("numba", "numpy"))
@@ -399,7 +268,7 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
 
     setting = {"sampler": sampler, "batch": b, "label_noise": label_noise, "optimizers": opts, "kernel": kernel,
                "step_loss": step_losses.shape[1] > 0}
-    tuned = model.fast_path(setting) if fast and not by_chain else None
+    tuned = tuned_loops.select(model, setting) if fast and not by_chain else None
     if kernel == "numba" and not hasattr(model.loss_grad, "py_func"):
         raise ValueError(f"Invalid model {model.name!r}: kernel='numba' needs model.loss_grad compiled with "
                          f"numba.njit (got {type(model.loss_grad).__name__}); njit it, or pass kernel='numpy' "
@@ -427,7 +296,7 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
             drive.on_threads(cached, P, workers, args, t0, t1, record_steps, theta_rec, float(bound), diverged_at,
                              last)
         elif kernel == "numba":
-            drive.on_threads(_advance_paths, P, workers, model.loss_grad, args, t0, t1, record_steps, theta_rec,
+            drive.on_threads(advance_paths, P, workers, model.loss_grad, args, t0, t1, record_steps, theta_rec,
                              float(bound), diverged_at, last)
         else:
             for p in range(P):

@@ -79,7 +79,7 @@ _TRACKED_PACKAGES = ("dyntools", "numpy", "scipy", "numba", "sympy", "matplotlib
 
 @functools.lru_cache(maxsize=1)
 def _versions() -> tuple:
-    from dyntools import __version__
+    from dyntools.version import __version__
 
     versions = {"python": platform.python_version(), "dyntools": __version__}   # the code that ran, installed or not
     for name in _TRACKED_PACKAGES:

@@ -18,9 +18,9 @@ Subclasses set :attr:`name`, :attr:`head` (``"regression"`` or ``"cross-entropy"
 kernels, and implement :attr:`n_params`, :meth:`kernel_args`, :meth:`workspace_size` and
 :meth:`init`. Metric hooks (:meth:`loss`, :meth:`predict`, :meth:`jacobian`, :meth:`features`) are
 NumPy functions of a parameter vector used after a run on the recorded parameters; a model
-implements the ones that make sense for it. A model may also offer a tuned loop for a setting
-it knows well (:meth:`fast_path`); the trainer uses it when it applies, and the tests hold it
-equal to the generic loop.
+implements the ones that make sense for it. A tuned loop for a setting a model knows well lives a floor
+up, in :mod:`dyntools.dynamics.fast`, registered by model type (a model does not know its loops); the
+trainer uses it when it applies, and the tests hold it equal to the generic loop.
 """
 
 from __future__ import annotations
@@ -97,8 +97,3 @@ class Model:
     def features(self, theta: np.ndarray, X: np.ndarray) -> list[np.ndarray]:  # pragma: no cover
         """Hidden activations, one (n × width) array per hidden layer."""
         raise NotImplementedError(f"{self.name} has no features hook")
-
-    # ---------------------------------------------------------------- tuned loops
-    def fast_path(self, setting: dict):
-        """A tuned training loop for ``setting`` (see :func:`dyntools.dynamics.train.train`), or None."""
-        return None

@@ -304,11 +304,6 @@ class DiagNet(Model):
         """The loss at every recording, in the factored form of :func:`loss_factor` (compiled)."""
         return factored_losses(theta_rec, *stacked_factors(zip(Xs, ys)), np.asarray(data_of, dtype=np.int64))
 
-    def fast_path(self, setting):
-        from dyntools.dynamics.fast import diag_net as fast
-
-        return fast.advance if fast.applies(setting) else None
-
 
 def stacked_factors(pairs):
     """``(Rᵀ, z, c)`` of :func:`loss_factor` for each ``(X, y)``, stacked (R transposed: the layout the

@@ -61,7 +61,7 @@ float32 values. The float32 cross-entropy loop flushes subnormal numbers to zero
 (:mod:`dyntools.dynamics.fast.mlp`). Full-data metrics (:meth:`MLP.evaluate`, :meth:`MLP.loss`) are
 computed in float64 from the given θ.
 
-**Tuned loops** (:meth:`MLP.fast_path`, :mod:`dyntools.dynamics.fast.mlp`): with the compiled kernel,
+**Tuned loops** (:mod:`dyntools.dynamics.fast.mlp`, chosen by the trainer): with the compiled kernel,
 the regression head with the ``distinct``/``full`` samplers runs a per-example loop with the kernel
 inlined (plain SGD and the divergence guard fused into one pass), and the cross-entropy head in float32
 runs the generic loop with subnormals flushed; both give the generic loop's bits where nothing is
@@ -561,13 +561,6 @@ class MLP(Model):
             logits = mlp_gemm.logits(ws, self._widths, len(idx))
             correct += int(np.sum(np.argmax(logits, axis=1) == y[idx]))
         return total / n, correct / n
-
-    # ---------------------------------------------------------------- tuned loops
-    def fast_path(self, setting: dict):
-        """The tuned loops of :mod:`dyntools.dynamics.fast.mlp` that apply to ``setting``, or None."""
-        from dyntools.dynamics.fast import mlp as fast
-
-        return fast.select(self, setting)
 
 
 def jacobian_fd(model: MLP, theta, X, eps: float = 1e-6) -> np.ndarray:

@@ -177,7 +177,7 @@ def loss_grad_np(theta, X, y, idx, b, noise, grad, ws, iargs, fargs):
 class ToyModel(Model):
     """The toy ``x θ²`` as a :class:`~dyntools.models.base.Model` (``p = 1``); its data is ``toy_data(toy)``.
 
-    Its fast path is the lock-step ensemble of :mod:`dyntools.dynamics.toy_sgd` (plain SGD or GD, batch
+    Its tuned loop is the lock-step ensemble of :mod:`dyntools.dynamics.fast.quadratic_toy` (plain SGD or GD, batch
     1, one run), which also counts, over every step, the proposition's band / bounce statistics
     (returned as extra arrays ``in_band``, ``bounces``, ``entry``)."""
 
@@ -216,11 +216,6 @@ class ToyModel(Model):
         m2 = np.array([np.mean(X[:, 0] ** 2) for X in Xs])[np.asarray(data_of)]
         th = theta_rec[..., 0]
         return 0.25 * m2[:, None] * (self.toy.theta_star**2 - th * th) ** 2
-
-    def fast_path(self, setting):
-        from dyntools.dynamics import toy_sgd
-
-        return toy_sgd.FastPath(self.toy, setting) if toy_sgd.FastPath.applies(setting) else None
 
 
 @dataclass(frozen=True)

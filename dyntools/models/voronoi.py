@@ -59,6 +59,7 @@ from numba.extending import overload
 
 from dyntools import validation
 from dyntools.engine.precision import like
+from dyntools.models import voronoi_rules
 from dyntools.models.base import Model
 
 DTYPES = ("float64", "float32")      # the precisions the kernel is compiled for
@@ -751,9 +752,7 @@ class VoronoiLadder(Model):
         """Predicted classes of the rows of ``X`` (rung 1: the label of argmin_j |xᵀu_j − 1|)."""
         X = np.ascontiguousarray(X, dtype=np.float64)
         if self.level == 0:
-            from dyntools.data.voronoi import cells
-
-            return self.center_labels[cells(X, self.centers, "projection")]
+            return self.center_labels[voronoi_rules.cells(X, self.centers, "projection")]
         iargs, fargs = self.kernel_args()
         return predict_classes(np.ascontiguousarray(theta, dtype=np.float64), X, iargs, fargs)
 

@@ -35,6 +35,7 @@ from typing import Any
 import sympy as sp
 
 from dyntools.symbolic.budget import ProofTimeout, remaining, time_limit
+from dyntools.symbolic.claim_text import claim_markdown
 from dyntools.symbolic.search import (
     DomainError,
     as_domain,
@@ -425,9 +426,7 @@ class ClaimResult:
 
     def markdown(self, heading: str = "###") -> str:
         """This claim's section of the Markdown report (statement, assumptions, steps, verdict)."""
-        from dyntools.symbolic import render
-
-        return render.claim_markdown(self, heading)
+        return claim_markdown(self, heading)
 
     def _repr_markdown_(self) -> str:  # Jupyter
         return self.markdown()

@@ -7,9 +7,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from dyntools import tables
+from dyntools.symbolic.claim_text import MARK, claim_markdown, is_math
 from dyntools.symbolic.core import ClaimResult
-
-_MARK = {True: "✓", False: "✗", None: "?"}
 
 
 def table_rows(results: Sequence[ClaimResult]) -> list[dict]:
@@ -52,42 +51,6 @@ def summary(results: Sequence[ClaimResult]) -> dict:
 
 
 # ------------------------------------------------------------------------------------ Markdown
-
-
-def _is_math(value: str) -> bool:
-    return any(ch in value for ch in "\\^_")
-
-
-def _assumptions_md(assumptions: dict) -> str:
-    return "; ".join(f"${k}$: " + (f"${v}$" if _is_math(v) else v) for k, v in assumptions.items())
-
-
-def claim_markdown(r: ClaimResult, heading: str = "###") -> str:
-    """One claim: statement, assumptions, source, numbered derivation (LaTeX), verdict."""
-    c = r.claim
-    lines = [f"{heading} `{c.name}` — {c.title}", ""]
-    if c.control:
-        lines += ["> **False control** (expected verdict: refuted).", ""]
-    lines += [f"**Statement.** {c.statement}", "", f"$$ {c.latex} $$", ""]
-    if c.assumptions:
-        lines += ["**Assumptions.** " + _assumptions_md(c.assumptions), ""]
-    if c.domains:
-        lines += ["**Domains** (where counterexamples are searched). "
-                  + "; ".join(f"`{k}` ∈ `{v}`" for k, v in c.domains.items()), ""]
-    if c.source:
-        lines += [f"**Source.** {c.source}", ""]
-    lines += ["**Derivation.**", ""]
-    for k, s in enumerate(r.steps, 1):
-        tag = "" if s.kind == "note" else f" [{s.kind} {_MARK[s.ok]}]"
-        lines.append(f"{k}. {s.text}{tag}")
-        if s.latex:
-            lines += ["", f"   $$ {s.latex} $$", ""]
-        if s.detail and s.kind != "note":
-            lines.append(f"   <br>_{s.detail}_")
-    lines += ["", f"**Verdict: {r.verdict}** ({r.reason}; {r.seconds:.3f} s)."]
-    if r.counterexample:
-        lines.append("Counterexample: " + ", ".join(f"`{k} = {v}`" for k, v in r.counterexample.items()))
-    return "\n".join(lines) + "\n"
 
 
 def markdown(results: Sequence[ClaimResult], *, title: str = "dyntools: verified derivations") -> str:
@@ -276,7 +239,7 @@ def latex(results: Sequence[ClaimResult], *, title: str = "dyntools: verified de
         if c.assumptions:
             lines += [
                 r"\noindent\textbf{Assumptions.} "
-                + "; ".join(f"${k}$: " + (f"${v}$" if _is_math(v) else tex_text(v))
+                + "; ".join(f"${k}$: " + (f"${v}$" if is_math(v) else tex_text(v))
                             for k, v in c.assumptions.items())
                 + r"\par"
             ]
@@ -284,7 +247,7 @@ def latex(results: Sequence[ClaimResult], *, title: str = "dyntools: verified de
             lines += [rf"\noindent\textbf{{Source.}} {tex_text(c.source)}\par"]
         lines += [r"\begin{enumerate}"]
         for s in r.steps:
-            tag = "" if s.kind == "note" else rf" \emph{{[{s.kind}: {tex_text(_MARK[s.ok])}]}}"
+            tag = "" if s.kind == "note" else rf" \emph{{[{s.kind}: {tex_text(MARK[s.ok])}]}}"
             lines.append(rf"\item {tex_text(s.text)}{tag}")
             if s.latex:
                 lines += [r"\[", s.latex, r"\]"]

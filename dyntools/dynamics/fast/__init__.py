@@ -1,2 +1,54 @@
-"""Tuned training loops for settings a model knows well, selected by :func:`dyntools.train` through
-``model.fast_path``; each is tested equal to the generic loop of :mod:`dyntools.dynamics.train`."""
+"""Tuned training loops, registered by model type and chosen by the trainer for the setting of a run.
+
+:func:`dyntools.train` asks :func:`select` for a tuned loop before it falls back to the generic loop of
+:mod:`dyntools.dynamics.path_loop`. The table :data:`TUNED` maps a model class to a *selector*
+``selector(model, setting) -> loop or None``: the selector looks at the run's setting (sampler, batch,
+label noise, optimizers, kernel, per-step losses) and returns the tuned loop that computes that run, or
+None when it does not apply. The first class of the model's MRO with an entry decides.
+
+==========================================  =================================================================
+model                                       tuned loop
+==========================================  =================================================================
+:class:`~dyntools.models.diag_net.DiagNet`  :mod:`.diag_net`: the paper's batch-1 SGD, one fused pass per step
+:class:`~dyntools.models.mlp.MLP`           :mod:`.mlp`: per-example regression SGD/GD; float32 cross-entropy
+                                            with subnormals flushed
+:class:`~dyntools.models.quadratic_toy.ToyModel`  :mod:`.quadratic_toy`: the lock-step ensemble and the
+                                            counters of the stabilization proposition
+==========================================  =================================================================
+
+Each tuned loop is tested equal to the generic loop (bitwise where its arithmetic is the kernel's, at a
+stated tolerance where it re-associates). A model knows nothing of its tuned loop: the models sit a floor
+below this package (``tests/test_layering.py``). A user's own model gets one with
+``register(MyModel, selector)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from dyntools.dynamics.fast import diag_net, mlp, quadratic_toy
+from dyntools.models.diag_net import DiagNet
+from dyntools.models.mlp import MLP
+from dyntools.models.quadratic_toy import ToyModel
+
+#: model class → ``selector(model, setting)`` returning the tuned loop for the setting, or None.
+TUNED: dict[type, Callable] = {DiagNet: diag_net.select, MLP: mlp.select, ToyModel: quadratic_toy.select}
+
+
+def register(model_type: type, selector: Callable) -> None:
+    """Offer a tuned loop for ``model_type`` (and its subclasses): ``selector(model, setting)`` returns a
+    callable with the calling convention of :func:`dyntools.dynamics.fast.diag_net.advance` or None."""
+    if not isinstance(model_type, type):
+        raise TypeError(f"Invalid model_type: {model_type!r} (expected a class)")
+    if not callable(selector):
+        raise TypeError(f"Invalid selector: {selector!r} (expected a callable (model, setting) -> loop or None)")
+    TUNED[model_type] = selector
+
+
+def select(model, setting: dict):
+    """The tuned loop registered for ``type(model)`` (or its nearest base class) that applies to
+    ``setting``, or None (the trainer then runs the generic loop)."""
+    for cls in type(model).__mro__:
+        if cls in TUNED:
+            return TUNED[cls](model, setting)
+    return None

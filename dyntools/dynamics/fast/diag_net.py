@@ -10,9 +10,9 @@ of step t+1 is drawn first; the stream is the same as the generic loop's, one un
 which halves the passes over u, v and x. ``‖u‖₁ + ‖v‖₁`` is accumulated in the same pass for the
 guard. Both sums run in four lanes (``j mod 4``, combined as ``(s₀ + s₁) + (s₂ + s₃)``, the
 residual's as in :func:`dyntools.models.diag_net.weighted_dot`): a fixed order, so the loop
-vectorizes without ``reassoc`` and a fresh compile gives the bits of a cache load. This is the loop
-:func:`dyntools.models.diag_net.DiagNet.fast_path` hands the trainer; it takes the trainer's arrays
-(see :func:`dyntools.dynamics.train.advance_path`) and records θ at the grid steps; losses are
+vectorizes without ``reassoc`` and a fresh compile gives the bits of a cache load. This is the loop the
+trainer takes for a :class:`~dyntools.models.diag_net.DiagNet` (:func:`select`); it takes the trainer's
+arrays (see :func:`dyntools.dynamics.path_loop.advance_path`) and records θ at the grid steps; losses are
 evaluated afterwards from the recordings.
 
 At a chunk boundary the residual is recomputed, so a different chunking changes the last bits only.
@@ -25,6 +25,7 @@ from numba import njit
 
 from dyntools.engine import drive, guard, record, samplers
 from dyntools.models.diag_net import FASTMATH, weighted_dot
+from dyntools.optim import optimizers as O
 
 
 @njit(inline="always", fastmath=FASTMATH)
@@ -123,8 +124,6 @@ def _paths(paths, thetas, states, diverged_at, Xs, ys, data_of, lrs, run_of, rep
 def applies(setting: dict) -> bool:
     """Batch 1 with replacement (or replayed), no label noise, plain SGD in every run, compiled kernel
     (and no per-step losses asked for)."""
-    from dyntools.optim import optimizers as O
-
     if setting["kernel"] != "numba" or setting["batch"] != 1 or setting["label_noise"] != 0.0:
         return False
     if setting.get("step_loss"):
@@ -138,7 +137,12 @@ def applies(setting: dict) -> bool:
 def advance(thetas, opt_states, Xs, ys, data_of, iargs, fargs, ws_size, sampler, batch, drop_last, replay,
             states, perms, pos, label_noise, precond_of, hps, lrs, run_of, step_losses, t0, t1, record_steps,
             theta_rec, bound, diverged_at, record_final, workers=None):
-    """The trainer's tuned-loop call (same arguments as :func:`dyntools.dynamics.train.advance_path`
+    """The trainer's tuned-loop call (same arguments as :func:`dyntools.dynamics.path_loop.advance_path`
     minus the kernel): every live path from ``t0`` to ``t1`` on ``workers`` threads."""
     drive.on_threads(_paths, thetas.shape[0], workers, thetas, states, diverged_at, Xs, ys, data_of, lrs, run_of,
                      replay, int(t0), int(t1), record_steps, theta_rec, float(bound), bool(record_final))
+
+
+def select(model, setting: dict):
+    """The fused loop :func:`advance` for a diagonal net when it :func:`applies` to ``setting``, else None."""
+    return advance if applies(setting) else None

@@ -69,7 +69,7 @@ def sgd_step_checked(theta, grad, lr_t, bound):
 def regression_path(p, thetas, opt_states, Xs, ys, data_of, iargs, sampler, batch, states, perms, label_noise,
                     precond_of, hps, lrs, run_of, step_losses, t0, t1, record_steps, theta_rec, bound, diverged_at,
                     record_final):
-    """Advance path ``p`` from step ``t0`` to ``t1`` (arrays as in :func:`dyntools.dynamics.train.advance_path`)."""
+    """Advance path ``p`` from step ``t0`` to ``t1`` (arrays as in :func:`dyntools.dynamics.path_loop.advance_path`)."""
     if diverged_at[p] != guard.NEVER:
         return
     L, widths, w_off, b_off, maxw = unpack_iargs(iargs)
@@ -138,7 +138,8 @@ def regression_paths(paths, thetas, opt_states, Xs, ys, data_of, iargs, sampler,
 def regression_loop(thetas, opt_states, Xs, ys, data_of, iargs, fargs, ws_size, sampler, batch, drop_last, replay,
                     states, perms, pos, label_noise, precond_of, hps, lrs, run_of, step_losses, t0, t1, record_steps,
                     theta_rec, bound, diverged_at, record_final, workers=None):
-    """The tuned loop with the calling convention of ``Model.fast_path`` (see :func:`dyntools.train`)."""
+    """The tuned loop for the regression head, with the calling convention of the tuned loops
+    (:mod:`dyntools.dynamics.fast`; see :func:`dyntools.train`)."""
     drive.on_threads(regression_paths, thetas.shape[0], workers, thetas, opt_states, Xs, ys, data_of, iargs,
                      sampler, batch, states, perms, float(label_noise), precond_of, hps, lrs, run_of, step_losses,
                      t0, t1, record_steps, theta_rec, float(bound), diverged_at, record_final)
@@ -179,7 +180,8 @@ def cross_entropy_paths_flushed(paths, arrays, t0, t1, record_steps, theta_rec, 
 
 
 def cross_entropy_loop_flushed(*args, workers=None):
-    """The float32 cross-entropy loop with the calling convention of ``Model.fast_path``."""
+    """The float32 cross-entropy loop, with the calling convention of the tuned loops
+    (:mod:`dyntools.dynamics.fast`)."""
     arrays, (t0, t1, record_steps, theta_rec, bound, diverged_at, last) = args[:21], args[21:]
     drive.on_threads(cross_entropy_paths_flushed, arrays[0].shape[0], workers, arrays, t0, t1, record_steps,
                      theta_rec, float(bound), diverged_at, last)

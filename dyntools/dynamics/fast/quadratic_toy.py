@@ -1,0 +1,210 @@
+"""The quadratic toy's tuned loop (:mod:`dyntools.models.quadratic_toy`): SGD and GD on ensembles of paths.
+
+The compiled kernel advances ``P`` independent paths (``prange``) of
+
+    θ_{t+1} = θ_t + η_t θ_t x_{i_t} (y_{i_t} − x_{i_t} θ_t²),
+
+with ``i_t`` drawn from the path's own xoshiro256** stream (:mod:`dyntools.engine.rng`) or read from a
+user-given index array (exact replay). Full-batch GD is the same recursion on the one-point data
+set ``x = √E[x²]``. A path stops at the first step where θ is non-finite or ``|θ| > bound``, and
+that step is reported.
+
+While it runs, the kernel also keeps three per-path counters for the proposition
+(``simulations.loss_stabilization``), in units ``z = θ/θ*``:
+
+* ``in_band``: steps ``t`` with ``F(θ_t) ∈ (ε₀θ*², 0.17θ*²)``;
+* ``bounces``: steps with ``z_t, z_{t+1}`` on opposite sides, one in ``(0.65, 1−ε₀)``, the other in
+  ``(1−ε₀, 1.162)``;
+* ``entry``: the first step from which every later step is such a bounce.
+
+:func:`advance_numpy` is the plain NumPy twin (vectorized over paths, a Python loop over steps)
+used by the tests and as the benchmark baseline; it gives bitwise-identical results. :class:`FastPath` is
+the trainer's tuned loop for :class:`~dyntools.models.quadratic_toy.ToyModel` (registered in
+:mod:`dyntools.dynamics.fast`); :func:`dyntools.dynamics.toy_sgd.simulate_toy` runs it through the trainer.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from dyntools.engine import guard, record, samplers
+from dyntools.optim import optimizers as O
+
+# Columns of the per-path counters array.
+IN_BAND, BOUNCES, ENTRY, DIVERGED_AT = 0, 1, 2, 3
+
+
+@njit(inline="always")
+def _bounce(z0, z1, low, mid, high):
+    lo0 = low < z0 < mid
+    hi0 = mid < z0 < high
+    lo1 = low < z1 < mid
+    hi1 = mid < z1 < high
+    return (lo0 and hi1) or (hi0 and lo1)
+
+
+@njit(parallel=True, cache=True)
+def advance(theta, state, counters, x, y, etas, indices, t0, t1, record_steps, theta_rec,
+            theta_star, m2, band_lo, band_hi, eps0, bound, record_final):
+    """Advance every active path from step ``t0`` to ``t1`` in place.
+
+    theta : float64[P]           current iterates (step ``t0``)
+    state : uint64[P, 4]         xoshiro256** states (advanced in place; unused with ``indices``)
+    counters : int64[P, 4]       in_band, bounces, entry, diverged_at (−1 while alive)
+    x, y : float64[n]            data (y = x θ*²)
+    etas : float64[1] or [T]     step size: constant, or one value per step
+    indices : int64[P|1, T]      sample indices to replay, or an empty (0, 0) array to draw them
+    record_steps : int64[K]      sorted steps to record; ``theta_rec`` is float64[P, K]
+    record_final : bool          also record step ``t1`` (the last chunk of a run)
+    """
+    n_paths = theta.shape[0]
+    n = x.shape[0]
+    const_eta = etas.shape[0] == 1
+    replay = indices.shape[0] > 0
+    row_stride = 0 if indices.shape[0] == 1 else 1  # one shared replay row, or one per path
+    ts2 = theta_star * theta_star
+    mid = 1.0 - eps0
+    inv_ts = 1.0 / theta_star
+    for p in prange(n_paths):
+        if counters[p, DIVERGED_AT] >= 0:
+            continue
+        th = theta[p]
+        k = np.searchsorted(record_steps, t0)
+        in_band = counters[p, IN_BAND]
+        bounces = counters[p, BOUNCES]
+        entry = counters[p, ENTRY]
+        s0, s1, s2, s3 = state[p, 0], state[p, 1], state[p, 2], state[p, 3]
+        for t in range(t0, t1):
+            if record.due(record_steps, k, t):
+                theta_rec[p, k] = th
+                k += 1
+            if replay:
+                i = indices[p * row_stride, t]
+            else:
+                i, s0, s1, s2, s3 = samplers.with_replacement_reg(s0, s1, s2, s3, n)
+            eta = etas[0] if const_eta else etas[t]
+            xi = x[i]
+            new = th + eta * th * xi * (y[i] - xi * th * th)
+            if guard.beyond(abs(new), bound):
+                counters[p, DIVERGED_AT] = t + 1
+                th = new
+                break
+            gap = ts2 - th * th
+            loss = 0.25 * m2 * gap * gap
+            if band_lo < loss < band_hi:
+                in_band += 1
+            if _bounce(th * inv_ts, new * inv_ts, 0.65, mid, 1.162):
+                bounces += 1
+            else:
+                entry = t + 1
+            th = new
+        theta[p] = th
+        state[p, 0], state[p, 1], state[p, 2], state[p, 3] = s0, s1, s2, s3
+        counters[p, IN_BAND] = in_band
+        counters[p, BOUNCES] = bounces
+        counters[p, ENTRY] = entry
+        if record_final and counters[p, DIVERGED_AT] < 0 and record.due(record_steps, k, t1):
+            theta_rec[p, k] = th
+
+
+def advance_numpy(theta, state, counters, x, y, etas, indices, t0, t1, record_steps, theta_rec,
+                  theta_star, m2, band_lo, band_hi, eps0, bound, record_final):
+    """NumPy twin of :func:`advance`: same arguments, same arithmetic, same in-place updates."""
+    n = x.shape[0]
+    alive = counters[:, DIVERGED_AT] < 0
+    ts2 = theta_star * theta_star
+    mid = 1.0 - eps0
+    k = record.start_index(record_steps, t0)
+    for t in range(t0, t1):
+        if record.due_np(record_steps, k, t):
+            theta_rec[alive, k] = theta[alive]
+            k += 1
+        if indices.shape[0] > 0:
+            i = indices[0 if indices.shape[0] == 1 else slice(None), t]
+            i = np.broadcast_to(i, theta.shape)
+        else:
+            # As in the kernel, only live paths draw (and advance their streams).
+            live_states = state[alive]
+            i = np.zeros(theta.shape, dtype=np.int64)
+            i[alive] = samplers.with_replacement_rows_np(live_states, n)
+            state[alive] = live_states
+        eta = etas[0] if etas.shape[0] == 1 else etas[t]
+        xi = x[i]
+        th = theta
+        with np.errstate(over="ignore", invalid="ignore"):
+            new = th + eta * th * xi * (y[i] - xi * th * th)
+        blew = alive & guard.beyond_np(np.abs(new), bound)
+        counters[blew, DIVERGED_AT] = t + 1
+        theta[blew] = new[blew]
+        ok = alive & ~blew
+        gap = ts2 - th * th
+        with np.errstate(over="ignore", invalid="ignore"):
+            loss = 0.25 * m2 * gap * gap
+            z0, z1 = th / theta_star, new / theta_star
+        counters[ok & (band_lo < loss) & (loss < band_hi), IN_BAND] += 1
+        lo0, hi0 = (0.65 < z0) & (z0 < mid), (mid < z0) & (z0 < 1.162)
+        lo1, hi1 = (0.65 < z1) & (z1 < mid), (mid < z1) & (z1 < 1.162)
+        bounce = (lo0 & hi1) | (hi0 & lo1)
+        counters[ok & bounce, BOUNCES] += 1
+        counters[ok & ~bounce, ENTRY] = t + 1
+        theta[ok] = new[ok]
+        alive = ok
+    if record_final and record.due_np(record_steps, k, t1):
+        theta_rec[alive, k] = theta[alive]
+
+
+
+# ------------------------------------------------------------------------------------------ fast path
+
+class FastPath:
+    """The toy's lock-step ensemble as the trainer's tuned loop for a :class:`ToyModel`.
+
+    It applies to one run of plain SGD (no momentum or decay) with batch 1, drawn with replacement,
+    replayed, or full batch on the one-point set; it runs :func:`advance` (or its twin
+    :func:`advance_numpy` when the trainer asks for the NumPy kernel) and keeps the per-path counters
+    of the proposition across chunks; :attr:`extras` holds them for the result.
+    """
+
+    def __init__(self, toy, setting):
+        self.toy = toy
+        self.eta = float(setting["optimizers"][0].lr)
+        self.numpy = setting["kernel"] == "numpy"
+        self.counters = None
+        self.extras: dict[str, np.ndarray] = {}
+
+    @staticmethod
+    def applies(setting: dict) -> bool:
+        opts = setting["optimizers"]
+        return (len(opts) == 1 and setting["batch"] == 1 and setting["label_noise"] == 0.0
+                and not setting.get("step_loss")
+                and setting["sampler"] in ("with-replacement", "replay", "full")
+                and all(o.precond == O.SGD_MOMENTUM and o.hparams[2] == O.NO_DECAY and o.hparams[3] == 0.0
+                        for o in opts))
+
+    def __call__(self, thetas, opt_states, Xs, ys, data_of, iargs, fargs, ws_size, sampler, batch, drop_last,
+                 replay, states, perms, pos, label_noise, precond_of, hps, lrs, run_of, step_losses, t0, t1,
+                 record_steps, theta_rec, bound, diverged_at, record_final, workers=None):
+        toy = self.toy
+        P = thetas.shape[0]
+        if self.counters is None:
+            self.counters = np.zeros((P, 4), dtype=np.int64)
+            self.counters[:, DIVERGED_AT] = guard.NEVER
+        theta = np.ascontiguousarray(thetas[:, 0])
+        rec = np.ascontiguousarray(theta_rec[:, :, 0])
+        band_lo, band_hi = toy.band(self.eta)
+        step_fn = advance_numpy if self.numpy else advance
+        step_fn(theta, states, self.counters, np.ascontiguousarray(Xs[0][:, 0]), ys[0], lrs[0], replay, int(t0),
+                int(t1), record_steps, rec, toy.theta_star, toy.second_moment, band_lo, band_hi,
+                toy.eps0(self.eta), float(bound), bool(record_final))
+        thetas[:, 0] = theta
+        theta_rec[:, :, 0] = rec
+        diverged_at[:] = self.counters[:, DIVERGED_AT]
+        self.extras = {"in_band": self.counters[:, IN_BAND].copy(), "bounces": self.counters[:, BOUNCES].copy(),
+                       "entry": self.counters[:, ENTRY].copy()}
+
+
+def select(model, setting: dict):
+    """The lock-step loop for ``model`` (a :class:`~dyntools.models.quadratic_toy.ToyModel`) when it
+    applies to ``setting``, else None."""
+    return FastPath(model.toy, setting) if FastPath.applies(setting) else None

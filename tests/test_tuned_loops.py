@@ -1,0 +1,71 @@
+"""The trainer's table of tuned loops (dyntools.dynamics.fast): keyed by model type, chosen by the setting.
+
+Whether each tuned loop computes the generic loop's run is tested with the loop (test_engine.py,
+test_mlp.py, test_mlp_float32.py, test_toy_stabilization.py); here: which loop the trainer is handed."""
+
+from __future__ import annotations
+
+import pytest
+
+from dyntools.dynamics import fast
+from dyntools.dynamics.fast import diag_net as fast_diag_net
+from dyntools.dynamics.fast import mlp as fast_mlp
+from dyntools.dynamics.fast import quadratic_toy as fast_toy
+from dyntools.models.diag_net import DiagNet
+from dyntools.models.least_squares import LeastSquares
+from dyntools.models.mlp import MLP
+from dyntools.models.quadratic_toy import QuadraticToy, ToyModel
+from dyntools.optim import optimizers as O
+
+
+def setting(**changes) -> dict:
+    base = {"sampler": "with-replacement", "batch": 1, "label_noise": 0.0, "optimizers": [O.sgd(0.1)],
+            "kernel": "numba", "step_loss": False}
+    return {**base, **changes}
+
+
+def test_each_built_in_model_gets_its_loop_for_the_setting_it_knows():
+    assert fast.select(DiagNet(5), setting()) is fast_diag_net.advance
+    assert fast.select(MLP((2, 3, 1)), setting(sampler="full")) is fast_mlp.regression_loop
+    toy = ToyModel(QuadraticToy.uniform(theta_star=1.0, x_min=1.0, x_max=1.05, n=10, seed=0))
+    loop = fast.select(toy, setting())
+    assert isinstance(loop, fast_toy.FastPath) and loop.toy is toy.toy and loop.eta == 0.1
+
+
+@pytest.mark.parametrize("changes", [{"optimizers": [O.sgd(0.1, momentum=0.5)]}, {"batch": 4}, {"kernel": "numpy"},
+                                     {"label_noise": 0.1}, {"step_loss": True}, {"sampler": "epoch"}])
+def test_a_setting_outside_the_tuned_loop_gets_none(changes):
+    assert fast.select(DiagNet(5), setting(**changes)) is None
+
+
+def test_a_model_without_an_entry_gets_none_and_a_subclass_inherits_its_base_entry():
+    assert fast.select(LeastSquares(3), setting()) is None
+
+    class WiderNet(DiagNet):
+        pass
+
+    assert fast.select(WiderNet(5), setting()) is fast_diag_net.advance
+
+
+def test_a_user_registers_a_loop_for_their_own_model(monkeypatch):
+    monkeypatch.setattr(fast, "TUNED", dict(fast.TUNED))
+
+    class Mine(DiagNet):
+        pass
+
+    def my_loop(*args, **kwargs):
+        return None
+
+    fast.register(Mine, lambda model, s: my_loop if s["batch"] == 1 else None)
+    assert fast.select(Mine(5), setting()) is my_loop
+    assert fast.select(Mine(5), setting(batch=2)) is None
+    assert fast.select(DiagNet(5), setting()) is fast_diag_net.advance
+    with pytest.raises(TypeError, match="model_type"):
+        fast.register(Mine(5), lambda model, s: None)
+    with pytest.raises(TypeError, match="selector"):
+        fast.register(Mine, "advance")
+
+
+def test_no_model_carries_a_tuned_loop_hook():
+    for cls in (DiagNet, MLP, ToyModel):
+        assert not hasattr(cls, "fast_path")
