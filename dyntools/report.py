@@ -99,22 +99,6 @@ def reproduce(out_dir: str | Path, catalogue: Mapping, *, quick: bool = False, s
     return sections
 
 
-def measured(*values) -> bool:
-    """Whether every value is a finite number (a diverged run's NaN or a missing ``None`` is not)."""
-    import math
-
-    try:
-        return all(v is not None and math.isfinite(float(v)) for v in values)
-    except (TypeError, ValueError):
-        return False
-
-
-def word(holds: bool | None, yes: str, no: str, unmeasured: str = "not measured") -> str:
-    """``yes``/``no`` for a verdict, ``unmeasured`` when ``holds`` is ``None`` (the numbers it rests on are
-    not finite): the one way verdict functions turn a comparison into words."""
-    return unmeasured if holds is None else yes if holds else no
-
-
 #: Markdown tables with more body rows than this are folded in ``<details>`` (the headline says what they hold).
 FOLD_ROWS = 12
 

@@ -206,3 +206,19 @@ def compare_counts(a: tuple[int, int], b: tuple[int, int]) -> str:
     if a[1] < b[0]:
         return "smaller"
     return "undecided"
+
+
+def measured(*values) -> bool:
+    """Whether every value is a finite number (a diverged run's NaN or a missing ``None`` is not)."""
+    import math
+
+    try:
+        return all(v is not None and math.isfinite(float(v)) for v in values)
+    except (TypeError, ValueError):
+        return False
+
+
+def word(holds: bool | None, yes: str, no: str, unmeasured: str = "not measured") -> str:
+    """``yes``/``no`` for a verdict, ``unmeasured`` when ``holds`` is ``None`` (the numbers it rests on are
+    not finite): the one way verdict functions turn a comparison into words."""
+    return unmeasured if holds is None else yes if holds else no

@@ -110,7 +110,7 @@ def verdict(distance, r) -> dict:
     (``None``: not measured, no finite ratio)."""
     import numpy as np
 
-    from dyntools.report import measured
+    from dyntools.verdicts import measured
 
     k = max(len(distance) // 10, 1)
     far = float(np.nanmedian(r[:k])) if np.isfinite(r[:k]).any() else float("nan")
@@ -121,7 +121,8 @@ def verdict(distance, r) -> dict:
 
 def reproduce(ctx):
     from dyntools.plots import adam_effective_step as plots
-    from dyntools.report import Section, word
+    from dyntools.report import Section
+    from dyntools.verdicts import word
 
     runs = {"quadratic surface": quadratic_run(), "spiral MLP": spiral_run(300 if ctx.quick else 600, ctx.seed)}
     verdicts = {name: verdict(*run) for name, run in runs.items()}

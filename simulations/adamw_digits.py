@@ -16,9 +16,10 @@ TITLE = "Adam vs AdamW (lr, weight decay) heatmaps on real data: scikit-learn's 
 def reproduce(ctx):
     import time
 
+    from dyntools.simulations.adamw_heatmaps import BORDER, GridConfig, region_verdict, run_grid
+
     from dyntools.plots import adamw_heatmaps as HP
     from dyntools.report import Section
-    from dyntools.simulations.adamw_heatmaps import BORDER, GridConfig, region_verdict, run_grid
     from dyntools.tables import markdown_table
 
     if ctx.quick:

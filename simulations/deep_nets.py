@@ -258,7 +258,7 @@ def checks(result) -> dict:
     and a test accuracy at least as high as the small-step run."""
     import warnings
 
-    from dyntools.report import measured
+    from dyntools.verdicts import measured
 
     out = {}
     for setting in result.config["settings"]:
@@ -277,7 +277,7 @@ def checks(result) -> dict:
 def check_lines(result) -> list[str]:
     """One sentence per setting from :func:`checks`' numbers ("not measured" where a schedule diverged on
     every seed)."""
-    from dyntools.report import word
+    from dyntools.verdicts import word
 
     fmt = lambda v, scale=1.0, spec=".3g": "n/a (every seed diverged)" if v is None else f"{scale * v:{spec}}"
     lines = []
@@ -291,7 +291,7 @@ def check_lines(result) -> list[str]:
 
 def headline(result) -> str:
     """The entry's headline: per setting, whether the longest large-step run is sparser."""
-    from dyntools.report import word
+    from dyntools.verdicts import word
 
     return "; ".join(f"{setting}: long large steps {word(c['sparser'], 'sparser', 'NOT sparser')} "
                      f"({word(c['not_worse'], 'accuracy not worse', 'accuracy WORSE')})"

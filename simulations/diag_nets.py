@@ -573,13 +573,14 @@ def kernel_survival_verdict(lost_fused: int, lost_twin: int, draws: int) -> bool
 def reproduce_paper(ctx):
     """Catalogue entry: the authors' SGD and GD runs on their own data (``--data paper``), the
     fused kernel beside the NumPy twin, the column norms along the runs."""
+    from dyntools.simulations import diag_nets_ensemble as E
+
     from dyntools import store
     from dyntools import verdicts as V
     from dyntools.plots import diag_net as diag_plots
     from dyntools.plots.column_norms import plot_column_norms
     from dyntools.report import Section
     from dyntools.tables import markdown_table
-    from dyntools.simulations import diag_nets_ensemble as E
 
     parts, numbers, figures = [], {}, []
     size = PAPER_QUICK if ctx.quick else {}

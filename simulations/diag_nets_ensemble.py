@@ -46,9 +46,10 @@ def run_ensemble(preset: str = "paper-sgd", *, starts: int | None = None, steps:
     perturbed starts, recorded at the notebook's last two recorded steps (or at ``steps - 2, steps - 1``
     when ``steps`` shortens the run) → a ``"diag-net"`` RunResult indexed ``[schedule, start, record]``;
     the verdicts use the last recording (the notebook's final numbers are at its last recorded step)."""
+    from dyntools.simulations.diag_nets import EXPERIMENT, build_runs, paper_record_steps
+
     from dyntools.data import paper_diag_net_data, paper_sgd_indices
     from dyntools.dynamics.diag_net_sgd import train_diag_net
-    from dyntools.simulations.diag_nets import EXPERIMENT, build_runs, paper_record_steps
 
     starts = STARTS[preset] if starts is None else starts
     p = EXPERIMENT.make(preset, data="paper", **({"steps": steps} if steps else {}))

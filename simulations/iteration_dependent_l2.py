@@ -107,8 +107,9 @@ def gaps(seed: int = 0, steps: int = STEPS) -> dict:
 
 def reproduce(ctx):
     from dyntools import plots
-    from dyntools.report import Section, word
+    from dyntools.report import Section
     from dyntools.tables import markdown_table
+    from dyntools.verdicts import word
 
     res = gaps(ctx.seed, 150 if ctx.quick else STEPS)
     fig, axes = plots.figure(width=5.6, height=3.4)

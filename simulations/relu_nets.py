@@ -496,7 +496,7 @@ def authors_1d_line(res) -> str:
     ref = AUTHORS_1D_FINAL.get(res.config["setting"])
     if ref is None:
         return ""
-    from dyntools.report import measured
+    from dyntools.verdicts import measured
 
     ours = res["train_loss"][:, -1]
     if not measured(*ours):

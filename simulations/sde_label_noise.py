@@ -206,7 +206,7 @@ def reproduce(ctx):
                "off_shrink_before_switch": ss["off_shrink_before_switch"],
                "final_test_loss": ss["final_test_loss"],
                "final_test_loss_gradient_flow": ss["final_test_loss_gd"]}
-    from dyntools.report import measured
+    from dyntools.verdicts import measured
 
     ratio = (f"{ss['final_test_loss_gd'] / ss['final_test_loss']:.0f}× lower"
              if measured(ss["final_test_loss"], ss["final_test_loss_gd"]) and ss["final_test_loss"] > 0 else "not measured")

@@ -24,7 +24,7 @@ COMPETES = 0.02
 def verdicts(summary: dict) -> dict:
     """The two statements from the sweep's per-optimizer summary (``best_val_acc``, ``cells_above_threshold``):
     each ``True``/``False``, or ``None`` when a number it needs is not finite (every cell diverged)."""
-    from dyntools.report import measured
+    from dyntools.verdicts import measured
 
     best = {k: summary[k]["best_val_acc"] for k in OPTIMIZERS}
     cells = {k: summary[k]["cells_above_threshold"] for k in OPTIMIZERS}
@@ -39,8 +39,9 @@ def reproduce(ctx):
     from dyntools.simulations.adamw_heatmaps import report_grid, run_grid
 
     from dyntools.plots.adamw_heatmaps import plot_val_accuracy
-    from dyntools.report import Section, word
+    from dyntools.report import Section
     from dyntools.tables import markdown_table
+    from dyntools.verdicts import word
 
     cfg, workers = report_grid(ctx.quick, optimizers=OPTIMIZERS, learning_curve_points=0,
                                **({"n_lr": 3, "n_wd": 4} if ctx.quick else {"n_lr": 5, "n_wd": 6}))

@@ -99,7 +99,7 @@ def valley_verdict(flow_sharpness: float, gd_sharpness: float, eta: float) -> di
     """The diagonal-net valley statement from its three numbers: gradient flow ends above GD's stability
     limit 2/η while GD at step η ends below it. ``holds`` is ``True``/``False``, or ``None`` when a sharpness
     is not finite (a run that diverged): then nothing is claimed."""
-    from dyntools.report import measured, word
+    from dyntools.verdicts import measured, word
 
     limit = 2.0 / eta
     if not measured(flow_sharpness, gd_sharpness):

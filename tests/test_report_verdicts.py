@@ -52,7 +52,7 @@ def test_valley_verdict_edges():
 
 
 def test_measured_and_word():
-    from dyntools.report import measured, word
+    from dyntools.verdicts import measured, word
 
     assert measured(1, 2.5) and not measured(1, math.nan) and not measured(None) and not measured("x")
     assert word(None, "yes", "no") == "not measured" and word(True, "yes", "no") == "yes"

@@ -141,7 +141,7 @@ def test_generated_code_is_cached_by_expression(tmp_path, monkeypatch):
     def no_derivation(*args, **kwargs):
         raise AssertionError("derived again although the code is cached")
 
-    monkeypatch.setattr("dyntools.symbolic.derive.jacobian", no_derivation)
+    monkeypatch.setattr("dyntools.codegen.derive.jacobian", no_derivation)
     m2 = SymbolicModel(sp.tanh(a * x) + a**2 / 7, params=[a], inputs=x, name="cached")
     assert m2.key == m1.key
     np.testing.assert_allclose(m2.predict(np.array([0.3]), np.ones((2, 1))), np.tanh(0.3) + 0.09 / 7)

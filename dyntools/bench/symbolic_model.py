@@ -112,15 +112,16 @@ def sgd_with_kernel(kernel, theta, X, y, idx, lr, ws, iargs, fargs):
 
 
 def run(quick: bool = False) -> BenchReport:
-    import dyntools as dt
+    from dyntools.dynamics.train import train
     from dyntools.models import symbolic_examples
+    from dyntools.models.diag_net import DiagNet
     from dyntools.optim import optimizers as O
 
     steps = 2_000 if quick else 100_000
     report = BenchReport("symbolic-model")
     data, idx, theta0 = _setting(steps)
     lr = 0.01
-    hand = dt.DiagNet(200)
+    hand = DiagNet(200)
     sym = symbolic_examples.diagonal_net(200)
     kw = dict(steps=steps, sampler="replay", indices=idx, theta0=theta0, records=20, seed=0)
 
@@ -132,7 +133,7 @@ def run(quick: bool = False) -> BenchReport:
     runs = {"hand": kernel_run(hand), "generated": kernel_run(sym)}
     finals = {k: fn() for k, fn in runs.items()}                # compiles the driver for each kernel
     t_hand, t_sym = (best_time(runs["hand"]) / steps, best_time(runs["generated"]) / steps)
-    t_train = best_time(lambda: dt.train(sym, data, O.sgd(lr), **kw)) / steps
+    t_train = best_time(lambda: train(sym, data, O.sgd(lr), **kw)) / steps
     rel = float(np.max(np.abs(finals["hand"] - finals["generated"])) / np.max(np.abs(finals["hand"])))
     report.measurements.update({
         "steps": steps, "d": 200, "hand_ns_per_step": 1e9 * t_hand, "generated_ns_per_step": 1e9 * t_sym,

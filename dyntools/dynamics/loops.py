@@ -75,7 +75,7 @@ LOOPS = {diag_net.loss_grad: diag_net_paths, mlp.loss_grad_regression: mlp_regre
 
 def register(kernel, loop) -> None:
     """Add the cached loop of a kernel defined outside this module (the generated kernels of
-    :mod:`dyntools.symbolic.codegen` register themselves when their module is imported)."""
+    :mod:`dyntools.codegen.kernels` register themselves when their module is imported)."""
     LOOPS[kernel] = loop
 
 

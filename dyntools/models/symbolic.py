@@ -5,10 +5,10 @@ symbols, a head and an initialization. Everything else is derived from that one 
 
 * the loss of the head (``"regression"``: ``s·(h − y)²`` with scale ``s = loss_scale``, ½ by default;
   ``"cross-entropy"``: ``log Σ_k e^{h_k} − h_y`` over ``K ≥ 2`` outputs), averaged over the batch;
-* the exact Jacobian ``φ_θ(x) = ∇_θ h_θ(x)`` and Hessian–vector products (:mod:`dyntools.symbolic.derive`);
+* the exact Jacobian ``φ_θ(x) = ∇_θ h_θ(x)`` and Hessian–vector products (:mod:`dyntools.codegen.derive`);
 * the compiled ``loss_grad`` of the model protocol (:mod:`dyntools.models.base`) and its NumPy twin,
-  printed from the same common-subexpression-eliminated expressions (:mod:`dyntools.symbolic.codegen`)
-  and cached on disk keyed by the expression (:mod:`dyntools.symbolic.codecache`; the directory is
+  printed from the same common-subexpression-eliminated expressions (:mod:`dyntools.codegen.kernels`)
+  and cached on disk keyed by the expression (:mod:`dyntools.codegen.cache`; the directory is
   ``$DYNTOOLS_SYMBOLIC_CACHE`` or ``~/.cache/dyntools/symbolic``);
 * the metric hooks ``predict``, ``jacobian``, ``hvp``, ``features``, ``gradient`` (NumPy).
 
@@ -55,8 +55,10 @@ import numpy as np
 import sympy as sp
 
 from dyntools import validation
+from dyntools.codegen import cache as codecache
+from dyntools.codegen import derive
+from dyntools.codegen import kernels as codegen
 from dyntools.models.base import HEADS, Model
-from dyntools.symbolic import codecache, codegen, derive
 
 INIT_KINDS = ("constant", "normal", "uniform")
 DEFAULT_INIT = ("normal", 0.1)

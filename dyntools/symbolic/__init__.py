@@ -5,7 +5,7 @@
 * :mod:`~dyntools.symbolic.interval` — certified interval arithmetic (mpmath ``iv``) by branch
   and bound over boxes;
 * :mod:`~dyntools.symbolic.search` — exact counterexample search within the claim's domains;
-* :mod:`~dyntools.symbolic.budget` — the per-claim time budget;
+* :mod:`~dyntools.time_budget` — the per-claim time budget;
 * :mod:`~dyntools.symbolic.registry` — a plain registry of families of claims, name selection;
 * :mod:`~dyntools.symbolic.userfile` — claims from a user's Python file (``--file``);
 * :mod:`~dyntools.symbolic.api` — :func:`prove` (also ``dyntools.prove``) and its report;

@@ -15,7 +15,7 @@ symbols, where it comes from, and a ``prove(proof)`` function that writes the de
 * :meth:`Proof.certify` — an inequality over a box by certified interval arithmetic
   (:mod:`dyntools.symbolic.interval`).
 
-Every claim runs under a time budget (:mod:`dyntools.symbolic.budget`): an overrun is
+Every claim runs under a time budget (:mod:`dyntools.time_budget`): an overrun is
 *inconclusive (timed out after N s)*, never a hang. The verdict is **verified** when every check
 passed, **refuted** when the proof recorded a counterexample (:meth:`Proof.refute`), and
 **inconclusive** otherwise (with the reason: the first check that could not be decided, or the
@@ -34,7 +34,6 @@ from typing import Any
 
 import sympy as sp
 
-from dyntools.symbolic.budget import ProofTimeout, remaining, time_limit
 from dyntools.symbolic.claim_text import claim_markdown
 from dyntools.symbolic.search import (
     DomainError,
@@ -45,6 +44,7 @@ from dyntools.symbolic.search import (
     screen_counterexample,
     substitute,
 )
+from dyntools.time_budget import ProofTimeout, remaining, time_limit
 
 VERIFIED = "verified"
 REFUTED = "refuted"

@@ -1,6 +1,6 @@
 """The on-disk cache of generated model code: source files keyed by a hash of the expression.
 
-A symbolic model's generated modules (:mod:`dyntools.symbolic.codegen`) are written once as
+A symbolic model's generated modules (:mod:`dyntools.codegen.kernels`) are written once as
 ``<kind>_<key>.py`` in :func:`cache_dir` and imported from there as ordinary modules, so that numba's
 own ``cache=True`` (compiled code in ``__pycache__`` next to the file) works for them: the second
 process that declares the same model neither derives (sympy) nor compiles (numba) again.

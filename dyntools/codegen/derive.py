@@ -15,7 +15,7 @@ From it sympy derives, exactly,
     (∇²h_k · v)_m = ∂/∂θ_m Σ_{m'} J_{km'} v_{m'}          (:func:`hessian_direction`, directions ``v``)
 
 — per coordinate in the coordinatewise form, where ∇²h is block diagonal over ``j``. The loss heads
-(square loss, softmax cross-entropy) combine these in the generated code (:mod:`dyntools.symbolic.codegen`).
+(square loss, softmax cross-entropy) combine these in the generated code (:mod:`dyntools.codegen.kernels`).
 
 A construct sympy cannot differentiate (an undefined function, ``floor``…) leaves an unevaluated
 ``Derivative``: :func:`jacobian` raises a ``ValueError`` naming it. Derivatives of ``Max(z, 0)`` are
@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 import sympy as sp
 
-from dyntools.symbolic.budget import ProofTimeout, time_limit
+from dyntools.time_budget import ProofTimeout, time_limit
 
 MODES = ("dense", "coordinatewise")
 

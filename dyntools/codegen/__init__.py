@@ -1,0 +1,6 @@
+"""Code generation from sympy: exact derivatives of a user's model (:mod:`~dyntools.codegen.derive`),
+numba kernels and their NumPy twins printed from the same expressions (:mod:`~dyntools.codegen.kernels`),
+and the on-disk cache of the generated modules keyed by the expression (:mod:`~dyntools.codegen.cache`).
+
+It sits below the models (``dyntools.models.symbolic`` uses it) and imports nothing above the helpers.
+"""
