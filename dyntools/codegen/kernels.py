@@ -6,7 +6,7 @@ eliminated expressions (``sympy.cse``):
 
 * :func:`kernel_source` — a numba module with ``loss_grad(θ, X, y, idx, b, noise, grad, ws, iargs,
   fargs)`` of the model protocol (:mod:`dyntools.models.base`) and ``paths``, the trainer's loop
-  (:func:`dyntools.dynamics.train.advance_path`) with that kernel inlined, registered with
+  (:func:`dyntools.dynamics.path_loop.advance_path`) with that kernel inlined, registered with
   :mod:`dyntools.dynamics.loops` so that it is cached on disk like the built-in models' loops.
   Per example ``i = idx[q]`` of the batch (``r = h(x_i) − y_i − noise_q``, ``s`` the loss scale)::
 
@@ -39,7 +39,7 @@ from sympy.printing.pycode import PythonCodePrinter
 from dyntools.codegen.derive import Derivation, direction_symbols, split_separable
 
 #: bump when the generated code changes (part of the cache key)
-VERSION = 4
+VERSION = 5
 FASTMATH = '{"reassoc", "contract", "nsz"}'
 
 
@@ -156,7 +156,7 @@ import numpy
 from numba import njit
 
 from dyntools.dynamics import loops
-from dyntools.dynamics.train import advance_path
+from dyntools.dynamics.path_loop import advance_path
 
 '''
 
