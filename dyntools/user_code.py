@@ -24,9 +24,9 @@ def _where(path: Path, tb) -> str:
     return f"{path.name}:{line}" if line else path.name
 
 
-def run_file(path, option: str = "--file") -> dict:
-    """Execute ``path`` and return its namespace (see the module docstring); ``option`` names the
-    command-line option in the messages."""
+def compiled(path, option: str = "--file"):
+    """The code object of ``path`` — read and compiled, not executed (so a command can refuse a missing,
+    unreadable or malformed file before it starts any work); the same one-line errors as :func:`run_file`."""
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"{option} {path}: no such file" if not path.exists() else f"{option} {path}: not a file")
@@ -34,11 +34,18 @@ def run_file(path, option: str = "--file") -> dict:
         source = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ValueError(f"{option} {path}: cannot read it ({exc})") from None
-    resolved = path.resolve()
     try:
-        code = compile(source, str(resolved), "exec")
+        return compile(source, str(path.resolve()), "exec")
     except SyntaxError as exc:
         raise ValueError(f"{option} {path}:{exc.lineno}: syntax error: {exc.msg}") from None
+
+
+def run_file(path, option: str = "--file") -> dict:
+    """Execute ``path`` and return its namespace (see the module docstring); ``option`` names the
+    command-line option in the messages."""
+    path = Path(path)
+    code = compiled(path, option)
+    resolved = path.resolve()
     module = types.ModuleType(f"dyntools_user_{abs(hash(str(resolved)))}")
     module.__file__ = str(resolved)
     sys.path.insert(0, str(resolved.parent))

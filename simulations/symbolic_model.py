@@ -46,6 +46,18 @@ def required(p: ModelParams) -> None:
         raise ValueError("Invalid --data: required (an .npz with arrays X and y)")
 
 
+def check(p: ModelParams) -> None:
+    """Before any work: --file is a readable Python file (compiled, not yet executed) and --data an .npz
+    with the arrays the run needs; each given file is checked before a missing one is reported."""
+    from dyntools.user_code import compiled
+
+    if p.file is not None:
+        compiled(p.file, "--file")
+    if p.data is not None:
+        load_data(p.data)
+    required(p)
+
+
 def load_data(path):
     """The ``.npz`` of ``--data`` as an object with ``X``, ``y`` (and ``X_test``, ``y_test`` when present)."""
     from types import SimpleNamespace
@@ -80,9 +92,10 @@ def run(p: ModelParams, ctx: RunContext):
     from dyntools.engine.result import RunResult
     from dyntools.symbolic.userfile import load_model
 
+    # each given file is checked before a missing one is reported, so an error names the file that is wrong
+    model = load_model(p.file) if p.file is not None else None
+    data = load_data(p.data) if p.data is not None else None
     required(p)
-    model = load_model(p.file)
-    data = load_data(p.data)
     if hasattr(model, "check_data"):
         model.check_data(data.X, data.y)
         if data.X_test is not None:
@@ -123,4 +136,4 @@ EXPERIMENT = Experiment(
     help="train your own model (MODEL in a Python file, e.g. a dt.SymbolicModel) on your data (.npz)",
     example="dyntools simulate model --file my_model.py --data data.npz --optimizer sgd --lr 0.05 "
             "--steps 2000 --label-noise 0.5 --out runs/mine",
-    params=ModelParams, results=RESULTS, run=run, table=table, summary=summary)
+    params=ModelParams, results=RESULTS, run=run, table=table, summary=summary, check=check)
