@@ -25,9 +25,11 @@ class ModelParams:
     """The options of ``dyntools simulate model``."""
 
     file: Path | None = param(None, kind="file", metavar="MODEL.py",
-                              help="Python file defining MODEL = dt.SymbolicModel(...) (it is executed)")
+                              help="Python file defining MODEL = dt.SymbolicModel(...) (it is executed); default: "
+                                   "the example, a depth-3 diagonal net u⊙v⊙w over the data's inputs")
     data: Path | None = param(None, kind="file", metavar="DATA.npz",
-                              help="arrays X (n × inputs), y (n), optionally X_test, y_test")
+                              help="arrays X (n × inputs), y (n), optionally X_test, y_test; default: the example, "
+                                   "sparse regression n = 40, d = 20, r = 3 (seeded by --seed)")
     optimizer: str = param("sgd", choices=OPTIMIZERS, help="optimizer (PyTorch semantics)")
     lr: float = param(0.01, low=0.0, low_open=True, high=1e6, help="learning rate")
     steps: int = param(1000, low=1, high=10**8, help="updates")
@@ -38,12 +40,18 @@ class ModelParams:
     records: int = param(50, low=2, high=10**4, help="recorded steps (log grid)")
 
 
-def required(p: ModelParams) -> None:
-    """--file and --data have no default (checked when the run starts, so that the defaults stay valid)."""
-    if p.file is None:
-        raise ValueError("Invalid --file: required (a Python file that defines MODEL)")
-    if p.data is None:
-        raise ValueError("Invalid --data: required (an .npz with arrays X and y)")
+def example_data(seed: int):
+    """The data of the example run (no --data): sparse regression, n = 40, d = 20, r = 3."""
+    from dyntools.data import sparse_regression
+
+    return sparse_regression(40, 20, 3, seed=seed)
+
+
+def example_model(d: int):
+    """The model of the example run (no --file): a depth-3 diagonal net ``h(x) = Σ_j u_j v_j w_j x_j``."""
+    from dyntools.models.symbolic_examples import diagonal_net
+
+    return diagonal_net(d, depth=3)
 
 
 def check(p: ModelParams) -> None:
@@ -55,7 +63,6 @@ def check(p: ModelParams) -> None:
         compiled(p.file, "--file")
     if p.data is not None:
         load_data(p.data)
-    required(p)
 
 
 def load_data(path):
@@ -92,10 +99,8 @@ def run(p: ModelParams, ctx: RunContext):
     from dyntools.engine.result import RunResult
     from dyntools.symbolic.userfile import load_model
 
-    # each given file is checked before a missing one is reported, so an error names the file that is wrong
-    model = load_model(p.file) if p.file is not None else None
-    data = load_data(p.data) if p.data is not None else None
-    required(p)
+    data = load_data(p.data) if p.data is not None else example_data(ctx.seed)
+    model = load_model(p.file) if p.file is not None else example_model(data.X.shape[1])
     if hasattr(model, "check_data"):
         model.check_data(data.X, data.y)
         if data.X_test is not None:
@@ -108,7 +113,8 @@ def run(p: ModelParams, ctx: RunContext):
         arrays["jacobian_rank"], arrays["column_norm_median"] = rank, col
     except NotImplementedError:                 # a hand-written model without a jacobian hook
         pass
-    config = {**res.config, "file": str(p.file), "data": str(p.data), "optimizer": p.optimizer, "lr": p.lr,
+    config = {**res.config, "file": str(p.file or "example: depth-3 diagonal net"),
+              "data": str(p.data or "example: sparse regression n=40 d=20 r=3"), "optimizer": p.optimizer, "lr": p.lr,
               "seeds": p.seeds}
     return RunResult("symbolic-model", config, arrays, res.status, res.message, seed=ctx.seed,
                      summary=res.summary, timings=res.timings)

@@ -26,6 +26,7 @@ DIAG = ["--n", "20", "--d", "30", "--r", "3", "--n-test", "50", "--steps", "50",
 
 #: kind → the command line of a small run that writes it
 RUNS: dict[str, list[str]] = {
+    "symbolic-model": ["simulate", "model", "--steps", "50", "--records", "5"],
     "sde": ["simulate", "sde", "--model", "gbm", "--paths", "8", "--records", "11"],
     "sde-convergence": ["simulate", "sde", "--convergence", "--levels", "2:4", "--paths", "16"],
     "sde-diag-net": ["simulate", "sde", "--model", "diag-net", "--method", "sgd", "--n", "10", "--d", "20", "--r", "3",
