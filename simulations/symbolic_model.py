@@ -59,8 +59,8 @@ def check(p: ModelParams) -> None:
     with the arrays the run needs; each given file is checked before a missing one is reported."""
     from dyntools.user_code import compiled
 
-    if p.file is not None:
-        compiled(p.file, "--file")
+    if p.file is not None and "MODEL" not in compiled(p.file, "--file").co_names:   # names the module stores
+        raise ValueError(f"Invalid --file: {p.file} defines no MODEL (expected MODEL = dt.SymbolicModel(...))")
     if p.data is not None:
         load_data(p.data)
 
