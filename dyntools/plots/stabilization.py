@@ -98,7 +98,6 @@ def phase_diagram(result: RunResult, ax) -> None:
     and carry no loss; the y-range is that of the finite late losses (a few decades), not of 10⁻³²."""
     etas = result["etas"]
     level = result["stationary_loss"]
-    paths = int(result.config.get("paths", 0) or 0)
     interval = result.summary.get("eta_interval")
     if interval:
         ax.axvspan(interval[0], interval[1], color=plots.PALETTE[2], alpha=0.18,
@@ -106,8 +105,8 @@ def phase_diagram(result: RunResult, ax) -> None:
     limit = result.summary.get("gd_step_limit")
     if limit:
         ax.axvline(limit, color="k", ls="--", lw=0.8, label=r"GD limit $1/(E[x^2]\theta_*^2)$")
-    diverged = np.asarray(result["diverged"], dtype=float)
-    every = diverged >= paths if paths else np.zeros(etas.shape, bool)
+    diverged = np.asarray(result["diverged"], dtype=float)          # the fraction of paths that diverged
+    every = diverged >= 1.0
     some = (diverged > 0) & ~every
     shown = np.where((level > 0) & ~every, level, np.nan)
     q10 = np.where((result["loss_q10"] > 0) & ~every, result["loss_q10"], np.nan)
