@@ -86,22 +86,10 @@ def quadratic_run(steps: int = 400):
 
 def spiral_run(steps: int = 600, seed: int = 0):
     import numpy as np
+    from dyntools.simulations.iteration_dependent_l2 import spiral_gradient
 
-    import dyntools as dt
-
-    data = dt.data.spirals(800, seed=seed)
-    model = dt.MLP((2, 16, 16, 2), head="cross-entropy")
-    X, y = np.ascontiguousarray(data.X), np.ascontiguousarray(data.y, dtype=np.int64)
-    iargs, fargs = model.kernel_args()
-    n = X.shape[0]
-    idx, noise, ws = np.arange(n), np.zeros(n), np.zeros(model.workspace_size(n))
-
-    def gradient(theta):
-        grad = np.empty(model.n_params)
-        model.loss_grad_np(np.ascontiguousarray(theta), X, y, idx, n, noise, grad, ws, iargs, fargs)
-        return grad
-
-    thetas, grads, last = adam_run(gradient, model.init(seed), 0.01, steps)
+    theta0, gradient = spiral_gradient(seed, 800)
+    thetas, grads, last = adam_run(gradient, theta0, 0.01, steps)
     return np.linalg.norm(thetas - last, axis=1), ratio(grads)
 
 

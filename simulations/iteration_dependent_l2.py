@@ -33,13 +33,14 @@ VARIANTS = {"β₁ = 0, v from ∇f (the derivation's setting)": (0.0, False),
 ROUND_OFF = 1e-12
 
 
-def spiral_gradient(seed: int = 0):
-    """``(θ₀, ∇f)`` of the spiral MLP's full-batch cross-entropy (the kernel's NumPy twin)."""
+def spiral_gradient(seed: int = 0, n: int = 400):
+    """``(θ₀, ∇f)`` of a 2-16-16-2 spiral MLP's full-batch cross-entropy on ``n`` points (the kernel's NumPy
+    twin)."""
     import numpy as np
 
     import dyntools as dt
 
-    data = dt.data.spirals(400, seed=seed)
+    data = dt.data.spirals(n, seed=seed)
     model = dt.MLP((2, 16, 16, 2), head="cross-entropy")
     X, y = np.ascontiguousarray(data.X), np.ascontiguousarray(data.y, dtype=np.int64)
     iargs, fargs = model.kernel_args()
