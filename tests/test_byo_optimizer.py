@@ -1,5 +1,6 @@
 """Your own optimizer through dt.train and the sweep (issue 30, item 1)."""
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -98,7 +99,8 @@ SWEEP = ["--lr-grid", "1e-3:1e-2:2", "--wd-grid", "1e-3:1e-1:2", "--n", "40", "-
 
 def test_user_lion_in_a_4_cell_sweep_resumes_and_runs_on_dask(tmp_path):
     """``--optimizer-file tests/byo_lion.py --optimizers lion``: 4 cells computed, then all reused on resume;
-    every cell is the in-process cell with the user's Lion (bitwise, one machine), not AdamW's; the module
+    every cell is the in-process cell with the user's Lion (bitwise, one machine), not AdamW's, and equals a
+    NumPy loop written from Lion's equations on the cell's data, θ₀ and batches (1e-9 relative); the module
     reference ``tests.byo_lion:lion`` on a Dask local cluster gives the same cells bit for bit."""
     import json
 
@@ -123,6 +125,10 @@ def test_user_lion_in_a_4_cell_sweep_resumes_and_runs_on_dask(tmp_path):
     for k, cell in enumerate(cells):
         mine = train_cell(result.config, cell, result.seed, k)
         assert mine["val_loss"] == result["val_loss"][0].ravel()[k]
+        # and the cell is Lion's equations: a NumPy loop over the cell's own data, θ₀ and batches
+        train_ref, val_ref = _lion_cell_reference(result.config, result.seed, k, cell["lr"], cell["wd"])
+        np.testing.assert_allclose([result["train_loss"][0].ravel()[k], result["val_loss"][0].ravel()[k]],
+                                   [train_ref, val_ref], rtol=1e-9)
     assert train_cell(result.config, {**cells[3], "optimizer": "adamw"}, result.seed, 3)["val_loss"] != \
         result["val_loss"][0].ravel()[3]
     dask_out = tmp_path / "dask"
@@ -130,6 +136,34 @@ def test_user_lion_in_a_4_cell_sweep_resumes_and_runs_on_dask(tmp_path):
                    "--out", dask_out, env=env, cwd=root)
     assert proc.returncode == 0, proc.stderr
     np.testing.assert_array_equal(store.load(dask_out)["val_loss"], result["val_loss"])
+
+
+def _lion_cell_reference(config, seed, index, lr, wd):
+    """Cell ``index`` of a spiral sweep trained by Lion written from its equations (:func:`lion_reference`'s
+    update, plain NumPy) on the cell's data set, initial θ and epoch batches (the same streams as
+    ``dyntools.classifier_cell.train_cell``), the gradient by the MLP's NumPy twin: (train loss, val loss)."""
+    from dyntools import data
+    from dyntools.engine import samplers, streams
+    from dyntools.models.mlp import MLP, loss_grad_cross_entropy_np
+
+    d = data.spirals(config["n"], classes=config["classes"], turns=config["turns"], noise=config["noise"],
+                     n_val=config["n_val"], seed=seed)
+    model = MLP((2, *config["hidden"], config["classes"]), head="cross-entropy", init="uniform",
+                init_stream="sweep.adamw-grid", init_key=(index,))
+    n, b = config["n"], config["batch_size"]
+    steps = math.ceil(config["epochs"] * n / b)
+    state = streams.path_states(seed, 1, streams.key("sweep.adamw-grid"), index, 1).copy()    # (1, 4): one path
+    batches = samplers.epoch_batches_np(state, n, steps, b)
+    iargs, fargs = model.kernel_args()
+    grad_at = [lambda th, i=i: _grad(loss_grad_cross_entropy_np, th, d, i, iargs, fargs) for i in batches]
+    theta = lion_reference(model.init(seed, 0), grad_at, lr, wd)[-1]
+    return model.evaluate(theta, d.X, d.y)[0], model.evaluate(theta, d.X_val, d.y_val)[0]
+
+
+def _grad(loss_grad, theta, d, idx, iargs, fargs):
+    g = np.empty_like(theta)
+    loss_grad(theta, d.X, d.y, idx, idx.size, np.zeros(idx.size), g, np.empty(0), iargs, fargs)
+    return g
 
 
 def test_bad_user_optimizer_reference_is_a_usage_error(tmp_path):
