@@ -321,6 +321,10 @@ def network_metrics(model, theta_rec, X, y, X_test=None, y_test=None, *, thresho
     """
     from dyntools import validation
 
+    missing = [hook for hook in ("n_layers", "forward_np", "jacobian", "unpack") if not hasattr(model, hook)]
+    if missing:
+        raise TypeError(f"network_metrics reads a layered network (MLP); model {getattr(model, 'name', model)!r} has "
+                        f"no {', '.join(missing)}: dt.model_metrics measures any model with a jacobian hook")
     threshold = validation.in_interval("correlation threshold", threshold, 0.0, 1.0,
                                        closed_low=False, closed_high=True)
     rank_threshold = validation.in_interval("rank threshold", rank_threshold, 0.0, 1.0,

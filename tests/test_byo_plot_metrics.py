@@ -60,3 +60,12 @@ def test_metrics_of_the_diagonal_net_match_its_exact_hessian():
     out = model_metrics(model, theta, Xd, yd)
     assert abs(out["sharpness"] - exact) <= 1e-5 * abs(exact), (out["sharpness"], exact)
     assert out["jacobian_rank"] == np.linalg.matrix_rank(model.jacobian(theta, Xd))
+
+
+def test_network_metrics_of_a_model_without_layers_names_the_generic_function():
+    """The layered-network metrics need an MLP's hooks; any other model gets one error that says which hooks
+    are missing and where its metrics are (was: "'LinNet' object has no attribute 'n_layers'")."""
+    import pytest
+
+    with pytest.raises(TypeError, match=r"model 'my-affine' has no n_layers, forward_np.*dt.model_metrics"):
+        dt.metrics.network_metrics(Affine(3), np.zeros((1, 1, 4)), X, Data.y)
