@@ -31,6 +31,16 @@ def assert_usage_error(proc, *needles, out_dir=None):
         assert not os.path.exists(out_dir), f"{out_dir} was written"
 
 
+#: tests/test_notebooks.py executes the notebooks and tests/test_docs.py renders the executed copies: one
+#: pytest-xdist worker runs both (``--dist loadgroup``), in that order
+NOTEBOOKS_THEN_DOCS = ("test_notebooks.py", "test_docs.py")
+
+
 def pytest_collection_modifyitems(config, items):
-    """Run tests/test_docs.py last: the site it builds renders the notebooks tests/test_notebooks.py executed."""
-    items.sort(key=lambda item: item.path.name == "test_docs.py")   # a stable sort keeps every other order
+    """The long checks (marked ``slow``) first, so that the two workers of ``-n 2`` do not end on one of them
+    alone; tests/test_docs.py last, after the notebooks it renders, both on one worker. A stable sort keeps
+    every other order."""
+    for item in items:
+        if item.path.name in NOTEBOOKS_THEN_DOCS:
+            item.add_marker(pytest.mark.xdist_group("notebooks-then-docs"))
+    items.sort(key=lambda item: (item.path.name == "test_docs.py", item.get_closest_marker("slow") is None))

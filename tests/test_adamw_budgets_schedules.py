@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 NET = ["--n", "48", "--n-val", "48", "--hidden", "5,5", "--batch-size", "12", "--workers", "1"]
 
 
+@pytest.mark.slow
 def test_budgets_sweep_reports_the_best_lambda_on_both_axes(tmp_path, capsys):
     out = tmp_path / "b"
     assert cli.main(["sweep", "adamw-budgets", "--budgets", "1,2,4", "--lr-grid", "1e-2:1e-2:1",

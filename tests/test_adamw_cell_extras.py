@@ -131,6 +131,7 @@ def test_learning_curves_rerun_the_sweeps_cell_exactly(tmp_path):
     assert [p.name for p in paths] == ["adamw_grid_learning_curves.png", "adamw_grid_weight_sparsity.png"]
 
 
+@pytest.mark.slow
 def test_worker_warm_up_trains_two_steps_and_never_raises(monkeypatch):
     """A sweep worker's warm-up (dyntools.sweep.warm_up) calls the cell function's ``warm_up`` with the
     sweep's config — two steps of a cell of that data set and precision — and ignores its errors (the

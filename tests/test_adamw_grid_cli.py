@@ -83,6 +83,7 @@ def test_bad_input_as_a_user_runs_it(tmp_path, args, needle):
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_a_grid_resumed_on_another_compile_target_says_so_in_json(tmp_path):
     """Cells computed natively, the rest resumed under NUMBA_CPU_NAME=haswell (a fresh cache): the summary
     and --json say the sweep is mixed, and which cells each target computed; not an error."""

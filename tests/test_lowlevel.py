@@ -100,6 +100,7 @@ def outputs() -> dict:
     return out
 
 
+@pytest.mark.slow
 def test_the_fallback_kernels_give_the_fast_kernels_bits(tmp_path):
     script = f"import numpy as np, tests.test_lowlevel as t; np.savez({str(tmp_path / 'fb.npz')!r}, **t.outputs())"
     env = {**os.environ, "DYNTOOLS_LOWLEVEL": "fallback",              # (its numba cache: kept apart)

@@ -202,6 +202,7 @@ def test_borrowed_array_is_the_same_memory():
     assert a[6] == -1.0 and total == (0 + 1 + 2 + 3 + 4 + 5 - 1) + -1.0
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.environ.get("DYNTOOLS_VECTOR_BITS") == "256", reason="already running with 256-bit panels")
 def test_256_bit_panels_give_the_same_bits(tmp_path):
     """The panels and transposes written with 256-bit vectors (a processor without AVX-512) pass this

@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from tests.test_engine_goldens import CLASSES, GOLDEN_DIR, compare_array, compare_case, load_golden, status_failures
 
@@ -32,6 +33,7 @@ def _env(cache: Path, **extra) -> dict:
     return env
 
 
+@pytest.mark.slow
 def test_fresh_compile_gives_the_bits_of_a_cache_load(tmp_path):
     cache = tmp_path / "numba-cache"
     cache.mkdir()
@@ -72,6 +74,7 @@ TARGETS = {
 }
 
 
+@pytest.mark.slow
 def test_goldens_hold_when_compiled_for_other_processors(tmp_path):
     from tests.target_probe import voronoi_steps
 

@@ -133,6 +133,7 @@ def test_small_relu_experiment_runs():
     assert np.allclose(res["delta"], np.sqrt(15 * res["level"]), equal_nan=True)
 
 
+@pytest.mark.slow
 def test_cli_runs_with_json(tmp_path):
     out = tmp_path / "cj"
     proc = run_cli("simulate", "sgd-vs-label-noise", "--n", "10", "--d", "20", "--r", "2", "--steps", "200",
