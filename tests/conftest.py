@@ -14,6 +14,14 @@ def run_cli(*args, cwd=None, env=None):
                           text=True, cwd=cwd, env=full_env, timeout=600)
 
 
+def other_cpu_name() -> str:
+    """A numba CPU name that is not the one this process compiles for (haswell, or nehalem when the suite
+    itself runs as haswell): a subprocess under it computes on another compile target."""
+    from dyntools.engine.target import compile_target
+
+    return "nehalem" if compile_target()["cpu_name"] == "haswell" else "haswell"
+
+
 @pytest.fixture
 def cli():
     return run_cli

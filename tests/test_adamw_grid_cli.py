@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from dyntools import cli, store
+from tests.conftest import other_cpu_name
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = ["--lr-grid", "1e-3:1e-1:2", "--wd-grid", "1e-4:1e-1:3", "--n", "80", "--n-val", "80",
@@ -91,7 +92,7 @@ def test_a_grid_resumed_on_another_compile_target_says_so_in_json(tmp_path):
     first = dyntools("sweep", "adamw-grid", *SMALL, "--seed", "2", "--out", str(out), "--json")
     assert first.returncode == 0, first.stderr
     (out / "cells" / "cell_00011.npz").unlink()
-    other = "nehalem" if os.environ.get("NUMBA_CPU_NAME") == "haswell" else "haswell"   # not the suite's own target
+    other = other_cpu_name()                                          # not the suite's own target
     env = {"NUMBA_CPU_NAME": other, "NUMBA_CPU_FEATURES": "", "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
     proc = dyntools("sweep", "adamw-grid", *SMALL, "--seed", "2", "--out", str(out), "--json", env=env)
     assert proc.returncode == 0, proc.stderr
