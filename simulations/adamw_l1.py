@@ -106,8 +106,10 @@ def reproduce(ctx):
     numbers["l1_sparser"] = claim == "sparser"
     numbers["verdict"] = claim
     return Section(TITLE, "\n".join(md), numbers=numbers, figures=[ctx.relative(f) for f in figs],
-                   headline=f"AdamW-L1 {claim} than AdamW at equal accuracy (margin {SHARE_MARGIN:.0%}): sparsest cell "
-                            f"{b['max_small_fraction']:.1%} vs {a['max_small_fraction']:.1%}")
+                   headline=f"AdamW-L1 vs AdamW at equal accuracy: {claim} (both the sparsest and the median cell "
+                            f"must differ by {SHARE_MARGIN:.0%}): sparsest cell {b['max_small_fraction']:.1%} vs "
+                            f"{a['max_small_fraction']:.1%}, median {b['median_small_fraction']:.1%} vs "
+                            f"{a['median_small_fraction']:.1%}")
 
 
 def plot_sparsity_vs_accuracy(result, out_dir):

@@ -57,3 +57,18 @@ def test_bench_runs_restricted_to_avx2_in_a_subprocess():
         ("stabilization", "native", "stabilization [avx2]", "avx2")
     assert avx2["target"]["numba cpu"] == "haswell" and avx2["target"]["vector bits"] == 256
     assert {t["name"] for t in avx2["targets"]} == {t["name"] for t in native["targets"]}
+
+
+def test_the_zmm_check_reads_register_operands_and_sees_the_avx2_restriction(tmp_path):
+    """bench sweep's check that ``--isa avx2`` took effect: in a process under the avx2 environment the product
+    panel's machine code has no %zmm register (the check once matched its own function's mangled name,
+    '…panel_uses_zmm…', and said "zmm" everywhere)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, **isa_environment("avx2", str(tmp_path / "cache"))}
+    code = "from dyntools.bench.sweep import panel_uses_zmm; print(panel_uses_zmm())"
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split()[-1] == "False"
