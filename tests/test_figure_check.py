@@ -178,3 +178,23 @@ def test_collect_gathers_every_checked_figure(tmp_path, monkeypatch):
     assert found and found[0][0] == "empty" and any("has no data" in p for p in found[0][1])
     plots.save(fig, tmp_path, "outside", ("png",))                 # outside the block: not checked
     assert len(found) == 1
+
+
+def test_tick_labels_beyond_a_log_axis_view_are_not_counted():
+    """A log axis's locator also returns a decade beyond the view (1e-10 under a view starting at 1.5e-8);
+    that label is not drawn, so it overlaps nothing. The view test runs on the axis's scale: a slack taken
+    in data units (1e-9 × 22.5) once let it in, and matplotlib 3.8's layout put a figure legend over it."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from dyntools import plots as P
+    from dyntools.plots.check import _drawn_ticklabels
+
+    fig, axes = P.figure(ncols=1, nrows=1)
+    ax = axes[0][0]
+    ax.plot([1.0, 2.0], [1e-7, 10.0])
+    ax.set_yscale("log")
+    ax.set_ylim(1.5e-8, 22.5)
+    FigureCanvasAgg(fig).draw()
+    assert any(loc < 1.5e-8 for loc in ax.yaxis.get_majorticklocs())        # the locator's extra decade
+    drawn = [t.get_position()[1] for t in _drawn_ticklabels(ax.yaxis)]
+    assert drawn and min(drawn) >= 1.5e-8

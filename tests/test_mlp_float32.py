@@ -184,11 +184,14 @@ def test_float32_loop_flushes_subnormals_and_restores_the_thread_mode():
 
     @njit
     def product_under(mode, a, b):
+        # the operands are loaded from and the product stored to arrays, as in the training loops: LLVM may
+        # move a multiplication of registers across the MXCSR writes (llvmlite 0.42 did), not these loads/stores
+        x, y, out = np.full(1, a), np.full(1, b), np.full(1, a)
         old = fast.get_mxcsr()
         fast.set_mxcsr(mode)
-        out = a * b
+        out[0] = x[0] * y[0]
         fast.set_mxcsr(old)
-        return out
+        return out[0]
 
     @njit
     def mode():

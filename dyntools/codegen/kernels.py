@@ -70,7 +70,10 @@ class _ScalarPrinter(_PairwiseMinMax, PythonCodePrinter):
     MAX, MIN = "max", "min"
 
     def __init__(self):
-        super().__init__({"fully_qualified_modules": True, "strict": False})
+        settings = {"fully_qualified_modules": True}
+        if "strict" in PythonCodePrinter._default_settings:     # sympy ≥ 1.13 (1.12 has no such setting)
+            settings["strict"] = False
+        super().__init__(settings)
 
     def _print_Heaviside(self, e):                  # a select, not a branch: straight-line code compiles fast
         return f"(({self._print(e.args[0])}) > 0.0) * 1.0"

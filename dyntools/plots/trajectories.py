@@ -57,7 +57,7 @@ def _background(ax, surface: str, levels: int = 14):
     ax.set_ylim(y0, y1)
     ax.set_xlabel("u" if surface == "diag-net" else "x")
     ax.set_ylabel("v" if surface == "diag-net" else "y")
-    ax.set_title(f"{surface}: {spec.formula}")
+    ax.set_title(f"{surface}: {spec.formula}", pad=10)      # clear of the top y-tick label (matplotlib 3.8)
 
 
 def _arrays(result, surface: str) -> dict:
