@@ -137,17 +137,16 @@ def _panel_axes(fig):
 
 
 def _drawn_ticklabels(axis) -> list:
-    """The tick labels matplotlib draws: visible, non-empty, at one of the locator's current ticks, inside the
-    view interval on the axis's scale (the lists of ``get_ticklabels`` also hold labels of ticks beyond the
-    limits, and an axis keeps Tick objects of an earlier draw beyond the locator's count; neither is drawn)."""
+    """The tick labels matplotlib draws: visible, non-empty, at a tick inside the view interval on the axis's
+    own scale (the lists of ``get_ticklabels`` also hold labels of ticks beyond the limits, which are not
+    drawn; a log axis's locator returns a decade beyond the view)."""
     scale = axis.get_transform()          # compared on the axis's scale: a linear slack means nothing on a log axis
     with np.errstate(all="ignore"):
         lo, hi = sorted(scale.transform(np.asarray(axis.get_view_interval(), dtype=float)))
         slack = 1e-9 * max(abs(lo), abs(hi), 1e-300)
         labels = []
-        current = (axis.get_major_ticks(len(axis.get_majorticklocs()))
-                   + axis.get_minor_ticks(len(axis.get_minorticklocs())))
-        where = scale.transform(np.array([tick.get_loc() for tick in current], dtype=float))
+        current = axis.get_major_ticks() + axis.get_minor_ticks()          # (reading them creates none)
+        where = scale.transform(np.array([tick.get_loc() for tick in current], dtype=float).reshape(-1))
     for tick, loc in zip(current, where):
         if lo - slack <= loc <= hi + slack:
             labels += [t for t in (tick.label1, tick.label2) if t.get_visible() and t.get_text().strip()]
