@@ -60,9 +60,7 @@ def plot_column_norms(result, out_dir: Path, formats=("png", "pdf"), *, runs=Non
     ax_c.set_title("column norms of φ_θ(X)")
     ax_g.set_ylabel("‖∇_θ h_θ(x_i)‖₂ over the n examples")
     ax_g.set_title("per-example gradient norms")
-    # "outside": constrained layout makes room below the panels (a legend anchored below the figure by hand
-    # overlapped the tick labels with matplotlib 3.8's layout)
-    fig.legend(*ax_l.get_legend_handles_labels(), loc="outside lower center", ncols=min(4, len(list(runs))),
-               frameon=False)
+    fig.legend(*ax_l.get_legend_handles_labels(), loc="lower center", ncol=min(4, len(list(runs))),
+               bbox_to_anchor=(0.5, -0.1), frameon=False)
     fig.suptitle(title or "median (solid), 10–90 % band, maximum (dotted) over columns / examples")
     return plots.save(fig, out_dir, stem, formats)
