@@ -34,8 +34,10 @@ def asm_counts() -> dict:
     """Instruction counts in the machine code of compiled kernels (after the cases ran)."""
     from dyntools.dynamics import sde_models
     from dyntools.dynamics.fast import diag_net as fused
+    from dyntools.models import mlp_gemm
 
-    text = "".join(asm for k in (fused._paths, sde_models._diag_net_kernel) for asm in k.inspect_asm().values())
+    kernels = (fused._paths, sde_models._diag_net_kernel, mlp_gemm.gemm)     # gemm: the SDE kernel's products
+    text = "".join(asm for k in kernels for asm in k.inspect_asm().values())
     return {"zmm": len(re.findall(r"%zmm\d+", text)), "vfmadd": len(re.findall(r"\bvfn?m(?:add|sub)\w*", text)),
             "ymm": len(re.findall(r"%ymm\d+", text))}
 

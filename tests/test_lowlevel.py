@@ -73,6 +73,21 @@ def _sgd_steps(dtype: str, rng, steps: int = 20, batch: int = 16) -> dict:
     return {f"sgd theta {dtype}": theta, f"sgd losses {dtype}": np.array(losses)}
 
 
+def _diag_net_sde_steps(rng, paths: int = 8, n: int = 13, d: int = 21, steps: int = 20) -> dict:
+    """u, v and the losses of the diagonal-network SDE kernel after ``steps`` Euler–Maruyama steps (its two
+    products by X per step go through the panels: ``n`` and ``d`` leave columns over for the loops)."""
+    from dyntools.dynamics.sde_models import diag_net_kernel
+    from dyntools.engine import streams
+
+    X, y = rng.standard_normal((n, d)), rng.standard_normal(n)
+    U, V = 0.5 + 0.1 * rng.standard_normal((paths, d)), 0.5 + 0.1 * rng.standard_normal((paths, d))
+    loss = np.full((paths, 2), np.nan)
+    diag_net_kernel(U, V, X, X.T.copy(), y, np.array([0.01]), np.array([0.05]), steps, 1, streams.path_states(3, paths),
+                    np.array([0, steps]), 1e10, np.empty((0, 0, 0)), np.empty((0, 0, 0)), loss,
+                    np.full(paths, -1, dtype=np.int64))
+    return {"diag-net SDE u": U, "diag-net SDE v": V, "diag-net SDE losses": loss}
+
+
 def outputs() -> dict:
     """Products of every kind and shape class, transposes, views and a short MLP training (both
     precisions), from whichever kernels this process runs, and what ran (``lowlevel``)."""
@@ -96,6 +111,7 @@ def outputs() -> dict:
             lowlevel.transpose(dst, src, m + 9, n + 3)
             out[f"transpose {name} {m}x{n}"] = dst
         out.update(_sgd_steps(name, rng))
+    out.update(_diag_net_sde_steps(rng))
     out["lowlevel"] = np.array(package_versions()["lowlevel"])
     return out
 
