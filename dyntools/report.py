@@ -7,6 +7,13 @@ handed in by the command-line layer, which finds them) has a function
 with the measured numbers. The report is assembled in a temporary directory and renamed into
 place, so an interrupted run leaves no half report.
 
+Two lanes: an entry declared ``single_core`` (its work runs on one processor: no thread pool, no worker
+processes) runs in a side process — one, taking such entries one after another — while this process
+runs the others, so on a machine of two cores the single-core entries fill the core the others leave
+idle. Each entry is seeded on its own, so where it ran does not change its results (nor the report:
+sections are assembled in catalogue order); an entry's seconds are its wall time, which a neighbour in
+the other lane may lengthen.
+
 Budget: ``--quick`` runs the whole catalogue in under 3 minutes on 2 cores (numba compilation
 included); each entry should stay within ~20 s at ``quick``.
 """
@@ -14,7 +21,9 @@ included); each entry should stay within ~20 s at ``quick``.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -74,29 +83,80 @@ def select(catalogue: Mapping, only: str | None) -> list[str]:
     return names
 
 
+class Sections(list):
+    """The sections of a report in catalogue order, and ``seconds``: the wall time of running them all
+    (less than the sum of theirs when two lanes ran at once)."""
+
+    seconds: float = 0.0
+
+
 def reproduce(out_dir: str | Path, catalogue: Mapping, *, quick: bool = False, seed: int = 0,
-              only: str | None = None, progress: bool = False) -> list[Section]:
+              only: str | None = None, progress: bool = False) -> Sections:
     """Run the selected entries of ``catalogue`` (name → object with ``reproduce(ctx) -> Section``, in
-    report order) and write ``out_dir/report.md``, its rendering ``out_dir/report.html`` (figures embedded)
+    report order; with ``single_core=True``, in the side lane when both lanes have work: see the module
+    docstring) and write ``out_dir/report.md``, its rendering ``out_dir/report.html`` (figures embedded)
     and ``figures/``."""
     names = select(catalogue, only)
     seed = validation.seed(seed)
     out_dir = store.check_writable(out_dir)
-    sections: list[Section] = []
     from dyntools.plots import check
 
+    side = [n for n in names if getattr(catalogue[n], "single_core", False)]
+    main = [n for n in names if n not in side]
+    if not main or not side:                  # one lane has nothing to do: everything in this process
+        main, side = names, []
     with store.atomic_directory(out_dir) as tmp, check.collect() as checked:
         ctx = ReportContext(out_dir=tmp, quick=quick, seed=seed, progress=progress)
-        for name in names:
-            start, cpu = time.perf_counter(), cpu_seconds()
-            section = catalogue[name].reproduce(ctx)
-            section.seconds = time.perf_counter() - start
-            section.cpu_seconds = cpu_seconds() - cpu
-            sections.append(section)
+        start = time.perf_counter()
+        done: dict[str, Section] = {}
+        with _side_lane([catalogue[n].reproduce for n in side], ctx) as pending:
+            for name in main:
+                done[name] = timed_section(catalogue[name].reproduce, ctx)
+            for name, future in zip(side, pending):
+                done[name], found = future.result()
+                checked.extend(found)
+        sections = Sections(done[n] for n in names)
+        sections.seconds = time.perf_counter() - start
         text = render(sections, quick=quick, seed=seed) + figure_check_text(checked)
         (tmp / "report.md").write_text(text, encoding="utf-8")
         (tmp / "report.html").write_text(render_html(text, tmp), encoding="utf-8")
     return sections
+
+
+def timed_section(reproduce_entry: Callable, ctx: ReportContext) -> Section:
+    """``reproduce_entry(ctx)`` with its wall and processor seconds filled in."""
+    start, cpu = time.perf_counter(), cpu_seconds()
+    section = reproduce_entry(ctx)
+    section.seconds = time.perf_counter() - start
+    section.cpu_seconds = cpu_seconds() - cpu
+    return section
+
+
+def _side_lane_entry(reproduce_entry: Callable, ctx: ReportContext) -> tuple[Section, list]:
+    """One entry in the side process: its section and the figure check's findings on its figures."""
+    from dyntools.plots import check
+
+    with check.collect() as found:
+        section = timed_section(reproduce_entry, ctx)
+    return section, found
+
+
+@contextmanager
+def _side_lane(entries: list[Callable], ctx: ReportContext):
+    """Futures of ``entries`` run one after another in one spawned process (none when empty); an error
+    in this process cancels those not started."""
+    if not entries:
+        yield []
+        return
+    from multiprocessing import get_context
+
+    pool = ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn"))
+    try:
+        yield [pool.submit(_side_lane_entry, entry, ctx) for entry in entries]
+    except BaseException:
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
 
 
 #: Markdown tables with more body rows than this are folded in ``<details>`` (the headline says what they hold).
@@ -136,7 +196,7 @@ def render(sections: list[Section], *, quick: bool, seed: int) -> str:
     from dyntools.engine.result import package_versions
 
     versions = ", ".join(f"{k} {v}" for k, v in package_versions().items())
-    total = sum(s.seconds for s in sections)
+    total = getattr(sections, "seconds", None) or sum(s.seconds for s in sections)
     lines = ["# dyntools: reproduced results", "",
              f"Mode: {'quick (reduced sizes)' if quick else 'full'}; seed {seed}; {versions}; "
              f"{len(sections)} entries in {total:.0f} s.", "", "## Contents", "",

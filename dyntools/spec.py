@@ -111,3 +111,6 @@ class Entry:
     title: str
     reproduce: Callable
     order: int = 100
+    #: its work runs on one processor (no thread pool, no worker processes): ``dyntools reproduce`` may run it
+    #: in its side lane beside the others (:mod:`dyntools.report`)
+    single_core: bool = False

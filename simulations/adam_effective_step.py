@@ -128,4 +128,4 @@ def reproduce(ctx):
                    ok=True, headline=headline)          # the notes' claim is measured and reported, not gated
 
 
-REPORT = Entry("adam-effective-step", TITLE, reproduce, order=37)
+REPORT = Entry("adam-effective-step", TITLE, reproduce, order=37, single_core=True)

@@ -148,4 +148,4 @@ def _momentum_phrase(gap: float) -> str:
     return f"with momentum it does NOT depart ({gap:.2g}), against the derivation's prediction"
 
 
-REPORT = Entry("iteration-dependent-l2", TITLE, reproduce, order=38)
+REPORT = Entry("iteration-dependent-l2", TITLE, reproduce, order=38, single_core=True)

@@ -433,7 +433,7 @@ so that lower bound does not follow from them; `dyntools prove` examines the sta
                    ok=bool(bounce_ok and quad_ok and gd_ok))
 
 
-REPORT = Entry("loss-stabilization", TITLE, reproduce, order=10)
+REPORT = Entry("loss-stabilization", TITLE, reproduce, order=10, single_core=True)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -592,4 +592,4 @@ EXPERIMENT = Experiment(
     example="dyntools simulate relu --setting teacher3 --seeds 5 --seed 0 --out runs/relu3",
     params=ReluParams, results=RESULTS, run=run, table=table, summary=summary, check=check)
 
-REPORT = Entry("relu-nets", TITLE, reproduce, order=20)
+REPORT = Entry("relu-nets", TITLE, reproduce, order=20, single_core=True)

@@ -104,4 +104,4 @@ def reproduce(ctx):
                    headline=headline)
 
 
-REPORT = Entry("schedule-family", TITLE, reproduce, order=36)
+REPORT = Entry("schedule-family", TITLE, reproduce, order=36, single_core=True)

@@ -216,4 +216,4 @@ def reproduce(ctx):
                    figures=[ctx.relative(p) for p in f1 + f2], ok=ok, headline=headline)
 
 
-REPORT = Entry("sde-label-noise", TITLE, reproduce, order=50)
+REPORT = Entry("sde-label-noise", TITLE, reproduce, order=50, single_core=True)

@@ -151,4 +151,4 @@ def reproduce(ctx):
                    headline=f"{held} of {len(res.summary['checks'])} fitted orders within their tolerance")
 
 
-REPORT = Entry("sde-orders", TITLE, reproduce, order=40)
+REPORT = Entry("sde-orders", TITLE, reproduce, order=40, single_core=True)

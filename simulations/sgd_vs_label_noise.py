@@ -442,4 +442,4 @@ EXPERIMENT = Experiment(
     example="dyntools simulate sgd-vs-label-noise --preset relu --seeds 8 --seed 0 --out runs/conjecture",
     params=ConjectureParams, results=RESULTS, presets=PRESETS, run=run, table=table, summary=summary, check=check)
 
-REPORT = Entry("sgd-vs-label-noise", TITLE, reproduce, order=65)
+REPORT = Entry("sgd-vs-label-noise", TITLE, reproduce, order=65, single_core=True)

@@ -191,4 +191,4 @@ EXPERIMENT = Experiment(
             "--steps 5000 --frames 30 --out runs/gallery",
     params=TrajectoryParams, results=RESULTS, run=run, table=table, summary=summary, check=check)
 
-REPORT = Entry("trajectory-gallery", TITLE, reproduce, order=85)
+REPORT = Entry("trajectory-gallery", TITLE, reproduce, order=85, single_core=True)

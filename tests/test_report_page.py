@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 
@@ -15,8 +16,9 @@ ORANGE = (0xD5, 0x5E, 0x00)                       # PALETTE[1]: the planted figu
 
 
 class _Entry:
-    def __init__(self, title, headline, rows, draw):
+    def __init__(self, title, headline, rows, draw, single_core=False):
         self.title, self.headline, self.rows, self.draw = title, headline, rows, draw
+        self.single_core = single_core
 
     def reproduce(self, ctx):
         figures = []
@@ -31,7 +33,7 @@ class _Entry:
         table = "\n".join(["| k | v |", "|---|---|"] + [f"| {i} | {i * i} |" for i in range(self.rows)])
         links = "".join(f"\n\n![the square]({f})" for f in figures)
         return report.Section(self.title, f"Some text.{links}\n\n{table}", headline=self.headline,
-                              figures=figures)
+                              figures=figures, numbers={"pid": os.getpid()})
 
 
 def _catalogue():
@@ -53,6 +55,24 @@ def test_the_page_has_contents_headlines_and_folded_tables(tmp_path):
     assert f"{len(sections)} entries in" in text
     assert "## Figure check" in text and "GIF width): 1; no defect found." in text
     assert "no defect found" in text
+
+
+def test_single_core_entries_run_in_a_side_process_beside_the_others(tmp_path):
+    lone = report.reproduce(tmp_path / "lone", _catalogue())
+    catalogue = {"first": _Entry("A figure first", "verified: the square is orange (1 of 1)", 3, True, single_core=True),
+                 "second": _Entry("Long | table", "measured: 40 rows", 40, False)}
+    sections = report.reproduce(tmp_path / "r", catalogue)
+    assert [s.title for s in sections] == ["A figure first", "Long | table"]          # catalogue order
+    assert sections[0].numbers["pid"] != os.getpid() == sections[1].numbers["pid"]
+    assert 0 < sections.seconds and all(s.seconds > 0 and s.cpu_seconds >= 0 for s in sections)
+    text = (tmp_path / "r" / "report.md").read_text()
+    assert "GIF width): 1; no defect found." in text                    # the side lane's figure was checked
+    assert (tmp_path / "r" / sections[0].figures[0]).is_file()
+    strip = lambda t: "\n".join(line for line in t.splitlines() if "entries in" not in line and "| " not in line[:2])
+    assert strip(text) == strip((tmp_path / "lone" / "report.md").read_text())     # the same page
+    # one lane with work: everything in this process
+    alone = report.reproduce(tmp_path / "a", {"first": catalogue["first"]})
+    assert alone[0].numbers["pid"] == os.getpid() and lone[0].numbers["pid"] == os.getpid()
 
 
 def test_fold_long_tables_keeps_every_row():

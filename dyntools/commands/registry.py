@@ -52,7 +52,7 @@ def catalogue() -> dict[str, Entry]:
     """``dyntools reproduce``'s entries by name, in report order (the proofs first)."""
     from dyntools.proofs import report as proofs_report
 
-    entries = [Entry("proofs", proofs_report.TITLE, proofs_report.reproduce, order=0)]
+    entries = [Entry("proofs", proofs_report.TITLE, proofs_report.reproduce, order=0, single_core=True)]
     for module in _modules():
         entries += _collect(module, "REPORT", "REPORTS")
     names = [e.name for e in entries]
