@@ -34,7 +34,9 @@ row-major into θ, PyTorch's layout for a weight matrix)::
     j = sp.Idx("j"); U, V, X = sp.IndexedBase("u"), sp.IndexedBase("v"), sp.IndexedBase("x")
     SymbolicModel(sp.Sum(U[j] * V[j] * X[j], (j, 0, 199)), params=[U, V], inputs=X)  # the diagonal net
 
-θ is then the blocks one after the other (``[u; v; w]``), each of length ``d``; X has ``d`` columns.
+θ is then the blocks one after the other (``[u; v; w]``), each of length ``d``; X has ``d`` columns. The form
+has one output (regression head) and only per-coordinate parameters: a scalar shared by all coordinates (a
+plain Symbol in a ``Sum``), a Matrix block or K outputs are refused, naming the dense form instead.
 Only ``c`` symbols are differentiated, whatever ``d`` is, and the kernel is a loop over ``j``.
 
 **Init** (``init``): per block, a number (constant), ``("constant", c)``, ``("normal", std)``,
@@ -138,6 +140,24 @@ def _unindex_sum(predictor):
     return body.xreplace(subs), int(hi + 1)
 
 
+COORDINATEWISE_LIMITS = ("a coordinatewise model has one output, the regression head, and parameters that are "
+                         "all vectors over the d coordinates (θ_{·j}, one symbol each)")
+DENSE_INSTEAD = ("declare the model densely instead (one Symbol per scalar parameter, sp.Matrix blocks for vectors "
+                 "and matrices, no coordinates=)")
+
+
+def _check_all_indexed(params) -> None:
+    """In a ``Sum`` predictor every parameter is an ``IndexedBase`` (a vector over the coordinates): a plain
+    Symbol would be a scalar shared by all coordinates, which the coordinatewise form does not have."""
+    items = params.values() if isinstance(params, dict) else (params if isinstance(params, list | tuple)
+                                                              else [params])
+    for item in items:
+        if not isinstance(item, sp.IndexedBase):
+            raise ValueError(f"Invalid params: {item} is not indexed by the summation index — a scalar shared by "
+                             f"all coordinates cannot be mixed with per-coordinate vectors ({COORDINATEWISE_LIMITS}); "
+                             f"{DENSE_INSTEAD}")
+
+
 def _check_init(blocks, init) -> dict:
     init = dict(init or {})
     unknown = set(init) - set(blocks)
@@ -206,6 +226,7 @@ class SymbolicModel(Model):
         if isinstance(predictor, sp.Sum):
             if coordinates is not None:
                 raise ValueError("Invalid coordinates: a Sum predictor gives d itself; leave coordinates unset")
+            _check_all_indexed(params)
             predictor, coordinates = _unindex_sum(predictor)
         self.coordinates = None if coordinates is None else validation.count("coordinates", coordinates)
         blocks = _as_blocks(params)
@@ -224,20 +245,21 @@ class SymbolicModel(Model):
     def _declare(self, blocks, user_inputs, outputs, features):
         coordinatewise = self.coordinates is not None
         K = len(outputs)
-        if self.head == "regression" and K != 1:
+        if self.head == "regression" and K != 1 and not coordinatewise:
             raise ValueError(f"Invalid predictor: the regression head needs one output, got {K}")
         if self.head == "cross-entropy" and K < 2:
             raise ValueError(f"Invalid predictor: the cross-entropy head needs K >= 2 outputs, got {K}")
-        if coordinatewise and self.head != "regression":
-            raise ValueError("Invalid head: a coordinatewise model (coordinates=d) has the regression head")
+        if coordinatewise and (self.head != "regression" or K != 1):
+            raise ValueError(f"Invalid head: {self.head} with {K} output(s) — {COORDINATEWISE_LIMITS}; "
+                             f"{DENSE_INSTEAD}")
         if coordinatewise and len(user_inputs) != 1:
             raise ValueError("Invalid inputs: a coordinatewise model has one input symbol, the coordinate x_j")
         self.blocks, self.block_shapes, names, user_params = [], {}, [], []
         for bname, value in blocks.items():
             shape, entries = _block_entries(bname, value)
             if coordinatewise and shape:
-                raise ValueError(f"Invalid params: block {bname!r} of a coordinatewise model is one symbol "
-                                 "(its coordinate), not a Matrix")
+                raise ValueError(f"Invalid params: block {bname!r} is a Matrix — {COORDINATEWISE_LIMITS}; "
+                                 f"{DENSE_INSTEAD}")
             self.blocks.append(bname)
             self.block_shapes[bname] = shape
             for k, s in enumerate(entries):
