@@ -159,8 +159,9 @@ def decide(der: Derivation, jac, hess_dir, X, name_of, seconds: float | None = N
                         comp = name_of(theta[m]) + (f"_{j}" if coordinatewise else "")
                         if coordinatewise:
                             point = {f"{k}_{j}": v for k, v in point.items()}
+                        shown = value if len(value) <= 24 else f"{float(sp.sympify(value)):.12g}"
                         return Commutativity(False, f"L^{a}σ^{b} ≠ L^{b}σ^{a}: the commutator's ∂/∂{comp} "
-                                                    f"component is {value} at {_show(point)}{where}",
+                                                    f"component is {shown} at {_show(point)}{where}",
                                              pair=(a, b), component=comp, point=point, value=value)
             return Commutativity(True, "L^a σ^b = L^b σ^a for every pair of data points (exact data)",
                                  "this data")
