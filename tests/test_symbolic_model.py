@@ -230,3 +230,28 @@ def test_the_benchmark_driver_gives_the_same_run_for_both_kernels():
         out.append(sgd_with_kernel(model.loss_grad, theta0.copy(), ds.X, ds.y, idx, 0.05,
                                    np.zeros(model.workspace_size(1)), iargs, fargs))
     assert _rel(out[1], out[0]) <= 1e-13
+
+
+# ------------------------------------------------------------------- the coordinatewise form's limits
+
+def test_coordinatewise_limits_say_what_is_allowed_and_to_declare_densely():
+    j = sp.Idx("j")
+    U, X = sp.IndexedBase("u"), sp.IndexedBase("x")
+    s, u, x = sp.symbols("s u x")
+    dense = "declare the model densely instead"
+    with pytest.raises(ValueError, match=rf"s is not indexed by the summation index — a scalar shared by all "
+                                         rf"coordinates.*{dense}"):
+        SymbolicModel(sp.Sum(U[j] * s * X[j], (j, 0, 3)), params=[U, s], inputs=X)
+    with pytest.raises(ValueError, match=rf"Invalid head: regression with 2 output\(s\) — a coordinatewise model has "
+                                         rf"one output.*{dense}"):
+        SymbolicModel(sp.Matrix([u * x, u * x**2]), params=[u], inputs=x, coordinates=3)
+    with pytest.raises(ValueError, match=rf"Invalid head: cross-entropy.*{dense}"):
+        SymbolicModel(sp.Matrix([u * x, -u * x]), params=[u], inputs=x, coordinates=3, head="cross-entropy")
+    W = sp.Matrix(2, 1, sp.symbols("w0:2"))
+    with pytest.raises(ValueError, match=rf"block 'W' is a Matrix.*{dense}"):
+        SymbolicModel(W[0] * W[1] * x, params={"W": W}, inputs=x, coordinates=3)
+    # the suggested dense declaration of the refused model: h = Σ_j u_j s x_j, ∂h/∂s = Σ_j u_j x_j
+    us, xs = sp.Matrix(sp.symbols("u0:3")), sp.Matrix(sp.symbols("x0:3"))
+    model = SymbolicModel(s * (us.T * xs)[0], params={"u": us, "s": s}, inputs=xs)
+    theta, Xd = np.array([0.5, -1.0, 2.0, 0.3]), np.random.default_rng(0).standard_normal((4, 3))
+    np.testing.assert_allclose(model.jacobian(theta, Xd)[:, 3], Xd @ theta[:3], rtol=1e-14)

@@ -1,4 +1,4 @@
-"""An SDE engine in numba: Euler–Maruyama (general noise) and Milstein (diagonal noise).
+"""An SDE engine in numba: Euler–Maruyama (general noise) and Milstein (diagonal or commutative noise).
 
 In the spirit of diffrax: an SDE is a drift term, a diffusion term, a solver and where to save.
 
@@ -10,7 +10,12 @@ Schemes, fixed step ``h``, ``ΔW_n = W_{t_{n+1}} − W_{t_n} ~ N(0, h I_m)``:
   (strong order ½, weak order 1 under the usual Lipschitz conditions);
 * Milstein (``"milstein"``), diagonal noise (``m = p``, ``σ = diag(σ_1 … σ_p)``, ``σ_i`` depending on
   ``x_i`` only through ``∂σ_i/∂x_i``):
-  ``X_{n+1,i} = X_{n,i} + b_i h + σ_i ΔW_{n,i} + ½ σ_i ∂_iσ_i (ΔW_{n,i}² − h)`` (strong order 1).
+  ``X_{n+1,i} = X_{n,i} + b_i h + σ_i ΔW_{n,i} + ½ σ_i ∂_iσ_i (ΔW_{n,i}² − h)`` (strong order 1);
+* Milstein, commutative noise (``noise="commutative"``: σ is p × m and ``L^{j1}σ^{j2} = L^{j2}σ^{j1}`` for
+  every pair of columns, ``L^j = Σ_k σ_{kj} ∂/∂x_k``; one noise dimension and diagonal noise are special
+  cases): ``X_{n+1} = X_n + b h + σ ΔW_n + ½ Σ_{j1,j2} (L^{j1}σ^{j2})(ΔW_{n,j1}ΔW_{n,j2} − δ_{j1j2} h)``
+  (strong order 1; commutativity makes the double Itô integrals functions of the increments alone, no
+  Lévy areas). The last term is the user's ``milstein`` term, which receives the increments.
 
 **User-defined terms** are numba-jitted functions that write into an output array (no
 allocation in the hot loop)::
@@ -30,6 +35,15 @@ allocation in the hot loop)::
     sde = SDE(drift, diffusion, dim=1, noise_dim=1, noise="diagonal", diffusion_dx=diffusion_dx,
               args=[1.5, 0.5])
     result = solve(sde, x0=1.0, t1=1.0, h=1e-3, paths=1000, scheme="milstein", seed=0)
+
+    @numba.njit
+    def milstein(t, x, args, dw, h, out):   # noise="commutative": out[i] = ½ Σ (L^{j1}σ^{j2})_i (ΔW_{j1}ΔW_{j2} − δ h)
+        ...
+
+An SDE may also carry ``milstein_form``, a Python callable that returns its Milstein-ready form (an SDE
+with ``noise="commutative"`` and its ``milstein`` term) or raises ``ValueError`` saying why Milstein does
+not apply; :func:`solve` calls it only for ``scheme="milstein"``, because deciding commutativity can be
+symbolic work (:func:`dyntools.sde_models.label_noise_sde` of a symbolic model).
 
 Before the loop the terms are evaluated once at ``x0`` by a bounds-checked compilation of the same
 Python source: a term that indexes outside its output, or leaves part of it unwritten, is a
@@ -86,6 +100,7 @@ def versions() -> dict[str, str]:
     return dict(_versions_once())
 
 SCHEMES = ("em", "milstein")
+NOISES = ("general", "diagonal", "commutative")
 EM, MILSTEIN = 0, 1
 
 # ----------------------------------------------------------------------------- built-in terms
@@ -138,11 +153,17 @@ def _no_derivative(t, x, args, out):
     out[:] = 0.0
 
 
+@njit
+def _no_milstein(t, x, args, dw, h, out):
+    out[:] = 0.0
+
+
 # The kernel below reads its terms from these module globals. The cached compilation uses the
 # built-in terms; user terms get a copy of the same function whose globals point at them.
 _drift = builtin_drift
 _diffusion = builtin_diffusion
 _diffusion_dx = builtin_diffusion_dx
+_milstein = _no_milstein
 
 
 def _kernel_source(args, x0, state, t0, h, n_steps, substeps, scheme, diagonal, m, save_steps, bound,
@@ -151,7 +172,8 @@ def _kernel_source(args, x0, state, t0, h, n_steps, substeps, scheme, diagonal, 
 
     state : uint64[P, 4]        per-path xoshiro256** streams (advanced in place)
     substeps : int              fine Brownian steps per step (increments aggregated)
-    scheme : 0 EM, 1 Milstein   diagonal : noise is diagonal (σ stored as [p, 1])
+    scheme : 0 EM, 1 Milstein   diagonal : noise is diagonal (σ stored as [p, 1]); otherwise, with
+                                Milstein, the noise is commutative and ``_milstein`` gives the correction
     save_steps : int64[K]       sorted step indices to save into out[P, K, p]
     w_out : float64[P, K, m]    Brownian path at the saved steps (or an empty (0, 0, 0) array)
     diverged_at : int64[P]      first step whose state is beyond the bound (:mod:`~dyntools.engine.guard`; −1: never)
@@ -165,6 +187,7 @@ def _kernel_source(args, x0, state, t0, h, n_steps, substeps, scheme, diagonal, 
         b = np.empty(p)
         s = np.empty((p, ncol))
         ds = np.zeros((p, ncol))
+        corr = np.zeros(p)
         dw = np.empty(m)
         w = np.zeros(m)
         k = 0
@@ -191,7 +214,10 @@ def _kernel_source(args, x0, state, t0, h, n_steps, substeps, scheme, diagonal, 
             _drift(t, x, args, b)
             _diffusion(t, x, args, s)
             if scheme == 1:
-                _diffusion_dx(t, x, args, ds)
+                if diagonal:
+                    _diffusion_dx(t, x, args, ds)
+                else:
+                    _milstein(t, x, args, dw, h, corr)
             bad = False
             for i in range(p):
                 inc = b[i] * h
@@ -202,6 +228,8 @@ def _kernel_source(args, x0, state, t0, h, n_steps, substeps, scheme, diagonal, 
                 else:
                     for j in range(m):
                         inc += s[i, j] * dw[j]
+                    if scheme == 1:
+                        inc += corr[i]
                 x[i] += inc
                 if guard.beyond(abs(x[i]), bound):
                     bad = True
@@ -397,11 +425,12 @@ def _scalar_kernel(*call_args):
 def _kernel_for(sde: SDE):
     if sde.builtin:
         return _scalar_kernel if sde.dim == 1 else _builtin_kernel
-    key = (sde.drift, sde.diffusion, sde.diffusion_dx)
+    key = (sde.drift, sde.diffusion, sde.diffusion_dx, sde.milstein)
     if key not in _user_kernels:
         g = dict(_kernel_source.__globals__)
         g.update(_drift=sde.drift, _diffusion=sde.diffusion,
-                 _diffusion_dx=sde.diffusion_dx if sde.diffusion_dx is not None else _no_derivative)
+                 _diffusion_dx=sde.diffusion_dx if sde.diffusion_dx is not None else _no_derivative,
+                 _milstein=sde.milstein if sde.milstein is not None else _no_milstein)
         fn = types.FunctionType(_kernel_source.__code__, g, "_user_kernel")
         _user_kernels[key] = njit(parallel=True)(fn)
     return _user_kernels[key]
@@ -415,7 +444,11 @@ class SDE:
 
     drift, diffusion, diffusion_dx : numba-jitted functions ``f(t, x, args, out)``
     dim : p (state dimension)           noise_dim : m (Brownian dimension; = p for diagonal noise)
-    noise : "general" (σ is p × m) or "diagonal" (σ_i stored in out[i, 0])
+    noise : "general" (σ is p × m), "diagonal" (σ_i stored in out[i, 0]) or "commutative" (σ is p × m and
+            its columns commute, so Milstein applies with the ``milstein`` term)
+    milstein : numba-jitted ``f(t, x, args, dw, h, out)`` writing ``½ Σ_{j1,j2} (L^{j1}σ^{j2})(dw_{j1}dw_{j2}
+            − δ_{j1j2} h)`` (commutative noise, Milstein only)
+    milstein_form : Python callable returning the Milstein-ready SDE, or raising ValueError (module docstring)
     args : float64 parameters passed to every term
     name : a label for results
     """
@@ -429,15 +462,18 @@ class SDE:
     args: np.ndarray = field(default_factory=lambda: np.zeros(1))
     name: str = "user"
     builtin: bool = False
+    milstein: object = None
+    milstein_form: object = None
 
     def __post_init__(self):
         self.dim = validation.count("dim", self.dim)
         self.noise_dim = validation.count("noise_dim", self.noise_dim)
-        self.noise = validation.one_of("noise", self.noise, ("general", "diagonal"))
+        self.noise = validation.one_of("noise", self.noise, NOISES)
         if self.noise == "diagonal" and self.noise_dim != self.dim:
             raise ValueError(f"Invalid noise_dim: {self.noise_dim} (diagonal noise needs noise_dim = dim "
                              f"= {self.dim})")
-        for name in ("drift", "diffusion") + (("diffusion_dx",) if self.diffusion_dx is not None else ()):
+        optional = tuple(k for k in ("diffusion_dx", "milstein") if getattr(self, k) is not None)
+        for name in ("drift", "diffusion") + optional:
             fn = getattr(self, name)
             if not isinstance(fn, numba.core.registry.CPUDispatcher):
                 raise TypeError(f"{name} must be a numba-jitted function (@numba.njit) "
@@ -450,23 +486,36 @@ class SDE:
         return (self.dim, 1) if self.noise == "diagonal" else (self.dim, self.noise_dim)
 
 
+_checked_terms: dict = {}
+
+
+def _bounds_checked(fn):
+    """A bounds-checked compilation of the term ``fn`` (compiled once per term and process)."""
+    if fn not in _checked_terms:
+        _checked_terms[fn] = numba.njit(boundscheck=True)(fn.py_func)
+    return _checked_terms[fn]
+
+
 def check_terms(sde: SDE, x0: np.ndarray, t0: float, scheme: str) -> None:
     """Evaluate every term once at ``x0[0]`` with bounds checking; raise naming the faulty term."""
     if scheme == "milstein":
-        if sde.noise != "diagonal":
-            raise ValueError("Invalid scheme: 'milstein' needs diagonal noise (noise='diagonal'); "
-                             "use 'em' for general noise")
-        if sde.diffusion_dx is None:
+        if sde.noise == "general":
+            raise ValueError("Invalid scheme: 'milstein' needs diagonal or commutative noise "
+                             "(noise='diagonal' or 'commutative'); use 'em' for general noise")
+        if sde.noise == "diagonal" and sde.diffusion_dx is None:
             raise ValueError("Invalid diffusion_dx: scheme 'milstein' needs the derivative ∂σ_i/∂x_i")
+        if sde.noise == "commutative" and sde.milstein is None:
+            raise ValueError("Invalid milstein: scheme 'milstein' with commutative noise needs the term "
+                             "milstein(t, x, args, dw, h, out)")
     if sde.builtin:
         return
     terms = [("drift", sde.drift, (sde.dim,)), ("diffusion", sde.diffusion, sde.diffusion_shape)]
-    if scheme == "milstein":
+    if scheme == "milstein" and sde.noise == "diagonal":
         terms.append(("diffusion_dx", sde.diffusion_dx, sde.diffusion_shape))
     x = np.ascontiguousarray(x0[0], dtype=np.float64)
     for name, fn, shape in terms:
         out = np.full(shape, np.nan)
-        checked = numba.njit(boundscheck=True)(fn.py_func)
+        checked = _bounds_checked(fn)
         try:
             checked(float(t0), x.copy(), sde.args, out)
         except IndexError:
@@ -485,6 +534,17 @@ def check_terms(sde: SDE, x0: np.ndarray, t0: float, scheme: str) -> None:
         if np.isnan(out).any():
             raise ValueError(f"Invalid {name}: wrong shape or non-finite — {int(np.isnan(out).sum())} of "
                              f"{out.size} entries of its output (shape {shape}) were not written at x0")
+    if scheme == "milstein" and sde.noise == "commutative":
+        out = np.full(sde.dim, np.nan)
+        try:
+            _bounds_checked(sde.milstein)(float(t0), x.copy(), sde.args, np.ones(sde.noise_dim),
+                                                               1.0, out)
+        except IndexError:
+            raise ValueError(f"Invalid milstein: wrong shape — it indexes outside its output of shape ({sde.dim},) "
+                             f"or the increments ({sde.noise_dim},)") from None
+        if np.isnan(out).any():
+            raise ValueError(f"Invalid milstein: {int(np.isnan(out).sum())} of {sde.dim} entries of its output "
+                             "were not written (or are non-finite) at x0")
 
 
 # ------------------------------------------------------------------------------------ the solver
@@ -518,7 +578,10 @@ def solve(sde: SDE, x0, *, t1: float, h: float, t0: float = 0.0, paths: int = 1,
 
     Solves :math:`dX_t = b(X_t, t)\,dt + \sigma(X_t, t)\,dW_t` by Euler–Maruyama,
     :math:`X_{k+1} = X_k + b\,h + \sigma\,\Delta W_k`, or (diagonal noise) Milstein, which adds
-    :math:`\tfrac12 \sigma_i\,\partial_{x_i}\sigma_i\,(\Delta W_{k,i}^2 - h)`.
+    :math:`\tfrac12 \sigma_i\,\partial_{x_i}\sigma_i\,(\Delta W_{k,i}^2 - h)` — or, for commutative noise,
+    :math:`\tfrac12 \sum_{j_1, j_2} (L^{j_1}\sigma^{j_2})(\Delta W_{k,j_1}\Delta W_{k,j_2} - \delta_{j_1 j_2} h)`
+    (the SDE's ``milstein`` term). An SDE with ``milstein_form`` is replaced by its Milstein-ready form
+    for ``scheme="milstein"`` (which raises ``ValueError`` when Milstein does not apply).
 
     Parameters
     ----------
@@ -560,6 +623,8 @@ def solve(sde: SDE, x0, *, t1: float, h: float, t0: float = 0.0, paths: int = 1,
     bound = validation.positive("bound", bound)
     x0 = _initial_state(x0, paths, sde.dim)
     n_steps, save_steps = save_grid(t0, t1, h, save_at, records)
+    if scheme == "milstein" and sde.milstein_form is not None:
+        sde = sde.milstein_form()
     check_terms(sde, x0, t0, scheme)
 
     state = streams.path_states(seed, paths, streams.key(stream), *stream_key)
@@ -646,6 +711,7 @@ def solve_numpy(sde: SDE, args, x0, state, t0, h, n_steps, substeps, scheme, dia
     k = 0
     sq_fine = np.sqrt(h / substeps)
     dx_fn = sde.diffusion_dx if sde.diffusion_dx is not None else _no_derivative
+    corr_fn = sde.milstein if sde.milstein is not None else _no_milstein
     for n in range(n_steps + 1):
         if record.due_np(save_steps, k, n):
             out[alive, k] = x[alive]
@@ -668,10 +734,14 @@ def solve_numpy(sde: SDE, args, x0, state, t0, h, n_steps, substeps, scheme, dia
             b = np.empty(p)
             s = np.empty((p, ncol))
             ds = np.zeros((p, ncol))
+            corr = np.zeros(p)
             sde.drift(t, x[path], args, b)
             sde.diffusion(t, x[path], args, s)
             if scheme == MILSTEIN:
-                dx_fn(t, x[path], args, ds)
+                if diagonal:
+                    dx_fn(t, x[path], args, ds)
+                else:
+                    corr_fn(t, x[path], args, dw[a], h, corr)
             if diagonal:
                 inc = b * h + s[:, 0] * dw[a]
                 if scheme == MILSTEIN:
@@ -680,6 +750,8 @@ def solve_numpy(sde: SDE, args, x0, state, t0, h, n_steps, substeps, scheme, dia
                 inc = b * h
                 for j in range(m):               # the kernel's summation order
                     inc = inc + s[:, j] * dw[a, j]
+                if scheme == MILSTEIN:
+                    inc = inc + corr
             x[path] = x[path] + inc
             if guard.beyond_np(np.abs(x[path]), bound).any():
                 diverged_at[path] = n + 1

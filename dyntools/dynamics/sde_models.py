@@ -44,6 +44,9 @@ bound (−1: never); the path stops there and its later recordings are NaN.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+
 import numba
 import numpy as np
 from numba import njit, prange
@@ -165,8 +168,17 @@ def label_noise_sde(model, X, y, dim: int, eta: float, delta: float | None = Non
 
     A :class:`~dyntools.models.symbolic.SymbolicModel` (one output, square loss ``s (h − y)²``) is called
     as ``label_noise_sde(model, X, y, eta, delta)``: its generated ``predict_jacobian`` is the model,
-    ``dim`` its parameter count and ``scale = 2s``, so the drift is exactly ``−∇L`` of its loss. The noise is
-    general (p × n), so the scheme is Euler–Maruyama (Milstein needs diagonal noise).
+    ``dim`` its parameter count and ``scale = 2s``, so the drift is exactly ``−∇L`` of its loss.
+
+    **Milstein, where it applies.** The noise is general (p × n); Milstein (strong order 1) applies exactly
+    when it is *commutative*, ``L^a σ^b = L^b σ^a`` for all columns a, b, i.e. ``∇²h(x_b)∇h(x_a) =
+    ∇²h(x_a)∇h(x_b)`` identically in θ (one data point; additive noise; the diagonal networks
+    ``Σ_j u_j v_j (w_j …) x_j``; not the ReLU net, nor ``tanh(θx)`` on two distinct inputs). For a symbolic
+    model, ``dt.solve(sde, …, scheme="milstein")`` decides this exactly with sympy
+    (:meth:`~dyntools.models.symbolic.SymbolicModel.noise_commutativity`) and, when it holds, integrates
+    with the generated correction ``½ Σ_{a,b}(L^aσ^b)(ΔW_aΔW_b − δ_ab h) = ½ c² Σ_i ∇²h(x_i)(ΔW_i φᵀΔW −
+    h ∇h(x_i))``, ``c = √(ηδ̃)`` (:mod:`dyntools.codegen.milstein`); otherwise it raises one ``ValueError``
+    naming a pair of columns where the noise does not commute. ``scheme="em"`` never asks the question.
     """
     if hasattr(model, "sde_terms"):                     # a dyntools model: (model, X, y, eta, delta)
         if delta is not None:
@@ -175,7 +187,10 @@ def label_noise_sde(model, X, y, dim: int, eta: float, delta: float | None = Non
         jitted, dim, scale = model.sde_terms()
         if hasattr(model, "check_data"):
             model.check_data(X, y)
-        return label_noise_sde(jitted, X, y, dim, eta, delta, name=f"{name}:{model.name}", scale=scale)
+        sde = label_noise_sde(jitted, X, y, dim, eta, delta, name=f"{name}:{model.name}", scale=scale)
+        if hasattr(model, "milstein_correction"):
+            sde.milstein_form = functools.cache(functools.partial(_milstein_form, model, sde, X))
+        return sde
     if delta is None:
         raise TypeError("label_noise_sde: missing delta")
     X = validation.finite_array("X", X, ndim=2)
@@ -215,6 +230,22 @@ def label_noise_sde(model, X, y, dim: int, eta: float, delta: float | None = Non
                 out[k, i] = args[0] * J[i, k]
 
     return SDE(drift, diffusion, p, n, "general", None, args, name)
+
+
+def _milstein_form(model, sde: SDE, X) -> SDE:
+    """The commutative-noise form of a symbolic model's label-noise SDE ``sde`` with its Milstein term
+    ``c² · model.milstein_correction`` (``c = args[0]``); ``ValueError`` when the noise does not commute."""
+    correction = model.milstein_correction(X)
+    n, d = np.shape(X)
+
+    @njit
+    def milstein(t, x, args, dw, h, out):
+        correction(x, args[1:1 + n * d].reshape((n, d)), dw, h, out)
+        c2 = args[0] * args[0]
+        for k in range(out.shape[0]):
+            out[k] *= c2
+
+    return dataclasses.replace(sde, noise="commutative", milstein=milstein, milstein_form=None)
 
 
 @njit

@@ -34,7 +34,9 @@ row-major into θ, PyTorch's layout for a weight matrix)::
     j = sp.Idx("j"); U, V, X = sp.IndexedBase("u"), sp.IndexedBase("v"), sp.IndexedBase("x")
     SymbolicModel(sp.Sum(U[j] * V[j] * X[j], (j, 0, 199)), params=[U, V], inputs=X)  # the diagonal net
 
-θ is then the blocks one after the other (``[u; v; w]``), each of length ``d``; X has ``d`` columns.
+θ is then the blocks one after the other (``[u; v; w]``), each of length ``d``; X has ``d`` columns. The form
+has one output (regression head) and only per-coordinate parameters: a scalar shared by all coordinates (a
+plain Symbol in a ``Sum``), a Matrix block or K outputs are refused, naming the dense form instead.
 Only ``c`` symbols are differentiated, whatever ``d`` is, and the kernel is a loop over ``j``.
 
 **Init** (``init``): per block, a number (constant), ``("constant", c)``, ``("normal", std)``,
@@ -58,6 +60,7 @@ from dyntools import validation
 from dyntools.codegen import cache as codecache
 from dyntools.codegen import derive
 from dyntools.codegen import kernels as codegen
+from dyntools.codegen import milstein
 from dyntools.models.base import HEADS, Model
 
 INIT_KINDS = ("constant", "normal", "uniform")
@@ -137,6 +140,24 @@ def _unindex_sum(predictor):
     return body.xreplace(subs), int(hi + 1)
 
 
+COORDINATEWISE_LIMITS = ("a coordinatewise model has one output, the regression head, and parameters that are "
+                         "all vectors over the d coordinates (θ_{·j}, one symbol each)")
+DENSE_INSTEAD = ("declare the model densely instead (one Symbol per scalar parameter, sp.Matrix blocks for vectors "
+                 "and matrices, no coordinates=)")
+
+
+def _check_all_indexed(params) -> None:
+    """In a ``Sum`` predictor every parameter is an ``IndexedBase`` (a vector over the coordinates): a plain
+    Symbol would be a scalar shared by all coordinates, which the coordinatewise form does not have."""
+    items = params.values() if isinstance(params, dict) else (params if isinstance(params, list | tuple)
+                                                              else [params])
+    for item in items:
+        if not isinstance(item, sp.IndexedBase):
+            raise ValueError(f"Invalid params: {item} is not indexed by the summation index — a scalar shared by "
+                             f"all coordinates cannot be mixed with per-coordinate vectors ({COORDINATEWISE_LIMITS}); "
+                             f"{DENSE_INSTEAD}")
+
+
 def _check_init(blocks, init) -> dict:
     init = dict(init or {})
     unknown = set(init) - set(blocks)
@@ -205,6 +226,7 @@ class SymbolicModel(Model):
         if isinstance(predictor, sp.Sum):
             if coordinates is not None:
                 raise ValueError("Invalid coordinates: a Sum predictor gives d itself; leave coordinates unset")
+            _check_all_indexed(params)
             predictor, coordinates = _unindex_sum(predictor)
         self.coordinates = None if coordinates is None else validation.count("coordinates", coordinates)
         blocks = _as_blocks(params)
@@ -223,20 +245,21 @@ class SymbolicModel(Model):
     def _declare(self, blocks, user_inputs, outputs, features):
         coordinatewise = self.coordinates is not None
         K = len(outputs)
-        if self.head == "regression" and K != 1:
+        if self.head == "regression" and K != 1 and not coordinatewise:
             raise ValueError(f"Invalid predictor: the regression head needs one output, got {K}")
         if self.head == "cross-entropy" and K < 2:
             raise ValueError(f"Invalid predictor: the cross-entropy head needs K >= 2 outputs, got {K}")
-        if coordinatewise and self.head != "regression":
-            raise ValueError("Invalid head: a coordinatewise model (coordinates=d) has the regression head")
+        if coordinatewise and (self.head != "regression" or K != 1):
+            raise ValueError(f"Invalid head: {self.head} with {K} output(s) — {COORDINATEWISE_LIMITS}; "
+                             f"{DENSE_INSTEAD}")
         if coordinatewise and len(user_inputs) != 1:
             raise ValueError("Invalid inputs: a coordinatewise model has one input symbol, the coordinate x_j")
         self.blocks, self.block_shapes, names, user_params = [], {}, [], []
         for bname, value in blocks.items():
             shape, entries = _block_entries(bname, value)
             if coordinatewise and shape:
-                raise ValueError(f"Invalid params: block {bname!r} of a coordinatewise model is one symbol "
-                                 "(its coordinate), not a Matrix")
+                raise ValueError(f"Invalid params: block {bname!r} is a Matrix — {COORDINATEWISE_LIMITS}; "
+                                 f"{DENSE_INSTEAD}")
             self.blocks.append(bname)
             self.block_shapes[bname] = shape
             for k, s in enumerate(entries):
@@ -290,6 +313,11 @@ class SymbolicModel(Model):
             self._jac = derive.jacobian(self.derivation, self._name_of, self.budget)
         return self._jac
 
+    def _hessian_direction_exprs(self):
+        if not hasattr(self, "_hv"):
+            self._hv = derive.hessian_direction(self.derivation, self._jacobian_exprs(), self._name_of, self.budget)
+        return self._hv
+
     def jacobian_symbolic(self, x_row) -> list:
         """The derived row ``∇_θ h_θ(x)`` at the inputs ``x_row`` (numbers or sympy expressions), in the
         user's symbols and θ's layout (coordinatewise: entry ``(m, j)`` is ``∂f/∂θ_m`` at coordinate j, in
@@ -327,8 +355,7 @@ class SymbolicModel(Model):
         """The generated NumPy functions (``outputs``, ``jacobian``, ``hessian_direction``, ``features``)."""
         if self._numpy is None:
             def make():
-                jac = self._jacobian_exprs()
-                hv = derive.hessian_direction(self.derivation, jac, self._name_of, self.budget)
+                jac, hv = self._jacobian_exprs(), self._hessian_direction_exprs()
                 return codegen.numpy_source(self.derivation, jac, hv, self._name_of, name=self.name, key=self.key)
 
             self._numpy = codecache.load("numpy", self.key, make)
@@ -416,6 +443,61 @@ class SymbolicModel(Model):
             raise ValueError(f"Invalid model: the label-noise SDE needs the regression head ({self.name} has "
                              f"{self.head})")
         return self._kernel.predict_jacobian, self.n_params, 2.0 * self.loss_scale
+
+    # ---------------------------------------------------------------- Milstein for the label-noise SDE
+    def noise_commutativity(self, X) -> milstein.Commutativity:
+        """Whether the label-noise SDE's noise ``σ = c φ_θ(X)ᵀ`` is commutative on the data ``X``:
+        ``∇²h(x_b)∇h(x_a) = ∇²h(x_a)∇h(x_b)`` identically in θ for every pair of rows, decided exactly by
+        sympy (:func:`dyntools.codegen.milstein.decide`; first for any data, then for these rows)."""
+        self.check_data(X)
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        cache = self.__dict__.setdefault("_commutativity", {})
+        tag = (X.shape, X.tobytes())
+        if tag not in cache:
+            cache[tag] = milstein.decide(self.derivation, self._jacobian_exprs(), self._hessian_direction_exprs(),
+                                         X, self._name_of, self.budget)
+        return cache[tag]
+
+    def milstein_correction(self, X):
+        """The generated numba ``milstein_correction(θ, X, dw, h, out)`` writing
+        ``½ Σ_i ∇²h(x_i)(dw_i g − h ∇h(x_i))``, ``g = Σ_i dw_i ∇h(x_i)`` — the Milstein term of the label-noise
+        SDE without its factor ``c²`` (:mod:`dyntools.codegen.milstein`). ``ValueError`` unless the noise is
+        commutative on ``X`` (:meth:`noise_commutativity`), naming a pair of columns where it is not."""
+        if self.head != "regression" or self.n_outputs != 1:
+            raise ValueError(f"Invalid model: the label-noise SDE needs the regression head ({self.name} has "
+                             f"{self.head})")
+        verdict = self.noise_commutativity(X)
+        if verdict.holds is not True:
+            if verdict.holds is False:
+                a, b = verdict.pair
+                why = (f"the noise σ = √(ηδ̃) φ_θ(X)ᵀ is not commutative — columns {a} and {b} (data points {a} "
+                       f"and {b}): {verdict.reason}")
+            else:
+                why = f"commutativity of the noise σ = √(ηδ̃) φ_θ(X)ᵀ could not be decided ({verdict.reason})"
+            raise ValueError(f"Invalid scheme: 'milstein' needs commutative noise, and for the model {self.name!r} "
+                             f"on this data {why}; use scheme='em'")
+
+        def make():
+            show = codegen._printer("scalar", self._name_of)
+            return milstein.correction_source(self.derivation, self._jacobian_exprs(),
+                                              self._hessian_direction_exprs(), show, name=self.name, key=self.key,
+                                              fastmath=codegen.FASTMATH)
+
+        return codecache.load(f"milstein{milstein.VERSION}", self.key, make).milstein_correction
+
+    def milstein_correction_np(self, theta, X, dw, h) -> np.ndarray:
+        """NumPy twin of :meth:`milstein_correction` (from the NumPy module's Jacobian and Hessian direction,
+        one data point at a time): ``½ Σ_i ∇²h(x_i)(dw_i g − h ∇h(x_i))``."""
+        self.check_data(X)
+        theta = self._check_theta(theta)
+        X = np.asarray(X, dtype=np.float64)
+        dw = np.asarray(dw, dtype=np.float64)
+        J = self.numpy_module.jacobian(theta, X)[:, 0, :]
+        g = dw @ J
+        out = np.zeros(self.n_params)
+        for i in range(X.shape[0]):
+            out += self.numpy_module.hessian_direction(theta, X[i:i + 1], dw[i] * g - h * J[i])[0, 0]
+        return 0.5 * out
 
     # ---------------------------------------------------------------- the NumPy twin and hooks
     def loss_grad_np(self, theta, X, y, idx, b, noise, grad, ws, iargs, fargs):
