@@ -59,8 +59,8 @@ def test_the_page_has_contents_headlines_and_folded_tables(tmp_path):
 
 def test_single_core_entries_run_in_a_side_process_beside_the_others(tmp_path):
     lone = report.reproduce(tmp_path / "lone", _catalogue())
-    catalogue = {"first": _Entry("A figure first", "verified: the square is orange (1 of 1)", 3, True, single_core=True),
-                 "second": _Entry("Long | table", "measured: 40 rows", 40, False)}
+    catalogue = _catalogue()
+    catalogue["first"].single_core = True
     sections = report.reproduce(tmp_path / "r", catalogue)
     assert [s.title for s in sections] == ["A figure first", "Long | table"]          # catalogue order
     assert sections[0].numbers["pid"] != os.getpid() == sections[1].numbers["pid"]

@@ -104,12 +104,12 @@ def test_generated_correction_equals_its_twin_and_the_hand_derived_terms():
     np.testing.assert_allclose(out, ref, rtol=1e-12)
     np.testing.assert_allclose(net.milstein_correction_np(th, X, dw, h), ref, rtol=1e-12)
     # depth 3 and a dense two-factor model: kernel against the twin; additive noise has no correction
-    for model, X in ((symbolic_examples.diagonal_net(3, depth=3), X), (_two_factor_dense(), X[:, :1]),
-                     (_linear(), X[:, :2])):
+    for model, Xm in ((symbolic_examples.diagonal_net(3, depth=3), X), (_two_factor_dense(), X[:, :1]),
+                      (_linear(), X[:, :2])):
         th = rng.standard_normal(model.n_params)
         out = np.empty(model.n_params)
-        model.milstein_correction(X)(th, X, dw, h, out)
-        np.testing.assert_allclose(out, model.milstein_correction_np(th, X, dw, h), rtol=1e-12, atol=1e-15)
+        model.milstein_correction(Xm)(th, Xm, dw, h, out)
+        np.testing.assert_allclose(out, model.milstein_correction_np(th, Xm, dw, h), rtol=1e-12, atol=1e-15)
     assert np.all(out == 0.0)
 
 

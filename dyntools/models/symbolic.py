@@ -58,9 +58,8 @@ import sympy as sp
 
 from dyntools import validation
 from dyntools.codegen import cache as codecache
-from dyntools.codegen import derive
+from dyntools.codegen import derive, milstein
 from dyntools.codegen import kernels as codegen
-from dyntools.codegen import milstein
 from dyntools.models.base import HEADS, Model
 
 INIT_KINDS = ("constant", "normal", "uniform")
