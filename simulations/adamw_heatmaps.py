@@ -87,7 +87,7 @@ class AdamWGridParams:
                           help="epochs (128 = 2000 steps at n=1000; epochs × n / batch ≤ 1e9 steps)")
     schedule: str = param("constant", choices=SCHEDULES, help="learning-rate schedule")
     dtype: str = param("float64", choices=DTYPES, help="precision of the training (float32: about twice as fast)")
-    dropout: float = param(0.0, low=0.0, high=1.0, high_open=True,
+    dropout: float = param(0.0, low=0.0, high=1.0, high_open=True, metavar="P",
                            help="inverted dropout after every hidden ReLU, probability P of dropping a unit "
                                 "(masks from the mlp.dropout stream; evaluation without dropout)")
     batch_norm: bool = param(False, help="batch normalization before every hidden ReLU (Linear → BatchNorm1d → "

@@ -61,6 +61,11 @@ float32 values. The float32 cross-entropy loop flushes subnormal numbers to zero
 (:mod:`dyntools.dynamics.fast.mlp`). Full-data metrics (:meth:`MLP.evaluate`, :meth:`MLP.loss`) are
 computed in float64 from the given θ.
 
+**Dropout and batch norm** (``dropout=p``, ``batch_norm=True``): every hidden layer becomes
+``Linear → BatchNorm1d → ReLU → Dropout`` with a training and an evaluation mode, γ and β appended to θ; the
+network then runs on its own kernel (:mod:`dyntools.models.mlp_regularized`) and training loop
+(:mod:`dyntools.dynamics.fast.mlp_regularized`), and the kernels above are not touched.
+
 **Tuned loops** (:mod:`dyntools.dynamics.fast.mlp`, chosen by the trainer): with the compiled kernel,
 the regression head with the ``distinct``/``full`` samplers runs a per-example loop with the kernel
 inlined (plain SGD and the divergence guard fused into one pass), and the cross-entropy head in float32

@@ -107,8 +107,8 @@ def numpy_kernel(dst, run, running_rec_p, record_steps, t0, keep, momentum, batc
     def kernel(theta, X, y, idx, b, noise, grad, ws, iargs, fargs):
         t = t0 + calls[0]
         calls[0] += 1
-        k = int(np.searchsorted(record_steps, t))
-        if k < record_steps.size and record_steps[k] == t:
+        k = record.start_index(record_steps, t)
+        if record.due_np(record_steps, k, t):
             running_rec_p[k] = run
         H = n_hidden
         if dropout:
@@ -163,8 +163,8 @@ class RegularizedLoop:
                                       int(t0), keep, momentum, model.batch_norm, model.dropout > 0.0, H)
                 advance_path_numpy(kernel, p, *arrays, t0, t1, record_steps, theta_rec, bound, diverged_at,
                                    record_final)
-                k = int(np.searchsorted(record_steps, t1))
-                if record_final and diverged_at[p] == guard.NEVER and k < K and record_steps[k] == t1:
+                k = record.start_index(record_steps, t1)
+                if record_final and diverged_at[p] == guard.NEVER and record.due_np(record_steps, k, t1):
                     self.running_rec[p, k] = self.running[p]
         else:
             drive.on_threads(advance_paths, P, workers, arrays, self.drop_states, self.running, self.running_rec,
