@@ -99,10 +99,17 @@ def ws_layout(n_hidden: int, batch: int) -> tuple[int, int, int]:
 @njit(cache=True)
 def draw_masks(state, masks, keep):
     """Keep masks ``M[i, h] = 1[u < keep]`` (``keep = 1 − p``), example by example, unit by unit, one uniform
-    on [0, 1) each from row 0 of the xoshiro ``state`` (:mod:`dyntools.engine.rng`)."""
+    ``u = k 2⁻⁵³`` on [0, 1) each from row 0 of the xoshiro ``state`` (:mod:`dyntools.engine.rng`; ``k`` the
+    top 53 bits of a draw). Compared as integers, ``k < ⌈keep 2⁵³⌉`` (``keep 2⁵³`` is exact): the same masks
+    without converting the draws, the generator's state held in registers."""
+    bound = np.uint64(np.ceil(keep * 9007199254740992.0))
+    shift = np.uint64(11)
+    s0, s1, s2, s3 = state[0, 0], state[0, 1], state[0, 2], state[0, 3]
     for i in range(masks.shape[0]):
         for h in range(masks.shape[1]):
-            masks[i, h] = 1.0 if rng.uniform01(state, 0) < keep else 0.0
+            draw, s0, s1, s2, s3 = rng.xoshiro_next(s0, s1, s2, s3)
+            masks[i, h] = 1.0 if (draw >> shift) < bound else 0.0
+    state[0, 0], state[0, 1], state[0, 2], state[0, 3] = s0, s1, s2, s3
 
 
 def draw_masks_np(state, masks, keep) -> None:
