@@ -136,10 +136,10 @@ def train_cell(config: dict, cell: dict, seed: int, index: int) -> dict:
     """Train one network for one (optimizer, lr, wd) cell; final train/validation loss & accuracy,
     the weight statistics (:func:`weight_stats`) and the mini-batch loss curve.
 
-    A cell may name its own ``schedule`` and its random ``stream`` (the replicate whose
-    initialization and batches it uses; default its index). With ``config["curve_points"] = K`` it
-    also records the learning curves: train loss/accuracy and validation loss/accuracy at ``K``
-    steps spread over the run (``curve_*`` arrays, the steps in ``curve_steps``)."""
+    A cell may name its own ``schedule``, its network's ``dropout`` and ``batch_norm``, and its random
+    ``stream`` (the replicate whose initialization and batches it uses; default its index). With
+    ``config["curve_points"] = K`` it also records the learning curves: train loss/accuracy and validation
+    loss/accuracy at ``K`` steps spread over the run (``curve_*`` arrays, the steps in ``curve_steps``)."""
     from types import SimpleNamespace
 
     from dyntools.dynamics.train import train
@@ -154,7 +154,9 @@ def train_cell(config: dict, cell: dict, seed: int, index: int) -> dict:
     stream = int(cell.get("stream", index))
     model = MLP((d.X.shape[1], *config["hidden"], config["classes"]), head="cross-entropy", init="uniform",
                 init_stream="sweep.adamw-grid", init_key=(stream,), sampling_stream="sweep.adamw-grid",
-                dtype=config.get("dtype", "float64"))
+                dtype=config.get("dtype", "float64"),
+                dropout=cell.get("dropout", config.get("dropout", 0.0)),
+                batch_norm=cell.get("batch_norm", config.get("batch_norm", False)))
     steps = int(math.ceil(config["epochs"] * config["n"] / config["batch_size"]))
     opt = make_optimizer(cell["optimizer"], cell["lr"], effective_wd(config, cell["wd"]), config["momentum"])
     name = cell.get("schedule", config["schedule"])
@@ -163,6 +165,9 @@ def train_cell(config: dict, cell: dict, seed: int, index: int) -> dict:
                                     patience=config.get("plateau_patience", 5), threshold=1e-3)
                 if plateau else make_schedule(name, steps, config))    # plateau: stepped once per epoch
     metric = None
+    if plateau and config.get("plateau_metric", "train-loss") == "val-loss" and config.get("batch_norm"):
+        raise ValueError("Invalid batch_norm: the plateau schedule on the validation loss would evaluate without "
+                         "the running statistics (use plateau_metric train-loss)")
     if plateau and config.get("plateau_metric", "train-loss") == "val-loss":
         def metric(thetas):                      # the validation loss of the run's parameters
             return float(np.mean([model.evaluate(th, d.X_val, d.y_val)[0] for th in thetas]))
@@ -174,8 +179,9 @@ def train_cell(config: dict, cell: dict, seed: int, index: int) -> dict:
     curve = epoch_curve(res["step_loss"][0, 0], max(1, steps // 20), plateau)
     div = int(res["diverged_at"][0, 0])
     out = {"curve": curve, "diverged_step": div, "seconds": time.perf_counter() - start}
+    bn = model.batch_norm                        # evaluation mode: batch norm with its running statistics
     if points:
-        out.update(learning_curves(model, res["theta"][0, 0], d))
+        out.update(learning_curves(model, res["theta"][0, 0], d, res["bn_running_rec"][0, 0] if bn else None))
         out["curve_steps"] = record_steps
     if div >= 0:
         out.update(train_loss=math.nan, train_acc=math.nan, val_loss=math.nan, val_acc=math.nan,
@@ -183,8 +189,9 @@ def train_cell(config: dict, cell: dict, seed: int, index: int) -> dict:
                    status="diverged", message=f"diverged at step {div}")
         return out
     theta = res["final_theta"][0, 0]
-    out["train_loss"], out["train_acc"] = model.evaluate(theta, d.X, d.y)
-    out["val_loss"], out["val_acc"] = model.evaluate(theta, d.X_val, d.y_val)
+    running = res["bn_running"][0, 0] if bn else None
+    out["train_loss"], out["train_acc"] = model.evaluate(theta, d.X, d.y, running=running)
+    out["val_loss"], out["val_acc"] = model.evaluate(theta, d.X_val, d.y_val, running=running)
     out.update(weight_stats(model, theta, config.get("sparsity_tol", 1e-3)))
     out.update(status="completed", message="trained")
     return out
@@ -201,14 +208,16 @@ def warm_up(config: dict) -> None:
 train_cell.warm_up = warm_up
 
 
-def learning_curves(model, thetas: np.ndarray, d) -> dict:
-    """Train/validation loss and accuracy of every recorded parameter vector (NaN where none)."""
+def learning_curves(model, thetas: np.ndarray, d, running=None) -> dict:
+    """Train/validation loss and accuracy of every recorded parameter vector (NaN where none); with batch
+    norm, ``running`` holds the running statistics recorded with them (evaluation mode)."""
     keys = ("curve_train_loss", "curve_train_acc", "curve_val_loss", "curve_val_acc")
     out = {k: np.full(len(thetas), np.nan) for k in keys}
     for k, theta in enumerate(thetas):
         if np.all(np.isfinite(theta)):
-            out[keys[0]][k], out[keys[1]][k] = model.evaluate(theta, d.X, d.y)
-            out[keys[2]][k], out[keys[3]][k] = model.evaluate(theta, d.X_val, d.y_val)
+            r = None if running is None else running[k]
+            out[keys[0]][k], out[keys[1]][k] = model.evaluate(theta, d.X, d.y, running=r)
+            out[keys[2]][k], out[keys[3]][k] = model.evaluate(theta, d.X_val, d.y_val, running=r)
     return out
 
 

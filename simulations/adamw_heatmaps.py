@@ -87,6 +87,11 @@ class AdamWGridParams:
                           help="epochs (128 = 2000 steps at n=1000; epochs × n / batch ≤ 1e9 steps)")
     schedule: str = param("constant", choices=SCHEDULES, help="learning-rate schedule")
     dtype: str = param("float64", choices=DTYPES, help="precision of the training (float32: about twice as fast)")
+    dropout: float = param(0.0, low=0.0, high=1.0, high_open=True, metavar="P",
+                           help="inverted dropout after every hidden ReLU, probability P of dropping a unit "
+                                "(masks from the mlp.dropout stream; evaluation without dropout)")
+    batch_norm: bool = param(False, help="batch normalization before every hidden ReLU (Linear → BatchNorm1d → "
+                                         "ReLU, PyTorch's defaults; evaluated with the running statistics)")
     gamma: float | None = param(None, kind="float", help="schedule step/multistep: lr factor at each decay "
                                 "(default 0.1); exponential: factor per epoch (default: the run ends at 1 percent)")
     step_epochs: float | None = param(None, kind="float", metavar="E",
@@ -151,6 +156,8 @@ class GridConfig:
     plateau_factor: float = _P.plateau_factor      # schedule "plateau": multiply the lr by this ...
     plateau_patience: int = _P.plateau_patience    # ... after this many epochs without improvement
     dtype: str = _P.dtype
+    dropout: float = _P.dropout                    # regularizers of the MLP (dyntools.models.mlp_regularized)
+    batch_norm: bool = _P.batch_norm
     plateau_metric: str = _P.plateau_metric        # ... of this loss
     gamma: float | None = None                     # schedule options (classifier_cell.make_schedule)
     step_epochs: float | None = None
@@ -203,6 +210,15 @@ class GridConfig:
                                                      closed_low=False)
         self.plateau_patience = validation.count("plateau_patience", self.plateau_patience, minimum=0)
         validation.one_of("dtype", self.dtype, DTYPES)
+        self.dropout = validation.in_interval("dropout", self.dropout, 0.0, 1.0)
+        self.batch_norm = bool(self.batch_norm)
+        if (self.dropout > 0.0 or self.batch_norm) and self.dtype != "float64":
+            raise ValueError("Invalid dtype: dropout and batch norm train in float64 only")
+        if self.batch_norm and self.batch_size < 2:
+            raise ValueError(f"Invalid batch_size: {self.batch_size} (batch norm needs at least 2 examples per step)")
+        if self.batch_norm and self.schedule == "plateau" and self.plateau_metric == "val-loss":
+            raise ValueError("Invalid batch_norm: not with the plateau schedule on the validation loss (it would "
+                             "evaluate without the running statistics)")
         if self.milestones is not None:
             self.milestones = tuple(self.milestones)
         check_schedule(self.schedule, self.epochs, gamma=self.gamma, step_epochs=self.step_epochs,
@@ -288,6 +304,8 @@ def check_grid(name: str, grid) -> tuple[float, float, int]:
 #: Settings read after the sweep (the learning-curve re-runs), not by the cells: not part of a sweep's identity,
 #: so sweeps that differ only by them share their cells on disk.
 AFTER_THE_SWEEP = ("curve_at", "learning_curve_points")
+#: Settings left out of a sweep's identity at their default (added later: sweeps made before resume)
+OMITTED_AT_DEFAULT = {"dropout": 0.0, "batch_norm": False}
 
 
 def build_spec(cfg: GridConfig, seed: int) -> sweep.SweepSpec:
@@ -298,7 +316,8 @@ def build_spec(cfg: GridConfig, seed: int) -> sweep.SweepSpec:
     if cfg.paired:
         cells = [{**c, "stream": r, **({"r": r} if cfg.replicates > 1 else {})}
                  for r in range(cfg.replicates) for c in cells]
-    config = {k: v for k, v in cfg.as_json().items() if k not in AFTER_THE_SWEEP}
+    config = {k: v for k, v in cfg.as_json().items()
+              if k not in AFTER_THE_SWEEP and not (k in OMITTED_AT_DEFAULT and v == OMITTED_AT_DEFAULT[k])}
     return sweep.SweepSpec(KIND, "dyntools.simulations.adamw_heatmaps:train_cell", config, cells, seed,
                            finite=CELL_VALUES)
 
@@ -337,6 +356,30 @@ def assemble(cfg: GridConfig, spec: sweep.SweepSpec, outcome: sweep.SweepOutcome
     message = outcome.with_targets(message, summary)
     return RunResult(KIND, {**cfg.as_json(), "steps": cfg.steps}, arrays, "completed", message,
                      seed=spec.seed, summary=summary, timings={"sweep": outcome.seconds})
+
+
+def run_networks(cfg: GridConfig, networks: dict, out, *, seed: int = 0, workers=None,
+                 progress: bool = False) -> dict[str, RunResult]:
+    """The grid of ``cfg`` for several networks in one sweep (one pool of workers): ``networks`` maps a name
+    to the changes of its network (``{"dropout": 0.1}``, ``{"batch_norm": True}``, ``{}``). Every network's
+    cell (o, i, j) uses the random stream of that cell in a sweep of ``cfg`` alone (the same initial weights
+    and minibatches); returns one assembled result per network (not written: the cells are, in ``out``)."""
+    import dataclasses
+
+    cfgs = {name: dataclasses.replace(cfg, **changes) for name, changes in networks.items()}
+    specs = {name: build_spec(c, seed) for name, c in cfgs.items()}
+    cells = [{**cell, "stream": int(cell.get("stream", index)), "network": name, **networks[name]}
+             for name, spec in specs.items() for index, cell in enumerate(spec.cells)]
+    first = next(iter(specs.values()))
+    whole = sweep.SweepSpec(KIND, first.cell_fn, first.config, cells, first.seed, finite=first.finite)
+    outcome = sweep.run_sweep(whole, out, workers=workers, progress=progress)
+    results, start = {}, 0
+    for name, spec in specs.items():
+        part = dataclasses.replace(outcome, cells=outcome.cells[start:start + len(spec.cells)],
+                                   targets=outcome.targets[start:start + len(spec.cells)])
+        results[name] = assemble(cfgs[name], spec, part)
+        start += len(spec.cells)
+    return results
 
 
 def summarize(cfg: GridConfig, arrays: dict) -> dict:
@@ -502,7 +545,7 @@ def grid_config(p: AdamWGridParams) -> GridConfig:
                       plateau_metric=p.plateau_metric, gamma=p.gamma, step_epochs=p.step_epochs,
                       milestones=p.milestones, restart_epochs=p.restart_epochs, restart_mult=p.restart_mult,
                       sparsity_tol=p.sparsity_tol, curve_at=p.curve_at, learning_curve_points=p.curve_points,
-                      paired=p.paired, replicates=p.replicates)
+                      paired=p.paired, replicates=p.replicates, dropout=p.dropout, batch_norm=p.batch_norm)
 
 
 def check(p: AdamWGridParams) -> None:
@@ -542,7 +585,7 @@ def table(p: AdamWGridParams, result) -> str:
 RESULTS = (derive(KIND, AdamWGridParams, "batch_size classes curve_at dataset dtype epochs gamma hidden milestones "
                           "momentum n n_val noise normalized_wd optimizers paired plateau_factor plateau_metric "
                           "plateau_patience replicates restart_epochs restart_mult schedule sparsity_tol step_epochs "
-                          "threshold turns",
+                          "threshold turns", optional="dropout batch_norm",
                   summary={"backend": "str", "cells": "int", "compile_targets": "mapping", "computed": "int",
                            "damaged_cells": "list",
                            "diverged_cells": "int", "optimizers": "mapping", "reused": "int", "threshold": "number"}),)

@@ -102,3 +102,36 @@ def test_a_grid_resumed_on_another_compile_target_says_so_in_json(tmp_path):
     assert cells[other] == [11] and sum(len(c) for c in cells.values()) == 12
     assert "different compile targets" in summary["message"]
     assert store.load(out).summary["compile_targets"]["mixed"] is True
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--dropout", "1.5"], "Invalid dropout: 1.5"),
+    (["--dropout=-0.1"], "Invalid dropout"),
+    (["--batch-norm", "--batch-size", "1"], "Invalid batch_size: 1 (batch norm needs at least 2"),
+    (["--batch-norm", "--dtype", "float32"], "Invalid dtype: dropout and batch norm train in float64 only"),
+    (["--batch-norm", "--schedule", "plateau", "--plateau-metric", "val-loss"], "Invalid batch_norm"),
+])
+def test_regularizer_bad_input_one_line_exit_2_nothing_written(tmp_path, capsys, args, needle):
+    out = tmp_path / "bad"
+    assert cli.main(["sweep", "adamw-grid", "--out", str(out), *args]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and len(err.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+def test_sweep_with_dropout_and_batch_norm(tmp_path):
+    """``--dropout`` and ``--batch-norm`` as a user runs them: in the help, recorded in the result (which loads
+    against the schema); a bad value as a subprocess: one line, exit 2, nothing written."""
+    help_text = dyntools("sweep", "adamw-grid", "--help", timeout=60).stdout
+    assert "--dropout P" in help_text and "--batch-norm" in help_text
+    out = tmp_path / "reg"
+    small = [a if a != "1e-4:1e-1:3" else "1e-4:1e-1:2" for a in SMALL]
+    proc = dyntools("sweep", "adamw-grid", *small, "--dropout", "0.1", "--batch-norm", "--out", str(out), "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["computed"] == 8
+    result = store.load(out)
+    assert result.config["dropout"] == 0.1 and result.config["batch_norm"] is True
+    assert np.isfinite(result["val_acc"]).all() and result["val_acc"].shape == (2, 2, 2)
+    bad = dyntools("sweep", "adamw-grid", "--dropout", "1", "--out", str(tmp_path / "bad"), timeout=60)
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "Invalid dropout" in bad.stderr
+    assert not (tmp_path / "bad").exists()

@@ -39,7 +39,8 @@ def test_the_registry_finds_every_experiment_and_entry():
     assert list(registry.catalogue()) == ["proofs", "loss-stabilization", "relu-nets", "adamw-heatmaps",
                                           "adamw-learning-curves", "adamw-normalized-wd", "adamw-schedules",
                                           "adamw-l1-sparsity", "adamw-digits", "schedule-family",
-                                          "adam-effective-step", "iteration-dependent-l2", "sgd-vs-adam-heatmaps",
+                                          "adam-effective-step", "iteration-dependent-l2", "regularized-heatmaps",
+                                          "sgd-vs-adam-heatmaps",
                                           "sde-orders", "sde-label-noise",
                                           "diag-nets", "diag-nets-paper", "sgd-vs-label-noise", "deep-nets", "voronoi",
                                           "trajectory-gallery", "universal-approximation"]

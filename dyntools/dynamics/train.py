@@ -267,7 +267,12 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
             states, perms, pos, label_noise, precond_of, hps, lrs, run_of, step_losses)
 
     setting = {"sampler": sampler, "batch": b, "label_noise": label_noise, "optimizers": opts, "kernel": kernel,
-               "step_loss": step_losses.shape[1] > 0}
+               "step_loss": step_losses.shape[1] > 0, "seed": seed, "common_stream": bool(common_stream),
+               "stream_key": tuple(int(k) for k in stream_key)}
+    if getattr(model, "regularized", False) and (by_chain or not fast):
+        raise ValueError("Invalid " + ("optimizer: dropout and batch norm train with a fused optimizer step only"
+                                       if by_chain else "fast: dropout and batch norm train through their own "
+                                       "loop (dyntools.dynamics.fast.mlp_regularized); leave fast=True"))
     tuned = tuned_loops.select(model, setting) if fast and not by_chain else None
     if kernel == "numba" and not hasattr(model.loss_grad, "py_func"):
         raise ValueError(f"Invalid model {model.name!r}: kernel='numba' needs model.loss_grad compiled with "
@@ -330,11 +335,12 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
     if step_loss:
         arrays["step_loss"] = shape(step_losses)
     with timed(timings, "metrics"):
-        arrays["train_loss"] = shape(_recorded_loss(model, theta_rec, Xs, ys, data_of))
+        running_rec = getattr(tuned, "running_rec", None) if getattr(model, "batch_norm", False) else None
+        arrays["train_loss"] = shape(_recorded_loss(model, theta_rec, Xs, ys, data_of, running_rec))
         if all(getattr(ds, "X_test", None) is not None for ds in sets):
             Xt = np.stack([np.asarray(ds.X_test, dtype=np.float64) for ds in sets])
             yt = np.stack([np.asarray(ds.y_test).astype(y_dtype) for ds in sets])
-            arrays["test_loss"] = shape(_recorded_loss(model, theta_rec, Xt, yt, data_of))
+            arrays["test_loss"] = shape(_recorded_loss(model, theta_rec, Xt, yt, data_of, running_rec))
     last = arrays["train_loss"][..., -1].reshape(-1)
     first = int(np.argmin(np.where(diverged_at == guard.NEVER, np.iinfo(np.int64).max, diverged_at)))
     detail = (guard.cause(thetas[first], bound, where=" (the ‖θ‖₁ guard)")
@@ -375,9 +381,10 @@ def _check_targets(y, n: int, head: str) -> None:
                              "for a cross-entropy head)")
 
 
-def _recorded_loss(model, theta_rec, Xs, ys, data_of) -> np.ndarray:
+def _recorded_loss(model, theta_rec, Xs, ys, data_of, running_rec=None) -> np.ndarray:
     """Full-data loss at every recording (NaN where nothing was recorded); a model may evaluate them
-    all at once (``model.recorded_loss``)."""
+    all at once (``model.recorded_loss``). ``running_rec`` (P, K, 2, H): the batch-norm running statistics
+    recorded with θ (evaluation mode, :mod:`dyntools.dynamics.fast.mlp_regularized`)."""
     if hasattr(model, "recorded_loss"):
         return model.recorded_loss(theta_rec, Xs, ys, data_of)
     P, K, _ = theta_rec.shape
@@ -386,5 +393,6 @@ def _recorded_loss(model, theta_rec, Xs, ys, data_of) -> np.ndarray:
         X, y = Xs[data_of[p]], ys[data_of[p]]
         for k in range(K):
             if np.all(np.isfinite(theta_rec[p, k])):
-                out[p, k] = model.loss(theta_rec[p, k], X, y)
+                out[p, k] = (model.loss(theta_rec[p, k], X, y) if running_rec is None
+                             else model.loss(theta_rec[p, k], X, y, running=running_rec[p, k]))
     return out

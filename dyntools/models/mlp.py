@@ -61,6 +61,11 @@ float32 values. The float32 cross-entropy loop flushes subnormal numbers to zero
 (:mod:`dyntools.dynamics.fast.mlp`). Full-data metrics (:meth:`MLP.evaluate`, :meth:`MLP.loss`) are
 computed in float64 from the given θ.
 
+**Dropout and batch norm** (``dropout=p``, ``batch_norm=True``): every hidden layer becomes
+``Linear → BatchNorm1d → ReLU → Dropout`` with a training and an evaluation mode, γ and β appended to θ; the
+network then runs on its own kernel (:mod:`dyntools.models.mlp_regularized`) and training loop
+(:mod:`dyntools.dynamics.fast.mlp_regularized`), and the kernels above are not touched.
+
 **Tuned loops** (:mod:`dyntools.dynamics.fast.mlp`, chosen by the trainer): with the compiled kernel,
 the regression head with the ``distinct``/``full`` samplers runs a per-example loop with the kernel
 inlined (plain SGD and the divergence guard fused into one pass), and the cross-entropy head in float32
@@ -76,7 +81,7 @@ from numba import njit
 from dyntools import validation
 from dyntools.engine import rng, streams
 from dyntools.lowlevel import borrowed
-from dyntools.models import mlp_gemm
+from dyntools.models import mlp_gemm, mlp_regularized
 from dyntools.models.base import HEADS, Model
 
 INITS = ("gaussian", "regression-1d", "uniform")
@@ -350,13 +355,25 @@ class MLP(Model):
     sampling_stream : the purpose of the trainer's sample and label-noise streams
     dtype : "float64" | "float32"   the precision :func:`dyntools.train` trains in: parameters, data,
         optimizer state and the kernels' scratch (see "Precision" in the module docstring)
+    dropout : float in [0, 1)   inverted dropout after every hidden ReLU (0: none)
+    batch_norm : bool   batch normalization between every hidden layer's product and its ReLU
+        (``Linear → BatchNorm1d → ReLU → Dropout``, PyTorch's usual order; γ, β appended to θ)
+    bn_momentum, bn_eps : PyTorch's ``BatchNorm1d`` momentum (0.1) and ε (1e-5)
+
+    With dropout or batch norm the network is *regularized* (:mod:`dyntools.models.mlp_regularized`: its
+    own kernel, float64 only; the plain kernels are untouched): it has a training mode (masks from the
+    ``mlp.dropout`` stream, batch statistics) and an evaluation mode (no dropout, the running statistics
+    of batch norm, given as ``running`` to :meth:`evaluate`, :meth:`predict`, :meth:`loss`);
+    :func:`dyntools.train` runs it through its own loop (:mod:`dyntools.dynamics.fast.mlp_regularized`),
+    which returns the running statistics.
     """
 
     name = "mlp"
 
     def __init__(self, widths, *, biases: bool | tuple = True, head: str = "regression", init: str = "gaussian",
                  init_scales=1.0, init_stream: str | None = None, init_key: tuple[int, ...] = (),
-                 sampling_stream: str = "mlp.sampling", dtype: str = "float64"):
+                 sampling_stream: str = "mlp.sampling", dtype: str = "float64", dropout: float = 0.0,
+                 batch_norm: bool = False, bn_momentum: float = 0.1, bn_eps: float = 1e-5):
         widths = tuple(int(w) if isinstance(w, int | np.integer) else w for w in widths)
         if len(widths) < 2:
             raise ValueError("Invalid widths: need at least an input and an output width")
@@ -394,7 +411,25 @@ class MLP(Model):
                                                 DTYPES))
         self._widths, self._w_off, self._b_off, self._p = layout_arrays(widths, flags)
         self._iargs = kernel_iargs(self._widths, self._w_off, self._b_off)
-        if self.head == "regression":
+        self.dropout = validation.in_interval("dropout", dropout, 0.0, 1.0)
+        if not isinstance(batch_norm, bool | np.bool_):
+            raise TypeError(f"Invalid batch_norm: {batch_norm!r} (expected True or False)")
+        self.batch_norm = bool(batch_norm)
+        self.bn_momentum = validation.in_interval("bn_momentum", bn_momentum, 0.0, 1.0, closed_high=True)
+        self.bn_eps = validation.positive("bn_eps", bn_eps)
+        #: dropout or batch norm: a training and an evaluation mode, and a loop of its own in dyntools.train
+        self.regularized = self.dropout > 0.0 or self.batch_norm
+        if self.regularized and (L < 2):
+            raise ValueError("Invalid dropout/batch_norm: they act on hidden layers (the network has none)")
+        if self.regularized and self.dtype != np.float64:
+            raise ValueError("Invalid dtype: dropout and batch norm train in float64 only")
+        self._p_plain = self._p
+        self._g_off, self._h_off, self.n_hidden = mlp_regularized.bn_layout(self._widths, self._p, self.batch_norm)
+        if self.batch_norm:
+            self._p += 2 * self.n_hidden
+        if self.regularized:
+            self.loss_grad, self.loss_grad_np = mlp_regularized.loss_grad, mlp_regularized.loss_grad_np
+        elif self.head == "regression":
             self.loss_grad, self.loss_grad_np = loss_grad_regression, loss_grad_regression_np
         else:
             self.loss_grad, self.loss_grad_np = loss_grad_cross_entropy, loss_grad_cross_entropy_np
@@ -419,9 +454,24 @@ class MLP(Model):
             raise ValueError(f"Invalid theta: last dimension {theta.shape[-1]} != number of parameters {self._p}")
         return unpack(self._widths, self._w_off, self._b_off, theta)
 
-    def pack(self, layers) -> np.ndarray:
-        """Inverse of :meth:`unpack` for one network: ``[(W_l, b_l or None)]`` → θ."""
+    def bn_params(self, theta) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Views ``[(γ_l, β_l)]`` of the hidden layers' batch norms in θ (empty without batch norm)."""
+        theta = np.asarray(theta)
+        return [(theta[..., g:g + m], theta[..., g + m:g + 2 * m])
+                for g, m in zip(self._g_off[:-1], self.widths[1:-1]) if g >= 0]
+
+    def running_init(self) -> np.ndarray:
+        """Initial running statistics ``(2, H)``: means 0, variances 1 (PyTorch's ``BatchNorm1d``)."""
+        return np.vstack([np.zeros(self.n_hidden), np.ones(self.n_hidden)])
+
+    def pack(self, layers, bn=None) -> np.ndarray:
+        """Inverse of :meth:`unpack` for one network: ``[(W_l, b_l or None)]`` → θ; with batch norm, ``bn``
+        ``[(γ_l, β_l)]`` (default γ = 1, β = 0)."""
         theta = np.zeros(self._p)
+        for l, (g, m) in enumerate(zip(self._g_off[:-1], self.widths[1:-1])):
+            if g >= 0:
+                gamma, beta = (np.ones(m), np.zeros(m)) if bn is None else bn[l]
+                theta[g:g + m], theta[g + m:g + 2 * m] = gamma, beta
         for l, (W, b) in enumerate(layers):
             W = np.asarray(W, dtype=np.float64)
             shape = (self.widths[l + 1], self.widths[l])
@@ -434,19 +484,30 @@ class MLP(Model):
                 raise ValueError(f"Invalid b_{l + 1}: layer {l + 1} has no bias")
         return theta
 
-    def kernel_args(self):
+    def kernel_args(self, train: bool = True):
+        """The kernel's constants (with dropout or batch norm: of the training mode, or of evaluation)."""
+        if self.regularized:
+            return mlp_regularized.kernel_args(self._widths, self._w_off, self._b_off, self._g_off, self._h_off,
+                                               self.head, train, self.dropout, self.bn_eps)
         return self._iargs, np.zeros(0)
 
     def workspace_size(self, batch: int) -> int:
         maxw = int(self._widths.max())
+        if self.regularized:
+            return mlp_regularized.ws_layout(self.n_hidden, batch)[2] + mlp_regularized.scratch_size(self._widths,
+                                                                                                     batch)
         if self.head == "regression":
             return example_ws_size(self.n_layers, maxw)
         return mlp_gemm.ws_size(self.n_layers, maxw, int(batch))
 
     def config(self) -> dict:
-        return {"name": self.name, "widths": list(self.widths), "biases": list(self.biases), "head": self.head,
-                "init": self.init_name, "init_scales": self.init_scales.tolist(), "n_params": self.n_params,
-                "dtype": self.dtype.name}
+        out = {"name": self.name, "widths": list(self.widths), "biases": list(self.biases), "head": self.head,
+               "init": self.init_name, "init_scales": self.init_scales.tolist(), "n_params": self.n_params,
+               "dtype": self.dtype.name}
+        if self.regularized:
+            out.update(dropout=self.dropout, batch_norm=self.batch_norm, bn_momentum=self.bn_momentum,
+                       bn_eps=self.bn_eps)
+        return out
 
     # ---------------------------------------------------------------- initializations
     def init(self, seed: int, index: int = 0) -> np.ndarray:
@@ -454,7 +515,7 @@ class MLP(Model):
         words = (streams.key(self.init_stream), *self.init_key) + ((int(index),) if index else ())
         if self.init_name == "uniform":
             state = streams.path_states(seed, 1, *words)
-            theta = np.empty(self._p)
+            theta = self.pack([(np.zeros((self.widths[l + 1], self.widths[l])), None) for l in range(self.n_layers)])
             for l in range(self.n_layers):
                 nin, nout = self.widths[l], self.widths[l + 1]
                 n_b = nout if self.biases[l] else 0
@@ -475,16 +536,36 @@ class MLP(Model):
         return self.pack([(W1, b1), (W2, None)])
 
     # ---------------------------------------------------------------- metric hooks
-    def forward_np(self, theta, X) -> tuple[np.ndarray, list[np.ndarray]]:
+    def _running(self, running) -> np.ndarray | None:
+        """The running statistics evaluation needs (batch norm), checked: ``(2, H)`` or a stack ``(…, 2, H)``."""
+        if not self.batch_norm:
+            return None
+        if running is None:
+            raise ValueError("Invalid running: batch norm in evaluation mode needs the running statistics "
+                             "(result['bn_running'] of dyntools.train, or model.running_init())")
+        running = np.asarray(running, dtype=np.float64)
+        if running.shape[-2:] != (2, self.n_hidden):
+            raise ValueError(f"Invalid running: shape {running.shape} (expected (2, {self.n_hidden}))")
+        return running
+
+    def forward_np(self, theta, X, running=None) -> tuple[np.ndarray, list[np.ndarray]]:
         """Vectorized forward pass of θ (p,) or a stack (k, p): the outputs ``z_L`` ((n, K) or
-        (k, n, K)) and the hidden activations ``[a_1, …, a_{L−1}]``."""
+        (k, n, K)) and the hidden activations ``[a_1, …, a_{L−1}]``. With dropout or batch norm: the
+        evaluation mode (no dropout; batch norm with the ``running`` statistics, (2, H) or (k, 2, H))."""
         a = np.asarray(X, dtype=np.float64)
+        running = self._running(running)
         hidden = []
         layers = self.unpack(theta)
+        bn = self.bn_params(theta)
         for l, (W, b) in enumerate(layers):
             z = a @ np.swapaxes(W, -1, -2)
             if b is not None:
                 z = z + b[..., None, :]
+            if l < len(layers) - 1 and self.batch_norm:        # u = z α + (β − r_μ α), α = γ / √(r_σ² + ε)
+                h, m = self._h_off[l], self.widths[l + 1]
+                gamma, beta = bn[l]
+                alpha = (1.0 / np.sqrt(running[..., 1, h:h + m] + self.bn_eps)) * gamma
+                z = z * alpha[..., None, :] + (beta - running[..., 0, h:h + m] * alpha)[..., None, :]
             if l < len(layers) - 1:
                 a = np.maximum(z, 0.0)
                 hidden.append(a)
@@ -492,19 +573,22 @@ class MLP(Model):
                 a = z
         return a, hidden
 
-    def predict(self, theta, X) -> np.ndarray:
-        """Regression: ``h_θ(x_i)`` (n,) (or (k, n) for a stack of θ); cross-entropy: the logits (n, K)."""
-        out = self.forward_np(theta, X)[0]
+    def predict(self, theta, X, running=None) -> np.ndarray:
+        """Regression: ``h_θ(x_i)`` (n,) (or (k, n) for a stack of θ); cross-entropy: the logits (n, K)
+        (evaluation mode; batch norm needs ``running``)."""
+        out = self.forward_np(theta, X, running)[0]
         return out[..., 0] if self.head == "regression" else out
 
-    def features(self, theta, X) -> list[np.ndarray]:
-        """Hidden activations, one (n, m_l) array per hidden layer."""
-        return self.forward_np(theta, X)[1]
+    def features(self, theta, X, running=None) -> list[np.ndarray]:
+        """Hidden activations, one (n, m_l) array per hidden layer (evaluation mode)."""
+        return self.forward_np(theta, X, running)[1]
 
     def jacobian(self, theta, X) -> np.ndarray:
         """``φ_θ(X) = [∇_θ h_θ(x_i)]_i`` (n × p) of the regression output (compiled)."""
         if self.head != "regression":
             raise NotImplementedError("the Jacobian hook is defined for the regression head (one output)")
+        if self.regularized:
+            raise NotImplementedError("the Jacobian hook is defined for the plain MLP (no dropout or batch norm)")
         X = np.ascontiguousarray(X, dtype=np.float64)
         return jacobian_kernel(np.ascontiguousarray(theta, dtype=np.float64), X, *self.arrays())
 
@@ -529,19 +613,21 @@ class MLP(Model):
                 delta = (delta @ W) * (pres[l] > 0.0)
         return J
 
-    def loss(self, theta, X, y) -> float:
+    def loss(self, theta, X, y, running=None) -> float:
         """Full-data loss: the mean squared error ``mean((h − y)²)`` (NumPy) or the mean cross-entropy
-        (:meth:`evaluate`'s compiled forward pass: no BLAS call, whose threads wait badly on a busy machine)."""
+        (:meth:`evaluate`'s compiled forward pass: no BLAS call, whose threads wait badly on a busy machine);
+        evaluation mode (batch norm needs ``running``)."""
         theta = np.asarray(theta, dtype=np.float64)
         if self.head == "regression":
             with np.errstate(over="ignore", invalid="ignore"):
-                return float(np.mean((self.predict(theta, X) - np.asarray(y, dtype=np.float64)) ** 2))
-        return self.evaluate(theta, X, y)[0]
+                return float(np.mean((self.predict(theta, X, running) - np.asarray(y, dtype=np.float64)) ** 2))
+        return self.evaluate(theta, X, y, running=running)[0]
 
-    def evaluate(self, theta, X, y, chunk: int = 256) -> tuple[float, float]:
+    def evaluate(self, theta, X, y, chunk: int = 256, running=None) -> tuple[float, float]:
         """Cross-entropy head: mean cross-entropy and accuracy on ``(X, y)``, with the compiled
         forward pass of :mod:`dyntools.models.mlp_gemm` on chunks of ``chunk`` rows (the arg-max read from
-        its logits)."""
+        its logits). With dropout or batch norm: the evaluation mode, the compiled pass of
+        :mod:`dyntools.models.mlp_regularized` (batch norm with the ``running`` statistics)."""
         if self.head != "cross-entropy":
             raise ValueError("Invalid head: evaluate() reports accuracy, which needs the cross-entropy head")
         X = np.ascontiguousarray(X, dtype=np.float64)
@@ -549,6 +635,8 @@ class MLP(Model):
         theta = np.ascontiguousarray(theta, dtype=np.float64)
         n = X.shape[0]
         chunk = min(chunk, n)
+        if self.regularized:
+            return self._evaluate_regularized(theta, X, y, chunk, self._running(running))
         maxw = int(self._widths.max())
         ws = np.zeros(mlp_gemm.ws_size(self.n_layers, maxw, chunk))
         empty = np.zeros(0)
@@ -560,6 +648,21 @@ class MLP(Model):
                                                                                      len(idx)))
             logits = mlp_gemm.logits(ws, self._widths, len(idx))
             correct += int(np.sum(np.argmax(logits, axis=1) == y[idx]))
+        return total / n, correct / n
+
+    def _evaluate_regularized(self, theta, X, y, chunk, running) -> tuple[float, float]:
+        R = mlp_regularized
+        running = self.running_init() if running is None else np.ascontiguousarray(running)
+        ws = np.zeros(R.scratch_size(self._widths, chunk))
+        empty, stats = np.zeros(0), np.zeros((2, self.n_hidden))
+        total, correct, n = 0.0, 0, X.shape[0]
+        for start in range(0, n, chunk):
+            idx = np.arange(start, min(n, start + chunk))
+            total += len(idx) * R.forward_backward(theta, self._widths, self._w_off, self._b_off, self._g_off,
+                                                   self._h_off, X, y, idx, np.zeros(len(idx)), R.HEAD_CROSS_ENTROPY,
+                                                   False, np.zeros((0, self.n_hidden)), 1.0, self.bn_eps, stats,
+                                                   running, empty, ws)
+            correct += int(np.sum(np.argmax(R.logits(ws, self._widths, len(idx)), axis=1) == y[idx]))
         return total / n, correct / n
 
 

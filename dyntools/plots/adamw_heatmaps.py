@@ -153,3 +153,15 @@ def plot_learning_curves(result, out_dir: Path, formats=("png", "pdf"), name="ad
     fig.legend(*ax_err.get_legend_handles_labels(), loc="outside lower center", ncols=2, frameon=False)
     fig.suptitle("Learning curves: best cell (solid) and chosen cell (dashed) of each optimizer")
     return plots.save(fig, out_dir, name, formats)
+
+
+def plot_variants(results, labels, out_dir: Path, formats=("png", "pdf"), name="adamw_grid_variants_val_accuracy"):
+    """Validation-accuracy heatmaps of several sweeps on the same grid, one row per sweep (``labels``: what
+    distinguishes them, e.g. the network's regularizer), one column per optimizer, one colour scale."""
+    first = results[0]
+    fig, axes = plots.figure(ncols=len(first.config["optimizers"]), nrows=len(results), width=4.3, height=4.2)
+    chance = 1.0 / first.config.get("classes", 2)
+    for row, (result, label) in enumerate(zip(results, labels)):
+        _panel_row(fig, axes[row], result, "val_acc", f"val. accuracy\n{label}", Normalize(chance, 1.0), "viridis",
+                   f"validation accuracy (contour: {result.config['threshold']:.0%})")
+    return plots.save(fig, out_dir, name, formats)

@@ -11,7 +11,8 @@ model                                       tuned loop
 ==========================================  =================================================================
 :class:`~dyntools.models.diag_net.DiagNet`  :mod:`.diag_net`: the paper's batch-1 SGD, one fused pass per step
 :class:`~dyntools.models.mlp.MLP`           :mod:`.mlp`: per-example regression SGD/GD; float32 cross-entropy
-                                            with subnormals flushed
+                                            with subnormals flushed; with dropout or batch norm, the loop of
+                                            :mod:`.mlp_regularized` (masks, running statistics)
 :class:`~dyntools.models.quadratic_toy.ToyModel`  :mod:`.quadratic_toy`: the lock-step ensemble and the
                                             counters of the stabilization proposition
 ==========================================  =================================================================

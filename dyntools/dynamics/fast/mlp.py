@@ -36,6 +36,7 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from dyntools.dynamics.fast import mlp_regularized
 from dyntools.dynamics.loops import mlp_cross_entropy_paths
 from dyntools.engine import drive, guard, record, rng, samplers
 from dyntools.engine.precision import like
@@ -190,9 +191,12 @@ def cross_entropy_loop_flushed(*args, workers=None):
 def select(model, setting: dict):
     """The tuned loop for ``setting`` with the compiled kernel, or None: the per-example loop for the
     regression head with the ``distinct`` or ``full`` sampler; for the float32 cross-entropy head on x86,
-    the engine's cached generic loop with subnormals flushed. In float64 the cross-entropy head needs no
+    the engine's cached generic loop with subnormals flushed; with dropout or batch norm (any setting), the
+    loop of :mod:`dyntools.dynamics.fast.mlp_regularized`. In float64 the cross-entropy head needs no
     tuned loop: the cached generic loop (:mod:`dyntools.dynamics.loops`) calls its matrix-product kernel
     (:mod:`dyntools.models.mlp_gemm`) directly."""
+    if getattr(model, "regularized", False):           # dropout / batch norm: the loop that knows them
+        return mlp_regularized.select(model, setting)
     if setting.get("kernel") != "numba":
         return None
     if model.head == "regression" and setting.get("sampler") in ("distinct", "full"):
