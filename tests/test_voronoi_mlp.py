@@ -26,9 +26,9 @@ def test_kernel_on_the_training_set_equals_the_twin(seed, box, b, inputs):
     iargs, fargs = model.kernel_args()
     idx = np.random.default_rng(seed + 1).permutation(12)
     g1, g2 = np.empty(model.n_params), np.empty(model.n_params)
-    l1 = model.loss_grad(theta, data.X, data.y, idx, b, np.zeros(b), g1, np.zeros(model.workspace_size(b)), iargs, fargs)
-    l2 = model.loss_grad_np(theta, data.X, data.y, idx, b, np.zeros(b), g2, np.zeros(model.workspace_size(b)),
-                            iargs, fargs)
+    ws = model.workspace_size(b)
+    l1 = model.loss_grad(theta, data.X, data.y, idx, b, np.zeros(b), g1, np.zeros(ws), iargs, fargs)
+    l2 = model.loss_grad_np(theta, data.X, data.y, idx, b, np.zeros(b), g2, np.zeros(ws), iargs, fargs)
     assert l1 == pytest.approx(l2, rel=1e-13, abs=1e-13)
     np.testing.assert_allclose(g1, g2, rtol=1e-12, atol=1e-13 * max(1.0, np.abs(g2).max()))
 
