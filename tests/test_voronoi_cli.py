@@ -35,6 +35,23 @@ def test_simulate_then_plot(tmp_path):
     assert {"voronoi_plane.gif", "voronoi_centers.gif", "voronoi_scalars.gif", "voronoi_env.png"} <= names
 
 
+def test_simulate_the_mlp_baseline_then_plot(tmp_path):
+    out = tmp_path / "run"
+    r = dyntools("simulate", "voronoi", "--rung", "mlp", "--mlp-hidden", "8,8", "--mlp-inputs", "raw", "--seeds", "2",
+                 *SMALL, "--out", str(out), "--json")
+    assert r.returncode == 0, r.stderr
+    summary = json.loads(r.stdout)
+    assert summary["status"] == "completed" and 0.0 <= summary["test_acc_median"] <= 1.0
+    assert set(summary["param_stats"]) == {"W1", "b1", "W2", "b2", "W3", "b3"}
+    p = dyntools("plot", str(out), "--format", "png")
+    assert p.returncode == 0, p.stderr
+    names = {Path(line.split()[-1]).name for line in p.stdout.splitlines() if line.startswith("wrote")}
+    assert {"voronoi_plane.gif", "voronoi_curves.png", "voronoi_env.png"} <= names
+    assert "voronoi_centers.gif" not in names                   # the MLP has no centers
+    h = dyntools("simulate", "voronoi", "--help")
+    assert "--mlp-hidden" in h.stdout and "--mlp-inputs" in h.stdout and "mlp" in h.stdout
+
+
 def test_sweep_ladder_resumes(tmp_path):
     out = tmp_path / "ladder"
     args = ["sweep", "voronoi-ladder", "--rungs", "exact,scale", "--decays", "l2,min", "--seeds", "2",
@@ -60,6 +77,11 @@ def test_sweep_ladder_resumes(tmp_path):
     (["simulate", "voronoi", "--frames", "1"], "frames"),
     (["sweep", "voronoi-ladder", "--rungs", "exact,deep"], "rung"),
     (["sweep", "voronoi-ladder", "--decays", "l2,l0"], "decay"),
+    (["sweep", "voronoi-ladder", "--rungs", "mlp,deep"], "rung"),
+    (["simulate", "voronoi", "--rung", "mlp", "--mlp-hidden", "8,0"], "mlp-hidden"),
+    (["simulate", "voronoi", "--rung", "mlp", "--mlp-hidden", "8,x"], "mlp-hidden"),
+    (["simulate", "voronoi", "--rung", "mlp", "--mlp-inputs", "log"], "mlp_inputs"),
+    (["sweep", "voronoi-ladder", "--rungs", "mlp", "--mlp-hidden", ""], "mlp-hidden"),
 ])
 def test_bad_input_is_one_line_exit_2_nothing_written(tmp_path, args, word):
     out = tmp_path / "out"

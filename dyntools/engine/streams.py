@@ -38,7 +38,8 @@ KEYS: dict[str, int] = {
     "bench": 0xBE7C,                 # benchmark inputs
     "data.voronoi": 0x7020,          # the Voronoi environment of seed 000 (centers, labels, points)
     "voronoi.init": 0x7021,          # initializations of the Voronoi model ladder
-    "voronoi.sampling": 0x7022,      # minibatch indices of the Voronoi model ladder
+    "voronoi.sampling": 0x7022,      # minibatch indices of the Voronoi model ladder (and of its MLP baseline)
+    "voronoi.mlp-init": 0x7023,      # initializations of the MLP baseline of the Voronoi study
     "surface.noise": 0x5AF1,         # gradient noise of the 2-D surfaces (optimizer trajectory gallery)
     "universal.features": 0x0A77,    # random hidden layers of the universal-approximation study
     "symbolic.init": 0x5B01,         # initializations of user-declared symbolic models

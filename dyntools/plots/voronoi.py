@@ -13,7 +13,11 @@ each GIF has PNG/PDF stills of its last frame.
   largest logit), and the sorted per-center logits of each class;
 * ``voronoi_scalars.gif``: offset, scale and the plus–minus pair against the step;
 * ``voronoi_curves``: train/eval loss and accuracy, median and min–max band over seeds, with the
-  majority baseline and the exact rule drawn as horizontal lines.
+  majority baseline and the exact rule drawn as horizontal lines;
+* ``voronoi_ladder`` (a ladder sweep): one column per trained member, the MLP baseline last, with the MLP's
+  median final evaluation accuracy drawn across every rung's panel.
+
+The MLP baseline (member ``mlp``) has no centers: its runs draw the curves and the plane, not the centers.
 """
 
 from __future__ import annotations
@@ -85,6 +89,10 @@ def _model(result):
     from dyntools.models.voronoi import VoronoiLadder
 
     m = result.config["model"]
+    if m.get("rung") == "mlp":
+        from dyntools.models.voronoi_mlp import VoronoiMLP
+
+        return VoronoiMLP.from_config(m)
     return VoronoiLadder(m["rung"], centers=result["env_centers"], center_labels=result["env_labels"],
                          classes=m["classes"], dim=m["dim"], n_centers=m["k"], box=m["box"],
                          fixed_scale=m["fixed_scale"], scale_init=m["scale_init"])
@@ -121,8 +129,9 @@ def plane_animation(result, out_dir: Path, formats=("png", "pdf"), stem: str = "
         _draw_partition(ax, result["env_centers"], result["env_labels"], box, p["rule"], C, 200, fill=False)
         cen = model.current_centers(result["theta"][0, i])
         inside = np.all(np.abs(cen) <= box, axis=1)
-        ax.scatter(cen[inside, 0], cen[inside, 1], s=4 if model.centers is None else 12, c="black",
-                   marker="." if model.centers is None else "x", linewidths=0.6, zorder=3)
+        if inside.any():                           # the MLP baseline has no centers
+            ax.scatter(cen[inside, 0], cen[inside, 1], s=4 if model.centers is None else 12, c="black",
+                       marker="." if model.centers is None else "x", linewidths=0.6, zorder=3)
         fig.suptitle(f"{model.rung}, {p['decay']} decay: step {int(steps[i])}\n"
                      f"evaluation accuracy {acc[i]:.3f} (dark: wrongly classified)", fontsize=10)
         ax.set_xlabel("x₁")
@@ -241,11 +250,18 @@ def curves(result, out_dir: Path, formats=("png", "pdf"), stem: str = "voronoi_c
 
 
 def ladder_curves(result, out_dir: Path, formats=("png", "pdf"), stem: str = "voronoi_ladder") -> list[Path]:
+    """One column per trained member of the ladder (eval/train accuracy above, eval cross-entropy below),
+    the majority class and the exact rule as horizontal lines; with the MLP baseline in the ladder, its median
+    final evaluation accuracy (L2 decay, or the first decay) is drawn as a dashed line in every rung's panel."""
     rungs, decays = result.config["rungs"], result.config["decays"]
     x = result["steps"].astype(float)
     trained = [i for i, r in enumerate(rungs) if r != "exact"]
     fig, axes = plots.figure(ncols=max(len(trained), 1), nrows=2, width=3.0, height=2.6, sharex=True)
     exact = rungs.index("exact") if "exact" in rungs else None
+    mlp, mlp_decay = None, None
+    if "mlp" in rungs:
+        mlp_decay = "l2" if "l2" in decays else decays[0]
+        mlp = float(np.nanmedian(result["final_test_acc"][rungs.index("mlp"), decays.index(mlp_decay)]))
     for col, i in enumerate(trained):
         for j, d in enumerate(decays):
             colour = plots.PALETTE[j % 8]
@@ -255,14 +271,19 @@ def ladder_curves(result, out_dir: Path, formats=("png", "pdf"), stem: str = "vo
         axes[0, col].axhline(np.nanmedian(result["majority"]), color="grey", ls=":", lw=1)
         if exact is not None:
             axes[0, col].axhline(np.nanmedian(result["final_test_acc"][exact]), color="black", ls="-.", lw=1)
-        axes[0, col].set_title(rungs[i])
+        if mlp is not None and rungs[i] != "mlp" and np.isfinite(mlp):
+            axes[0, col].axhline(mlp, color="black", ls=(0, (6, 2)), lw=1.3)
+        axes[0, col].set_title("mlp (baseline)" if rungs[i] == "mlp" else rungs[i])
         axes[0, col].set_ylabel("accuracy (eval solid, train dashed)")
         axes[1, col].set_ylabel("eval cross-entropy")
         axes[1, col].set_yscale("log")
         axes[1, col].set_xlabel("step")
     if trained:
-        axes[0, 0].legend(loc="lower right")
-    fig.suptitle("Voronoi ladder: median and min–max band over seeds (dotted: majority class; dash-dot: exact rule)")
+        axes[0, 0].legend(loc="best")
+    lines = "dotted: majority class; dash-dot: exact rule"
+    if mlp is not None:
+        lines += f"; black dashed: the MLP baseline's final eval accuracy ({mlp_decay})"
+    fig.suptitle(f"Voronoi ladder: median and min–max band over seeds ({lines})")
     return plots.save(fig, out_dir, stem, formats)
 
 
@@ -282,6 +303,7 @@ def plot_result(result, out_dir: Path, formats: Sequence[str] = ("png", "pdf"), 
     paths += curves(result, out_dir, formats, stem=f"{stem}_curves")
     if p["dim"] == 2:
         paths += plane_animation(result, out_dir, formats, stem=f"{stem}_plane", res=res)
-        paths += centers_animation(result, out_dir, formats, stem=f"{stem}_centers")
+        if p["rung"] != "mlp":                     # the MLP baseline has no centers and no per-center logits
+            paths += centers_animation(result, out_dir, formats, stem=f"{stem}_centers")
     paths += scalars_animation(result, out_dir, formats, stem=f"{stem}_scalars")
     return paths
