@@ -442,15 +442,15 @@ def _kernel_for(sde: SDE):
 class SDE:
     """Drift and diffusion terms of ``dX = b(X, t)dt + σ(X, t)dW`` (see the module docstring).
 
-    drift, diffusion, diffusion_dx : numba-jitted functions ``f(t, x, args, out)``
-    dim : p (state dimension)           noise_dim : m (Brownian dimension; = p for diagonal noise)
-    noise : "general" (σ is p × m), "diagonal" (σ_i stored in out[i, 0]) or "commutative" (σ is p × m and
-            its columns commute, so Milstein applies with the ``milstein`` term)
-    milstein : numba-jitted ``f(t, x, args, dw, h, out)`` writing ``½ Σ_{j1,j2} (L^{j1}σ^{j2})(dw_{j1}dw_{j2}
-            − δ_{j1j2} h)`` (commutative noise, Milstein only)
-    milstein_form : Python callable returning the Milstein-ready SDE, or raising ValueError (module docstring)
-    args : float64 parameters passed to every term
-    name : a label for results
+    * ``drift``, ``diffusion``, ``diffusion_dx``: numba-jitted functions ``f(t, x, args, out)``;
+    * ``dim``: p (state dimension); ``noise_dim``: m (Brownian dimension; = p for diagonal noise);
+    * ``noise``: ``"general"`` (σ is p × m), ``"diagonal"`` (σ_i stored in ``out[i, 0]``) or ``"commutative"``
+      (σ is p × m and its columns commute, so Milstein applies with the ``milstein`` term);
+    * ``milstein``: numba-jitted ``f(t, x, args, dw, h, out)`` writing
+      ``½ Σ_{j1,j2} (L^{j1}σ^{j2})(dw_{j1}dw_{j2} − δ_{j1j2} h)`` (commutative noise, Milstein only);
+    * ``milstein_form``: a Python callable returning the Milstein-ready SDE, or raising ``ValueError``
+      (module docstring);
+    * ``args``: float64 parameters passed to every term; ``name``: a label for results.
     """
 
     drift: object
