@@ -34,11 +34,11 @@ def test_the_registry_finds_every_experiment_and_entry():
     assert set(registry.experiments("simulate")) == {"stabilization", "relu", "sde", "diag-net", "voronoi",
                                                      "trajectories", "universal-approximation", "sgd-vs-label-noise",
                                                      "deep-nets", "model"}
-    assert set(registry.experiments("sweep")) == {"adamw-grid", "adamw-budgets", "adamw-schedules",
+    assert set(registry.experiments("sweep")) == {"adamw-grid", "adamw-budgets", "adamw-schedules", "adamw-difficulty",
                                                   "voronoi-ladder"}
     assert list(registry.catalogue()) == ["proofs", "loss-stabilization", "relu-nets", "adamw-heatmaps",
                                           "adamw-learning-curves", "adamw-normalized-wd", "adamw-schedules",
-                                          "adamw-l1-sparsity", "adamw-digits", "schedule-family",
+                                          "adamw-l1-sparsity", "adamw-difficulty", "adamw-digits", "schedule-family",
                                           "adam-effective-step", "iteration-dependent-l2", "regularized-heatmaps",
                                           "sgd-vs-adam-heatmaps",
                                           "sde-orders", "sde-label-noise",

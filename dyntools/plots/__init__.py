@@ -29,6 +29,7 @@ PLOTTERS: dict[str, str] = {
     "adamw-grid": "dyntools.plots.adamw_heatmaps",
     "adamw-budgets": "dyntools.plots.adamw_budgets",
     "adamw-schedules": "dyntools.plots.adamw_schedules",
+    "adamw-difficulty": "dyntools.plots.adamw_difficulty",
     "sde": "dyntools.plots.sde",
     "sde-convergence": "dyntools.plots.sde",
     "sde-diag-net": "dyntools.plots.sde",
