@@ -7,8 +7,8 @@ handed in by the command-line layer, which finds them) has a function
 with the measured numbers. The report is assembled in a temporary directory and renamed into
 place, so an interrupted run leaves no half report.
 
-Two lanes: an entry declared ``single_core`` (its work runs on one processor: no thread pool, no worker
-processes) runs in a side process — one, taking such entries one after another — while this process
+Two lanes: an entry declared ``single_core`` (its work runs mostly on one processor: no worker processes,
+processor seconds at most ~1.2 × wall seconds alone) runs in a side process — one, taking such entries one after another — while this process
 runs the others, so on a machine of two cores the single-core entries fill the core the others leave
 idle. Each entry is seeded on its own, so where it ran does not change its results (nor the report:
 sections are assembled in catalogue order); an entry's seconds are its wall time, which a neighbour in

@@ -111,6 +111,7 @@ class Entry:
     title: str
     reproduce: Callable
     order: int = 100
-    #: its work runs on one processor (no thread pool, no worker processes): ``dyntools reproduce`` may run it
-    #: in its side lane beside the others (:mod:`dyntools.report`)
+    #: its work runs (mostly) on one processor — no worker processes, and its processor seconds at most ~1.2 × its
+    #: wall seconds when it runs alone: ``dyntools reproduce`` may run it in its side lane beside the others
+    #: (:mod:`dyntools.report`)
     single_core: bool = False

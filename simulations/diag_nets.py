@@ -789,4 +789,4 @@ EXPERIMENT = Experiment(
     conditional=paper_defaults)
 
 REPORTS = [Entry("diag-nets", TITLE, reproduce, order=60),
-           Entry("diag-nets-paper", TITLE_PAPER, reproduce_paper, order=61)]
+           Entry("diag-nets-paper", TITLE_PAPER, reproduce_paper, order=61, single_core=True)]
