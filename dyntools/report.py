@@ -8,11 +8,11 @@ with the measured numbers. The report is assembled in a temporary directory and 
 place, so an interrupted run leaves no half report.
 
 Two lanes: an entry declared ``single_core`` (its work runs mostly on one processor: no worker processes,
-processor seconds at most ~1.2 × wall seconds alone) runs in a side process — one, taking such entries one after another — while this process
-runs the others, so on a machine of two cores the single-core entries fill the core the others leave
-idle. Each entry is seeded on its own, so where it ran does not change its results (nor the report:
-sections are assembled in catalogue order); an entry's seconds are its wall time, which a neighbour in
-the other lane may lengthen.
+processor seconds at most ~1.2 × wall seconds alone) runs in a side process — one, taking such entries one
+after another — while this process runs the others, so on a machine of two cores the single-core entries
+fill the core the others leave idle. Each entry is seeded on its own, so where it ran does not change its
+results (nor the report: sections are assembled in catalogue order); an entry's seconds are its wall time,
+which a neighbour in the other lane may lengthen.
 
 Budget: ``--quick`` runs the whole catalogue in under 3 minutes on 2 cores (numba compilation
 included); each entry should stay within ~20 s at ``quick``.

@@ -56,6 +56,8 @@ RUNS: dict[str, list[str]] = {
     "adamw-budgets": ["sweep", "adamw-budgets", "--budgets", "1,2", "--lr-grid", "1e-2:1e-2:1", "--wd-grid",
                       "1e-4:1e-1:2", "--wd-norm-grid", "1e-3:1:2", "--replicates", "1", *NET],
     "adamw-schedules": ["sweep", "adamw-schedules", "--seeds", "1", "--epochs", "1", *NET],
+    "adamw-difficulty": ["sweep", "adamw-difficulty", "--noises", "0.05", "--turns", "1,1.5", "--lr-grid",
+                         "1e-3:1e-2:2", "--wd-grid", "1e-6:1e-5:1", "--replicates", "1", "--epochs", "1", *NET],
 }
 
 
