@@ -42,6 +42,7 @@ KEYS: dict[str, int] = {
     "voronoi.mlp-init": 0x7023,      # initializations of the MLP baseline of the Voronoi study
     "surface.noise": 0x5AF1,         # gradient noise of the 2-D surfaces (optimizer trajectory gallery)
     "universal.features": 0x0A77,    # random hidden layers of the universal-approximation study
+    "universal.samples": 0x0A78,     # the few training points of its overfitting experiment
     "symbolic.init": 0x5B01,         # initializations of user-declared symbolic models
     "symbolic.sampling": 0x5B02,     # SGD indices and label noise of user-declared symbolic models
 }

@@ -1,6 +1,8 @@
 """Figures of the universal-approximation study (result kind ``"universal-approximation"``): the sup-norm
 error against the width on log–log axes (median and min–max band over the hidden-layer draws), the widest
-1-D fit against its target, and the widest 2-D fit's error |f − g| over the square."""
+1-D fit against its target, and the widest 2-D fit's error |f − g| over the square; and, when the result has
+them, its caveats: the least-squares bound next to the networks trained by gradient descent, and the train
+and test sup errors of the few-samples experiment against the width."""
 
 from __future__ import annotations
 
@@ -46,4 +48,54 @@ def plot_result(result, out_dir: Path, formats: Sequence[str] = ("png", "pdf")) 
     ax.set_title(f"error of the widest fit on [0, 1]², n = {int(result['widths_2d'][-1])}")
     ax.grid(False)
     fig.suptitle("Universal approximation, illustrated (not proved): g(x) = A + Σ v_i σ(w_iᵀx + b_i)")
-    return plots.save(fig, out_dir, "universal_approximation", formats)
+    paths = plots.save(fig, out_dir, "universal_approximation", formats)
+    if "few_ls_train_1d" in result.arrays:
+        paths += plot_caveats(result, out_dir, formats)
+    return paths
+
+
+def _band(ax, n, e, color, label, ls="-", marker="o"):
+    """Median over the draws (line) and min–max band of ``e`` (widths × draws) against the widths ``n``."""
+    ax.plot(n, np.median(e, axis=1), ls=ls, marker=marker, color=color, ms=3, label=label)
+    ax.fill_between(n, e.min(axis=1), e.max(axis=1), color=color, alpha=0.15, lw=0)
+
+
+def plot_caveats(result, out_dir: Path, formats: Sequence[str] = ("png", "pdf")) -> list[Path]:
+    """Left: the least-squares bound and the GD-trained networks (both dimensions). Middle and right: train and
+    test sup errors with few samples on [0, 1] and [0, 1]² (least squares and GD), the number of points marked."""
+    fig, axes = plots.figure(ncols=3, width=3.8, height=3.2)
+    ax = axes[0, 0]
+    steps = result.config.get("gd", {}).get("steps", 0)
+    for j, (d, name) in enumerate(((1, "[0, 1]"), (2, "[0, 1]²"))):
+        n = result[f"widths_{d}d"]
+        _band(ax, n, result[f"errors_{d}d"], plots.PALETTE[j], f"{name}: least-squares bound")
+        if f"gd_errors_{d}d" in result.arrays:
+            _band(ax, n, result[f"gd_errors_{d}d"][..., -1], plots.PALETTE[j], f"{name}: GD, {steps} steps",
+                  ls="--", marker="s")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("width n (hidden sigmoid units)")
+    ax.set_ylabel("sup |f − g| on the evaluation grid")
+    ax.set_title("what exists vs what GD finds")
+    ax.legend(fontsize=7)
+    for ax, (d, name) in zip(axes[0, 1:], ((1, "[0, 1]"), (2, "[0, 1]²"))):
+        n = result[f"widths_{d}d"]
+        points = result.summary["few"][f"{d}d"]["points"]
+        for j, (method, label) in enumerate((("ls", "least squares"), ("gd", "GD"))):
+            if f"few_{method}_train_{d}d" not in result.arrays:
+                continue
+            color = plots.PALETTE[2 + 2 * j]
+            _band(ax, n, result[f"few_{method}_test_{d}d"], color, f"{label}: test")
+            _band(ax, n, np.maximum(result[f"few_{method}_train_{d}d"], 1e-16), color, f"{label}: train", ls=":",
+                  marker="v")
+        ax.axvline(points, color="black", lw=0.8, ls="--")
+        ax.text(points, 0.02, f" n = {points} points", transform=ax.get_xaxis_transform(), fontsize=7,
+                va="bottom", ha="left")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("width n")
+        ax.set_ylabel("sup |f − g| (train points / test grid)")
+        ax.set_title(f"{points} samples on {name}: overfitting")
+        ax.legend(fontsize=7)
+    fig.suptitle("The theorem's caveats: gradient descent does not find the best weights, and few samples overfit")
+    return plots.save(fig, out_dir, "universal_approximation_caveats", formats)
