@@ -556,4 +556,4 @@ EXPERIMENT = Experiment(
     example="dyntools simulate universal-approximation --max-width-1d 512 --max-width-2d 1024 --out runs/uat",
     params=UAParams, results=RESULTS, run=run, table=table, summary=summary, check=check)
 
-REPORT = Entry("universal-approximation", TITLE, reproduce, order=86)
+REPORT = Entry("universal-approximation", TITLE, reproduce, order=86, single_core=True)

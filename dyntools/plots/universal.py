@@ -88,9 +88,7 @@ def plot_caveats(result, out_dir: Path, formats: Sequence[str] = ("png", "pdf"))
             _band(ax, n, result[f"few_{method}_test_{d}d"], color, f"{label}: test")
             _band(ax, n, np.maximum(result[f"few_{method}_train_{d}d"], 1e-16), color, f"{label}: train", ls=":",
                   marker="v")
-        ax.axvline(points, color="black", lw=0.8, ls="--")
-        ax.text(points, 0.02, f" n = {points} points", transform=ax.get_xaxis_transform(), fontsize=7,
-                va="bottom", ha="left")
+        ax.axvline(points, color="black", lw=0.8, ls="--", label=f"width = {points} training points")
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("width n")
