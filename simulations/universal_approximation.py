@@ -167,7 +167,7 @@ def gd_study(d: int, widths: np.ndarray, eval_axis: int, steps: int, seeds: int,
         for s in range(seeds):
             for k in range(records.size) if i == widths.size - 1 else (records.size - 1,):
                 if np.isfinite(thetas[s, k]).all():
-                    out[i, s, k] = sup_on(lambda chunk, th=thetas[s, k]: model.predict(th, chunk), f, E)
+                    out[i, s, k] = sup_on(lambda chunk, th=thetas[s, k], model=model: model.predict(th, chunk), f, E)
     return out, records
 
 
@@ -203,7 +203,7 @@ def few_study(d: int, widths: np.ndarray, m: int, steps: int, seeds: int, seed: 
             model, thetas = train_both_layers(d, int(n), data, steps, seeds, seed, np.array([steps]))
             for s in range(seeds):
                 if np.isfinite(thetas[s, -1]).all():
-                    predict = lambda chunk, th=thetas[s, -1]: model.predict(th, chunk)  # noqa: E731
+                    predict = lambda chunk, th=thetas[s, -1], model=model: model.predict(th, chunk)  # noqa: E731
                     out["gd_train"][i, s] = sup_on(predict, f, points[s])
                     out["gd_test"][i, s] = sup_on(predict, f, E)
     return out

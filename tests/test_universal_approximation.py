@@ -128,9 +128,9 @@ def test_saturation_shortcut_is_exact():
 
 
 def test_gd_starts_from_the_least_squares_draw_and_trains_equal_with_the_twin():
-    import dyntools as dt
     from types import SimpleNamespace
 
+    import dyntools as dt
     from dyntools.engine import streams
     from dyntools.models import sigmoid_net as S
 
