@@ -97,6 +97,11 @@ def reproduce(ctx):
            for net, verdict in v["decoupled"].items()]
     md += [f"- {labels[net]} vs the plain MLP: Adam's good region {e['adam']}, AdamW's {e['adamw']}."
            for net, e in v["effect"].items()]
+    md += ["", "**Caveats.** Each cell is one training run (one seed per cell, as in the other heatmap entries), "
+           "so a region's size moves by a cell or two between seeds; the verdicts above are read with the ±"
+           f"{BORDER:.0%} border but not over an ensemble of seeds. At the smaller grid of `--quick` (3 × 4 cells) "
+           "the dropout comparison has come out the other way (AdamW's region smaller than Adam's by one cell): "
+           "a small-grid effect, so read the dropout verdict at this size only."]
     md += [""] + [f"![{f.stem}]({ctx.relative(f)})" for f in figs]
     numbers = {"cells_above_threshold_range": {net: {o: list(c[o]) for o in OPTIMIZERS} for net, c in counts.items()},
                **v}
