@@ -38,10 +38,11 @@ def _smooth_net(roll):
 
 @pytest.fixture(scope="module")
 def pairs():
-    """(rolled, straight-line) declarations of the same models."""
+    """(rolled, straight-line) declarations of the same models (the straight-line ReLU nets are those of
+    tests/test_symbolic_model.py, so their compiled code is shared through the code cache)."""
     return {"relu": (symbolic_examples.relu_net(3, 6, roll=True), symbolic_examples.relu_net(3, 6)),
-            "relu-ce": (symbolic_examples.relu_net(2, 4, outputs=3, head="cross-entropy", roll=True),
-                        symbolic_examples.relu_net(2, 4, outputs=3, head="cross-entropy", roll=False)),
+            "relu-ce": (symbolic_examples.relu_net(3, 6, outputs=3, head="cross-entropy", roll=True),
+                        symbolic_examples.relu_net(3, 6, outputs=3, head="cross-entropy")),
             "smooth": (_smooth_net(True), _smooth_net(False))}
 
 
