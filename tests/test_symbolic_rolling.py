@@ -25,13 +25,14 @@ def _rel(a, b):
 
 
 def _smooth_net(roll):
-    """tanh units with θ-only subexpressions (hoisted before the loop over examples) and a Pow:
-    ``h = Σ_i a_i² tanh(w_i·x + b_i) + exp(c)``."""
+    """tanh units with θ-only subexpressions (hoisted before the loop over examples), a Pow and a Piecewise:
+    ``h = Σ_i a_i² tanh(w_i·x + b_i) + exp(c) + (c x_0 if x_0 > 0 else c²)``."""
     W = sp.Matrix(3, 2, lambda i, j: sp.Symbol(f"W{i}_{j}"))
     b, a = sp.Matrix(sp.symbols("b0:3")), sp.Matrix(sp.symbols("a0:3"))
     c = sp.Symbol("c")
     x = sp.symbols("x0:2")
     h = sum(a[i] ** 2 * sp.tanh(W[i, 0] * x[0] + W[i, 1] * x[1] + b[i]) for i in range(3)) + sp.exp(c)
+    h += sp.Piecewise((c * x[0], x[0] > 0), (c ** 2, True))
     return SymbolicModel(h, params={"W": W, "b": b, "a": a, "c": c}, inputs=list(x), roll=roll,
                          name="smooth")
 

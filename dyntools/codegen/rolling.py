@@ -31,7 +31,7 @@ import sympy as sp
 
 #: the target of a statement: ``"tmp"`` (a temporary) or a format with ``{}`` for its index
 TEMP = "tmp"
-_PLACEHOLDER = re.compile(r"\b([TQX])_(\d{4})\b")
+_PLACEHOLDER = re.compile(r"\b([TQX])_(\d+)\b")
 
 
 @dataclass
@@ -107,13 +107,14 @@ def _leaf_order(expr, leaves: Leaves, memo: dict, out: list) -> None:
 
 
 def template(expr, leaves: Leaves, show, memo: dict) -> tuple[str, list[tuple[str, int]]]:
-    """``(code, [(kind, index)…])``: ``expr`` printed with placeholders ``T_0000``… for its leaves, and the
-    leaves in placeholder order."""
+    """``(code, [(kind, index)…])``: ``expr`` printed with placeholders ``T_0000``… for its leaves (symbols
+    with the leaves' assumptions, so that renaming changes nothing else), and the leaves in placeholder
+    order."""
     expr = sp.sympify(expr)
     order: list = []
     _leaf_order(expr, leaves, memo, order)
     kinds = [leaves.kind(s) for s in order]
-    names = {s: sp.Symbol(f"{k}_{n:04d}", real=True) for n, (s, (k, _)) in enumerate(zip(order, kinds))}
+    names = {s: sp.Symbol(f"{k}_{n:04d}", **s.assumptions0) for n, (s, (k, _)) in enumerate(zip(order, kinds))}
     return show(expr.xreplace(names)), kinds
 
 
