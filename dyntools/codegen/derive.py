@@ -14,8 +14,11 @@ From it sympy derives, exactly,
     J_{km} = ∂h_k/∂θ_m                                  (:func:`jacobian`: the rows of φ_θ(x))
     (∇²h_k · v)_m = ∂/∂θ_m Σ_{m'} J_{km'} v_{m'}          (:func:`hessian_direction`, directions ``v``)
 
-— per coordinate in the coordinatewise form, where ∇²h is block diagonal over ``j``. The loss heads
-(square loss, softmax cross-entropy) combine these in the generated code (:mod:`dyntools.codegen.kernels`).
+— per coordinate in the coordinatewise form, where ∇²h is block diagonal over ``j`` — each by one reverse
+(adjoint) pass over the expression DAG (:func:`gradient`): exact sympy expressions, all ``p`` partials at
+once (a dense ReLU net with p = 991: about half a second, where ``p`` calls of ``sympy.diff`` took ~13 s).
+The loss heads (square loss, softmax cross-entropy) combine these in the generated code
+(:mod:`dyntools.codegen.kernels`).
 
 A construct sympy cannot differentiate (an undefined function, ``floor``…) leaves an unevaluated
 ``Derivative``: :func:`jacobian` raises a ``ValueError`` naming it. Derivatives of ``Max(z, 0)`` are
