@@ -16,7 +16,7 @@ From it sympy derives, exactly,
 
 — per coordinate in the coordinatewise form, where ∇²h is block diagonal over ``j`` — each by one reverse
 (adjoint) pass over the expression DAG (:func:`gradient`): exact sympy expressions, all ``p`` partials at
-once (a dense ReLU net with p = 991: about half a second, where ``p`` calls of ``sympy.diff`` took ~13 s).
+once (a dense ReLU net with p = 991: about half a second, where ``p`` calls of ``sympy.diff`` took 7–13 s).
 The loss heads (square loss, softmax cross-entropy) combine these in the generated code
 (:mod:`dyntools.codegen.kernels`).
 
