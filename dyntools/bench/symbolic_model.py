@@ -12,10 +12,11 @@ Targets (issue 25.6):
 * compile time of a model with p ≤ 1000 under 10 s: deriving (sympy), generating and numba-compiling
   the kernel of a fresh model in an empty code cache, in a child process (:func:`fresh_compile_phases`,
   each phase reported) — the diagonal net at d = 500 (p = 1000, declared per coordinate) and dense
-  one-hidden-layer ReLU nets with p = 31 and p = 151 (not in ``quick``). A dense declaration is
-  straight-line code whose compile time grows about linearly with p (numba's typing of each statement
-  dominates): measured on an AMD EPYC Zen 4, p = 361 took ~18 s and p = 991 over a minute, so dense
-  declarations meet the target up to a few hundred parameters; declare repeated units per coordinate;
+  one-hidden-layer ReLU nets with p = 31, p = 151 (straight-line code) and p = 991 (d = 9, m = 90:
+  rolled into loops, :mod:`dyntools.codegen.rolling`); the last two not in ``quick``;
+* per step at p = 991: the rolled generated kernel of the ReLU net against the hand-written
+  :class:`~dyntools.models.mlp.MLP` kernel ``(9, 90, 1)`` in the same SGD loop (``relu_p991_generated_over_hand``,
+  reported; straight-line code at this size takes minutes to compile, so it is not timed);
 * the same run in JAX (``jax.grad`` of the same loss + ``lax.scan`` over the steps, float64, optax-free
   plain SGD): the ratio JAX time / generated time, reported (no goal; the row is absent without jax).
 
@@ -139,6 +140,34 @@ def sgd_with_kernel(kernel, theta, X, y, idx, lr, ws, iargs, fargs):
     return theta
 
 
+def _relu_p991_per_step(steps: int) -> dict:
+    """Per-step times of the rolled generated kernel of ``relu_net(9, 90)`` (p = 991) and of the hand-written
+    ``MLP((9, 90, 1))`` kernel, batch-1 SGD on the same replayed indices from the same θ₀."""
+    from dyntools.engine import streams
+    from dyntools.models import symbolic_examples
+    from dyntools.models.mlp import MLP
+
+    d, m, n, lr = 9, 90, 80, 0.002
+    rng = np.random.Generator(np.random.PCG64(streams.root_sequence(1, streams.KEYS["bench"])))
+    X, y = rng.standard_normal((n, d)), rng.standard_normal(n)
+    idx = rng.integers(0, n, steps).astype(np.int64)
+    hand, sym = MLP((d, m, 1)), symbolic_examples.relu_net(d, m, budget=600.0)
+    theta0 = hand.init(0)
+
+    def kernel_run(model):
+        iargs, fargs = model.kernel_args()
+        ws = np.zeros(model.workspace_size(1))
+        return lambda: sgd_with_kernel(model.loss_grad, theta0.copy(), X, y, idx, lr, ws, iargs, fargs)
+
+    runs = {"hand": kernel_run(hand), "generated": kernel_run(sym)}
+    finals = {k: fn() for k, fn in runs.items()}
+    t_hand, t_sym = best_time(runs["hand"]) / steps, best_time(runs["generated"]) / steps
+    rel = float(np.max(np.abs(finals["hand"] - finals["generated"])) / np.max(np.abs(finals["hand"])))
+    return {"relu_p991_steps": steps, "relu_p991_hand_ns_per_step": 1e9 * t_hand,
+            "relu_p991_generated_ns_per_step": 1e9 * t_sym, "relu_p991_generated_over_hand": t_sym / t_hand,
+            "relu_p991_final_theta_relative_difference": rel}
+
+
 def run(quick: bool = False) -> BenchReport:
     from dyntools.dynamics.train import train
     from dyntools.models import symbolic_examples
@@ -170,9 +199,10 @@ def run(quick: bool = False) -> BenchReport:
 
     declarations = {"diag_p1000": "symbolic_examples.diagonal_net(500)",
                     "relu_p31": "symbolic_examples.relu_net(1, 10, budget=600.0)",
-                    "relu_p151": "symbolic_examples.relu_net(3, 30, budget=600.0)"}
+                    "relu_p151": "symbolic_examples.relu_net(3, 30, budget=600.0)",
+                    "relu_p991": "symbolic_examples.relu_net(9, 90, budget=600.0)"}
     if quick:
-        del declarations["relu_p151"]
+        del declarations["relu_p151"], declarations["relu_p991"]
     phases = {tag: fresh_compile_phases(make) for tag, make in declarations.items()}
     for tag, ph in phases.items():
         report.measurements[f"compile_seconds_{tag}"] = ph["total"]
@@ -185,6 +215,10 @@ def run(quick: bool = False) -> BenchReport:
     if "relu_p151" in phases:
         report.targets.append(Target("compile_seconds_dense_relu_p151", phases["relu_p151"]["total"], 10.0,
                                      higher_is_better=False, unit="s"))
+    if "relu_p991" in phases:
+        report.targets.append(Target("compile_seconds_dense_relu_p991", phases["relu_p991"]["total"], 10.0,
+                                     higher_is_better=False, unit="s"))
+        report.measurements.update(_relu_p991_per_step(steps // 5))
 
     run_jax = jax_run(data.X, data.y, idx, theta0, lr)
     if run_jax is None:

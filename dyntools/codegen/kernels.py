@@ -14,7 +14,11 @@ eliminated expressions (``sympy.cse``):
       cross-entropy:  L += log Σ_k e^{h_k} − h_{y_i},   grad += Σ_k (softmax_k − 1[k = y_i]) ∇_θ h_k
 
   and finally ``L/b``, ``grad/b``. Dense models evaluate the subexpressions that depend on θ only
-  once per call, outside the loop over examples. Coordinatewise models (``h = Σ_j f(θ_{·j}, x_j)``)
+  once per call, outside the loop over examples; a dense kernel of more than :data:`ROLL_STATEMENTS`
+  expressions is *rolled* (:mod:`dyntools.codegen.rolling`: statements of one shape become a loop over an
+  index table, temporaries live in an array ``tmp``), since numba compiles long straight-line code
+  superlinearly; its common subexpressions come from ``sympy.cse`` without the ``basic`` pre-processing,
+  seconds faster at p ≈ 1000. Coordinatewise models (``h = Σ_j f(θ_{·j}, x_j)``)
   loop over ``j``; when ``f = P(θ)·G(x)`` the products ``P`` are computed once per call, and when a
   Jacobian entry ``∂f/∂θ_{mj} = P_m(θ_{·j}) G(x_j)`` the kernel sums ``2 s r_q G(x_{qj})`` over the
   batch and multiplies by ``P_m`` at the end (the order of work of the hand-written diagonal-net kernel).
@@ -36,10 +40,14 @@ import sympy as sp
 from sympy.printing.numpy import NumPyPrinter
 from sympy.printing.pycode import PythonCodePrinter
 
+from dyntools.codegen import rolling
 from dyntools.codegen.derive import Derivation, direction_symbols, split_separable
 
 #: bump when the generated code changes (part of the cache key)
-VERSION = 5
+VERSION = 6
+#: a dense kernel with more expressions (outputs and nonzero Jacobian entries) is rolled into loops
+#: (:mod:`dyntools.codegen.rolling`); up to it, it stays straight-line code
+ROLL_STATEMENTS = 250
 FASTMATH = '{"reassoc", "contract", "nsz"}'
 
 
@@ -178,23 +186,58 @@ _SIGNATURE = (f"@njit(cache=True, fastmath={FASTMATH}, error_model=\"numpy\")\n"
               "def loss_grad(theta, X, y, idx, b, noise, grad, ws, iargs, fargs):\n")
 
 
-def kernel_source(der: Derivation, jac, head: str, scale: float, name_of, *, name: str, key: str) -> str:
-    """The numba module of the model (see the module docstring)."""
+def kernel_source(der: Derivation, jac, head: str, scale: float, name_of, *, name: str, key: str,
+                  roll: bool | None = None) -> str:
+    """The numba module of the model (see the module docstring). A dense model's code is rolled into loops
+    (:mod:`dyntools.codegen.rolling`) when ``roll`` is True, or when it is None and it has more than
+    :data:`ROLL_STATEMENTS` expressions."""
     show = _printer("scalar", name_of)
-    body = (_dense_kernel if der.mode == "dense" else _coordinatewise_kernel)(der, jac, head, scale, show)
-    out = _PREAMBLE.format(version=VERSION, name=name, key=key) + _SIGNATURE + "\n".join(body) + "\n" + _LOOP
-    if len(der.outputs) == 1:
-        out += "\n\n" + "\n".join(_predict_jacobian(der, jac, show)) + "\n"
-    return out
+    tables = rolling.Tables()
+    if der.mode == "dense":
+        body = _dense_kernel(der, jac, head, scale, show, roll, tables)
+    else:
+        body = _coordinatewise_kernel(der, jac, head, scale, show)
+    tail = "\n\n" + "\n".join(_predict_jacobian(der, jac, show, roll, tables)) + "\n" if len(der.outputs) == 1 else ""
+    return (_PREAMBLE.format(version=VERSION, name=name, key=key) + tables.source() + "\n" + _SIGNATURE
+            + "\n".join(body) + "\n" + _LOOP + tail)
 
 
-def _predict_jacobian(der, jac, show):
+def _cse(exprs, rolled: bool):
+    """``sympy.cse`` of ``exprs``; without its ``basic`` pre/post-processing for rolled code and for more
+    than :data:`ROLL_STATEMENTS` NumPy expressions (it costs seconds at p ≈ 1000 and finds no more common
+    subexpressions in a ReLU net's derivatives)."""
+    return sp.cse(list(exprs), symbols=_temps("a"), optimizations=None if rolled else "basic")
+
+
+def _should_roll(roll, n_expressions: int) -> bool:
+    return bool(roll) if roll is not None else n_expressions > ROLL_STATEMENTS
+
+
+def _rolled_dense(der, replacements, show, tables, loop_header):
+    """Rolled code of a dense function up to its per-example statements: the temporaries free of the
+    inputs (once), ``loop_header`` (the loop over examples, defining ``i``), the other temporaries."""
+    hoisted, inner = _split_hoisted(replacements, der.inputs)
+    leaves = rolling.Leaves({s: n for n, (s, _) in enumerate(replacements)}, der.theta, der.inputs)
+    lines = [f"    tmp = numpy.empty({max(len(replacements), 1)})"]
+    lines += rolling.roll([(rolling.TEMP, leaves.slot[s], e) for s, e in hoisted], leaves, show, tables, "    ")
+    lines += loop_header
+    lines += rolling.roll([(rolling.TEMP, leaves.slot[s], e) for s, e in inner], leaves, show, tables, "        ")
+    return lines, leaves
+
+
+def _predict_jacobian(der, jac, show, roll=None, tables=None):
     """``predict_jacobian(θ, X, h_out, J_out)``: ``h_θ(x_i)`` and the rows ``∇_θ h_θ(x_i)`` of φ_θ(X)
     (one output), the form :func:`dyntools.dynamics.sde_models.label_noise_sde` integrates."""
     (h,), (row,) = der.outputs, jac
     lines = [f"@njit(cache=True, fastmath={FASTMATH}, error_model=\"numpy\")",
              "def predict_jacobian(theta, X, h_out, J_out):", "    n = X.shape[0]"]
-    reps, red = sp.cse([h, *row], symbols=_temps("a"), optimizations="basic")
+    rolled = der.mode == "dense" and _should_roll(roll, 1 + sum(e != 0 for e in row))
+    reps, red = _cse([h, *row], rolled)
+    if rolled:
+        body, leaves = _rolled_dense(der, reps, show, tables, ["    for i in range(n):"])
+        lines += body + [f"        h_out[i] = {rolling.inline(red[0], leaves, show)}"]
+        return lines + rolling.roll([("J_out[i, {}] = {}", m, e) for m, e in enumerate(red[1:])], leaves, show,
+                                    tables, "        ")
     if der.mode == "dense":
         hoisted, inner = _split_hoisted(reps, der.inputs)
         lines += [f"    {t} = theta[{m}]" for m, t in enumerate(der.theta)] + _lines(hoisted, show, "    ")
@@ -211,11 +254,22 @@ def _predict_jacobian(der, jac, show):
     return lines
 
 
-def _dense_kernel(der, jac, head, scale, show):
+def _dense_kernel(der, jac, head, scale, show, roll=None, tables=None):
     K, p = len(der.outputs), len(der.theta)
     entries = [(k, m) for k in range(K) for m in range(p) if jac[k][m] != 0]
     exprs = list(der.outputs) + [jac[k][m] for k, m in entries]
-    replacements, reduced = sp.cse(exprs, symbols=_temps("a"), optimizations="basic")
+    rolled = _should_roll(roll, len(exprs))
+    replacements, reduced = _cse(exprs, rolled)
+    if rolled:
+        header = [f"    for m in range({p}):", "        grad[m] = 0.0", "    tot = 0.0", "    for q in range(b):",
+                  "        i = idx[q]"]
+        lines, leaves = _rolled_dense(der, replacements, show, tables, header)
+        lines += [f"        h{k} = {rolling.inline(reduced[k], leaves, show)}" for k in range(K)]
+        lines += _head_lines(head, scale, K, "        ")
+        lines += rolling.roll([(f"grad[{{}}] += c{k} * ({{}})", m, e) for (k, m), e in zip(entries, reduced[K:])],
+                              leaves, show, tables, "        ")
+        return lines + ["    inv_b = 1.0 / b", f"    for m in range({p}):", "        grad[m] *= inv_b",
+                        "    return tot * inv_b"]
     hoisted, inner = _split_hoisted(replacements, der.inputs)
     lines = [f"    {t} = theta[{m}]" for m, t in enumerate(der.theta)]
     lines += _lines(hoisted, show, "    ")
@@ -310,7 +364,7 @@ def _numpy_function(name, args, der, exprs, show, assemble, extra_loads=()):
         lines += [f"    {t} = theta[{m} * d:{m + 1} * d]" for m, t in enumerate(der.theta)]
         lines += [f"    {der.inputs[0]} = X"]
     lines += list(extra_loads)
-    reps, red = sp.cse(list(exprs), symbols=_temps("a"), optimizations="basic") if exprs else ([], [])
+    reps, red = _cse(exprs, len(exprs) > ROLL_STATEMENTS) if exprs else ([], [])
     lines += _lines(reps, show, "    ")
     lines.append(f"    return {assemble([show(e) for e in red])}")
     return "\n".join(lines) + "\n"

@@ -201,6 +201,10 @@ class SymbolicModel(Model):
     features : dict             name → expression or Matrix: hidden activations (for feature sparsity)
     name : str                  recorded in results
     budget : float              seconds allowed for deriving and printing the code
+    roll : bool or None         dense models: write the kernel as loops over index tables (True), as
+                                straight-line code (False), or decide by size (None: loops above
+                                :data:`dyntools.codegen.kernels.ROLL_STATEMENTS` expressions; numba compiles
+                                long straight-line code superlinearly)
     init_stream, sampling_stream : stream purposes (:data:`dyntools.engine.streams.KEYS`) of the init and
                                 of the SGD indices / label noise (another model's, to replay its draws)
     """
@@ -212,7 +216,7 @@ class SymbolicModel(Model):
     def __init__(self, predictor, params, inputs, *, coordinates: int | None = None, head: str = "regression",
                  loss_scale: float = 0.5, init: dict | None = None, features: dict | None = None,
                  name: str = "symbolic", budget: float = 10.0, init_stream: str = "symbolic.init",
-                 sampling_stream: str = "symbolic.sampling"):
+                 sampling_stream: str = "symbolic.sampling", roll: bool | None = None):
         from dyntools.engine import streams
 
         self.name = str(name)
@@ -222,6 +226,9 @@ class SymbolicModel(Model):
         self.head = validation.one_of("head", head, HEADS)
         self.loss_scale = validation.positive("loss_scale", loss_scale)
         self.budget = validation.positive("budget", budget)
+        if roll not in (None, True, False):
+            raise ValueError(f"Invalid roll: {roll!r} (expected True, False or None)")
+        self.roll = roll
         if isinstance(predictor, sp.Sum):
             if coordinates is not None:
                 raise ValueError("Invalid coordinates: a Sum predictor gives d itself; leave coordinates unset")
@@ -301,7 +308,8 @@ class SymbolicModel(Model):
         self.derivation = derive.Derivation("coordinatewise" if coordinatewise else "dense",
                                             [sp.sympify(h).xreplace(rename) for h in outputs], theta, xs, feats)
         self.n_outputs = K
-        canonical = "\n".join([self.derivation.canonical(), self.head, repr(self.loss_scale), str(codegen.VERSION)])
+        canonical = "\n".join([self.derivation.canonical(), self.head, repr(self.loss_scale), str(codegen.VERSION),
+                               f"roll={self.roll}"])
         self.key = codecache.key_of(canonical)
 
     def _name_of(self, sym) -> str:
@@ -339,7 +347,7 @@ class SymbolicModel(Model):
             try:
                 with with_budget:
                     src = codegen.kernel_source(self.derivation, self._jacobian_exprs(), self.head, self.loss_scale,
-                                                self._name_of, name=self.name, key=self.key)
+                                                self._name_of, name=self.name, key=self.key, roll=self.roll)
             except derive.ProofTimeout:
                 raise ValueError(f"Invalid predictor: generating its kernel takes more than the budget of "
                                  f"{self.budget:g} s; declare repeated coordinates with coordinates=d") from None
