@@ -44,6 +44,8 @@ KEYS: dict[str, int] = {
     "universal.features": 0x0A77,    # random hidden layers of the universal-approximation study
     "symbolic.init": 0x5B01,         # initializations of user-declared symbolic models
     "symbolic.sampling": 0x5B02,     # SGD indices and label noise of user-declared symbolic models
+    "resnet.init": 0x4E31,           # initializations of the convolutional ResNet (dyntools.models.resnet)
+    "resnet.sampling": 0x4E32,       # minibatch indices of the convolutional ResNet
 }
 
 
