@@ -73,7 +73,7 @@ class DeepNetParams:
 
     arch: str = param("mlp", choices=ARCHS, group=NET,
                       help="network: the ReLU MLP, or a small convolutional ResNet (3×3 convolutions, residual blocks, "
-                           "global average pooling; other defaults then: " + RESNET_DEFAULTS_TEXT + ")")
+                           "global average pooling; it implies " + RESNET_DEFAULTS_TEXT + " unless given)")
     settings: tuple = param(SETTINGS, kind="strs", choices=SETTINGS, metavar="NAMES", group=NET, max_len=len(SETTINGS),
                             label="setting", help="comma-separated settings")
     depth: int = param(4, low=1, high=64, group=NET, help="hidden layers D (mlp)")
