@@ -41,9 +41,10 @@ def plot_result(result, out_dir: Path, formats=("png", "pdf"), stem: str = "deep
     axes[0][0].legend(loc="best")
     if cfg.get("arch", "mlp") == "resnet":
         for row in axes:
-            row[2].set_ylabel("feature sparsity, after block 1" if cfg["blocks"] <= 2 else "feature sparsity, middle")
+            row[2].set_ylabel("feature sparsity, after block 1" if cfg.get("blocks", 2) <= 2
+                              else "feature sparsity, middle")
             row[3].set_ylabel("feature sparsity, before pooling")
-        net = f"conv ResNet ({cfg['channels']} channels, {cfg['blocks']} blocks)"
+        net = f"conv ResNet ({cfg.get('channels', '?')} channels, {cfg.get('blocks', '?')} blocks)"
     else:
         net = "MLP " + "-".join(str(w) for w in cfg["widths"])
     fig.suptitle(f"{net} on digits, batch {cfg['batch']}, {cfg['seeds']} seeds (mean, min–max)")
