@@ -20,6 +20,7 @@ The public API, ``import dyntools as dt``::
     dt.model_claims.gradient_claim / fixed_point_claim / sde_drift_claim   # claims about that model
     dt.VoronoiLadder, dt.data.voronoi, dt.adamw_decay              # seed 000's ladder, environment, decays
     dt.VoronoiMLP                                                  # the ladder's unstructured MLP baseline
+    dt.ResNet(channels, blocks, n_classes)                         # a small convolutional ResNet (8×8 images)
     dt.toy_data(toy)                                               # the toy's samples as a training set
     dt.Surface(name), dt.trajectories.gallery(…)                   # 2-D surfaces; the optimizer trajectory gallery
     dt.sgd, dt.sgdw, dt.adam, dt.adamw, dt.adagrad, dt.rmsprop, …   # optimizers; dt.schedules
@@ -101,6 +102,7 @@ _LAZY = {
     "data_voronoi": ("dyntools.data.voronoi", None),        # its name before dyntools/data/ was a package
     "VoronoiLadder": ("dyntools.models.voronoi", "VoronoiLadder"),
     "VoronoiMLP": ("dyntools.models.voronoi_mlp", "VoronoiMLP"),
+    "ResNet": ("dyntools.models.resnet", "ResNet"),
     "adamw_decay": ("dyntools.optim.decay_groups", "adamw_decay"),
     "Surface": ("dyntools.models.surfaces", "Surface"),
     "trajectories": ("dyntools.dynamics.trajectories", None),

@@ -48,7 +48,7 @@ def test_small_run_records_metrics_and_the_loss_on_the_originals():
     from dyntools import data
 
     d = data.digits(seed=0)
-    model = dn.network(p, d.X.shape[0])
+    model = dn.network(p, d.X)
     theta0 = model.init(0, 0)
     assert res["sota_train_loss"][0, 0, 0] == pytest.approx(model.evaluate(theta0, d.X, d.y)[0], rel=1e-12)
     assert len(res.summary["table"]) == 8 and set(res.summary["checks"]) == {"basic", "sota"}
@@ -69,8 +69,8 @@ def test_bench_workload_is_the_experiments():
 
     p = dn.EXPERIMENT.make(None)
     model, data, opts, scheds = bench.workload()
-    assert tuple(model.widths) == tuple(dn.network(p, 1258).widths)
-    assert np.array_equal(model.init(0), dn.network(p, 1258).init(0, 0))
+    assert tuple(model.widths) == tuple(dn.network(p, np.zeros((1258, 64))).widths)
+    assert np.array_equal(model.init(0), dn.network(p, np.zeros((1258, 64))).init(0, 0))
     assert [o.lr for o in opts] == [eta for _, eta, _ in dn.schedules(p)]
     assert [repr(s) for s in scheds] == [repr(s) for _, _, s in dn.schedules(p)]
     assert (bench.BATCH, bench.STEPS, bench.TRAININGS) == (p.batch, p.steps, len(p.settings) * p.seeds)

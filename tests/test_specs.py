@@ -42,7 +42,8 @@ def test_the_registry_finds_every_experiment_and_entry():
                                           "adam-effective-step", "iteration-dependent-l2", "regularized-heatmaps",
                                           "sgd-vs-adam-heatmaps",
                                           "sde-orders", "sde-label-noise",
-                                          "diag-nets", "diag-nets-paper", "sgd-vs-label-noise", "deep-nets", "voronoi",
+                                          "diag-nets", "diag-nets-paper", "sgd-vs-label-noise", "deep-nets",
+                                          "deep-nets-resnet", "voronoi",
                                           "trajectory-gallery", "universal-approximation"]
 
 

@@ -2,6 +2,12 @@
 64 → 4 × 256 → 10 on digits, four step-size schedules, minibatch SGD through :func:`dyntools.train`), timed
 and projected to the whole experiment (2 settings × 3 seeds of such a training), against the 3-minute budget.
 
+The convolutional ResNet of ``--arch resnet`` (8 channels, 2 blocks, batch 8): the seconds of one SGD epoch
+through :func:`dyntools.train` (one path, compiled loop, one thread), against the budget its report entry
+needs (6 trainings of 20 epochs within ~30 s), and against PyTorch on CPU training the same network in float64
+(:mod:`dyntools.bench.torch_resnet`, one intra-op thread, the same ⌊n/b⌋ batches per epoch) when torch is
+importable — an optional anchor, never a dependency; without it the row says so.
+
 The workload is stated here from library pieces (the library does not import ``simulations/``); a test pins it
 to ``simulations/deep_nets.py``. The ``sota`` setting's momentum, weight decay and augmented copies change
 neither the network nor the per-step work, so one basic training stands for each of the six.
@@ -18,6 +24,8 @@ from dyntools.bench import BenchReport, Target
 
 WIDTH, DEPTH, BATCH, STEPS, TRAININGS = 256, 4, 32, 1_000, 6
 BUDGET_SECONDS = 180.0
+#: the ResNet's epoch budget: its report entry trains 6 × 20 epochs in ~30 s of its 45
+RESNET_EPOCH_BUDGET = 0.25
 
 
 def workload(width: int = WIDTH, depth: int = DEPTH):
@@ -63,4 +71,43 @@ def run(quick: bool = False) -> BenchReport:
     report.notes = [f"MLP {list(model.widths)}, {len(opts)} schedules x {steps} steps, batch {BATCH}"
                     + ("; quick: 100 steps, projected linearly" if quick else "")
                     + "; the metrics (accuracies, feature sparsity at 12 records) come on top"]
+    resnet_epoch(report, epochs=1 if quick else 3)
     return report
+
+
+def resnet_epoch(report: BenchReport, epochs: int = 3) -> None:
+    """Add the ResNet rows: best-of-``epochs`` seconds of one SGD epoch, dyntools and (if importable) PyTorch."""
+    from dyntools import data
+    from dyntools.bench import torch_resnet
+    from dyntools.dynamics.train import train
+    from dyntools.models.resnet import ResNet
+    from dyntools.optim import optimizers as O
+
+    d = data.digits(seed=0)
+    C, B, b = torch_resnet.CHANNELS, torch_resnet.BLOCKS, torch_resnet.BATCH
+    model = ResNet(C, B, 10, input_mean=float(d.X.mean()), input_std=float(d.X.std()))
+    steps = d.X.shape[0] // b
+    ds = SimpleNamespace(X=d.X, y=d.y)
+
+    def one(n_steps):
+        start = time.perf_counter()
+        train(model, ds, O.sgd(0.02), steps=n_steps, batch=b, sampler="epoch", record_steps=np.array([n_steps]),
+              seed=0, theta0=model.init(0))
+        return time.perf_counter() - start
+
+    one(2)                                                                    # compile / warm up
+    ours = min(one(steps) for _ in range(epochs))
+    report.measurements.update({"resnet: dyntools seconds per epoch": ours,
+                                "resnet: dyntools ms per step": 1e3 * ours / steps})
+    report.targets.append(Target(f"deep-nets resnet: dyntools seconds per SGD epoch ({steps} steps of batch {b})",
+                                 ours, RESNET_EPOCH_BUDGET, higher_is_better=False, unit="s"))
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        report.notes.append("resnet vs PyTorch: skipped, torch not installed (run `python -m "
+                            "dyntools.bench.torch_resnet` in a Python with torch for its seconds per epoch)")
+        return
+    theirs = torch_resnet.epoch_seconds(threads=1, epochs=epochs, n=d.X.shape[0])["seconds_per_epoch"]
+    report.measurements["resnet: PyTorch (CPU, 1 thread) seconds per epoch"] = theirs
+    report.targets.append(Target("deep-nets resnet: PyTorch CPU seconds per epoch / dyntools' (same net, float64, "
+                                 "1 thread)", theirs / ours, 1.0))

@@ -45,6 +45,8 @@ KEYS: dict[str, int] = {
     "universal.samples": 0x0A78,     # the few training points of its overfitting experiment
     "symbolic.init": 0x5B01,         # initializations of user-declared symbolic models
     "symbolic.sampling": 0x5B02,     # SGD indices and label noise of user-declared symbolic models
+    "resnet.init": 0x4E31,           # initializations of the convolutional ResNet (dyntools.models.resnet)
+    "resnet.sampling": 0x4E32,       # minibatch indices of the convolutional ResNet
 }
 
 

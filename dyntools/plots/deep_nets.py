@@ -1,6 +1,7 @@
 """Deeper networks on digits (seed 004's deep-network figure, scaled): per setting (row) the train loss, the
-test error and the feature sparsity coefficient of a middle and of the last hidden layer over iterations,
-one curve per step-size schedule (mean over seeds, min–max band)."""
+test error and the feature sparsity coefficient of a middle and of the last hidden layer (the ResNet: after
+the first residual block and before the pooling) over iterations, one curve per step-size schedule (mean over
+seeds, min–max band)."""
 
 from __future__ import annotations
 
@@ -38,6 +39,13 @@ def plot_result(result, out_dir: Path, formats=("png", "pdf"), stem: str = "deep
             ax.set_ylabel(label)
             ax.set_title(setting)
     axes[0][0].legend(loc="best")
-    widths = "-".join(str(w) for w in cfg["widths"])
-    fig.suptitle(f"MLP {widths} on digits, batch {cfg['batch']}, {cfg['seeds']} seeds (mean, min–max)")
+    if cfg.get("arch", "mlp") == "resnet":
+        for row in axes:
+            row[2].set_ylabel("feature sparsity, after block 1" if cfg.get("blocks", 2) <= 2
+                              else "feature sparsity, middle")
+            row[3].set_ylabel("feature sparsity, before pooling")
+        net = f"conv ResNet ({cfg.get('channels', '?')} channels, {cfg.get('blocks', '?')} blocks)"
+    else:
+        net = "MLP " + "-".join(str(w) for w in cfg["widths"])
+    fig.suptitle(f"{net} on digits, batch {cfg['batch']}, {cfg['seeds']} seeds (mean, min–max)")
     return save(fig, out_dir, stem, formats)
