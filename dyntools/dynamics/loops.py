@@ -15,7 +15,7 @@ from __future__ import annotations
 from numba import njit
 
 from dyntools.dynamics.path_loop import advance_path
-from dyntools.models import diag_net, least_squares, mlp, quadratic_toy, resnet, surfaces, voronoi
+from dyntools.models import diag_net, least_squares, mlp, quadratic_toy, surfaces, voronoi
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -67,17 +67,10 @@ def surface_paths(paths, arrays, t0, t1, record_steps, theta_rec, bound, diverge
                      record_final)
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
-def resnet_paths(paths, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final):
-    for p in paths:
-        advance_path(resnet.loss_grad, p, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at,
-                     record_final)
-
-
 LOOPS = {diag_net.loss_grad: diag_net_paths, mlp.loss_grad_regression: mlp_regression_paths,
          mlp.loss_grad_cross_entropy: mlp_cross_entropy_paths, quadratic_toy.loss_grad: toy_paths,
          least_squares.loss_grad: least_squares_paths, voronoi.loss_grad: voronoi_paths,
-         surfaces.loss_grad: surface_paths, resnet.loss_grad: resnet_paths}
+         surfaces.loss_grad: surface_paths}
 
 
 def register(kernel, loop) -> None:
