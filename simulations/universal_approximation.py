@@ -50,7 +50,7 @@ TITLE = "Universal approximation: sup-norm error of two-layer sigmoid networks a
 SLOPE = 4.0                # hidden slope k = SLOPE · n^(1/d)
 RIDGE = 1e-10              # ridge λ = RIDGE · ‖Φ‖_F² / (n + 1) on the output-layer least squares
 SEEDS = 3                  # draws of the hidden layer per width
-QUICK = {"max_width_1d": 128, "max_width_2d": 128, "fit": 24, "gd_steps": 200}
+QUICK = {"max_width_1d": 128, "max_width_2d": 128, "fit": 24, "gd_steps": 60}
 FULL = {"max_width_1d": 1024, "max_width_2d": 1024, "fit": 64, "gd_steps": 400}
 GD_LR = 0.01               # full-batch Adam's learning rate
 GD_STEPS = 400             # its default step budget
@@ -136,22 +136,25 @@ def sup_error(d: int, n: int, rng: np.random.Generator, fit_per_axis: int, eval_
     return sup_on(network(W, b, coef), f, grid(d, eval_per_axis))
 
 
-def train_both_layers(d: int, n: int, data, steps: int, seeds: int, seed: int, records: np.ndarray):
+def train_both_layers(d: int, n: int, data, steps: int, seeds: int, seed: int, records: np.ndarray,
+                      workers: int | None = None):
     """Both layers of the width-``n`` network trained by full-batch Adam (lr :data:`GD_LR`, :func:`dyntools.train`)
     from the least-squares study's hidden-layer draws ``s < seeds`` (:meth:`SigmoidNet.init`) with the output
     layer at 0; ``data``: one object with ``X``, ``y`` or one per draw. Returns the model and the parameters
-    ``(seeds, len(records), p)`` at the recorded steps (NaN where a run diverged)."""
+    ``(seeds, len(records), p)`` at the recorded steps (NaN where a run diverged); ``workers`` threads (default: one per
+    draw; the results do not depend on it)."""
     import dyntools as dt
     from dyntools.models.sigmoid_net import SigmoidNet
 
     model = SigmoidNet(d, n, slope=SLOPE)
     theta0 = np.stack([model.init(seed, s) for s in range(seeds)])
     res = dt.train(model, data, dt.adam(GD_LR), steps=steps, sampler="full", theta0=theta0, seeds=seeds,
-                   record_steps=records, workers=seeds)
+                   record_steps=records, workers=workers or seeds)
     return model, res["theta"][0]
 
 
-def gd_study(d: int, widths: np.ndarray, eval_axis: int, steps: int, seeds: int, seed: int):
+def gd_study(d: int, widths: np.ndarray, eval_axis: int, steps: int, seeds: int, seed: int,
+             workers: int | None = None):
     """Sup errors ``(widths, seeds, 2)`` on the evaluation grid of GD-trained networks at half (the widest
     only; NaN elsewhere) and all of ``steps`` (training grid :data:`GD_POINTS` per axis)."""
     from types import SimpleNamespace
@@ -163,7 +166,7 @@ def gd_study(d: int, widths: np.ndarray, eval_axis: int, steps: int, seeds: int,
     records = np.array([steps // 2, steps])
     out = np.full((widths.size, seeds, records.size), np.nan)
     for i, n in enumerate(widths):
-        model, thetas = train_both_layers(d, int(n), data, steps, seeds, seed, records)
+        model, thetas = train_both_layers(d, int(n), data, steps, seeds, seed, records, workers)
         for s in range(seeds):
             for k in range(records.size) if i == widths.size - 1 else (records.size - 1,):
                 if np.isfinite(thetas[s, k]).all():
@@ -179,7 +182,8 @@ def few_samples(d: int, m: int, seeds: int, seed: int) -> list[np.ndarray]:
             for rng in streams.path_generators(seed, seeds, streams.key("universal.samples"), d, m)]
 
 
-def few_study(d: int, widths: np.ndarray, m: int, steps: int, seeds: int, seed: int) -> dict:
+def few_study(d: int, widths: np.ndarray, m: int, steps: int, seeds: int, seed: int,
+              workers: int | None = None) -> dict:
     """Train and test sup errors ``(widths, seeds)`` with only ``m`` training points: the least-squares output
     layer (``ls_train``, ``ls_test``) and both layers by GD (``gd_train``, ``gd_test``); test on a grid of
     :data:`FEW_TEST` points per axis."""
@@ -200,7 +204,7 @@ def few_study(d: int, widths: np.ndarray, m: int, steps: int, seeds: int, seed: 
             out["ls_train"][i, s] = sup_on(g, f, points[s])
             out["ls_test"][i, s] = sup_on(g, f, E)
         if steps:
-            model, thetas = train_both_layers(d, int(n), data, steps, seeds, seed, np.array([steps]))
+            model, thetas = train_both_layers(d, int(n), data, steps, seeds, seed, np.array([steps]), workers)
             for s in range(seeds):
                 if np.isfinite(thetas[s, -1]).all():
                     predict = lambda chunk, th=thetas[s, -1], model=model: model.predict(th, chunk)  # noqa: E731
@@ -300,12 +304,14 @@ def caveats(arrays: dict, few: dict) -> dict:
 
 
 def study(max_width_1d: int = 1024, max_width_2d: int = 1024, fit: int = 64, seeds: int = SEEDS,
-          seed: int = 0, gd_steps: int = GD_STEPS, few_1d: int = FEW[1], few_2d: int = FEW[2]):
+          seed: int = 0, gd_steps: int = GD_STEPS, few_1d: int = FEW[1], few_2d: int = FEW[2],
+          workers: int | None = None):
     """Sup-norm errors against the width on [0, 1] and [0, 1]² (a :class:`RunResult` of kind
     ``"universal-approximation"``: ``widths_1d``, ``errors_1d`` (widths × seeds), the same for 2-D,
     and the widest fits on a plotting grid); with ``gd_steps > 0`` the two caveats of the module docstring:
     ``gd_errors_{d}d`` (widths × seeds × the checkpoints ``gd_records``) and the few-samples errors
-    ``few_{ls,gd}_{train,test}_{d}d`` (widths × seeds; the GD ones only with ``gd_steps > 0``)."""
+    ``few_{ls,gd}_{train,test}_{d}d`` (widths × seeds; the GD ones only with ``gd_steps > 0``). ``workers``: threads
+    of the GD runs (default one per draw; the numbers do not depend on it)."""
     from dyntools import validation
     from dyntools.engine import streams
     from dyntools.engine.result import RunResult, message, timed
@@ -350,8 +356,8 @@ def study(max_width_1d: int = 1024, max_width_2d: int = 1024, fit: int = 64, see
             widths = arrays[f"widths_{d}d"]
             if gd_steps:
                 arrays[f"gd_errors_{d}d"], arrays["gd_records"] = gd_study(
-                    d, widths, config[f"grid_{d}d"]["eval_per_axis"], gd_steps, seeds, seed)
-            for k, v in few_study(d, widths, few[d], gd_steps, seeds, seed).items():
+                    d, widths, config[f"grid_{d}d"]["eval_per_axis"], gd_steps, seeds, seed, workers)
+            for k, v in few_study(d, widths, few[d], gd_steps, seeds, seed, workers).items():
                 if gd_steps or k.startswith("ls"):
                     arrays[f"few_{k}_{d}d"] = v
     med1, med2 = np.median(arrays["errors_1d"], axis=1), np.median(arrays["errors_2d"], axis=1)
@@ -504,7 +510,8 @@ def reproduce(ctx):
     from dyntools.tables import markdown_table
 
     size = QUICK if ctx.quick else FULL
-    res = study(size["max_width_1d"], size["max_width_2d"], size["fit"], seed=ctx.seed, gd_steps=size["gd_steps"])
+    res = study(size["max_width_1d"], size["max_width_2d"], size["fit"], seed=ctx.seed, gd_steps=size["gd_steps"],
+                workers=1)                               # one thread: the entry runs in the single-core lane
     store.save(res, ctx.out_dir / "runs" / "universal-approximation")
     figs = universal.plot_result(res, ctx.figure_dir, ("png",))
     png = [ctx.relative(p) for p in figs]

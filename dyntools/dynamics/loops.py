@@ -5,9 +5,13 @@ numba cannot cache a function that receives a compiled function as an argument (
 names the object, which differs in every process), so the trainer's loop over paths, with the model's
 kernel passed in, would be recompiled by every process (seconds per model: every sweep worker, every
 ``dyntools`` command). Here each built-in model's kernel is named in the body of its own loop, which
-inlines :func:`dyntools.dynamics.path_loop.advance_path`; these loops cache like any other kernel. A model
-without an entry (a user's own) gets the uncached loop; adding an entry is four lines. A generated
-kernel (:class:`dyntools.models.symbolic.SymbolicModel`) brings its own loop and registers it (:func:`register`).
+inlines :func:`dyntools.dynamics.path_loop.advance_path`; these loops cache like any other kernel. Any other
+kernel defined at module level (a user's own, or a library model without an entry here, such as the sigmoid
+net and the ResNet) gets a loop generated for it (:func:`user_loop`), keyed by its source file's stamp — so
+an edited model file never meets a stale compiled loop, which an entry here would risk (numba's cache of
+this module does not see edits of the models it calls); only a kernel that cannot be imported by name gets
+the uncached loop. A generated kernel (:class:`dyntools.models.symbolic.SymbolicModel`) brings its own loop
+and registers it (:func:`register`).
 """
 
 from __future__ import annotations

@@ -284,7 +284,7 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
         kernel_check.check_kernel(model, kernel_fn, thetas[0], Xs[0], ys[0], b, iargs, fargs, ws_size,
                                   gradient=bool(check_gradient))
     cached = loops.for_kernel(model.loss_grad)
-    if cached is None and kernel == "numba" and not builtin:
+    if cached is None and kernel == "numba":       # a user's kernel, or a library model without an entry in loops
         cached = loops.user_loop(model.loss_grad)
     timings: dict[str, float] = {}
 
