@@ -20,6 +20,9 @@ CASES = json.loads(str(GOLDENS["meta"]))["cases"]
 #: PyTorch's float64 convolutions sum in another order than ours: measured ≤ 3.3e-16 of the largest entry (loss,
 #: gradient, θ after each step, both cases); the stated tolerance leaves room for other processors and libraries
 RTOL = 1e-12
+#: one worker runs this file in order: the kernels and the trainer's loop compiled (and cached on disk) by the first
+#: tests are loaded, not compiled again, by the command-line run near the end
+pytestmark = pytest.mark.xdist_group("resnet")
 
 
 def _problem(C, B, K, n, seed, mean=0.3, std=0.4):
