@@ -38,7 +38,7 @@ def plot_result(result, out_dir: Path, formats=("png", "pdf"), stem: str = "deep
             ax.set_xlabel("iteration")
             ax.set_ylabel(label)
             ax.set_title(setting)
-    axes[0][1].legend(loc="upper right", fontsize="small")  # test errors fall from the upper left: that corner is free
+    axes[0][1].legend(loc="best", fontsize="small")     # small, in the test-error panel (not over the falling losses)
     if cfg.get("arch", "mlp") == "resnet":
         for row in axes:
             row[2].set_ylabel("feature sparsity, after block 1" if cfg.get("blocks", 2) <= 2
