@@ -3,6 +3,11 @@ the derived Jacobian / HVP, and bad declarations (issue 25)."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -235,13 +240,8 @@ def test_the_benchmark_driver_gives_the_same_run_for_both_kernels():
 # ------------------------------------------------------------------- the coordinatewise form's limits
 
 def test_coordinatewise_limits_say_what_is_allowed_and_to_declare_densely():
-    j = sp.Idx("j")
-    U, X = sp.IndexedBase("u"), sp.IndexedBase("x")
-    s, u, x = sp.symbols("s u x")
+    u, x = sp.symbols("u x")
     dense = "declare the model densely instead"
-    with pytest.raises(ValueError, match=rf"s is not indexed by the summation index — a scalar shared by all "
-                                         rf"coordinates.*{dense}"):
-        SymbolicModel(sp.Sum(U[j] * s * X[j], (j, 0, 3)), params=[U, s], inputs=X)
     with pytest.raises(ValueError, match=rf"Invalid head: regression with 2 output\(s\) — a coordinatewise model has "
                                          rf"one output.*{dense}"):
         SymbolicModel(sp.Matrix([u * x, u * x**2]), params=[u], inputs=x, coordinates=3)
@@ -250,8 +250,109 @@ def test_coordinatewise_limits_say_what_is_allowed_and_to_declare_densely():
     W = sp.Matrix(2, 1, sp.symbols("w0:2"))
     with pytest.raises(ValueError, match=rf"block 'W' is a Matrix.*{dense}"):
         SymbolicModel(W[0] * W[1] * x, params={"W": W}, inputs=x, coordinates=3)
-    # the suggested dense declaration of the refused model: h = Σ_j u_j s x_j, ∂h/∂s = Σ_j u_j x_j
-    us, xs = sp.Matrix(sp.symbols("u0:3")), sp.Matrix(sp.symbols("x0:3"))
-    model = SymbolicModel(s * (us.T * xs)[0], params={"u": us, "s": s}, inputs=xs)
-    theta, Xd = np.array([0.5, -1.0, 2.0, 0.3]), np.random.default_rng(0).standard_normal((4, 3))
-    np.testing.assert_allclose(model.jacobian(theta, Xd)[:, 3], Xd @ theta[:3], rtol=1e-14)
+
+
+# ------------------------------------------------------------------- sums the coordinatewise form cannot take
+
+def test_a_shared_scalar_in_a_sum_is_compiled_as_the_dense_declaration_of_the_same_model():
+    j, d = sp.Idx("j"), 5
+    U, X = sp.IndexedBase("u"), sp.IndexedBase("x")
+    s = sp.Symbol("s")
+    model = SymbolicModel(s * sp.Sum(U[j] * X[j], (j, 0, d - 1)), params=[U, s], inputs=X)
+    assert model.coordinates is None and model.expanded_coordinates == d
+    assert model.n_params == d + 1 and model.n_inputs == d
+    assert model.param_names == [f"u[{k}]" for k in range(d)] + ["s"]
+    ds = _data(12, d)
+    theta = np.array([0.5, -1.0, 2.0, 0.3, -0.7, 1.3])
+    # h = s Σ_j u_j x_j: ∂h/∂u_j = s x_j, ∂h/∂s = Σ_j u_j x_j (written from the equation)
+    jac = model.jacobian(theta, ds.X)
+    np.testing.assert_allclose(jac[:, :d], theta[d] * ds.X, rtol=1e-14)
+    np.testing.assert_allclose(jac[:, d], ds.X @ theta[:d], rtol=1e-14)
+    # the same run as the model declared densely by hand (same θ layout, same columns of X)
+    us, xs = sp.Matrix(sp.symbols(f"u0:{d}")), sp.Matrix(sp.symbols(f"x0:{d}"))
+    by_hand = SymbolicModel(s * (us.T * xs)[0], params={"u": us, "s": s}, inputs=xs)
+    args = dict(steps=200, theta0=theta, seed=2, records=10, batch=1, label_noise=0.2)
+    a, b = dt.train(by_hand, ds, O.sgd(0.02), **args), dt.train(model, ds, O.sgd(0.02), **args)
+    assert a.status == b.status == "completed"
+    assert _rel(b["theta"], a["theta"]) <= 1e-12
+    # the compiled kernel and its NumPy twin agree on the expanded model
+    iargs, fargs = model.kernel_args()
+    idx = np.arange(12)
+    grads = []
+    for fn in (model.loss_grad, model.loss_grad_np):
+        g = np.zeros(model.n_params)
+        fn(theta, ds.X, ds.y, idx, 12, np.zeros(12), g, np.zeros(model.workspace_size(12)), iargs, fargs)
+        grads.append(g)
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-12)
+
+
+def test_a_sum_inside_an_expression_and_two_sums_expand():
+    j, d = sp.Idx("j"), 4
+    U, V, X = sp.IndexedBase("u"), sp.IndexedBase("v"), sp.IndexedBase("x")
+    c = sp.Symbol("c")
+    model = SymbolicModel(c * sp.tanh(sp.Sum(U[j] * X[j], (j, 0, d - 1))) + sp.Sum(V[j] * X[j] ** 2, (j, 0, d - 1)),
+                          params={"u": U, "v": V, "c": c}, inputs=X)
+    assert model.expanded_coordinates == d and model.n_params == 2 * d + 1
+    X_ = _data(7, d, seed=4).X
+    theta = np.random.default_rng(1).standard_normal(2 * d + 1)
+    u, v, cv = theta[:d], theta[d:2 * d], theta[2 * d]
+    z = np.tanh(X_ @ u)
+    np.testing.assert_allclose(model.predict(theta, X_), cv * z + X_ ** 2 @ v, rtol=1e-13)
+    jac = model.jacobian(theta, X_)
+    np.testing.assert_allclose(jac[:, :d], cv * (1 - z ** 2)[:, None] * X_, rtol=1e-12)
+    np.testing.assert_allclose(jac[:, d:2 * d], X_ ** 2, rtol=1e-14)
+    np.testing.assert_allclose(jac[:, 2 * d], z, rtol=1e-14)
+
+
+def test_sums_of_different_lengths_and_an_index_outside_its_sum_are_named():
+    j = sp.Idx("j")
+    U, X = sp.IndexedBase("u"), sp.IndexedBase("x")
+    s = sp.Symbol("s")
+    with pytest.raises(ValueError, match=r"its sums run over different lengths \[3, 4\]"):
+        SymbolicModel(s * sp.Sum(U[j] * X[j], (j, 0, 2)) + sp.Sum(U[j], (j, 0, 3)), params=[U, s], inputs=X)
+    with pytest.raises(ValueError, match=r"u\[0\] is outside a Sum|u\[j\] is outside a Sum"):
+        SymbolicModel(s * sp.Sum(U[j] * X[j], (j, 0, 2)) + U[j], params=[U, s], inputs=X)
+    with pytest.raises(ValueError, match="leave coordinates unset"):
+        SymbolicModel(s * sp.Sum(U[j] * X[j], (j, 0, 2)), params=[U, s], inputs=X, coordinates=3)
+
+
+# ------------------------------------------------------------------- one trainer loop for every generated kernel
+
+_ONE_LOOP_CHILD = """
+import json
+import numpy as np
+import dyntools as dt
+from dyntools.dynamics import path_loop
+from dyntools.models import symbolic_examples
+rng = np.random.default_rng(0)
+theta = {}
+for d in (4, 5):
+    model = symbolic_examples.diagonal_net(d)
+    X = rng.standard_normal((12, d))
+    run = dt.train(model, type("D", (), {"X": X, "y": X[:, 0]})(), dt.optim.sgd(0.05), steps=50, seed=1, batch=2,
+                   label_noise=0.1, records=3)
+    theta[d] = run["theta"].tobytes().hex()
+loop = path_loop.advance_paths_by_pointer
+print(json.dumps({"theta": theta, "signatures": len(loop.signatures), "hits": sum(loop.stats.cache_hits.values()),
+                  "misses": sum(loop.stats.cache_misses.values())}))
+"""
+
+
+@pytest.mark.slow
+def test_every_generated_kernel_trains_through_one_cached_loop(tmp_path):
+    """dt.train calls a generated kernel through a function pointer from one loop: two models in a process
+    compile it once, a second process loads it from numba's cache (nothing compiled but the kernels), and
+    the cache load gives the fresh compile's bits (one machine)."""
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "numba"), DYNTOOLS_SYMBOLIC_CACHE=str(tmp_path / "sym"),
+               PYTHONPATH=str(root))
+    runs = []
+    for _ in range(2):
+        proc = subprocess.run([sys.executable, "-c", _ONE_LOOP_CHILD], env=env, capture_output=True, text=True,
+                              timeout=900)
+        assert proc.returncode == 0, proc.stderr
+        runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    first, second = runs
+    assert (first["signatures"], first["misses"], first["hits"]) == (1, 1, 0), first
+    assert (second["signatures"], second["misses"], second["hits"]) == (1, 0, 1), second
+    assert second["theta"] == first["theta"]

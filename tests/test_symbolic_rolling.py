@@ -182,3 +182,42 @@ def test_the_dense_jacobian_of_a_relu_net_is_the_closed_form():
         assert sp.simplify(row[m * d + i] - A[i] * sp.Heaviside(z)) == 0
         assert row[m * d + m + i] == derive.relu(z)
     assert row[-1] == 1
+
+
+# ------------------------------------------------------------------- long sums added in chunks
+
+def test_a_long_sum_is_added_in_chunks_and_still_equals_the_equation():
+    """h = s·Σ_j u_j x_j over d = 50 inputs (a shared scalar: the dense expansion of a Sum): rolled, the
+    50-term sum is four chunk temporaries (three of 16 terms in one loop, one of 2) and their sum; the
+    kernel, the straight-line kernel and the NumPy twin agree with the gradient written from the equation."""
+    d = 50
+    j = sp.Idx("j")
+    U, Xb = sp.IndexedBase("u"), sp.IndexedBase("x")
+    s = sp.Symbol("s")
+    rolled = SymbolicModel(s * sp.Sum(U[j] * Xb[j], (j, 0, d - 1)), params=[U, s], inputs=Xb, roll=True)
+    straight = SymbolicModel(s * sp.Sum(U[j] * Xb[j], (j, 0, d - 1)), params=[U, s], inputs=Xb, roll=False)
+    replacements, reduced = kernels._chunk_sums([], [rolled.derivation.outputs[0]])
+    sizes = sorted(len(e.args) for _, e in replacements)
+    assert sizes == [2, 16, 16, 16] and len(reduced[0].args) == 2          # s · (s0 + s1 + s2 + s3)
+    src = open(rolled.code_paths["kernel"]).read()
+    assert "for g in range(3):" in src
+    rng = np.random.default_rng(5)
+    X, y = rng.standard_normal((11, d)), rng.standard_normal(11)
+    theta, noise = rng.standard_normal(d + 1), np.zeros(11)
+    r = theta[d] * (X @ theta[:d]) - y
+    expected = np.concatenate([(r[:, None] * theta[d] * X).mean(0), [(r * (X @ theta[:d])).mean()]])
+    for model, kernel in ((rolled, rolled.loss_grad), (straight, straight.loss_grad), (rolled, rolled.loss_grad_np)):
+        loss, grad = _call(model, kernel, theta, X, y, noise)
+        assert _rel(grad, expected) <= 1e-13
+        assert loss == pytest.approx(0.5 * np.mean(r ** 2), rel=1e-13)
+
+
+def test_input_columns_count_toward_rolling():
+    """A dense model over many inputs rolls although it has fewer than ROLL_STATEMENTS expressions: each
+    column is a load statement of straight-line code, each a term of its sums."""
+    d = 130
+    xs = sp.Matrix(sp.symbols(f"x0:{d}"))
+    us = sp.Matrix(sp.symbols(f"u0:{d}"))
+    c = sp.Symbol("c")
+    model = SymbolicModel(sp.tanh((us.T * xs)[0]) + c, params={"u": us, "c": c}, inputs=xs)
+    assert "_ROLL" in open(model.code_paths["kernel"]).read()      # 1 + 131 expressions + 130 columns > 250

@@ -5,9 +5,9 @@ Input: a :class:`~dyntools.codegen.derive.Derivation` (predictor in internal sym
 eliminated expressions (``sympy.cse``):
 
 * :func:`kernel_source` — a numba module with ``loss_grad(θ, X, y, idx, b, noise, grad, ws, iargs,
-  fargs)`` of the model protocol (:mod:`dyntools.models.base`) and ``paths``, the trainer's loop
-  (:func:`dyntools.dynamics.path_loop.advance_path`) with that kernel inlined, registered with
-  :mod:`dyntools.dynamics.loops` so that it is cached on disk like the built-in models' loops.
+  fargs)`` of the model protocol (:mod:`dyntools.models.base`); the trainer calls it through a function
+  pointer from one loop compiled for every such kernel (:func:`dyntools.dynamics.path_loop.by_pointer`),
+  so a new model compiles only its kernel.
   Per example ``i = idx[q]`` of the batch (``r = h(x_i) − y_i − noise_q``, ``s`` the loss scale)::
 
       regression:     L += s r²,                       grad += 2 s r ∇_θ h
@@ -15,10 +15,11 @@ eliminated expressions (``sympy.cse``):
 
   and finally ``L/b``, ``grad/b``. Dense models evaluate the subexpressions that depend on θ only
   once per call, outside the loop over examples; a dense kernel of more than :data:`ROLL_STATEMENTS`
-  expressions is *rolled* (:mod:`dyntools.codegen.rolling`: statements of one shape become a loop over an
-  index table, temporaries live in an array ``tmp``), since numba compiles long straight-line code
-  superlinearly; its common subexpressions come from ``sympy.cse`` without the ``basic`` pre-processing,
-  seconds faster at p ≈ 1000. Coordinatewise models (``h = Σ_j f(θ_{·j}, x_j)``)
+  expressions and input columns is *rolled* (:mod:`dyntools.codegen.rolling`: statements of one shape
+  become a loop over an index table, temporaries live in an array ``tmp``), since numba compiles long
+  straight-line code superlinearly; its common subexpressions come from ``sympy.cse`` without the ``basic``
+  pre-processing, seconds faster at p ≈ 1000, and its sums of more than :data:`SUM_CHUNK` terms are added
+  in chunks. Coordinatewise models (``h = Σ_j f(θ_{·j}, x_j)``)
   loop over ``j``; when ``f = P(θ)·G(x)`` the products ``P`` are computed once per call, and when a
   Jacobian entry ``∂f/∂θ_{mj} = P_m(θ_{·j}) G(x_j)`` the kernel sums ``2 s r_q G(x_{qj})`` over the
   batch and multiplies by ``P_m`` at the end (the order of work of the hand-written diagonal-net kernel).
@@ -44,10 +45,14 @@ from dyntools.codegen import rolling
 from dyntools.codegen.derive import Derivation, direction_symbols, split_separable
 
 #: bump when the generated code changes (part of the cache key)
-VERSION = 6
-#: a dense kernel with more expressions (outputs and nonzero Jacobian entries) is rolled into loops
-#: (:mod:`dyntools.codegen.rolling`); up to it, it stays straight-line code
+VERSION = 7
+#: a dense kernel with more expressions and input columns (outputs, nonzero Jacobian entries, columns of X:
+#: each a statement of straight-line code) is rolled into loops (:mod:`dyntools.codegen.rolling`); up to it,
+#: it stays straight-line code
 ROLL_STATEMENTS = 250
+#: in rolled code a sum of more terms is added up in chunks of this many, each chunk a temporary (chunks of
+#: one shape then become one loop): one statement of d terms compiles superlinearly in d, like straight-line code
+SUM_CHUNK = 16
 FASTMATH = '{"reassoc", "contract", "nsz"}'
 
 
@@ -166,20 +171,6 @@ import math
 import numpy
 from numba import njit
 
-from dyntools.dynamics import loops
-from dyntools.dynamics.path_loop import advance_path
-
-'''
-
-_LOOP = '''
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def paths(paths, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final):
-    for p in paths:
-        advance_path(loss_grad, p, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final)
-
-
-loops.register(loss_grad, paths)
 '''
 
 _SIGNATURE = (f"@njit(cache=True, fastmath={FASTMATH}, error_model=\"numpy\")\n"
@@ -190,7 +181,7 @@ def kernel_source(der: Derivation, jac, head: str, scale: float, name_of, *, nam
                   roll: bool | None = None) -> str:
     """The numba module of the model (see the module docstring). A dense model's code is rolled into loops
     (:mod:`dyntools.codegen.rolling`) when ``roll`` is True, or when it is None and it has more than
-    :data:`ROLL_STATEMENTS` expressions."""
+    :data:`ROLL_STATEMENTS` expressions and input columns."""
     show = _printer("scalar", name_of)
     tables = rolling.Tables()
     if der.mode == "dense":
@@ -199,18 +190,51 @@ def kernel_source(der: Derivation, jac, head: str, scale: float, name_of, *, nam
         body = _coordinatewise_kernel(der, jac, head, scale, show)
     tail = "\n\n" + "\n".join(_predict_jacobian(der, jac, show, roll, tables)) + "\n" if len(der.outputs) == 1 else ""
     return (_PREAMBLE.format(version=VERSION, name=name, key=key) + tables.source() + "\n" + _SIGNATURE
-            + "\n".join(body) + "\n" + _LOOP + tail)
+            + "\n".join(body) + "\n" + tail)
 
 
 def _cse(exprs, rolled: bool):
     """``sympy.cse`` of ``exprs``; without its ``basic`` pre/post-processing for rolled code and for more
     than :data:`ROLL_STATEMENTS` NumPy expressions (it costs seconds at p ≈ 1000 and finds no more common
-    subexpressions in a ReLU net's derivatives)."""
-    return sp.cse(list(exprs), symbols=_temps("a"), optimizations=None if rolled else "basic")
+    subexpressions in a ReLU net's derivatives). Rolled code has its long sums chunked (:func:`_chunk_sums`)."""
+    replacements, reduced = sp.cse(list(exprs), symbols=_temps("a"), optimizations=None if rolled else "basic")
+    return _chunk_sums(replacements, reduced) if rolled else (replacements, reduced)
 
 
-def _should_roll(roll, n_expressions: int) -> bool:
-    return bool(roll) if roll is not None else n_expressions > ROLL_STATEMENTS
+def _chunk_sums(replacements, reduced):
+    """Every sum of more than :data:`SUM_CHUNK` terms (``Σ_j u_j x_j`` of a model with d inputs) as a sum of
+    temporaries ``s_k``, each the sum of :data:`SUM_CHUNK` consecutive terms (recursively, until the top sum
+    is short): the same terms, added in chunks. The chunks' temporaries come just before the statement that
+    uses them, so the order of the replacements stays a valid order of evaluation."""
+    fresh = _temps("s")
+    out: list = []
+
+    def chunked(node):
+        terms = list(node.args)
+        while len(terms) > SUM_CHUNK:
+            parts = []
+            for k in range(0, len(terms), SUM_CHUNK):
+                chunk = terms[k:k + SUM_CHUNK]
+                if len(chunk) == 1:
+                    parts.append(chunk[0])
+                    continue
+                sym = next(fresh)
+                out.append((sym, sp.Add(*chunk)))
+                parts.append(sym)
+            terms = parts
+        return sp.Add(*terms)
+
+    def long_sum(e):
+        return isinstance(e, sp.Add) and len(e.args) > SUM_CHUNK
+
+    for sym, expr in replacements:
+        out.append((sym, expr.replace(long_sum, chunked)))
+    reduced = [sp.sympify(e).replace(long_sum, chunked) for e in reduced]
+    return out, reduced
+
+
+def _should_roll(roll, n_expressions: int, n_inputs: int) -> bool:
+    return bool(roll) if roll is not None else n_expressions + n_inputs > ROLL_STATEMENTS
 
 
 def _rolled_dense(der, replacements, show, tables, loop_header):
@@ -231,7 +255,7 @@ def _predict_jacobian(der, jac, show, roll=None, tables=None):
     (h,), (row,) = der.outputs, jac
     lines = [f"@njit(cache=True, fastmath={FASTMATH}, error_model=\"numpy\")",
              "def predict_jacobian(theta, X, h_out, J_out):", "    n = X.shape[0]"]
-    rolled = der.mode == "dense" and _should_roll(roll, 1 + sum(e != 0 for e in row))
+    rolled = der.mode == "dense" and _should_roll(roll, 1 + sum(e != 0 for e in row), len(der.inputs))
     reps, red = _cse([h, *row], rolled)
     if rolled:
         body, leaves = _rolled_dense(der, reps, show, tables, ["    for i in range(n):"])
@@ -258,7 +282,7 @@ def _dense_kernel(der, jac, head, scale, show, roll=None, tables=None):
     K, p = len(der.outputs), len(der.theta)
     entries = [(k, m) for k in range(K) for m in range(p) if jac[k][m] != 0]
     exprs = list(der.outputs) + [jac[k][m] for k, m in entries]
-    rolled = _should_roll(roll, len(exprs))
+    rolled = _should_roll(roll, len(exprs), len(der.inputs))
     replacements, reduced = _cse(exprs, rolled)
     if rolled:
         header = [f"    for m in range({p}):", "        grad[m] = 0.0", "    tot = 0.0", "    for q in range(b):",

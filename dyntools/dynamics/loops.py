@@ -10,8 +10,9 @@ kernel defined at module level (a user's own, or a library model without an entr
 net and the ResNet) gets a loop generated for it (:func:`user_loop`), keyed by its source file's stamp — so
 an edited model file never meets a stale compiled loop, which an entry here would risk (numba's cache of
 this module does not see edits of the models it calls); only a kernel that cannot be imported by name gets
-the uncached loop. A generated kernel (:class:`dyntools.models.symbolic.SymbolicModel`) brings its own loop
-and registers it (:func:`register`).
+the uncached loop. A generated kernel (:class:`dyntools.models.symbolic.SymbolicModel`) has no loop of its
+own: the trainer calls it through a function pointer — a type that names the signature, not the object — from
+one loop compiled and cached for every such kernel (:func:`dyntools.dynamics.path_loop.by_pointer`).
 """
 
 from __future__ import annotations
@@ -75,12 +76,6 @@ LOOPS = {diag_net.loss_grad: diag_net_paths, mlp.loss_grad_regression: mlp_regre
          mlp.loss_grad_cross_entropy: mlp_cross_entropy_paths, quadratic_toy.loss_grad: toy_paths,
          least_squares.loss_grad: least_squares_paths, voronoi.loss_grad: voronoi_paths,
          surfaces.loss_grad: surface_paths}
-
-
-def register(kernel, loop) -> None:
-    """Add the cached loop of a kernel defined outside this module (the generated kernels of
-    :mod:`dyntools.codegen.kernels` register themselves when their module is imported)."""
-    LOOPS[kernel] = loop
 
 
 def for_kernel(kernel):

@@ -10,7 +10,9 @@ with the iterate recorded when ``t`` is on the record grid and the path stopped 
 parameters are non-finite or beyond the bound (:mod:`dyntools.engine.guard`).
 
 :func:`advance_path` is inlined into a ``nogil`` loop over paths: one per built-in model, cached on disk,
-in :mod:`dyntools.dynamics.loops`, and :func:`advance_paths` (the kernel passed as an argument, compiled
+in :mod:`dyntools.dynamics.loops`; :func:`advance_paths_by_pointer` (the kernel called through a function
+pointer, compiled once for all kernels of the protocol's signature and cached) for the generated kernels of
+symbolic models (:func:`by_pointer`); and :func:`advance_paths` (the kernel passed as an argument, compiled
 once per process) for any other model. :func:`advance_path_numpy` is the twin. This module sits below the
 trainer, the cached loops and the tuned loops, which all use it, and imports none of them.
 """
@@ -93,6 +95,45 @@ def advance_paths(paths, kernel, arrays, t0, t1, record_steps, theta_rec, bound,
     have a cached loop in :mod:`dyntools.dynamics.loops`; compiled once per process."""
     for p in paths:
         advance_path(kernel, p, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def advance_paths_by_pointer(paths, kernel, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at,
+                             record_final):
+    """:func:`advance_paths` with ``kernel`` typed as a function pointer (numba's first-class
+    ``FunctionType`` of the model protocol's signature) instead of as its dispatcher: compiled once for
+    every kernel of that signature and cached on disk — see :func:`by_pointer`."""
+    for p in paths:
+        advance_path(kernel, p, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final)
+
+
+def by_pointer(kernel, args: tuple):
+    """A loop over paths for ``kernel`` (a numba dispatcher of the model protocol) that calls it through a
+    function pointer: ``fn(paths, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final)``.
+
+    The loop is compiled once per argument types for all kernels (and cached on disk), so a new model pays
+    only for compiling its own kernel — not, as a loop with the kernel named in its body does, ~15 s for the
+    whole step loop (samplers, every optimizer, recording, the guard) again. The price is an indirect call
+    per step, which the kernels of models declared in sympy (:class:`~dyntools.models.symbolic.SymbolicModel`)
+    dwarf. ``args`` is the ``arrays`` tuple of :func:`advance_path` (its types fix the kernel's signature)."""
+    from numba import typeof, types
+
+    (thetas, _, Xs, ys, _, iargs, fargs, *_rest) = args
+    vec = types.Array(typeof(thetas).dtype, 1, "C")
+    signature = types.float64(vec, typeof(Xs[0]), typeof(ys[0]), types.int64[::1], types.int64, vec, vec, vec,
+                              typeof(iargs), typeof(fargs))
+    function = types.FunctionType(signature)
+
+    def loop(paths, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final):
+        rest = (arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final)
+        arg_types = (typeof(paths), function, *(typeof(a) for a in rest))
+        compiled = advance_paths_by_pointer.overloads.get(arg_types)
+        if compiled is None:
+            advance_paths_by_pointer.compile(arg_types)
+            compiled = advance_paths_by_pointer.overloads[arg_types]
+        compiled.entry_point(paths, kernel, *rest)
+
+    return loop
 
 
 def advance_path_numpy(kernel_np, p, thetas, opt_states, Xs, ys, data_of, iargs, fargs, ws_size, sampler, batch,

@@ -44,7 +44,7 @@ import numpy as np
 
 from dyntools import validation
 from dyntools.dynamics import fast as tuned_loops
-from dyntools.dynamics import kernel_check, loops
+from dyntools.dynamics import kernel_check, loops, path_loop
 from dyntools.dynamics.path_loop import advance_path_numpy, advance_paths
 from dyntools.engine import drive, guard, record, samplers, streams
 from dyntools.engine.result import RunResult, timed
@@ -284,7 +284,9 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
         kernel_check.check_kernel(model, kernel_fn, thetas[0], Xs[0], ys[0], b, iargs, fargs, ws_size,
                                   gradient=bool(check_gradient))
     cached = loops.for_kernel(model.loss_grad)
-    if cached is None and kernel == "numba":       # a user's kernel, or a library model without an entry in loops
+    if cached is None and kernel == "numba" and getattr(model, "loop_by_pointer", False):
+        cached = path_loop.by_pointer(model.loss_grad, args)      # one compiled loop for every such kernel
+    elif cached is None and kernel == "numba":     # a user's kernel, or a library model without an entry in loops
         cached = loops.user_loop(model.loss_grad)
     timings: dict[str, float] = {}
 

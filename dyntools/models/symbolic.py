@@ -35,9 +35,13 @@ row-major into θ, PyTorch's layout for a weight matrix)::
     SymbolicModel(sp.Sum(U[j] * V[j] * X[j], (j, 0, 199)), params=[U, V], inputs=X)  # the diagonal net
 
 θ is then the blocks one after the other (``[u; v; w]``), each of length ``d``; X has ``d`` columns. The form
-has one output (regression head) and only per-coordinate parameters: a scalar shared by all coordinates (a
-plain Symbol in a ``Sum``), a Matrix block or K outputs are refused, naming the dense form instead.
-Only ``c`` symbols are differentiated, whatever ``d`` is, and the kernel is a loop over ``j``.
+has one output (regression head) and only per-coordinate parameters. Only ``c`` symbols are differentiated,
+whatever ``d`` is, and the kernel is a loop over ``j``. A ``Sum`` the form cannot take — a scalar shared by all
+coordinates (a plain Symbol beside the ``IndexedBase`` parameters: ``s·Σ_j u_j x_j``), a sum inside a larger
+expression (``tanh(Σ_j u_j x_j)``), several sums — is expanded into the dense declaration of the same model
+(each ``IndexedBase`` a ``(d, 1)`` block ``u[0] … u[d−1]``, the same θ layout and columns of X) and compiled
+densely; ``expanded_coordinates`` is then d. With ``coordinates=d``, a Matrix block or K outputs are refused,
+naming the dense form instead.
 
 **Init** (``init``): per block, a number (constant), ``("constant", c)``, ``("normal", std)``,
 ``("normal", mean, std)`` or ``("uniform", low, high)`` (default ``("normal", 0.1)``), drawn block by
@@ -125,36 +129,97 @@ def _as_inputs(inputs) -> list:
 
 def _unindex_sum(predictor):
     """``Sum(f(u[j], …, x[j]), (j, 0, d−1))`` → ``(f(u, …, x), d)``."""
-    if len(predictor.limits) != 1:
-        raise ValueError("Invalid predictor: a Sum over one index j from 0 to d−1 is expected")
-    j, lo, hi = predictor.limits[0]
-    if lo != 0 or not (hi + 1).is_Integer or hi + 1 < 1:
-        raise ValueError(f"Invalid predictor: the sum runs over {j} = {lo} … {hi}; expected 0 … d−1 with an integer d")
+    j, d = _sum_range(predictor.limits)
     body = predictor.function
     subs = {}
     for node in body.atoms(sp.Indexed):
         if node.indices != (j,) and tuple(node.indices) != (sp.Idx(str(j)),):
             raise ValueError(f"Invalid predictor: {node} is not indexed by the summation index {j} alone")
         subs[node] = sp.Symbol(str(node.base.label))
-    return body.xreplace(subs), int(hi + 1)
+    return body.xreplace(subs), d
+
+
+def _sum_range(limits) -> tuple:
+    """``(index, d)`` of a ``Sum`` over one index from 0 to d − 1."""
+    if len(limits) != 1:
+        raise ValueError("Invalid predictor: a Sum over one index j from 0 to d−1 is expected")
+    j, lo, hi = limits[0]
+    if lo != 0 or not (hi + 1).is_Integer or hi + 1 < 1:
+        raise ValueError(f"Invalid predictor: the sum runs over {j} = {lo} … {hi}; expected 0 … d−1 with an integer d")
+    return j, int(hi + 1)
+
+
+def _expand_sums(predictor, params, inputs, features):
+    """The dense declaration of a model written with sums over ``IndexedBase`` coordinates that the
+    coordinatewise form cannot take — a scalar shared by all coordinates (``s·Σ_j u_j x_j``), a sum inside a
+    larger expression (``tanh(Σ_j u_j x_j)``), several sums.
+
+    Every ``Sum`` over ``j = 0 … d−1`` becomes its d terms; every ``IndexedBase`` parameter ``u`` a ``(d, 1)``
+    block of the symbols ``u[0] … u[d−1]``; an ``IndexedBase`` input ``x`` the d columns ``x[0] … x[d−1]``
+    of X. Plain Symbols stay scalars. Returns ``(predictor, params, inputs, features, d)`` of the same model,
+    declared densely (its derivatives then come from the adjoint pass of :mod:`dyntools.codegen.derive`)."""
+    extents = set()
+
+    def expand(node):
+        j, d = _sum_range(node.limits)
+        extents.add(d)
+        names = {j, sp.Symbol(str(j)), sp.Idx(str(j))}
+        return sp.Add(*[node.function.xreplace({n: sp.Integer(k) for n in names}) for k in range(d)])
+
+    def expanded(expr):
+        expr = sp.sympify(expr)
+        while expr.has(sp.Sum):
+            expr = expr.replace(lambda e: isinstance(e, sp.Sum) and not e.function.has(sp.Sum), expand)
+        return expr
+
+    outputs = predictor.applyfunc(expanded) if isinstance(predictor, sp.MatrixBase) else expanded(predictor)
+    features = {k: (v.applyfunc(expanded) if isinstance(v, sp.MatrixBase) else expanded(v))
+                for k, v in (features or {}).items()}
+    if len(extents) != 1:
+        raise ValueError(f"Invalid predictor: its sums run over different lengths {sorted(extents)}; the coordinates "
+                         "of one model have one length d")
+    d = extents.pop()
+
+    def entry(base, k):
+        return sp.Symbol(f"{base.label}[{k}]")
+
+    replace = {}
+    exprs = list(outputs) if isinstance(outputs, sp.MatrixBase) else [outputs]
+    for e in exprs + [e for v in features.values() for e in (v if isinstance(v, sp.MatrixBase) else [v])]:
+        for node in e.atoms(sp.Indexed):
+            k = node.indices[0] if len(node.indices) == 1 else None
+            if k is None or not k.is_Integer or not 0 <= int(k) < d:
+                raise ValueError(f"Invalid predictor: {node} is outside a Sum over its index (or not one index "
+                                 f"in 0 … {d - 1})")
+            replace[node] = entry(node.base, int(k))
+    outputs = outputs.xreplace(replace)
+    features = {k: v.xreplace(replace) for k, v in features.items()}
+    items = params.items() if isinstance(params, dict) else [
+        (str(b.label if isinstance(b, sp.IndexedBase) else b), b)
+        for b in (params if isinstance(params, list | tuple) else [params])]
+    blocks = {name: (sp.Matrix(d, 1, [entry(b, k) for k in range(d)]) if isinstance(b, sp.IndexedBase) else b)
+              for name, b in items}
+    if isinstance(inputs, sp.IndexedBase):
+        inputs = [entry(inputs, k) for k in range(d)]
+    return outputs, blocks, inputs, features, d
+
+
+def _needs_dense(predictor, params) -> bool:
+    """A ``Sum`` predictor the coordinatewise form cannot take: a plain Symbol among the parameters (a scalar
+    shared by all coordinates), or sums anywhere but at the top."""
+    if not (isinstance(predictor, sp.Basic | sp.MatrixBase) and predictor.has(sp.Sum)):
+        return False
+    if not isinstance(predictor, sp.Sum) or predictor.function.has(sp.Sum):
+        return True
+    items = params.values() if isinstance(params, dict) else (params if isinstance(params, list | tuple)
+                                                              else [params])
+    return not all(isinstance(item, sp.IndexedBase) for item in items)
 
 
 COORDINATEWISE_LIMITS = ("a coordinatewise model has one output, the regression head, and parameters that are "
                          "all vectors over the d coordinates (θ_{·j}, one symbol each)")
 DENSE_INSTEAD = ("declare the model densely instead (one Symbol per scalar parameter, sp.Matrix blocks for vectors "
                  "and matrices, no coordinates=)")
-
-
-def _check_all_indexed(params) -> None:
-    """In a ``Sum`` predictor every parameter is an ``IndexedBase`` (a vector over the coordinates): a plain
-    Symbol would be a scalar shared by all coordinates, which the coordinatewise form does not have."""
-    items = params.values() if isinstance(params, dict) else (params if isinstance(params, list | tuple)
-                                                              else [params])
-    for item in items:
-        if not isinstance(item, sp.IndexedBase):
-            raise ValueError(f"Invalid params: {item} is not indexed by the summation index — a scalar shared by "
-                             f"all coordinates cannot be mixed with per-coordinate vectors ({COORDINATEWISE_LIMITS}); "
-                             f"{DENSE_INSTEAD}")
 
 
 def _check_init(blocks, init) -> dict:
@@ -203,13 +268,16 @@ class SymbolicModel(Model):
     budget : float              seconds allowed for deriving and printing the code
     roll : bool or None         dense models: write the kernel as loops over index tables (True), as
                                 straight-line code (False), or decide by size (None: loops above
-                                :data:`dyntools.codegen.kernels.ROLL_STATEMENTS` expressions; numba compiles
-                                long straight-line code superlinearly)
+                                :data:`dyntools.codegen.kernels.ROLL_STATEMENTS` expressions and input
+                                columns; numba compiles long straight-line code superlinearly)
     init_stream, sampling_stream : stream purposes (:data:`dyntools.engine.streams.KEYS`) of the init and
                                 of the SGD indices / label noise (another model's, to replay its draws)
     """
 
     head = "regression"
+    #: dt.train calls the generated kernel through a function pointer from one shared, cached loop
+    #: (:func:`dyntools.dynamics.path_loop.by_pointer`): a new model compiles its kernel only
+    loop_by_pointer = True
     init_stream = "symbolic.init"
     sampling_stream = "symbolic.sampling"
 
@@ -229,10 +297,14 @@ class SymbolicModel(Model):
         if roll not in (None, True, False):
             raise ValueError(f"Invalid roll: {roll!r} (expected True, False or None)")
         self.roll = roll
-        if isinstance(predictor, sp.Sum):
-            if coordinates is not None:
-                raise ValueError("Invalid coordinates: a Sum predictor gives d itself; leave coordinates unset")
-            _check_all_indexed(params)
+        #: d of a model declared with sums that the coordinatewise form cannot take, compiled densely
+        self.expanded_coordinates = None
+        if isinstance(predictor, sp.Basic | sp.MatrixBase) and predictor.has(sp.Sum) and coordinates is not None:
+            raise ValueError("Invalid coordinates: a Sum predictor gives d itself; leave coordinates unset")
+        if _needs_dense(predictor, params):
+            predictor, params, inputs, features, self.expanded_coordinates = _expand_sums(predictor, params,
+                                                                                            inputs, features)
+        elif isinstance(predictor, sp.Sum):
             predictor, coordinates = _unindex_sum(predictor)
         self.coordinates = None if coordinates is None else validation.count("coordinates", coordinates)
         blocks = _as_blocks(params)
@@ -505,6 +577,18 @@ class SymbolicModel(Model):
         for i in range(X.shape[0]):
             out += self.numpy_module.hessian_direction(theta, X[i:i + 1], dw[i] * g - h * J[i])[0, 0]
         return 0.5 * out
+
+    def loss(self, theta, X, y) -> float:
+        """Full-data loss at ``theta`` from the compiled kernel (every example, no noise): the recorded
+        losses of :func:`dyntools.train`, without generating the NumPy twin (whose Hessian–vector
+        expressions take seconds to derive for a large dense model)."""
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        n = X.shape[0]
+        y = np.ascontiguousarray(y, dtype=np.int64 if self.head == "cross-entropy" else np.float64)
+        iargs, fargs = self.kernel_args()
+        return float(self.loss_grad(np.ascontiguousarray(theta, dtype=np.float64), X, y, np.arange(n, dtype=np.int64),
+                                    n, np.zeros(n), np.empty(self.n_params), np.zeros(self.workspace_size(n)), iargs,
+                                    fargs))
 
     # ---------------------------------------------------------------- the NumPy twin and hooks
     def loss_grad_np(self, theta, X, y, idx, b, noise, grad, ws, iargs, fargs):

@@ -9,7 +9,9 @@ to the hand-written kernels') and the examples a user copies:
   (:class:`~dyntools.models.quadratic_toy.ToyModel`);
 * :func:`relu_net` — ``h(x) = A max(Wx + b, 0) + c`` with K outputs, θ laid out as
   :class:`~dyntools.models.mlp.MLP` ``((d, m, K))`` lays it out (W, b, A, c row-major), regression
-  (``(h − y)²``, no ½, the MLP's) or cross-entropy head.
+  (``(h − y)²``, no ½, the MLP's) or cross-entropy head;
+* :func:`one_unit_linear_net` — ``h(x) = s Σ_j u_j x_j``, a linear network with one hidden unit: a scalar
+  shared by all coordinates, declared as an ``sp.Sum`` (compiled densely).
 """
 
 from __future__ import annotations
@@ -49,3 +51,14 @@ def relu_net(d: int, m: int, *, outputs: int = 1, head: str = "regression", **kw
     h = A * hidden + c
     return SymbolicModel(h[0] if outputs == 1 else h, params={"W": W, "b": b, "A": A, "c": c}, inputs=x, head=head,
                          loss_scale=1.0, features={"hidden": hidden}, name=kwargs.pop("name", "relu-net"), **kwargs)
+
+
+def one_unit_linear_net(d: int, **kwargs) -> SymbolicModel:
+    """``h(x) = s Σ_j u_j x_j`` (θ = [u; s], d + 1 entries): declared with an ``sp.Sum`` over ``IndexedBase``
+    coordinates and a plain Symbol ``s``, which the coordinatewise form cannot take — it is expanded into
+    the dense declaration of the same model."""
+    j = sp.Idx("j")
+    u, x = sp.IndexedBase("u"), sp.IndexedBase("x")
+    s = sp.Symbol("s")
+    return SymbolicModel(s * sp.Sum(u[j] * x[j], (j, 0, int(d) - 1)), params=[u, s], inputs=x,
+                         name=kwargs.pop("name", "one-unit-linear-net"), **kwargs)
