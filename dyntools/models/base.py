@@ -67,13 +67,17 @@ class Model:
 
     # ---------------------------------------------------------------- metric hooks (NumPy)
     def loss(self, theta: np.ndarray, X: np.ndarray, y: np.ndarray) -> float:
-        """Full-data loss at ``theta`` (the kernel's loss with every example, no noise)."""
+        """Full-data loss at ``theta`` (the NumPy twin's loss with every example, no noise)."""
+        return self.full_data_loss(self.loss_grad_np, theta, X, y)
+
+    def full_data_loss(self, kernel, theta: np.ndarray, X: np.ndarray, y: np.ndarray) -> float:
+        """``kernel``'s loss (``loss_grad`` or ``loss_grad_np``) at ``theta`` with every example, no noise."""
         iargs, fargs = self.kernel_args()
         n = X.shape[0]
         grad = np.empty(self.n_params)
         ws = np.zeros(self.workspace_size(n))
-        return float(self.loss_grad_np(np.asarray(theta, dtype=np.float64), X, y, np.arange(n), n,
-                                       np.zeros(n), grad, ws, iargs, fargs))
+        return float(kernel(np.asarray(theta, dtype=np.float64), X, y, np.arange(n, dtype=np.int64), n,
+                            np.zeros(n), grad, ws, iargs, fargs))
 
     def predict(self, theta: np.ndarray, X: np.ndarray) -> np.ndarray:  # pragma: no cover - optional
         raise NotImplementedError(f"{self.name} has no predict hook")

@@ -582,13 +582,9 @@ class SymbolicModel(Model):
         """Full-data loss at ``theta`` from the compiled kernel (every example, no noise): the recorded
         losses of :func:`dyntools.train`, without generating the NumPy twin (whose Hessian–vector
         expressions take seconds to derive for a large dense model)."""
-        X = np.ascontiguousarray(X, dtype=np.float64)
-        n = X.shape[0]
         y = np.ascontiguousarray(y, dtype=np.int64 if self.head == "cross-entropy" else np.float64)
-        iargs, fargs = self.kernel_args()
-        return float(self.loss_grad(np.ascontiguousarray(theta, dtype=np.float64), X, y, np.arange(n, dtype=np.int64),
-                                    n, np.zeros(n), np.empty(self.n_params), np.zeros(self.workspace_size(n)), iargs,
-                                    fargs))
+        return self.full_data_loss(self.loss_grad, np.ascontiguousarray(theta, dtype=np.float64),
+                                   np.ascontiguousarray(X, dtype=np.float64), y)
 
     # ---------------------------------------------------------------- the NumPy twin and hooks
     def loss_grad_np(self, theta, X, y, idx, b, noise, grad, ws, iargs, fargs):
