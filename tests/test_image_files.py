@@ -28,6 +28,7 @@ def idx_bytes(array: np.ndarray) -> bytes:
 
 def write_idx_set(d, n_train=12, n_test=7, *, gz=False, seed=0):
     """Four IDX files of random images/labels in ``d``; returns the arrays written."""
+    d.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
     arrays = {"train-images-idx3-ubyte": rng.integers(0, 256, (n_train, 28, 28), dtype=np.uint8),
               "train-labels-idx1-ubyte": rng.integers(0, 10, n_train, dtype=np.uint8),
@@ -50,6 +51,7 @@ def cifar_batch(images, labels) -> bytes:
 
 
 def write_cifar(d, per_batch=4, n_test=5, seed=0):
+    d.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
     out = {}
     for name in (*cifar_batches.TRAIN_BATCHES, cifar_batches.TEST_BATCH):
