@@ -72,6 +72,16 @@ def test_the_fit_recovers_planted_exponents_and_the_rule_judges_them(true_expone
     assert np.isnan(band.fit_exponents(level, etas, deltas)["product"][3])
 
 
+def test_local_exponents_find_a_planted_bend():
+    etas, deltas = np.array([0.005, 0.01, 0.02, 0.04]), np.array([0.001, 0.004, 0.016, 0.064])
+    prod = np.multiply.outer(etas, deltas)
+    knee = np.median(prod)
+    level = np.where(prod <= knee, np.sqrt(prod), np.sqrt(knee) * (prod / knee) ** 0.25)[None].repeat(3, 0)
+    halves = band.local_exponents(level, etas, deltas)
+    np.testing.assert_allclose(halves["low"], 0.5, atol=1e-9)
+    np.testing.assert_allclose(halves["high"], 0.25, atol=1e-9)
+
+
 def test_exponent_rule_edges_power_and_survivors():
     assert exponent_rule([0.5] * 3, 0.5, 0.1).verdict == NOT_SHOWN               # too few seeds
     assert exponent_rule([0.5] * 3, 0.5, 0.1).n_needed == 5
