@@ -92,3 +92,24 @@ def test_data_dir_without_an_image_set_and_the_resnet_on_images_are_refused(tmp_
     assert cli.main(["sweep", "adamw-grid", *GRID, "--data-dir", str(tmp_path), "--out", str(tmp_path / "o")]) == 2
     assert "Invalid data_dir" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+
+
+def test_the_bench_row_is_the_heatmap_mlp_on_an_mnist_sized_epoch():
+    from dyntools.bench import BENCHMARKS, image_epoch
+    from simulations.adamw_heatmaps import AdamWGridParams
+
+    assert BENCHMARKS["image-epoch"] == "dyntools.bench.image_epoch"
+    p = AdamWGridParams()
+    assert image_epoch.HIDDEN == p.hidden and image_epoch.BATCH == p.batch_size
+    model, X, y, theta0, batches = image_epoch.workload(640)
+    assert model.widths == (784, *p.hidden, 10) and X.shape == (640, 784) and batches.shape == (10, 64)
+    assert set(np.unique(batches)) == set(range(640))                 # one epoch: every image once
+    report = image_epoch.run(quick=True)
+    m = report.measurements
+    assert m["images"] == 6000 and m["steps (batch 64)"] == 93 and m["dyntools seconds per epoch"] > 0
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        assert not report.targets and any("torch not installed" in n for n in report.notes)
+    else:
+        assert report.targets[0].name.startswith("image-epoch: PyTorch CPU seconds")
