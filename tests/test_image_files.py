@@ -209,3 +209,16 @@ def test_image_set_dispatches_by_the_command_line_name(tmp_path):
         dt.data.image_set("svhn", tmp_path)
     assert set(image_sets.IMAGE_SETS) == {"mnist", "fashion-mnist", "cifar10"}
     assert idx_files.read_idx.__module__ == "dyntools.data.idx_files"
+
+
+def test_a_batch_naming_numpy_core_as_older_numpy_did_loads(tmp_path):
+    """The published batches were pickled by Python 2 with ``numpy.core.multiarray._reconstruct``; NumPy 2
+    writes ``numpy._core``: both names resolve."""
+    written = write_cifar(tmp_path)
+    for name in (*cifar_batches.TRAIN_BATCHES, cifar_batches.TEST_BATCH):
+        raw = (tmp_path / name).read_bytes()
+        assert b"numpy._core.multiarray\n" in raw or b"numpy.core.multiarray\n" in raw
+        (tmp_path / name).write_bytes(raw.replace(b"numpy._core.multiarray\n", b"numpy.core.multiarray\n"))
+    images, labels = cifar_batches.read_batch(tmp_path / "test_batch")
+    np.testing.assert_array_equal(images, written["test_batch"][0])
+    np.testing.assert_array_equal(labels, written["test_batch"][1])
