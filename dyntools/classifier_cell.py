@@ -1,7 +1,8 @@
 """One cell of a (learning rate × weight decay) grid: an MLP classifier trained by one optimizer.
 
 :func:`train_cell` is the unit of work of a heatmap sweep (``dyntools.sweep``): it builds the data set
-(spirals, or scikit-learn's 8×8 digits), builds the cross-entropy :class:`~dyntools.models.mlp.MLP`
+(spirals, scikit-learn's 8×8 digits, or a seeded subset of MNIST / Fashion-MNIST / CIFAR-10 read from
+``config["data_dir"]``), builds the cross-entropy :class:`~dyntools.models.mlp.MLP`
 (initialized from the ``sweep.adamw-grid`` stream of the cell), trains it through :func:`dyntools.train`
 with the named optimizer and schedule on shuffled epochs, and returns the final train/validation loss and
 accuracy and the loss curve. It is a computation,
@@ -23,7 +24,7 @@ from dyntools.optim import schedules as S
 
 KEY = streams.KEYS["sweep.adamw-grid"]
 SCHEDULES = ("constant", "cosine", "warmup-cosine", "sgdr", "plateau", "step", "multistep", "exponential")
-DATASETS = ("spirals", "digits")
+DATASETS = ("spirals", "digits", *data.IMAGE_SETS)
 DTYPES = ("float64", "float32")       # the precision of the training (:class:`~dyntools.models.mlp.MLP`)
 PLATEAU_METRICS = ("train-loss", "val-loss")
 #: values every finished cell of :func:`train_cell` holds, finite unless it diverged (a sweep's ``finite``:
@@ -132,6 +133,26 @@ def curve_steps(steps: int, points: int) -> np.ndarray:
 
 # ----------------------------------------------------------------------------------- one cell
 
+#: the last image data set a process read: ``(key, data)`` (every cell of a sweep reads the same subset)
+_LAST_IMAGES: list = []
+
+
+def cell_data(config: dict, seed: int):
+    """The data set of a sweep: spirals, digits, or ``config["n"]`` / ``config["n_val"]`` images drawn from
+    the image files in ``config["data_dir"]`` (:func:`dyntools.data.image_set`, read once per process)."""
+    name = config.get("dataset", "spirals")
+    if name == "digits":
+        return data.digits(seed=seed)
+    if name in data.IMAGE_SETS:
+        key = (name, config["data_dir"], config["n"], config["n_val"], seed)
+        if not _LAST_IMAGES or _LAST_IMAGES[0] != key:
+            _LAST_IMAGES[:] = [key, data.image_set(name, config["data_dir"], n_train=config["n"],
+                                                   n_test=config["n_val"], seed=seed)]
+        return _LAST_IMAGES[1]
+    return data.spirals(config["n"], classes=config["classes"], turns=config["turns"], noise=config["noise"],
+                        n_val=config["n_val"], seed=seed)
+
+
 def train_cell(config: dict, cell: dict, seed: int, index: int) -> dict:
     """Train one network for one (optimizer, lr, wd) cell; final train/validation loss & accuracy,
     the weight statistics (:func:`weight_stats`) and the mini-batch loss curve.
@@ -146,11 +167,7 @@ def train_cell(config: dict, cell: dict, seed: int, index: int) -> dict:
     from dyntools.models.mlp import MLP
 
     start = time.perf_counter()
-    if config.get("dataset", "spirals") == "digits":
-        d = data.digits(seed=seed)
-    else:
-        d = data.spirals(config["n"], classes=config["classes"], turns=config["turns"], noise=config["noise"],
-                         n_val=config["n_val"], seed=seed)
+    d = cell_data(config, seed)
     stream = int(cell.get("stream", index))
     model = MLP((d.X.shape[1], *config["hidden"], config["classes"]), head="cross-entropy", init="uniform",
                 init_stream="sweep.adamw-grid", init_key=(stream,), sampling_stream="sweep.adamw-grid",

@@ -21,6 +21,9 @@ The rules (each function states its own; all handle an empty ensemble, NaN and t
   below B's 10 % quantile, *larger* in the mirror case, *overlapping* otherwise (ties included),
   *not checkable* with too few survivors on either side.
 * :func:`proportions_agree` — two survival fractions agree when their Wilson intervals overlap.
+* :func:`exponent_rule` — a fitted exponent against a predicted one: the 95 % Student-t interval of the mean
+  of the per-seed exponents inside ``[p − tol, p + tol]`` is *shown*, disjoint from it *contradicted*, else
+  *not shown* (with the n that would make the interval narrow enough, when it is too wide).
 """
 
 from __future__ import annotations
@@ -152,6 +155,69 @@ def proportions_agree(k1: int, n1: int, k2: int, n2: int) -> bool:
     lo1, hi1 = wilson_interval(k1, n1)
     lo2, hi2 = wilson_interval(k2, n2)
     return lo1 <= hi2 and lo2 <= hi1
+
+
+SHOWN, NOT_SHOWN, CONTRADICTED = "shown", "not shown", "contradicted"
+
+
+@dataclass(frozen=True)
+class ExponentVerdict:
+    """The outcome of :func:`exponent_rule`: the words, and the numbers they rest on."""
+
+    verdict: str
+    n: int               # finite per-seed exponents
+    total: int           # seeds given (n of them survived)
+    mean: float
+    low: float           # 95 % t-interval of the mean
+    high: float
+    predicted: float
+    tolerance: float
+    n_needed: int | None  # when underpowered: the n whose interval half-width would fit the margin
+
+    def text(self) -> str:
+        under = f" (underpowered: n needed ≈ {self.n_needed})" if self.n_needed else ""
+        return (f"{self.verdict}{under}: exponent {self.mean:.3f} [95 % CI {self.low:.3f}, {self.high:.3f}] vs "
+                f"{self.predicted:g} ± {self.tolerance:g} (rule exponent_rule, n = {self.n} of {self.total} seeds)")
+
+    def as_dict(self) -> dict:
+        return {"verdict": self.verdict, "n": self.n, "total": self.total, "mean": self.mean,
+                "ci": [self.low, self.high], "predicted": self.predicted, "tolerance": self.tolerance,
+                "n_needed": self.n_needed, "rule": "exponent_rule"}
+
+
+def exponent_rule(exponents, predicted: float, tolerance: float, *, min_n: int = MIN_ALIVE) -> ExponentVerdict:
+    """A predicted exponent ``p`` (e.g. ½ of an O(√x) law) against per-seed fitted exponents ``e_s``.
+
+    With the ``n`` finite ``e_s``, mean ``m``, sample std ``s`` and ``h = t_{0.975, n−1} s / √n``, the 95 %
+    interval of the mean is ``[m − h, m + h]``. The claim "the exponent is ``p`` within ``tol``" is
+    *shown* when that interval lies inside ``[p − tol, p + tol]``, *contradicted* when it does not meet it,
+    and *not shown* otherwise (ties at the edges count as not shown). Fewer than ``min_n`` finite
+    exponents are *not shown* (underpowered, ``n_needed = min_n``); a *not shown* whose interval is the
+    cause (``|m − p| < tol`` but ``h`` too wide) names the n at which ``h`` would fit ``tol − |m − p|``
+    at the same spread."""
+    from scipy import stats
+
+    if not tolerance > 0:
+        raise ValueError(f"Invalid tolerance: {tolerance} (must be > 0)")
+    x = finite_values(exponents)
+    total, n = int(np.asarray(exponents).size), int(x.size)
+    if n < max(2, min_n):
+        m = float(x.mean()) if n else math.nan
+        return ExponentVerdict(NOT_SHOWN, n, total, m, math.nan, math.nan, predicted, tolerance, max(2, min_n))
+    m, sd = float(x.mean()), float(x.std(ddof=1))
+    half = float(stats.t.ppf(0.975, n - 1)) * sd / math.sqrt(n)
+    low, high = m - half, m + half
+    if predicted - tolerance < low and high < predicted + tolerance:
+        return ExponentVerdict(SHOWN, n, total, m, low, high, predicted, tolerance, None)
+    if high < predicted - tolerance or low > predicted + tolerance:
+        return ExponentVerdict(CONTRADICTED, n, total, m, low, high, predicted, tolerance, None)
+    margin = tolerance - abs(m - predicted)
+    needed = None
+    if margin > 0:
+        needed = n + 1
+        while needed < 10**6 and float(stats.t.ppf(0.975, needed - 1)) * sd / math.sqrt(needed) >= margin:
+            needed = max(needed + 1, int(needed * 1.1))
+    return ExponentVerdict(NOT_SHOWN, n, total, m, low, high, predicted, tolerance, needed)
 
 
 def near_best(scores, *, rel_tol: float, lower_is_better: bool = True) -> np.ndarray:

@@ -74,7 +74,11 @@ class AdamWGridParams:
                            help="log-spaced weight decays (cells = optimizers × lr N × wd N ≤ 1e5)")
     normalized_wd: bool = param(False, help="read the wd axis as λ_norm, λ = λ_norm √(b/(B·T)) (Loshchilov & Hutter)")
     dataset: str = param("spirals", choices=DATASETS,
-                         help="spirals, or digits (scikit-learn's bundled 8x8 digits, no download)")
+                         help="spirals, digits (scikit-learn's bundled 8x8 digits, no download), or images read "
+                              "from --data-dir: mnist, fashion-mnist (IDX files), cifar10 (python batches); "
+                              "--n / --n-val images drawn from the train / test files")
+    data_dir: str | None = param(None, kind="str", metavar="DIR",
+                                 help="the directory of the image files of --dataset mnist|fashion-mnist|cifar10")
     n: int = param(1000, low=2, high=10**6, help="training points")
     n_val: int = param(1000, low=1, high=10**6, help="validation points")
     classes: int = param(2, low=2, high=1000, help="number of spiral arms/classes")
@@ -153,6 +157,7 @@ class GridConfig:
     normalized_wd: bool = _P.normalized_wd
     threshold: float = _P.threshold
     dataset: str = _P.dataset
+    data_dir: str | None = None                    # the image files of an image data set
     plateau_factor: float = _P.plateau_factor      # schedule "plateau": multiply the lr by this ...
     plateau_patience: int = _P.plateau_patience    # ... after this many epochs without improvement
     dtype: str = _P.dtype
@@ -177,6 +182,15 @@ class GridConfig:
         if self.dataset == "digits":          # scikit-learn's bundled 8×8 digits: fixed size
             d = data.digits()
             self.n, self.n_val, self.classes = len(d.y), len(d.y_val), d.n_classes
+        if self.dataset in data.IMAGE_SETS:   # read once here, so that a missing or damaged file fails first
+            if self.data_dir is None:
+                raise ValueError(f"Invalid data_dir: None (--dataset {self.dataset} reads its files from --data-dir)")
+            self.data_dir = str(Path(self.data_dir).expanduser().resolve())
+            d = data.image_set(self.dataset, self.data_dir, n_train=self.n, n_test=self.n_val)
+            self.classes = d.n_classes
+        elif self.data_dir is not None:
+            raise ValueError(f"Invalid data_dir: {self.data_dir} (only for --dataset "
+                             f"{'|'.join(data.IMAGE_SETS)})")
         if not self.optimizers:
             raise ValueError("Invalid optimizers: need at least one")
         for name in self.optimizers:
@@ -305,7 +319,7 @@ def check_grid(name: str, grid) -> tuple[float, float, int]:
 #: so sweeps that differ only by them share their cells on disk.
 AFTER_THE_SWEEP = ("curve_at", "learning_curve_points")
 #: Settings left out of a sweep's identity at their default (added later: sweeps made before resume)
-OMITTED_AT_DEFAULT = {"dropout": 0.0, "batch_norm": False}
+OMITTED_AT_DEFAULT = {"dropout": 0.0, "batch_norm": False, "data_dir": None}
 
 
 def build_spec(cfg: GridConfig, seed: int) -> sweep.SweepSpec:
@@ -541,6 +555,7 @@ def grid_config(p: AdamWGridParams) -> GridConfig:
                       wd_range=wd[:2], n_wd=wd[2], n=p.n, n_val=p.n_val, classes=p.classes, turns=p.turns,
                       noise=p.noise, hidden=p.hidden, batch_size=p.batch_size, epochs=p.epochs, schedule=p.schedule,
                       momentum=p.momentum, normalized_wd=p.normalized_wd, threshold=p.threshold, dataset=p.dataset,
+                      data_dir=p.data_dir,
                       plateau_factor=p.plateau_factor, plateau_patience=p.plateau_patience, dtype=p.dtype,
                       plateau_metric=p.plateau_metric, gamma=p.gamma, step_epochs=p.step_epochs,
                       milestones=p.milestones, restart_epochs=p.restart_epochs, restart_mult=p.restart_mult,
@@ -585,7 +600,7 @@ def table(p: AdamWGridParams, result) -> str:
 RESULTS = (derive(KIND, AdamWGridParams, "batch_size classes curve_at dataset dtype epochs gamma hidden milestones "
                           "momentum n n_val noise normalized_wd optimizers paired plateau_factor plateau_metric "
                           "plateau_patience replicates restart_epochs restart_mult schedule sparsity_tol step_epochs "
-                          "threshold turns", optional="dropout batch_norm",
+                          "threshold turns", optional="dropout batch_norm data_dir",
                   summary={"backend": "str", "cells": "int", "compile_targets": "mapping", "computed": "int",
                            "damaged_cells": "list",
                            "diverged_cells": "int", "optimizers": "mapping", "reused": "int", "threshold": "number"}),)

@@ -16,14 +16,14 @@ Two settings, as in the paper:
 
 * ``basic``: plain SGD;
 * ``sota`` ("state of the art"): heavy-ball momentum μ, L2 weight decay λ (PyTorch's SGD) and random
-  shifts of the images by up to ``shift`` pixels (zero fill). Steps are scaled by (1 − μ) so that the
+  shifts of the images by up to ``shift`` pixels (zero fill; every colour channel alike). Steps are scaled by (1 − μ) so that the
   effective step η/(1 − μ) equals the basic setting's.
 
 **Augmentation design** (documented in docs/architecture.md): the shifted copies are precomputed — the
 training set becomes the (2s+1)² shifted copies of every image, the unshifted originals first — and the
 engine's epoch sampler draws from them. A uniformly drawn row is a uniformly drawn (image, shift) pair:
 the random-shift distribution, with the engine's own streams, no new kernel and bitwise reproducibility;
-the price is memory ((2s+1)² × the data, 0.7 MB per copy here). The recorded train loss is measured
+the price is memory ((2s+1)² × the data, 0.7 MB per copy of the digits). The recorded train loss is measured
 on the originals only (:class:`OriginalsMLP`).
 
 Recorded at ``records`` steps: train/test loss and accuracy, and the feature sparsity coefficient
@@ -41,6 +41,11 @@ image's map flattened to C·64 neurons (one channel at one position). ``--arch r
 defaults (:data:`RESNET_DEFAULTS`: batch 8, 3200 steps ≈ 20 epochs, η 0.02 vs 0.2 decayed at half the run):
 at batch 32 its plain SGD crawls. ``dyntools bench deep-nets`` times one epoch of it against PyTorch (CPU) on
 the same network.
+
+**Real image files** (``--dataset mnist | fashion-mnist | cifar10 --data-dir DIR``, issue 42): the MLP (its input
+the 784 or 3072 pixels) on ``n_train`` / ``n_test`` images drawn from the published files
+(:func:`dyntools.data.image_set`, seeded through the ``data.image-files`` stream); the random shifts move
+28 × 28 (32 × 32 × 3) images. The ResNet reads the 8 × 8 digits only.
 """
 
 from __future__ import annotations
@@ -64,6 +69,9 @@ RESNET_DEFAULTS = {"batch": 8, "steps": 3_200, "eta_small": 0.02, "eta_large": 0
                    "records": 7, "sparsity_examples": 300}
 RESNET_DEFAULTS_TEXT = ", ".join(f"{k.replace('_', '-')} {','.join(map(str, v)) if isinstance(v, tuple) else v}"
                                  for k, v in RESNET_DEFAULTS.items())
+#: data set → (channels, side) of its images (rows of ``X`` are channel-major, row-major images)
+IMAGE_SHAPES = {"digits": (1, 8), "mnist": (1, 28), "fashion-mnist": (1, 28), "cifar10": (3, 32)}
+DATASETS = tuple(IMAGE_SHAPES)
 METRICS = ("train_loss", "train_acc", "test_loss", "test_acc", "fsc_middle", "fsc_last")
 
 
@@ -74,6 +82,15 @@ class DeepNetParams:
     arch: str = param("mlp", choices=ARCHS, group=NET,
                       help="network: the ReLU MLP, or a small convolutional ResNet (3×3 convolutions, residual blocks, "
                            "global average pooling; it implies " + RESNET_DEFAULTS_TEXT + " unless given)")
+    dataset: str = param("digits", choices=DATASETS, group=NET,
+                         help="digits (scikit-learn's 8x8, no download), or images read from --data-dir: mnist, "
+                              "fashion-mnist (IDX files), cifar10 (python batches); the mlp only")
+    data_dir: str | None = param(None, kind="str", metavar="DIR", group=NET,
+                                 help="the directory of the image files of --dataset mnist|fashion-mnist|cifar10")
+    n_train: int = param(5_000, low=1, high=60_000, group=NET,
+                         help="training images drawn from the files (mnist, fashion-mnist, cifar10)")
+    n_test: int = param(1_000, low=1, high=10_000, group=NET,
+                        help="test images drawn from the files (mnist, fashion-mnist, cifar10)")
     settings: tuple = param(SETTINGS, kind="strs", choices=SETTINGS, metavar="NAMES", group=NET, max_len=len(SETTINGS),
                             label="setting", help="comma-separated settings")
     depth: int = param(4, low=1, high=64, group=NET, help="hidden layers D (mlp)")
@@ -115,6 +132,26 @@ def check(p: DeepNetParams) -> None:
         raise ValueError("Invalid decay_at: must be increasing")
     if p.arch == "resnet" and p.dtype != "float64":
         raise ValueError("Invalid dtype: the ResNet trains in float64 only (--arch resnet)")
+    if p.arch == "resnet" and p.dataset != "digits":
+        raise ValueError(f"Invalid arch: resnet reads the 8x8 digits only (--dataset {p.dataset} needs --arch mlp)")
+    if p.dataset != "digits":
+        if p.data_dir is None:
+            raise ValueError(f"Invalid data_dir: None (--dataset {p.dataset} reads its files from --data-dir)")
+        channels, side = IMAGE_SHAPES[p.dataset]
+        copies = (2 * p.shift + 1) ** 2 if "sota" in p.settings else 1
+        validation.entries("--n-train × pixels × shifted copies", p.n_train * channels * side * side * copies)
+        load_data(p, 0)                       # a missing or damaged file fails here, before anything runs
+    elif p.data_dir is not None:
+        raise ValueError(f"Invalid data_dir: {p.data_dir} (only for --dataset mnist|fashion-mnist|cifar10)")
+
+
+def load_data(p: DeepNetParams, seed: int):
+    """The digits split by ``seed``, or ``n_train`` / ``n_test`` images drawn from the files of ``p.dataset``."""
+    from dyntools import data as datasets
+
+    if p.dataset == "digits":
+        return datasets.digits(seed=seed)
+    return datasets.image_set(p.dataset, p.data_dir, n_train=p.n_train, n_test=p.n_test, seed=seed)
 
 
 def arch_defaults(preset: str | None, given: dict) -> dict:
@@ -125,23 +162,24 @@ def arch_defaults(preset: str | None, given: dict) -> dict:
 
 # ------------------------------------------------------------------------------------ data, model
 
-def shift_images(X: np.ndarray, dx: int, dy: int, side: int = 8) -> np.ndarray:
-    """Every row of ``X`` (n, side²: row-major images) moved ``dx`` pixels right and ``dy`` down,
-    zero fill: ``out[i, r, c] = X[i, r − dy, c − dx]`` where that pixel exists, else 0."""
-    img = np.asarray(X, dtype=np.float64).reshape(-1, side, side)
+def shift_images(X: np.ndarray, dx: int, dy: int, side: int = 8, channels: int = 1) -> np.ndarray:
+    """Every row of ``X`` (n, channels · side²: channel-major, row-major images) moved ``dx`` pixels right and
+    ``dy`` down, zero fill: ``out[i, ch, r, c] = X[i, ch, r − dy, c − dx]`` where that pixel exists, else 0."""
+    img = np.asarray(X, dtype=np.float64).reshape(-1, channels, side, side)
     out = np.zeros_like(img)
     rs, rd = (slice(0, side - dy), slice(dy, side)) if dy >= 0 else (slice(-dy, side), slice(0, side + dy))
     cs, cd = (slice(0, side - dx), slice(dx, side)) if dx >= 0 else (slice(-dx, side), slice(0, side + dx))
-    out[:, rd, cd] = img[:, rs, cs]
+    out[:, :, rd, cd] = img[:, :, rs, cs]
     return out.reshape(X.shape)
 
 
-def augmented(X: np.ndarray, y: np.ndarray, shift: int) -> tuple[np.ndarray, np.ndarray]:
+def augmented(X: np.ndarray, y: np.ndarray, shift: int, side: int = 8,
+              channels: int = 1) -> tuple[np.ndarray, np.ndarray]:
     """The (2s+1)² shifted copies of ``(X, y)``, the unshifted originals first (module docstring)."""
     shift = validation.count("shift", shift, minimum=0)
     offsets = [(0, 0)] + [(dx, dy) for dy in range(-shift, shift + 1) for dx in range(-shift, shift + 1)
                           if (dx, dy) != (0, 0)]
-    return (np.concatenate([shift_images(X, dx, dy) for dx, dy in offsets]),
+    return (np.concatenate([shift_images(X, dx, dy, side, channels) for dx, dy in offsets]),
             np.tile(np.asarray(y), len(offsets)))
 
 
@@ -163,7 +201,7 @@ def network(p: DeepNetParams, X_original: np.ndarray):
     class OriginalsMLP(MLP):
         recorded_loss = _originals_loss(n_original)
 
-    widths = (64, *([p.width] * p.depth), 10)
+    widths = (X_original.shape[1], *([p.width] * p.depth), 10)
     scales = [np.sqrt(2.0 / w) for w in widths[:-2]] + [np.sqrt(1.0 / widths[-2])]
     return OriginalsMLP(widths, head="cross-entropy", init="gaussian", init_scales=scales, dtype=p.dtype)
 
@@ -203,7 +241,8 @@ def run_setting(p: DeepNetParams, setting: str, seed: int, s: int, data) -> dict
     from dyntools.optim import optimizers as O
 
     sota = setting == "sota"
-    X, y = augmented(data.X, data.y, p.shift) if sota else (data.X, data.y)
+    channels, side = IMAGE_SHAPES[p.dataset]
+    X, y = augmented(data.X, data.y, p.shift, side, channels) if sota else (data.X, data.y)
     model = network(p, data.X)
     runs = schedules(p)
     mu, wd = (p.momentum, p.weight_decay) if sota else (0.0, 0.0)
@@ -253,12 +292,11 @@ def simulate(p: DeepNetParams, *, seed: int = 0):
     (K,), per setting ``{setting}_{metric}`` (S, G, K) and ``{setting}_diverged_at`` (S, G)."""
     import time
 
-    from dyntools import data as datasets
     from dyntools.engine.result import RunResult
 
     seed = validation.seed(seed)
     check(p)
-    data = datasets.digits(seed=seed)
+    data = load_data(p, seed)
     start, cpu = time.perf_counter(), time.process_time()
     arrays, train_seconds = {}, 0.0
     for setting in p.settings:
@@ -280,7 +318,8 @@ def simulate(p: DeepNetParams, *, seed: int = 0):
     if p.arch == "resnet":
         cfg.update(channels=p.channels, blocks=p.blocks, input_mean=model.input_mean, input_std=model.input_std)
     else:
-        cfg["widths"] = [64, *([p.width] * p.depth), 10]
+        cfg["widths"] = [int(data.X.shape[1]), *([p.width] * p.depth), 10]
+    cfg["dataset"] = p.dataset
     n_div = sum(int((arrays[f"{s}_diverged_at"] >= 0).sum()) for s in p.settings)
     status = "diverged" if n_div else "completed"
     message = (f"{n_div} runs diverged" if n_div else
@@ -392,7 +431,7 @@ def reproduce(ctx):
 
 
 def _intro_mlp(c: dict) -> str:
-    return (f"{describe_network(c)} on digits ({c['n_train']} train / {c['n_test']} test), "
+    return (f"{describe_network(c)} on {c.get('dataset', 'digits')} ({c['n_train']} train / {c['n_test']} test), "
             f"minibatch SGD (batch {c['batch']}, shuffled epochs), {c['steps']} steps ({c['epochs']:.1f} epochs), "
             f"{c['seeds']} seeds; small constant step {c['eta_small']:g} vs large step {c['eta_large']:g} divided by "
             f"{c['decay_factor']:g} after 10/30/50 %. `sota`: momentum {c['momentum']:g} (steps × (1 − μ)), weight "
@@ -409,7 +448,7 @@ def reproduce_resnet(ctx):
 
 
 def _intro_resnet(c: dict) -> str:
-    return (f"{describe_network(c)} ({c['n_params']} parameters) on digits ({c['n_train']} train / {c['n_test']} "
+    return (f"{describe_network(c)} ({c['n_params']} parameters) on {c.get('dataset', 'digits')} ({c['n_train']} train / {c['n_test']} "
             f"test; input standardized by the training pixels' mean {c['input_mean']:.3f} and std "
             f"{c['input_std']:.3f}), plain minibatch SGD (batch {c['batch']}, shuffled epochs), {c['steps']} steps "
             f"({c['epochs']:.1f} epochs), {c['seeds']} seeds: small constant step {c['eta_small']:g} vs large step "
@@ -468,14 +507,15 @@ def table(p: DeepNetParams, result) -> str:
 
 RESULTS = (derive("deep-nets", DeepNetParams, "batch decay_at decay_factor eta_large eta_small momentum records "
                           "seeds settings shift sparsity_examples steps weight_decay",
-                  summary={"checks": "mapping", "table": "list"}, optional="arch channels blocks"),)
+                  summary={"checks": "mapping", "table": "list"}, optional="arch channels blocks dataset"),)
 
 EXPERIMENT = Experiment(
     name="deep-nets", verb="simulate",
-    help="deeper networks on digits (seed 004), a ReLU MLP or (--arch resnet) a small convolutional ResNet: small vs "
+    help="deeper networks on digits or MNIST/Fashion-MNIST/CIFAR-10 files (seed 004), a ReLU MLP or (--arch resnet) a small convolutional ResNet: small vs "
          "large decayed steps, basic and state-of-the-art settings",
     example="dyntools simulate deep-nets --settings basic,sota --seeds 3 --seed 0 --out runs/deep\n"
-            "  dyntools simulate deep-nets --arch resnet --settings basic --out runs/deep-resnet",
+            "  dyntools simulate deep-nets --arch resnet --settings basic --out runs/deep-resnet\n"
+            "  dyntools simulate deep-nets --dataset mnist --data-dir ~/mnist --n-train 5000 --out runs/deep-mnist",
     params=DeepNetParams, results=RESULTS, run=run, table=table, summary=summary, check=check,
     conditional=arch_defaults)
 

@@ -34,6 +34,7 @@ BENCHMARKS: dict[str, str] = {
     "deep-nets": "dyntools.bench.deep_nets",
     "gallery": "dyntools.bench.gallery",
     "symbolic-model": "dyntools.bench.symbolic_model",
+    "image-epoch": "dyntools.bench.image_epoch",
 }
 
 

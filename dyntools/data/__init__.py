@@ -14,6 +14,9 @@ module                                     family
 :mod:`~dyntools.data.interleaved_spirals`  K interleaved spirals in the plane (seed 001)
 :mod:`~dyntools.data.handwritten_digits`   scikit-learn's 8×8 digits, split at random
 :mod:`~dyntools.data.voronoi`              the Voronoi classification environment (seed 000; ``dt.data_voronoi``)
+:mod:`~dyntools.data.image_sets`           image files on disk → seeded subsets scaled to [0, 1]
+:mod:`~dyntools.data.idx_files`            MNIST and Fashion-MNIST from their IDX files (gzipped or not)
+:mod:`~dyntools.data.cifar_batches`        CIFAR-10 from its python batches (a restricted unpickler)
 =========================================  ======================================================================
 
 No module is named after the function it holds, so ``dyntools.data.spirals`` is always the function.
@@ -22,8 +25,11 @@ No module is named after the function it holds, so ``dyntools.data.spirals`` is 
 from __future__ import annotations
 
 from dyntools.data import voronoi  # the module (``dt.data.voronoi.voronoi(...)``), also ``dt.data_voronoi``
+from dyntools.data.cifar_batches import cifar10
 from dyntools.data.containers import ClassificationData, RegressionData, TeacherStudentData
 from dyntools.data.handwritten_digits import digits
+from dyntools.data.idx_files import fashion_mnist, mnist
+from dyntools.data.image_sets import IMAGE_SETS, image_set
 from dyntools.data.interleaved_spirals import spirals
 from dyntools.data.one_dimensional import REGRESSION_1D_X, REGRESSION_1D_Y, regression_1d
 from dyntools.data.sparse_linear import (
@@ -40,5 +46,5 @@ __all__ = [
     "ClassificationData", "RegressionData", "TeacherStudentData",
     "sparse_regression", "paper_diag_net_data", "paper_sgd_indices", "PAPER_DATA_SEED", "PAPER_INDEX_SEED",
     "PAPER_SIZES", "regression_1d", "REGRESSION_1D_X", "REGRESSION_1D_Y", "teacher_student", "unit_sphere",
-    "spirals", "digits", "voronoi",
+    "spirals", "digits", "voronoi", "mnist", "fashion_mnist", "cifar10", "image_set", "IMAGE_SETS",
 ]

@@ -47,6 +47,7 @@ KEYS: dict[str, int] = {
     "symbolic.sampling": 0x5B02,     # SGD indices and label noise of user-declared symbolic models
     "resnet.init": 0x4E31,           # initializations of the convolutional ResNet (dyntools.models.resnet)
     "resnet.sampling": 0x4E32,       # minibatch indices of the convolutional ResNet
+    "data.image-files": 0x1DA7,      # seeded subsets of MNIST / Fashion-MNIST / CIFAR-10 read from their files
 }
 
 

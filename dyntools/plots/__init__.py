@@ -44,6 +44,7 @@ PLOTTERS: dict[str, str] = {
     "universal-approximation": "dyntools.plots.universal",
     "train": "dyntools.plots.train",
     "symbolic-model": "dyntools.plots.symbolic_model",
+    "label-noise-band": "dyntools.plots.label_noise_band",
 }
 
 #: The divergence line of the result being drawn (set by :func:`plot_result`, read by :func:`save`).

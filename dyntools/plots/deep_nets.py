@@ -47,5 +47,5 @@ def plot_result(result, out_dir: Path, formats=("png", "pdf"), stem: str = "deep
         net = f"conv ResNet ({cfg.get('channels', '?')} channels, {cfg.get('blocks', '?')} blocks)"
     else:
         net = "MLP " + "-".join(str(w) for w in cfg["widths"])
-    fig.suptitle(f"{net} on digits, batch {cfg['batch']}, {cfg['seeds']} seeds (mean, min–max)")
+    fig.suptitle(f"{net} on {cfg.get('dataset', 'digits')}, batch {cfg['batch']}, {cfg['seeds']} seeds (mean, min–max)")
     return save(fig, out_dir, stem, formats)
