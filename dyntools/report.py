@@ -61,6 +61,15 @@ class Section:
     seconds: float = 0.0               # wall time of the entry
     headline: str = ""                 # the verdict and the one number that matters, shown first
     cpu_seconds: float = 0.0           # processor time of the entry: this process and its finished workers
+    inconclusive: str = ""             # why a result is incomplete though nothing failed ("budget": a budget
+    #                                    stopped a search); shown as the status, never a failed check
+
+    @property
+    def status(self) -> str:
+        """``ok``, ``inconclusive: <why>`` (still ok: exit 0) or ``CHECK FAILED``."""
+        if not self.ok:
+            return "CHECK FAILED"
+        return f"inconclusive: {self.inconclusive}" if self.inconclusive else "ok"
 
 
 def cpu_seconds() -> float:
@@ -202,7 +211,7 @@ def render(sections: list[Section], *, quick: bool, seed: int) -> str:
              f"{len(sections)} entries in {total:.0f} s.", "", "## Contents", "",
              "| entry | status | seconds | CPU seconds | headline |", "|---|---|---|---|---|"]
     cell = lambda text: text.replace("|", "\\|")
-    lines += [f"| [{cell(s.title)}](#{anchor(s.title)}) | {'ok' if s.ok else 'CHECK FAILED'} | {s.seconds:.1f} | "
+    lines += [f"| [{cell(s.title)}](#{anchor(s.title)}) | {s.status} | {s.seconds:.1f} | "
               f"{s.cpu_seconds:.1f} | {cell(s.headline)} |" for s in sections]
     lines += [f"| total | {sum(s.ok for s in sections)} of {len(sections)} ok | {total:.1f} | "
               f"{sum(s.cpu_seconds for s in sections):.1f} | |"]

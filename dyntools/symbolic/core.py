@@ -16,7 +16,7 @@ symbols, where it comes from, and a ``prove(proof)`` function that writes the de
   (:mod:`dyntools.symbolic.interval`).
 
 Every claim runs under a time budget (:mod:`dyntools.time_budget`): an overrun is
-*inconclusive (timed out after N s)*, never a hang. The verdict is **verified** when every check
+*inconclusive (budget: timed out after N s)*, never a hang. The verdict is **verified** when every check
 passed, **refuted** when the proof recorded a counterexample (:meth:`Proof.refute`), and
 **inconclusive** otherwise (with the reason: the first check that could not be decided, or the
 error raised). Random sampling never decides a verdict;
@@ -383,19 +383,19 @@ class Claim:
 
     def run(self, timeout: float | None = None) -> ClaimResult:
         """Run the derivation under the budget ``self.timeout`` (else ``timeout``, else
-        :data:`DEFAULT_TIMEOUT`) seconds; an overrun is *inconclusive (timed out after N s)*."""
+        :data:`DEFAULT_TIMEOUT`) seconds; an overrun is *inconclusive (budget: timed out after N s)*."""
         budget = self.timeout or timeout or DEFAULT_TIMEOUT
         proof = Proof(self)
         start = time.perf_counter()
-        error = None
+        error, timed_out = None, False
         try:
             with time_limit(budget):
                 self.prove(proof)
             verdict, reason = proof.verdict()
         except ProofTimeout:
-            verdict, reason = INCONCLUSIVE, f"timed out after {budget:g} s"
+            verdict, reason, timed_out = INCONCLUSIVE, f"budget: timed out after {budget:g} s", True
             if proof.counterexample is not None:  # a counterexample found before the timeout stands
-                verdict, reason = REFUTED, "counterexample found"
+                verdict, reason, timed_out = REFUTED, "counterexample found", False
         except Exception as exc:  # a broken derivation is reported, not hidden
             verdict = INCONCLUSIVE
             first_line = (str(exc).strip().splitlines() or [""])[0][:200]
@@ -406,7 +406,7 @@ class Claim:
             )
         seconds = time.perf_counter() - start
         return ClaimResult(self, verdict, reason, proof.counterexample, proof.steps, seconds, proof.values,
-                           error)
+                           error, timed_out)
 
 
 @dataclass
@@ -419,6 +419,7 @@ class ClaimResult:
     seconds: float
     values: dict[str, Any]
     error: str | None = None  # the exception a broken derivation raised ("Type: message")
+    timed_out: bool = False   # inconclusive because the budget stopped it (not a wrong or broken derivation)
 
     @property
     def as_expected(self) -> bool:
@@ -449,6 +450,7 @@ class ClaimResult:
             "reason": self.reason,
             "counterexample": self.counterexample,
             "seconds": round(self.seconds, 4),
+            "timed_out": self.timed_out,
             "values": self.values,
             "steps": [s.as_dict() for s in self.steps],
         }
