@@ -187,7 +187,8 @@ def test_bad_backend_arguments(tmp_path, kwargs, match):
 @pytest.mark.parametrize("mode", ["silent", "http", "garbage", "binary"])
 def test_a_foreign_server_fails_within_the_timeout_with_one_line(tmp_path, mode):
     """A TCP server on 127.0.0.1 that is silent, speaks HTTP, or sends garbage: the connection fails
-    within --connect-timeout (a generous hang guard beside it) with one ValueError naming --scheduler; nothing is written."""
+    within --connect-timeout (a generous hang guard beside it) with one ValueError naming --scheduler;
+    nothing is written."""
     import time
 
     from tests.fuzz_cases import fake_server
