@@ -104,6 +104,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "example:\n  dyntools reproduce --quick --out report")
     p.add_argument("--quick", action="store_true", help="reduced sizes: the whole catalogue in under 3 minutes")
     p.add_argument("--only", default=None, metavar="NAMES", help="comma-separated catalogue entries to run")
+    p.add_argument("--self-contained", action="store_true",
+                   help="embed the figures in report.html (one file to send; default: the files beside it)")
     _add_common(p, default_out=Path("report"))
     p.set_defaults(_module=commands.load({"reproduce": "dyntools.commands.reproduce"}, "reproduce"))
 

@@ -9,7 +9,7 @@ from dyntools.tables import text_table
 
 def run(args, progress: bool) -> CommandOutput:
     sections = report.reproduce(args.out, registry.catalogue(), quick=args.quick, seed=args.seed, only=args.only,
-                                progress=progress)
+                                progress=progress, self_contained=args.self_contained)
     rows = [{"entry": s.title, "status": s.status, "seconds": round(s.seconds, 1),
              "CPU seconds": round(s.cpu_seconds, 1)} for s in sections]
     total, total_cpu = sections.seconds, sum(s.cpu_seconds for s in sections)    # wall time of both lanes
