@@ -85,3 +85,31 @@ def test_the_set_time_is_a_measurement_either_way(monkeypatch):
     for seconds, word in ((10.0, "within"), (61.0, "over")):
         note = proofs_report.timing_note(seconds)
         assert note.startswith(f"{word} the 60 s target") and "not a check" in note
+
+
+def test_a_search_cut_by_its_time_limit_says_so():
+    """``find_counterexample`` with no time left stops before its first point and records the stop."""
+    from dyntools.symbolic.search import find_counterexample
+
+    stats: dict = {}
+    assert find_counterexample(x**2 - x, seconds=-1.0, stats=stats) is None and stats == {"stopped": True}
+    finished: dict = {}
+    assert find_counterexample(x**2 - x, seconds=60.0, stats=finished) is not None and finished == {}
+
+
+def test_a_control_whose_search_was_cut_is_inconclusive_budget(monkeypatch):
+    """A false control the simplifier cannot decide (x² ≠ x) is refuted by the search; with the searches'
+    time planted at nothing it is *inconclusive: budget* (timed out), not a wrong verdict."""
+    from dyntools.symbolic import core
+
+    control = Claim.equation("ctl", x**2, x, expected="refuted")
+    assert control.run().verdict == "refuted"                          # with its normal time: refuted
+    real_find, real_screen = core.find_counterexample, core.screen_counterexample
+    monkeypatch.setattr(core, "find_counterexample", lambda *a, **k: real_find(*a, **{**k, "seconds": -1.0}))
+    # the screen always checks its first promising point: planted with nothing to confirm
+    monkeypatch.setattr(core, "screen_counterexample", lambda *a, **k: real_screen(*a, **{**k, "confirm": 0}))
+    r = control.run()
+    assert r.verdict == "inconclusive" and r.timed_out and r.reason.startswith("budget: the counterexample search")
+    true = Claim.equation("true-but-stuck", x**2, x)                   # a claim: the search is not its proof
+    r = true.run()
+    assert r.verdict == "inconclusive" and not r.timed_out              # undecided: a failed check, not budget

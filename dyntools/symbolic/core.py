@@ -136,6 +136,7 @@ class Proof:
         self.failures: list[str] = []
         self.checks = 0
         self.values: dict[str, Any] = {}  # certified numbers worth printing (enclosures, ...)
+        self.search: dict[str, bool] = {}  # {"stopped": True} once a counterexample search hit its time limit
 
     # ---- exposition
     def note(self, text: str, formula=None) -> None:
@@ -194,9 +195,11 @@ class Proof:
         domains = self.claim.domains if self.claim is not None else {}
         seed = self.claim.name if self.claim else ""
         if search:  # the cheap things first, each with its share of the budget
-            found = screen_counterexample(diff, domains, seed=seed, seconds=min(2.0, max(0.5, 0.05 * remaining(40.0))))
+            found = screen_counterexample(diff, domains, seed=seed, seconds=min(2.0, max(0.5, 0.05 * remaining(40.0))),
+                                          stats=self.search)
             if found is None:
-                found = find_counterexample(diff, domains, limit=24, seconds=min(0.5, remaining()), seed=seed)
+                found = find_counterexample(diff, domains, limit=24, seconds=min(0.5, remaining()), seed=seed,
+                                            stats=self.search)
             if found is not None:
                 return self._counterexample(text, formula, found.point, found.value)
         reduced = diff.applyfunc(simplifier) if isinstance(diff, sp.MatrixBase) else simplifier(diff)
@@ -209,7 +212,8 @@ class Proof:
                 return self._record(text, formula, True,
                                     "difference simplifies to 0 (Piecewise branches decided by the domains)")
         if search:
-            found = find_counterexample(diff, domains, limit=400, seconds=min(3.0, remaining()), seed=seed)
+            found = find_counterexample(diff, domains, limit=400, seconds=min(3.0, remaining()), seed=seed,
+                                        stats=self.search)
             if found is not None:
                 return self._counterexample(text, formula, found.point, found.value)
         return self._record(text, formula, None, f"difference {_fmt(reduced)} not shown to vanish")
@@ -392,6 +396,9 @@ class Claim:
             with time_limit(budget):
                 self.prove(proof)
             verdict, reason = proof.verdict()
+            if verdict == INCONCLUSIVE and self.control and proof.search.get("stopped"):
+                # a false control is refuted by the search: a search cut by its time limit is a budget stop
+                reason, timed_out = f"budget: the counterexample search hit its time limit ({reason})", True
         except ProofTimeout:
             verdict, reason, timed_out = INCONCLUSIVE, f"budget: timed out after {budget:g} s", True
             if proof.counterexample is not None:  # a counterexample found before the timeout stands

@@ -277,13 +277,13 @@ def _value_of(value):
 
 
 def find_counterexample(expr, domains: dict | None = None, *, limit: int = 200, inner_limit: int = 64,
-                        seconds: float = 1.0, seed: str = "") -> Counterexample | None:
+                        seconds: float = 1.0, seed: str = "", stats: dict | None = None) -> Counterexample | None:
     """Search exact points where ``expr`` (an expression or matrix) is a provably non-zero number.
 
     ``domains`` maps symbols (or their names, or an ``IndexedBase``) to sympy sets. At most
     ``limit`` first-stage points and ``inner_limit`` indexed assignments per point are tried, and
-    the search stops after ``seconds`` (wall clock). Returns the first counterexample in rank
-    order or None (which proves nothing)."""
+    the search stops after ``seconds`` (wall clock: a search budget; a stop sets ``stats["stopped"]``
+    when ``stats`` is given). Returns the first counterexample in rank order or None (which proves nothing)."""
     domains = dict(domains or {})
     start = time.perf_counter()
     variables = search_variables(expr)
@@ -295,7 +295,7 @@ def find_counterexample(expr, domains: dict | None = None, *, limit: int = 200, 
     lists = [candidates(domain_of(v, domains), seed=seed + str(v)) for v in variables]
     for point in ranked_points(variables, lists, limit):
         if time.perf_counter() - start > seconds:
-            return None
+            return _stopped(stats)
         try:
             value = substitute(expr, point)
         except Exception:  # undefined at this point, or sympy cannot evaluate it: not a counterexample
@@ -311,7 +311,14 @@ def find_counterexample(expr, domains: dict | None = None, *, limit: int = 200, 
             if nonzero is True:
                 return Counterexample({**point, **extra}, _value_of(final))
             if time.perf_counter() - start > seconds:
-                return None
+                return _stopped(stats)
+    return None
+
+
+def _stopped(stats: dict | None) -> None:
+    """A search cut by its time limit: no counterexample, and the record that the search did not finish."""
+    if stats is not None:
+        stats["stopped"] = True
     return None
 
 
@@ -369,7 +376,7 @@ def _screenable(expr) -> bool:
 
 
 def screen_counterexample(expr, domains: dict | None = None, *, limit: int = 2048, seconds: float = 0.5,
-                          seed: str = "", confirm: int = 8) -> Counterexample | None:
+                          seed: str = "", confirm: int = 8, stats: dict | None = None) -> Counterexample | None:
     """The exact search's points, screened in floating point first.
 
     The same candidate points as :func:`find_counterexample` (simplest first, including its seeded
@@ -404,7 +411,7 @@ def screen_counterexample(expr, domains: dict | None = None, *, limit: int = 204
     promising = np.flatnonzero(np.isfinite(size) & (size > 1e-9))
     for k, i in enumerate(promising[:confirm]):
         if k and time.perf_counter() - start > seconds:  # the first promising point is always checked
-            return None
+            return _stopped(stats)
         point = {v: lists[j][ranks[i, j]] for j, v in enumerate(variables)}
         try:
             value = substitute(expr, point)
