@@ -39,12 +39,13 @@ from __future__ import annotations
 import functools
 import itertools
 import random
-import time
 from dataclasses import dataclass
 
 import sympy as sp
 from sympy.core.function import AppliedUndef
 from sympy.matrices.expressions.matexpr import MatrixElement
+
+from dyntools.time_budget import clock
 
 #: simple numbers in the order they are tried (smallest first)
 _SIMPLE = [sp.Integer(0), sp.Integer(1), sp.Integer(-1), sp.Rational(1, 2), sp.Integer(2), sp.Integer(-2),
@@ -282,10 +283,11 @@ def find_counterexample(expr, domains: dict | None = None, *, limit: int = 200, 
 
     ``domains`` maps symbols (or their names, or an ``IndexedBase``) to sympy sets. At most
     ``limit`` first-stage points and ``inner_limit`` indexed assignments per point are tried, and
-    the search stops after ``seconds`` (wall clock: a search budget; a stop sets ``stats["stopped"]``
+    the search stops after ``seconds`` (processor time, :func:`dyntools.time_budget.clock`: a search budget,
+    the same on a busy machine; a stop sets ``stats["stopped"]``
     when ``stats`` is given). Returns the first counterexample in rank order or None (which proves nothing)."""
     domains = dict(domains or {})
-    start = time.perf_counter()
+    start = clock()
     variables = search_variables(expr)
     if isinstance(expr, sp.MatrixBase):
         if any(sp.sympify(e).atoms(AppliedUndef) for e in expr):
@@ -294,7 +296,7 @@ def find_counterexample(expr, domains: dict | None = None, *, limit: int = 200, 
         return None
     lists = [candidates(domain_of(v, domains), seed=seed + str(v)) for v in variables]
     for point in ranked_points(variables, lists, limit):
-        if time.perf_counter() - start > seconds:
+        if clock() - start > seconds:
             return _stopped(stats)
         try:
             value = substitute(expr, point)
@@ -310,7 +312,7 @@ def find_counterexample(expr, domains: dict | None = None, *, limit: int = 200, 
                 continue
             if nonzero is True:
                 return Counterexample({**point, **extra}, _value_of(final))
-            if time.perf_counter() - start > seconds:
+            if clock() - start > seconds:
                 return _stopped(stats)
     return None
 
@@ -391,7 +393,7 @@ def screen_counterexample(expr, domains: dict | None = None, *, limit: int = 204
 
     if not _screenable(expr):
         return None
-    start = time.perf_counter()
+    start = clock()
     domains = dict(domains or {})
     entries = list(expr) if isinstance(expr, sp.MatrixBase) else [sp.sympify(expr)]
     variables = search_variables(expr)
@@ -410,7 +412,7 @@ def screen_counterexample(expr, domains: dict | None = None, *, limit: int = 204
         size = np.max([np.abs(v) for v in values], axis=0)
     promising = np.flatnonzero(np.isfinite(size) & (size > 1e-9))
     for k, i in enumerate(promising[:confirm]):
-        if k and time.perf_counter() - start > seconds:  # the first promising point is always checked
+        if k and clock() - start > seconds:  # the first promising point is always checked
             return _stopped(stats)
         point = {v: lists[j][ranks[i, j]] for j, v in enumerate(variables)}
         try:
