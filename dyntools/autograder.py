@@ -475,8 +475,12 @@ def grade(source, *, problems=PROBLEMS, steps: int | None = None, timeout: float
     from collections.abc import Mapping
 
     problems = (problems,) if isinstance(problems, str) else tuple(problems)
-    for name in problems:
-        problem(name, steps)                           # bad names or steps: the ValueError here, before any child
+    from dyntools import validation
+
+    for name in problems:                              # bad names or steps: the ValueError here, before any child
+        validation.one_of("problem", name, PROBLEMS)
+    if steps is not None:
+        validation.count("steps", steps)
     if isinstance(source, Mapping):
         return grade_here(source, problems=problems, steps=steps)
     from dyntools.child import ChildStopped, run_limited
