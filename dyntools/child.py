@@ -6,8 +6,8 @@ hands it ``"module:function"`` and keyword arguments as JSON on stdin, and reads
 value back. The child sets its limits with :func:`resource.setrlimit` before it imports anything of the
 caller's: ``RLIMIT_AS`` (memory), ``RLIMIT_CPU`` (processor seconds: a backstop should the parent die),
 ``RLIMIT_FSIZE`` (no file larger than :data:`MAX_FILE_BYTES`) and ``RLIMIT_CORE`` = 0. The parent kills the
-child's whole process group when the wall-clock limit passes. What the function prints goes to stderr, so
-that only the result travels on stdout.
+child's whole process group when the wall-clock limit passes. What the function prints goes to stderr — a
+file, capped like any other — so that only the result travels on stdout.
 
 This is **not a security sandbox**: the child runs as the same user, can read and write every file that user
 can (its working directory is only where relative paths land), open network connections and start processes.
@@ -49,12 +49,14 @@ def run_limited(target: str, kwargs: dict, *, timeout: float, memory_mb: int | N
     request = json.dumps({"target": target, "kwargs": kwargs, "memory_mb": memory_mb,
                           "cpu_seconds": int(math.ceil(2 * timeout)) + 5})
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([_ROOT, *filter(None, [os.environ.get("PYTHONPATH")])])}
-    with tempfile.TemporaryDirectory(prefix="dyntools-child-") as cwd:
+    with tempfile.TemporaryDirectory(prefix="dyntools-child-") as cwd, \
+            tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as err_file:
+        # the code's prints go to a file, capped by RLIMIT_FSIZE: an endless print cannot fill this process
         proc = subprocess.Popen([sys.executable, "-m", "dyntools.child"], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd, env=env, text=True,
+                                stdout=subprocess.PIPE, stderr=err_file, cwd=cwd, env=env, text=True,
                                 start_new_session=True)
         try:
-            out, err = proc.communicate(request, timeout=timeout)
+            out, _ = proc.communicate(request, timeout=timeout)
         except subprocess.TimeoutExpired:
             _kill_group(proc)
             proc.communicate()
@@ -62,6 +64,8 @@ def run_limited(target: str, kwargs: dict, *, timeout: float, memory_mb: int | N
                                "for the limit: raise it with --timeout)") from None
         finally:
             _kill_group(proc)            # anything the code left running in its process group
+        err_file.seek(max(0, err_file.seek(0, os.SEEK_END) - 4096))
+        err = err_file.read()
     return _result(proc.returncode, out, err, memory_mb)
 
 

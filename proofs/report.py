@@ -100,7 +100,7 @@ def reproduce(ctx):
             "",
             *[
                 f"- `{r.claim.name}`: " + ", ".join(f"{k} = {v}" for k, v in (r.counterexample or {}).items())
-                for r in controls
+                for r in controls if r.counterexample
             ],
         ]
     )

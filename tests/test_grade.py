@@ -161,6 +161,21 @@ def test_an_infinite_loop_is_stopped_at_the_time_limit(tmp_path, where):
     assert summary["stopped"].startswith("stopped at the time limit of 3 s")
 
 
+def test_an_endless_print_is_stopped_without_filling_the_caller(tmp_path):
+    """adamw_step prints forever: its output is a file capped at 64 MB, so the write fails (Python reports
+    'File too large') or the time limit passes; either way a failed grade, exit 1, and nothing piles up here."""
+    text = CORRECT.replace("def adamw_step(params, grads, state, t, *, lr, betas, eps, weight_decay):\n",
+                           "def adamw_step(params, grads, state, t, *, lr, betas, eps, weight_decay):\n"
+                           "    while True:\n        print('x' * 4096)\n")
+    proc = run_cli("grade", _write(tmp_path, text), "--problem", "gradients", "--timeout", "30", "--json",
+                   cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr[-500:]
+    summary = json.loads(proc.stdout)
+    assert not summary["passed"]
+    adamw = [g for g in summary["graded"] if g["optimizer"] == "adamw"]
+    assert (adamw and "File too large" in adamw[0]["error"]) or summary["stopped"].startswith("stopped at the time")
+
+
 def test_the_file_runs_in_a_temporary_folder_not_the_callers(tmp_path):
     """A file that deletes every file of its working directory (and writes one) leaves the caller's alone."""
     (tmp_path / "victim.txt").write_text("keep me")
