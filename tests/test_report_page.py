@@ -212,3 +212,17 @@ def test_protect_is_idempotent(text):
     """Protecting protected text changes nothing (an entry may escape its own text first)."""
     once = markdown_text.protect(text)
     assert markdown_text.protect(once) == once
+
+
+@pytest.mark.parametrize("flag", [[], ["--self-contained"]])
+def test_reproduce_command_self_contained_flag(tmp_path, monkeypatch, capsys, flag):
+    """`dyntools reproduce` links its figures as files; `--self-contained` embeds them (the flag reaches the page)."""
+    from dyntools.cli import main
+    from dyntools.commands import registry
+
+    monkeypatch.setattr(registry, "catalogue", _catalogue)
+    assert main(["reproduce", "--out", str(tmp_path / "r"), "--json", *flag]) == 0
+    capsys.readouterr()
+    page = (tmp_path / "r" / "report.html").read_text()
+    assert ('src="data:image/png;base64,' in page) == bool(flag)
+    assert report.broken_links(tmp_path / "r" / "report.html") == []
