@@ -21,12 +21,20 @@ recognised by running variants of Adam written from the equations
     Adam (L2):  g_t ← g_t + λ θ_{t−1},   θ_t = θ_{t−1} − α m̂_t / (√v̂_t + ε)
     AdamW:      θ_t = θ_{t−1} − α λ θ_{t−1} − α m̂_t / (√v̂_t + ε)
 
-with one change each (:data:`MISTAKES`): bias correction missing or with the power off by one step,
-the decay inside the adaptive term (Adam+L2 handed in as AdamW) or decoupled where L2 was asked,
-ε inside the square root, β₁ and β₂ swapped, the decay not multiplied by the learning rate. The
-unchanged variant is an independent reference: it must (and is tested to) match dyntools' own.
+with one change each (:data:`MISTAKES`): bias correction missing or with the power t + 1, the decay
+inside the adaptive term (Adam+L2 handed in as AdamW) or decoupled where L2 was asked, the decay applied
+after the Adam step (to θ_t instead of θ_{t−1}), ε inside the square root, β₁ and β₂ swapped, the decay
+not multiplied by the learning rate. A hint is given only when its variant reproduces the student's
+values; NaN or ∞ matches nothing (a power t − 1 divides by 1 − β⁰ = 0 and is NaN from step 1, like any
+other bug that makes everything NaN, so it is reported as "not finite from step 1", never as a named
+mistake). The unchanged variant is an independent reference: it must (and is tested to) match dyntools' own.
 
-The student's file is Python and is executed (only grade files you trust). It defines, for each of
+The student's file is Python and is executed — by :func:`grade`, in a child process
+(:mod:`dyntools.child`) with a wall-clock time limit (default 60 s), memory and processor-time limits and
+a temporary working directory: an infinite loop is stopped and reported, a stray ``os.remove`` lands in
+the temporary folder. That is **not a security sandbox** (the code runs as you, with your files and
+network): grade only files you would run yourself. Every expected piece must be there — a file defining
+only Adam is graded on Adam and FAILS, naming what is missing. It defines, for each of
 ``adam`` and ``adamw``, either a function
 
     adam_step(params, grads, state, t, *, lr, betas, eps, weight_decay) -> new params (or None: in place)
@@ -61,13 +69,13 @@ TOL = 1e-10
 #: Problems, in the order they are graded.
 PROBLEMS = ("gradients", "spirals")
 #: Mistakes that only one of the two optimizers can make.
-ONLY_FOR = {"decoupled-decay": "adam", "l2-in-adaptive-term": "adamw", "decay-without-lr": "adamw"}
+ONLY_FOR = {"decoupled-decay": "adam", "l2-in-adaptive-term": "adamw", "decay-without-lr": "adamw",
+            "decay-after-step": "adamw"}
 #: The classic mistakes recognised, with the hint given.
 MISTAKES = {
     "no-bias-correction": "the bias corrections are missing (m and v used instead of m̂ = m/(1 − β₁ᵗ), "
                           "v̂ = v/(1 − β₂ᵗ))",
     "bias-correction-t+1": "the bias corrections use the power t + 1 (off by one step: 1 − βᵗ⁺¹)",
-    "bias-correction-t-1": "the bias corrections use the power t − 1 (off by one step: 1 − βᵗ⁻¹)",
     "l2-in-adaptive-term": "the decay is inside the adaptive term: this is Adam with L2 (g + λθ fed to the "
                            "moments), not AdamW's decoupled decay θ ← θ − αλθ",
     "decoupled-decay": "the decay is decoupled (θ ← θ − αλθ, AdamW) where Adam's L2 term (g + λθ) was asked",
@@ -75,7 +83,15 @@ MISTAKES = {
     "betas-swapped": "β₁ and β₂ are swapped (β₁ must weight the first moment m, β₂ the second moment v)",
     "decay-without-lr": "the decoupled decay is not multiplied by the learning rate (θ ← θ − λθ instead of "
                         "θ ← θ − αλθ)",
+    "decay-after-step": "the decay is applied after the Adam step, to the updated parameters "
+                        "(θ_t = (1 − αλ)(θ_{t−1} − α m̂/(√v̂ + ε))) instead of to θ_{t−1} "
+                        "(θ_t = θ_{t−1} − αλθ_{t−1} − α m̂/(√v̂ + ε))",
 }
+#: The message naming a piece the file does not define.
+MISSING = {"adam": "no Adam: define adam_step or class Adam", "adamw": "no AdamW: define adamw_step or class AdamW"}
+#: Default limits of the child process that runs a student's file (see :mod:`dyntools.child`).
+TIMEOUT = 60.0
+MEMORY_MB = 4096
 
 
 # ------------------------------------------------------------------------------------------ problems
@@ -191,16 +207,19 @@ def equation_run(which: str, prob: Problem, mistake: str | None = None) -> np.nd
             g = g + lam * theta
         m = b1 * m + (1 - b1) * g
         v = b2 * v + (1 - b2) * g * g
-        power = {"bias-correction-t+1": t + 1, "bias-correction-t-1": t - 1}.get(mistake, t)
+        power = t + 1 if mistake == "bias-correction-t+1" else t
         if mistake == "no-bias-correction":
             m_hat, v_hat = m, v
         else:
             with np.errstate(divide="ignore", invalid="ignore"):
                 m_hat, v_hat = m / (1 - b1 ** power), v / (1 - b2 ** power)
         denom = np.sqrt(v_hat + eps) if mistake == "eps-inside-sqrt" else np.sqrt(v_hat) + eps
-        if decoupled:
-            theta = theta * (1 - (lam if mistake == "decay-without-lr" else lr * lam))
+        decay = 1 - (lam if mistake == "decay-without-lr" else lr * lam)
+        if decoupled and mistake != "decay-after-step":
+            theta = theta * decay
         theta = theta - lr * m_hat / denom
+        if mistake == "decay-after-step":
+            theta = theta * decay
         thetas.append(theta.copy())
     return np.array(thetas)
 
@@ -270,10 +289,11 @@ def student_run(obj, which: str, prob: Problem) -> tuple[np.ndarray, np.ndarray,
 # ------------------------------------------------------------------------------------------ grading
 
 def _deviation(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Per step, the largest ``|a − b| / max(1, |b|)`` (∞ where a value is not finite in one of them)."""
+    """Per step, the largest ``|a − b| / max(1, |b|)`` (∞ where a value is not finite in either: NaN never
+    matches NaN, so an all-NaN run reproduces no mistake)."""
     with np.errstate(invalid="ignore", over="ignore"):
         d = np.abs(a - b) / np.maximum(1.0, np.abs(b))
-    d = np.where(np.isfinite(a) & np.isfinite(b), d, np.where(np.isnan(a) & np.isnan(b), 0.0, np.inf))
+    d = np.where(np.isfinite(a) & np.isfinite(b), d, np.inf)
     return d.max(axis=1) if d.size else np.zeros(0)
 
 
@@ -288,21 +308,22 @@ class Graded:
     first_difference: dict | None = None                  # step, coordinate, student, reference
     hint: str | None = None
     error: str | None = None
+    nonfinite_from: int | None = None                     # the first step with a NaN or ∞ parameter
 
     def as_dict(self) -> dict:
         return {"optimizer": self.optimizer, "problem": self.problem, "matched": self.matched,
                 "first_difference": self.first_difference, "hint": self.hint, "error": self.error,
-                "steps": self.steps}
+                "nonfinite_from": self.nonfinite_from, "steps": self.steps}
 
 
 def diagnose(which: str, prob: Problem, student: np.ndarray) -> str | None:
     """The classic mistake whose trajectory the student's reproduces (to 1e-8 relative over every step
-    run), or ``None``."""
+    run, every value finite), or ``None``."""
     best, best_dev = None, np.inf
     for mistake in MISTAKES:
         if ONLY_FOR.get(mistake, which) != which:
             continue
-        with np.errstate(all="ignore"):                  # a power t − 1 divides by 1 − β⁰ = 0 at t = 1
+        with np.errstate(all="ignore"):
             ref = equation_run(which, prob, mistake)[: len(student)]
         dev = float(_deviation(student, ref).max()) if len(student) else np.inf
         if dev < best_dev:
@@ -331,25 +352,50 @@ def grade_one(obj, which: str, prob: Problem) -> Graded:
                  "reference": float(ref_theta[t, k])}
     matched = error is None and not bad.size and len(theta) == prob.steps
     hint = None if matched else diagnose(which, prob, theta)
-    return Graded(which, prob.name, matched, rows, first, hint, error)
+    nonfinite = np.flatnonzero(~np.isfinite(theta).all(axis=1)) if len(theta) else np.zeros(0, int)
+    return Graded(which, prob.name, matched, rows, first, hint, error,
+                  int(nonfinite[0]) + 1 if nonfinite.size else None)
 
 
 @dataclass
 class GradeReport:
-    """Every grade of a student's file; ``passed`` when every optimizer matched on every problem."""
+    """Every grade of a student's file. ``passed`` only when both optimizers were found and each matched on
+    every problem; ``missing`` names the pieces the file does not define, ``stopped`` why the child running
+    it gave no grades (its time or memory limit)."""
 
     file: str
     graded: list[Graded]
+    missing: list[str] = field(default_factory=list)      # messages of :data:`MISSING` (with near names)
+    stopped: str | None = None
 
     @property
     def passed(self) -> bool:
-        return bool(self.graded) and all(g.matched for g in self.graded)
+        return bool(self.graded) and not self.missing and self.stopped is None and all(g.matched for g in self.graded)
 
     def as_dict(self) -> dict:
-        return {"file": self.file, "passed": self.passed, "tolerance": TOL,
+        return {"file": self.file, "passed": self.passed, "tolerance": TOL, "missing": self.missing,
+                "stopped": self.stopped,
                 "hyperparameters": {k: {kk: list(vv) if isinstance(vv, tuple) else vv for kk, vv in v.items()}
                                     for k, v in HPARAMS.items()},
                 "graded": [g.as_dict() for g in self.graded]}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> GradeReport:
+        """The report back from :meth:`as_dict` (the child process sends it as JSON)."""
+        fields = ("optimizer", "problem", "matched", "steps", "first_difference", "hint", "error", "nonfinite_from")
+        return cls(d["file"], [Graded(**{k: g[k] for k in fields}) for g in d["graded"]], list(d["missing"]),
+                   d["stopped"])
+
+    def verdict(self) -> str:
+        """The last line: PASSED, or FAILED with the reason when it is not a mismatch."""
+        if self.passed:
+            return f"PASSED: {self.file}"
+        if self.stopped:
+            return f"FAILED (nothing graded: {self.stopped}): {self.file}"
+        if self.missing:
+            return (f"FAILED ({len(self.missing)} of {len(NAMES)} optimizers missing; grading the others does not "
+                    f"pass the file): {self.file}")
+        return f"FAILED: {self.file}"
 
     def __str__(self) -> str:
         lines = []
@@ -366,19 +412,25 @@ class GradeReport:
                              f"reference {f['reference']!r}")
             if g.hint:
                 lines.append(f"  hint: {g.hint}")
+            elif g.nonfinite_from is not None:
+                lines.append(f"  hint: your parameters are not finite (NaN or ∞) from step {g.nonfinite_from} on; NaN "
+                             "matches no classic mistake, so none is named: look for a division by zero (such as "
+                             "1 − βᵗ with t = 0) or an overflow in that step")
             elif not g.matched:
                 lines.append("  hint: no classic mistake reproduces your run; compare the step equations one by one")
             if g.problem == "spirals" and g.steps:
                 last = g.steps[-1]
                 lines.append(f"  loss after step {last['step']}: yours {last['loss_student']:.12g}, reference "
                              f"{last['loss_reference']:.12g}")
-        lines.append(f"{'PASSED' if self.passed else 'FAILED'}: {self.file}")
+        lines += [f"MISSING: {m}" for m in self.missing]
+        lines.append(self.verdict())
         return "\n".join(lines)
 
 
-def load_student(source) -> dict[str, object]:
-    """The student's optimizers (``{"adam": obj, "adamw": obj}``, at least one) found in ``source``: the
-    path of a Python file, or a mapping of names (a notebook's ``{"adam_step": adam_step, …}``)."""
+def load_student(source) -> tuple[dict[str, object], list[str]]:
+    """The student's optimizers (``{"adam": obj, "adamw": obj}``, at least one) found in ``source`` — the
+    path of a Python file, or a mapping of names (a notebook's ``{"adam_step": adam_step, …}``) — and the
+    messages of the pieces not found (:data:`MISSING`, with the names that look like a misspelling)."""
     from collections.abc import Mapping
 
     from dyntools.user_code import run_file
@@ -399,19 +451,68 @@ def load_student(source) -> dict[str, object]:
                 break
     if not found:
         raise ValueError(f"FILE {path}: defines none of adam_step, Adam, adamw_step, AdamW")
-    return found
+    return found, [MISSING[w] + near_names(namespace, w) for w in NAMES if w not in found]
 
 
-def grade(source, *, problems=PROBLEMS, steps: int | None = None) -> GradeReport:
+def near_names(namespace, which: str) -> str:
+    """`` (found: adamW_step?)`` when the namespace has a callable whose name, in lower case without
+    underscores, is that of a graded name of ``which`` (a misspelling), else ``""``."""
+    wanted = {n.lower().replace("_", "") for n in NAMES[which]}
+    near = [n for n, obj in namespace.items() if callable(obj) and n not in NAMES[which]
+            and n.lower().replace("_", "") in wanted]
+    return f" (found {', '.join(near)}: the names are case- and underscore-exact)" if near else ""
+
+
+def grade(source, *, problems=PROBLEMS, steps: int | None = None, timeout: float = TIMEOUT,
+          memory_mb: int | None = MEMORY_MB) -> GradeReport:
     """Grade the student's optimizers in ``source`` — a file path, or a mapping such as
-    ``{"adam_step": adam_step, "adamw_step": adamw_step}`` (see the module docstring)."""
+    ``{"adam_step": adam_step, "adamw_step": adamw_step}`` (see the module docstring).
+
+    A file runs in a child process (:mod:`dyntools.child`: ``timeout`` seconds of wall clock, ``memory_mb``
+    of address space, a temporary working directory; not a security sandbox); a file that overruns a limit
+    gets a report with ``stopped`` set (not passed). A mapping's functions already live in this process and
+    run here, without limits."""
+    from collections.abc import Mapping
+
+    problems = (problems,) if isinstance(problems, str) else tuple(problems)
+    from dyntools import validation
+
+    for name in problems:                              # bad names or steps: the ValueError here, before any child
+        validation.one_of("problem", name, PROBLEMS)
+    if steps is not None:
+        validation.count("steps", steps)
+    if isinstance(source, Mapping):
+        return grade_here(source, problems=problems, steps=steps)
+    from dyntools.child import ChildStopped, run_limited
+    from dyntools.user_code import compiled
+
+    path = Path(source)
+    compiled(path, "FILE")                             # a missing or malformed file: one line, before the child
+    try:
+        report = run_limited("dyntools.autograder:_grade_in_child",
+                             {"path": str(path.resolve()), "problems": list(problems), "steps": steps},
+                             timeout=timeout, memory_mb=memory_mb)
+    except ChildStopped as stop:
+        return GradeReport(str(source), [], stopped=stop.reason)
+    report = GradeReport.from_dict(report)
+    report.file = str(source)
+    return report
+
+
+def grade_here(source, *, problems=PROBLEMS, steps: int | None = None) -> GradeReport:
+    """:func:`grade` in this process, without limits (the child process calls it on the file)."""
     from collections.abc import Mapping
 
     problems = (problems,) if isinstance(problems, str) else tuple(problems)
     probs = [problem(name, steps) for name in problems]
-    found = load_student(source)
+    found, missing = load_student(source)
     name = ", ".join(found_names(source)) if isinstance(source, Mapping) else str(source)
-    return GradeReport(name, [grade_one(obj, which, prob) for which, obj in found.items() for prob in probs])
+    return GradeReport(name, [grade_one(obj, which, prob) for which, obj in found.items() for prob in probs], missing)
+
+
+def _grade_in_child(path: str, problems: list[str], steps: int | None) -> dict:
+    with np.errstate(all="ignore"):                 # the student's NaN are graded, not warned about
+        return grade_here(path, problems=problems, steps=steps).as_dict()
 
 
 def found_names(namespace) -> list[str]:

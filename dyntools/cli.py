@@ -104,6 +104,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "example:\n  dyntools reproduce --quick --out report")
     p.add_argument("--quick", action="store_true", help="reduced sizes: the whole catalogue in under 3 minutes")
     p.add_argument("--only", default=None, metavar="NAMES", help="comma-separated catalogue entries to run")
+    p.add_argument("--self-contained", action="store_true",
+                   help="embed the figures in report.html (one file to send; default: the files beside it)")
     _add_common(p, default_out=Path("report"))
     p.set_defaults(_module=commands.load({"reproduce": "dyntools.commands.reproduce"}, "reproduce"))
 
@@ -112,8 +114,11 @@ def build_parser() -> argparse.ArgumentParser:
                        description="The problem set's autograder (seed 001): runs the Adam and AdamW of FILE\n"
                                    "(functions adam_step/adamw_step or classes Adam/AdamW; see\n"
                                    "dyntools.autograder) and the reference on the same deterministic problems,\n"
-                                   "step by step; exit 0 only when every run matches to 1e-10. FILE is\n"
-                                   "executed: use only files you trust.\n\n"
+                                   "step by step; exit 0 only when both are defined and every run matches\n"
+                                   "to 1e-10. FILE is executed in a child process with a time limit\n"
+                                   "(--timeout), memory and CPU limits and a temporary working directory.\n"
+                                   "That is NOT a security sandbox (the code runs as you, with your files\n"
+                                   "and network): grade only files you would run yourself.\n\n"
                                    "example:\n  dyntools grade my_adam.py\n"
                                    "  dyntools grade my_adam.py --problem spirals --steps 50 --json")
     p.add_argument("file", type=Path, metavar="FILE", help="the student's Python file")
@@ -121,6 +126,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="comma-separated problems: gradients (a fixed gradient sequence), spirals (the MLP's "
                         "first steps); default both")
     p.add_argument("--steps", type=int, default=None, help="steps per problem (default 25 / 30; at most 10000)")
+    p.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
+                   help="wall-clock limit of the child process running FILE (default 60); over it: FAILED, exit 1")
+    p.add_argument("--memory", type=int, default=4096, metavar="MB",
+                   help="address-space limit of that process in MB (default 4096)")
     p.add_argument("--json", action="store_true", help="print the grades as one JSON object on stdout")
     p.set_defaults(_module=commands.load({"grade": "dyntools.commands.grade"}, "grade"))
 

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from dyntools import store, validation
+from dyntools.markdown_text import protect
 
 
 @dataclass
@@ -61,6 +62,15 @@ class Section:
     seconds: float = 0.0               # wall time of the entry
     headline: str = ""                 # the verdict and the one number that matters, shown first
     cpu_seconds: float = 0.0           # processor time of the entry: this process and its finished workers
+    inconclusive: str = ""             # why a result is incomplete though nothing failed ("budget": a budget
+    #                                    stopped a search); shown as the status, never a failed check
+
+    @property
+    def status(self) -> str:
+        """``ok``, ``inconclusive: <why>`` (still ok: exit 0) or ``CHECK FAILED``."""
+        if not self.ok:
+            return "CHECK FAILED"
+        return f"inconclusive: {self.inconclusive}" if self.inconclusive else "ok"
 
 
 def cpu_seconds() -> float:
@@ -91,11 +101,11 @@ class Sections(list):
 
 
 def reproduce(out_dir: str | Path, catalogue: Mapping, *, quick: bool = False, seed: int = 0,
-              only: str | None = None, progress: bool = False) -> Sections:
+              only: str | None = None, progress: bool = False, self_contained: bool = False) -> Sections:
     """Run the selected entries of ``catalogue`` (name → object with ``reproduce(ctx) -> Section``, in
     report order; with ``single_core=True``, in the side lane when both lanes have work: see the module
-    docstring) and write ``out_dir/report.md``, its rendering ``out_dir/report.html`` (figures embedded)
-    and ``figures/``."""
+    docstring) and write ``out_dir/report.md``, its rendering ``out_dir/report.html`` (figures linked as the
+    files beside it under ``figures/``; embedded in the page only with ``self_contained``)."""
     names = select(catalogue, only)
     seed = validation.seed(seed)
     out_dir = store.check_writable(out_dir)
@@ -119,7 +129,7 @@ def reproduce(out_dir: str | Path, catalogue: Mapping, *, quick: bool = False, s
         sections.seconds = time.perf_counter() - start
         text = render(sections, quick=quick, seed=seed) + figure_check_text(checked)
         (tmp / "report.md").write_text(text, encoding="utf-8")
-        (tmp / "report.html").write_text(render_html(text, tmp), encoding="utf-8")
+        (tmp / "report.html").write_text(render_html(text, tmp, self_contained=self_contained), encoding="utf-8")
     return sections
 
 
@@ -192,7 +202,8 @@ def fold_long_tables(markdown: str, rows: int = FOLD_ROWS) -> str:
 
 def render(sections: list[Section], *, quick: bool, seed: int) -> str:
     """The report as one Markdown page: a contents table (status, seconds, headline of every entry), then
-    each entry with its headline before its text, long tables folded."""
+    each entry with its headline before its text, long tables folded; the entries' text with its accidental
+    markup escaped (:func:`dyntools.markdown_text.protect`: ``θ*²`` is no emphasis, ``E[x²](…)`` no link)."""
     from dyntools.engine.result import package_versions
 
     versions = ", ".join(f"{k} {v}" for k, v in package_versions().items())
@@ -201,16 +212,16 @@ def render(sections: list[Section], *, quick: bool, seed: int) -> str:
              f"Mode: {'quick (reduced sizes)' if quick else 'full'}; seed {seed}; {versions}; "
              f"{len(sections)} entries in {total:.0f} s.", "", "## Contents", "",
              "| entry | status | seconds | CPU seconds | headline |", "|---|---|---|---|---|"]
-    cell = lambda text: text.replace("|", "\\|")
-    lines += [f"| [{cell(s.title)}](#{anchor(s.title)}) | {'ok' if s.ok else 'CHECK FAILED'} | {s.seconds:.1f} | "
+    cell = lambda text: protect(text).replace("|", "\\|")
+    lines += [f"| [{cell(s.title)}](#{anchor(s.title)}) | {s.status} | {s.seconds:.1f} | "
               f"{s.cpu_seconds:.1f} | {cell(s.headline)} |" for s in sections]
     lines += [f"| total | {sum(s.ok for s in sections)} of {len(sections)} ok | {total:.1f} | "
               f"{sum(s.cpu_seconds for s in sections):.1f} | |"]
     for s in sections:
-        lines += ["", f'<a id="{anchor(s.title)}"></a>', "", f"## {s.title}", ""]
+        lines += ["", f'<a id="{anchor(s.title)}"></a>', "", f"## {protect(s.title)}", ""]
         if s.headline:
-            lines += [f"**{s.headline}**", ""]
-        lines.append(fold_long_tables(s.markdown.strip()))
+            lines += [f"**{protect(s.headline)}**", ""]
+        lines.append(fold_long_tables(protect(s.markdown.strip())))
     return "\n".join(lines) + "\n"
 
 
@@ -222,13 +233,15 @@ def figure_check_text(checked: list[tuple[str, list[str]]]) -> str:
              f"Figures and animation frames checked by `dyntools.plots.check` (empty panels, unlabelled axes, "
              f"clipped or overlapping text, legends over data, GIF width): {len(checked)}; "
              + (f"{len(bad)} with defects:" if bad else "no defect found.")]
-    lines += [f"- `{name}`: " + "; ".join(problems) for name, problems in bad]
+    lines += [f"- `{name}`: " + protect("; ".join(problems)) for name, problems in bad]
     return "\n".join(lines) + "\n"
 
 
-def render_html(markdown: str, base: Path, title: str = "dyntools: reproduced results") -> str:
-    """``markdown`` (the report) as one self-contained HTML page: images under ``base`` embedded as data
-    URIs, figures shown at most the page's width, tables scrollable."""
+def render_html(markdown: str, base: Path, title: str = "dyntools: reproduced results", *,
+                self_contained: bool = False) -> str:
+    """``markdown`` (the report) as one HTML page beside its figures (relative links to the files under
+    ``base``), figures shown at most the page's width, tables scrollable; with ``self_contained``, the images
+    under ``base`` are embedded as data URIs instead (one file to send, many times the size)."""
     import base64
     import html
     import mimetypes
@@ -248,10 +261,48 @@ def render_html(markdown: str, base: Path, title: str = "dyntools: reproduced re
 
     import re
 
-    body = re.sub(r'src="([^"]+)"', embed, body)
+    if self_contained:
+        body = re.sub(r'src="([^"]+)"', embed, body)
     style = ("body{font-family:system-ui,sans-serif;max-width:70rem;margin:2rem auto;padding:0 1rem;line-height:1.45}"
              "img{max-width:min(100%,56rem);height:auto;display:block;margin:1rem 0}table{border-collapse:collapse;"
              "display:block;overflow-x:auto;font-size:.9em}td,th{border:1px solid #ccc;padding:.2rem .5rem}"
              "details{margin:.5rem 0}summary{cursor:pointer;color:#0072B2}")
     return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
             f"<style>{style}</style></head><body>\n{body}</body></html>\n")
+
+
+def broken_links(page: Path) -> list[str]:
+    """Every ``href``/``src`` of the HTML file ``page`` that leads nowhere: an ``#anchor`` no element of the
+    page has as ``id`` (or ``name``), or a relative path with no file behind it (URLs and data URIs are not
+    followed). Each is described in one line; an empty list means every link resolves."""
+    from html.parser import HTMLParser
+    from urllib.parse import unquote, urlsplit
+
+    class Links(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.ids, self.links = set(), []
+
+        def handle_starttag(self, tag, attrs):
+            for key, value in attrs:
+                if key in ("id", "name") and value:
+                    self.ids.add(value)
+                if key in ("href", "src") and value is not None:
+                    self.links.append((tag, key, value))
+
+    page = Path(page)
+    parser = Links()
+    parser.feed(page.read_text(encoding="utf-8"))
+    bad = []
+    for tag, key, value in parser.links:
+        parts = urlsplit(value)
+        if parts.scheme in ("http", "https", "mailto", "data"):
+            continue
+        if parts.scheme or parts.netloc:
+            bad.append(f"<{tag} {key}={value!r}>: a link outside the report")
+        elif not parts.path:
+            if unquote(parts.fragment) not in parser.ids:
+                bad.append(f"<{tag} {key}={value!r}>: no element with id {unquote(parts.fragment)!r}")
+        elif not (page.parent / unquote(parts.path)).is_file():
+            bad.append(f"<{tag} {key}={value!r}>: no file {unquote(parts.path)!r} beside the page")
+    return bad

@@ -1,13 +1,20 @@
-"""A wall-clock budget for one claim: sympy work that overruns it is interrupted, not waited for.
+"""A time budget for one claim (or one derivation): sympy work that overruns it is interrupted, not waited for.
 
-:func:`time_limit` arms a ``SIGALRM`` timer (``signal.setitimer``) for the duration of a
+The budget is counted in **processor seconds of this process** (user + system, every thread), not wall
+seconds: a busy machine that gives this process a fifth of a core stretches the wall time five-fold but not
+the work a budget allows, so the same claim gets the same budget and reaches the same verdict on an idle and
+on a loaded machine (a budget stops a search; it must not depend on the neighbours). Code that waits
+without computing (sleep, I/O) is not counted — sympy computes.
+
+:func:`time_limit` arms a ``SIGPROF`` timer (``signal.setitimer(ITIMER_PROF)``) for the duration of a
 ``with`` block; when it fires, :class:`ProofTimeout` is raised inside whatever sympy routine is
 running (sympy is pure Python, so it is interrupted at the next bytecode). Budgets nest: an inner one
 is cut to what is left of the outer one, and the outer timer is re-armed when the inner ends. The exception derives
 from ``BaseException`` so that sympy's internal ``except Exception`` clauses cannot swallow it.
 
 Signals only reach the main thread: elsewhere (a worker thread) the block runs without a limit,
-and :func:`remaining` still lets loops such as the counterexample search stop on time.
+and :func:`remaining` still lets loops such as the counterexample search stop on time; :func:`clock` is the
+processor-time clock those loops read.
 """
 
 from __future__ import annotations
@@ -18,7 +25,12 @@ import threading
 import time
 from contextlib import contextmanager
 
-_deadline: list[float] = []  # stack of absolute deadlines (perf_counter) of the active budgets
+_deadline: list[float] = []  # stack of absolute deadlines (clock()) of the active budgets
+
+
+def clock() -> float:
+    """Processor seconds of this process (user + system, all threads): the clock of every budget."""
+    return time.process_time()
 
 
 class ProofTimeout(BaseException):
@@ -33,31 +45,32 @@ def remaining(default: float = float("inf")) -> float:
     """Seconds left in the innermost active budget (``default`` when there is none)."""
     if not _deadline:
         return default
-    return max(0.0, _deadline[-1] - time.perf_counter())
+    return max(0.0, _deadline[-1] - clock())
 
 
 @contextmanager
 def time_limit(seconds: float | None):
-    """Interrupt the block with :class:`ProofTimeout` after ``seconds`` (None, ≤ 0 or ∞: no limit)."""
+    """Interrupt the block with :class:`ProofTimeout` after ``seconds`` of processor time (None, ≤ 0 or ∞:
+    no limit)."""
     if not seconds or seconds <= 0 or not math.isfinite(seconds):
         yield
         return
     seconds = max(min(seconds, remaining()), 1e-3)  # a nested budget never outlives the enclosing one
-    _deadline.append(time.perf_counter() + seconds)
+    _deadline.append(clock() + seconds)
     armed = threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
     previous = None
     if armed:
         def _fire(signum, frame):
             raise ProofTimeout(seconds)
 
-        previous = signal.signal(signal.SIGALRM, _fire)
-        signal.setitimer(signal.ITIMER_REAL, seconds)
+        previous = signal.signal(signal.SIGPROF, _fire)
+        signal.setitimer(signal.ITIMER_PROF, seconds)
     try:
         yield
     finally:
         if armed:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, previous)
+            signal.setitimer(signal.ITIMER_PROF, 0)
+            signal.signal(signal.SIGPROF, previous)
         _deadline.pop()
         if armed and _deadline:  # re-arm the enclosing budget's timer
-            signal.setitimer(signal.ITIMER_REAL, max(remaining(), 1e-3))
+            signal.setitimer(signal.ITIMER_PROF, max(remaining(), 1e-3))

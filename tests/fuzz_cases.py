@@ -32,6 +32,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.conftest import HANG_GUARD
+
 #: Counts per class of the cases run in this process: ``{"values": Counter(tried=…, handled=…)}``.
 TALLY: dict[str, Counter] = {}
 
@@ -859,7 +861,7 @@ def run_subprocess(case: Case, base: Path) -> str:
         case.setup(root)
     before = set(os.listdir(root))
     proc = subprocess.run([sys.executable, "-m", "dyntools", *map(str, case.argv)], cwd=workdir, capture_output=True,
-                          text=True, timeout=120, env={**os.environ, "MPLBACKEND": "Agg"})
+                          text=True, timeout=HANG_GUARD, env={**os.environ, "MPLBACKEND": "Agg"})
     outcome = Outcome(proc.returncode, proc.stdout, proc.stderr)
     problem = judge(case, outcome, workdir, before)
     tally = TALLY.setdefault("subprocess", Counter())

@@ -14,6 +14,7 @@ from dyntools.simulations import adamw_schedules as SC
 
 from dyntools import cli, store
 from dyntools.engine.result import RunResult
+from tests.conftest import HANG_GUARD
 
 ROOT = Path(__file__).resolve().parents[1]
 NET = ["--n", "48", "--n-val", "48", "--hidden", "5,5", "--batch-size", "12", "--workers", "1"]
@@ -174,7 +175,7 @@ def test_bad_budgets_as_a_user_runs_it(tmp_path):
     out = tmp_path / "bad"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.run([sys.executable, "-m", "dyntools", "sweep", "adamw-budgets", "--budgets", "32,8,128",
-                           "--out", str(out)], capture_output=True, text=True, env=env, cwd=ROOT, timeout=60)
+                           "--out", str(out)], capture_output=True, text=True, env=env, cwd=ROOT, timeout=HANG_GUARD)
     assert proc.returncode == 2 and "Invalid budgets" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and not out.exists()
 

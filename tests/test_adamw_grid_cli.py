@@ -10,14 +10,14 @@ import numpy as np
 import pytest
 
 from dyntools import cli, store
-from tests.conftest import other_cpu_name
+from tests.conftest import HANG_GUARD, other_cpu_name
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = ["--lr-grid", "1e-3:1e-1:2", "--wd-grid", "1e-4:1e-1:3", "--n", "80", "--n-val", "80",
          "--epochs", "8", "--hidden", "8,8,8", "--batch-size", "16", "--workers", "1"]
 
 
-def dyntools(*args, timeout=180, env=None):
+def dyntools(*args, timeout=HANG_GUARD, env=None):
     env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
     return subprocess.run([sys.executable, "-m", "dyntools", *args], capture_output=True, text=True,
                           env=env, timeout=timeout, cwd=ROOT)
@@ -77,7 +77,7 @@ def test_bad_input_one_line_exit_2_nothing_written(tmp_path, capsys, args, needl
 ])
 def test_bad_input_as_a_user_runs_it(tmp_path, args, needle):
     out = tmp_path / "bad"
-    proc = dyntools("sweep", "adamw-grid", "--out", str(out), *args, timeout=60)
+    proc = dyntools("sweep", "adamw-grid", "--out", str(out), *args, timeout=HANG_GUARD)
     assert proc.returncode == 2
     assert needle in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
@@ -122,7 +122,7 @@ def test_regularizer_bad_input_one_line_exit_2_nothing_written(tmp_path, capsys,
 def test_sweep_with_dropout_and_batch_norm(tmp_path):
     """``--dropout`` and ``--batch-norm`` as a user runs them: in the help, recorded in the result (which loads
     against the schema); a bad value as a subprocess: one line, exit 2, nothing written."""
-    help_text = dyntools("sweep", "adamw-grid", "--help", timeout=60).stdout
+    help_text = dyntools("sweep", "adamw-grid", "--help", timeout=HANG_GUARD).stdout
     assert "--dropout P" in help_text and "--batch-norm" in help_text
     out = tmp_path / "reg"
     small = [a if a != "1e-4:1e-1:3" else "1e-4:1e-1:2" for a in SMALL]
@@ -132,6 +132,6 @@ def test_sweep_with_dropout_and_batch_norm(tmp_path):
     result = store.load(out)
     assert result.config["dropout"] == 0.1 and result.config["batch_norm"] is True
     assert np.isfinite(result["val_acc"]).all() and result["val_acc"].shape == (2, 2, 2)
-    bad = dyntools("sweep", "adamw-grid", "--dropout", "1", "--out", str(tmp_path / "bad"), timeout=60)
+    bad = dyntools("sweep", "adamw-grid", "--dropout", "1", "--out", str(tmp_path / "bad"), timeout=HANG_GUARD)
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "Invalid dropout" in bad.stderr
     assert not (tmp_path / "bad").exists()

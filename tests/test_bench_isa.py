@@ -6,7 +6,7 @@ import json
 import pytest
 
 from dyntools.bench import BenchReport, Target, isa_environment
-from tests.conftest import assert_usage_error, run_cli
+from tests.conftest import HANG_GUARD, assert_usage_error, run_cli
 
 
 def test_an_alias_repeats_its_target_under_the_old_name():
@@ -69,6 +69,6 @@ def test_the_zmm_check_reads_register_operands_and_sees_the_avx2_restriction(tmp
 
     env = {**os.environ, **isa_environment("avx2", str(tmp_path / "cache"))}
     code = "from dyntools.bench.sweep import panel_uses_zmm; print(panel_uses_zmm())"
-    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=HANG_GUARD)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split()[-1] == "False"

@@ -10,6 +10,7 @@ import pytest
 
 import dyntools as dt
 from tests.byo_model import Affine
+from tests.conftest import HANG_GUARD
 
 ROOT = Path(__file__).resolve().parents[1]
 RNG = np.random.default_rng(0)
@@ -68,7 +69,7 @@ def test_user_kernel_loop_is_cached_on_disk(tmp_path):
 
     def run():
         proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=ROOT,
-                              timeout=600)
+                              timeout=HANG_GUARD)
         assert proc.returncode == 0, proc.stderr
         seconds, hits = proc.stdout.split()[-2:]
         return float(seconds), int(hits)

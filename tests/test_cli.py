@@ -102,7 +102,7 @@ def test_reproduce_quick_writes_report(tmp_path):
     summary = json.loads(proc.stdout)
     entry = summary["entries"]["Loss stabilization on the quadratic toy (seed 004)"]
     assert entry["ok"]
-    assert entry["cpu_seconds"] > 0 and entry["seconds"] <= summary["seconds"] < entry["seconds"] + 1.0
+    assert entry["cpu_seconds"] > 0 and entry["seconds"] <= summary["seconds"] < 2 * entry["seconds"]
     assert summary["cpu_seconds"] == entry["cpu_seconds"]
     report = (out / "report.md").read_text()
     assert "| total | 1 of 1 ok |" in report

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import HANG_GUARD
+
 ROOT = Path(__file__).resolve().parents[1]
 HERE = ROOT / "notebooks" / "exercises"
 SOLUTIONS = sorted((HERE / "solutions").glob("*.ipynb"))
@@ -31,7 +33,7 @@ def _execute(path: Path, tmp_path, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     monkeypatch.chdir(tmp_path)
     nb = nbformat.read(path, as_version=4)
-    client = nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
+    client = nbclient.NotebookClient(nb, timeout=HANG_GUARD, kernel_name="python3",
                                      resources={"metadata": {"path": str(tmp_path)}})
     try:
         client.execute()

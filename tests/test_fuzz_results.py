@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from tests import fuzz_cases as F
+from tests.conftest import HANG_GUARD
 
 
 @pytest.fixture(scope="module")
@@ -243,5 +244,5 @@ def test_dt_load_checks_the_schema_in_a_fresh_interpreter(tmp_path):
     code = ("import dyntools as dt, sys\ntry:\n    dt.load(sys.argv[1])\nexcept dt.store.StoreError as e:\n"
             "    print(e)\n")
     proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "r" / "res")], capture_output=True, text=True,
-                          timeout=120)
+                          timeout=HANG_GUARD)
     assert "result.json: config['setting'] = '../../ESCAPE'" in proc.stdout, proc

@@ -22,7 +22,7 @@ def test_a_foreign_server_is_one_line_within_the_timeout(tmp_path, mode):
             start = time.perf_counter()
             failures += F.run_cases([case], tmp_path)
             elapsed = time.perf_counter() - start
-            if elapsed > 1.0 + 4.0:
+            if elapsed > 1.0 + 20.0:        # hang guard: below dask's own 30 s default, far above a busy machine
                 failures.append((case, f"took {elapsed:.1f} s with --connect-timeout 1"))
     finally:
         close()

@@ -32,4 +32,5 @@ def test_a_silent_server_as_a_real_process(tmp_path):
     finally:
         close()
     assert not problem, problem
-    assert elapsed < 1.0 + 8.0, f"the process took {elapsed:.1f} s to give up"    # + interpreter start-up
+    # a hang guard (+ interpreter start-up on a busy machine), below dask's own 30 s connect default
+    assert elapsed < 1.0 + 27.0, f"the process took {elapsed:.1f} s to give up"

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.conftest import HANG_GUARD
+
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "guide" / "bring-your-own.md"
 
@@ -22,7 +24,7 @@ def test_every_python_block_of_the_guide_runs(tmp_path):
     script.write_text("\n\n".join(blocks))
     env = {**os.environ, "PYTHONPATH": str(ROOT), "DYNTOOLS_LOOP_CACHE": str(tmp_path / "loops")}
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, cwd=tmp_path,
-                          timeout=600)
+                          timeout=HANG_GUARD)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "chain ['chain (numpy)', 'fused']" in proc.stdout
     assert "wrote past its workspace" in proc.stdout and "'difference'" in proc.stdout

@@ -36,7 +36,8 @@ COMMAND_LINE = ("dyntools/cli.py", "dyntools/commands/", "dyntools/__init__.py")
 #: The floors of dyntools/, from the ground up: each names its rooms (a top-level module or folder of
 #: dyntools/, ``"__init__"`` for the package's own ``__init__.py``). A file imports its own floor or lower.
 FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("helpers", ("validation", "tables", "user_code", "version", "verdicts", "time_budget")),
+    ("helpers", ("validation", "tables", "user_code", "version", "verdicts", "time_budget", "child",
+                 "markdown_text")),
     ("low level", ("lowlevel",)),            # numba/LLVM internals (fma panels, vector transposes, flat views)
     ("engine", ("engine", "params", "arrays_io")),
     ("code generation", ("codegen",)),      # sympy → derivatives → numba/NumPy source (the symbolic model's)

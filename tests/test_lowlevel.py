@@ -21,6 +21,7 @@ from dyntools import lowlevel
 from dyntools.engine.result import package_versions
 from dyntools.models import mlp_gemm
 from dyntools.models.mlp import layout_arrays
+from tests.conftest import HANG_GUARD
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -122,7 +123,7 @@ def test_the_fallback_kernels_give_the_fast_kernels_bits(tmp_path):
     env = {**os.environ, "DYNTOOLS_LOWLEVEL": "fallback",              # (its numba cache: kept apart)
            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     run = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True,
-                         timeout=1200)
+                         timeout=HANG_GUARD)
     assert run.returncode == 0, run.stderr[-3000:]
     fallback = dict(np.load(tmp_path / "fb.npz"))
     fast = outputs()

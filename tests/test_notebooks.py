@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import HANG_GUARD
+
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
 
 #: Deep imports a notebook is allowed for now, with the reason (none: every notebook uses the public API).
@@ -106,7 +108,7 @@ def test_notebook_executes(path, tmp_path, monkeypatch, tmp_path_factory):
     for cell in nb.cells:
         if cell.cell_type == "code":
             assert not cell.get("outputs"), f"{path.name}: commit notebooks without outputs"
-    client = nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
+    client = nbclient.NotebookClient(nb, timeout=HANG_GUARD, kernel_name="python3",
                                      resources={"metadata": {"path": str(tmp_path)}})
     client.execute()
     errors = [o for c in nb.cells if c.cell_type == "code"

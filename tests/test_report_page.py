@@ -1,5 +1,6 @@
-"""The report as one page a person reads: contents, headlines before the text, long tables folded, and
-``report.html`` (figures embedded) opened in a real headless browser."""
+"""The report as one page a person reads: contents, headlines before the text, long tables folded, mathematics
+in the text not turned into markup, ``report.html`` with its figures as files beside it (embedded only with
+``--self-contained``) and no broken link, opened in a real headless browser."""
 
 from __future__ import annotations
 
@@ -9,8 +10,11 @@ import subprocess
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from markdown_it import MarkdownIt
 
-from dyntools import plots, report
+from dyntools import markdown_text, plots, report
 
 ORANGE = (0xD5, 0x5E, 0x00)                       # PALETTE[1]: the planted figure's colour
 
@@ -100,7 +104,8 @@ def test_report_html_opens_in_a_headless_browser(tmp_path):
     report.reproduce(tmp_path / "r", _catalogue())
     page = tmp_path / "r" / "report.html"
     html = page.read_text()
-    assert 'src="data:image/png;base64,' in html and "figures/square.png" not in html
+    assert 'src="figures/square.png"' in html and "data:image" not in html     # the figure as a file beside it
+    assert report.broken_links(page) == []
     exe = _browser()
     dom = _run_browser(exe, "--dump-dom", page.as_uri()).stdout
     assert "<title>dyntools: reproduced results</title>" in dom
@@ -114,3 +119,110 @@ def test_report_html_opens_in_a_headless_browser(tmp_path):
     rows, cols = np.nonzero(orange)
     assert orange.sum() > 20_000, "the first figure is not on the screen"
     assert cols.max() - cols.min() > 200 and rows.max() - rows.min() > 100
+
+
+# ------------------------------------------------------------------ issue 36, item 8: escaping, links, figure files
+
+MATH = "F = ¼E[x²](1−(1−ε₀)²)²θ*⁴ ≈ 0.17θ*⁴ < ε₀θ*² with η_t and φ_θ(X), a<b and c>d, ref [a][b]"
+
+
+def _html(markdown: str) -> str:
+    return MarkdownIt("commonmark", {"html": True}).enable("table").render(markdown)
+
+
+def test_mathematics_in_the_text_is_not_markup():
+    """The issue's two defects: θ*² … θ*⁴ became italics, E[x²](…) a broken link; and a<b … c>d a tag."""
+    html = _html(markdown_text.protect(MATH))
+    assert "<em>" not in html and "<a " not in html and "<b " not in html
+    assert "θ*⁴ ≈ 0.17θ*⁴ &lt; ε₀θ*²" in html and "E[x²](1−(1−ε₀)²)²" in html and "η_t" in html
+    assert "a&lt;b and c&gt;d" in html and "[a][b]" in html
+    raw = _html(MATH)
+    assert "<em>" in raw and "<a " in raw                   # the control: unprotected, both defects appear
+
+
+def test_intended_markup_is_kept():
+    text = ("* a bullet\n\n**bold** and *shown* and _also_ [proofs.md](proofs.md) [top](#top) "
+            "![f](figures/a_b.png) `θ*² [x](y)` <a id=\"a_b\"></a>\n\n| a | b |\n|---|---|\n| [1, 2] | x* |")
+    html = _html(markdown_text.protect(text))
+    for piece in ("<li>a bullet</li>", "<strong>bold</strong>", "<em>shown</em>", "<em>also</em>",
+                  '<a href="proofs.md">proofs.md</a>', '<a href="#top">top</a>', '<img src="figures/a_b.png"',
+                  "<code>θ*² [x](y)</code>", '<a id="a_b"></a>', "<td>[1, 2]</td>", "<td>x*</td>"):
+        assert piece in html, piece
+    fenced = "```\nθ*² [x](y)\n```"
+    assert markdown_text.protect(fenced) == fenced
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet="ab θ*_[]()<>!`#|~+-.1²", min_size=1, max_size=40).map(str.strip).filter(bool))
+def test_escaped_text_renders_as_itself(text):
+    """``escape`` of any plain string renders to exactly that string (a paragraph of literal text)."""
+    import html as H
+    import re
+
+    rendered = _html(markdown_text.escape(text)).strip()
+    assert re.fullmatch(r"<p>(.*)</p>", rendered, re.S), rendered
+    assert H.unescape(rendered[3:-4]) == text
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet="ab θ*[]()²<>/", min_size=1, max_size=40))
+def test_protected_text_has_no_accidental_link_or_tag(text):
+    """Whatever math-like text an entry writes: after ``protect`` no link or tag is made of it."""
+    html = _html(markdown_text.protect(text))
+    assert "<a " not in html and "<img" not in html and "<b " not in html and "<b>" not in html
+
+
+def test_the_report_page_protects_titles_headlines_and_text(tmp_path):
+    class Entry:
+        def reproduce(self, ctx):
+            return report.Section("θ* and E[x](y)", MATH, headline="loss 0.17θ*² < ε₀θ*² [shown](n = 5)")
+
+    report.reproduce(tmp_path / "r", {"e": Entry()})
+    html = (tmp_path / "r" / "report.html").read_text()
+    body = html[html.index("<h2>θ*"):]
+    assert "<em>" not in body and "0.17θ*² &lt; ε₀θ*² [shown](n = 5)" in body
+    assert report.broken_links(tmp_path / "r" / "report.html") == []
+
+
+def test_broken_links_finds_missing_anchors_and_files(tmp_path):
+    """The link check bites: a planted missing anchor and a missing file are named, URLs are not followed."""
+    (tmp_path / "there.png").write_bytes(b"png")
+    page = tmp_path / "p.html"
+    page.write_text('<a id="here"></a><a href="#here">ok</a><a href="#nowhere">x</a><img src="there.png">'
+                    '<img src="figures/gone.png"><a href="https://example.org">u</a>'
+                    '<img src="data:image/png;base64,AA">')
+    bad = report.broken_links(page)
+    assert len(bad) == 2 and "'nowhere'" in bad[0] and "'figures/gone.png'" in bad[1]
+
+
+def test_figures_are_files_beside_the_page_unless_self_contained(tmp_path):
+    report.reproduce(tmp_path / "files", _catalogue())
+    report.reproduce(tmp_path / "one", _catalogue(), self_contained=True)
+    files, one = (tmp_path / "files" / "report.html").read_text(), (tmp_path / "one" / "report.html").read_text()
+    assert 'src="figures/square.png"' in files and "data:image" not in files
+    assert 'src="data:image/png;base64,' in one and "figures/square.png" not in one
+    assert len(one) > len(files) + 1000
+    assert report.broken_links(tmp_path / "files" / "report.html") == []
+    assert report.broken_links(tmp_path / "one" / "report.html") == []
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet="ab θ*_[]()²<>/`\\!#-", min_size=1, max_size=40))
+def test_protect_is_idempotent(text):
+    """Protecting protected text changes nothing (an entry may escape its own text first)."""
+    once = markdown_text.protect(text)
+    assert markdown_text.protect(once) == once
+
+
+@pytest.mark.parametrize("flag", [[], ["--self-contained"]])
+def test_reproduce_command_self_contained_flag(tmp_path, monkeypatch, capsys, flag):
+    """`dyntools reproduce` links its figures as files; `--self-contained` embeds them (the flag reaches the page)."""
+    from dyntools.cli import main
+    from dyntools.commands import registry
+
+    monkeypatch.setattr(registry, "catalogue", _catalogue)
+    assert main(["reproduce", "--out", str(tmp_path / "r"), "--json", *flag]) == 0
+    capsys.readouterr()
+    page = (tmp_path / "r" / "report.html").read_text()
+    assert ('src="data:image/png;base64,' in page) == bool(flag)
+    assert report.broken_links(tmp_path / "r" / "report.html") == []

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.conftest import HANG_GUARD
 from tests.test_engine_goldens import CLASSES, GOLDEN_DIR, compare_array, compare_case, load_golden, status_failures
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,7 +41,7 @@ def test_fresh_compile_gives_the_bits_of_a_cache_load(tmp_path):
     runs = []
     for _ in range(3):
         proc = subprocess.run([sys.executable, str(ROOT / "tests" / "same_bits_probe.py")], env=_env(cache),
-                              capture_output=True, text=True, timeout=900)
+                              capture_output=True, text=True, timeout=HANG_GUARD)
         assert proc.returncode == 0, proc.stderr
         runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
         if len(runs) == 1:                 # the first process compiled and wrote the cache
@@ -87,7 +88,7 @@ def test_goldens_hold_when_compiled_for_other_processors(tmp_path):
     native_voronoi = voronoi_steps()                         # this machine's target, meanwhile
     failures = []
     for name, proc in procs.items():
-        _, err = proc.communicate(timeout=1500)
+        _, err = proc.communicate(timeout=HANG_GUARD)
         assert proc.returncode == 0, f"{name}: {err}"
         out = tmp_path / name / "out"
         target = json.loads((out / "target.json").read_text())

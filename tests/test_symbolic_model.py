@@ -18,6 +18,7 @@ import dyntools as dt
 from dyntools.models import diag_net, mlp, symbolic_examples
 from dyntools.models.symbolic import SymbolicModel
 from dyntools.optim import optimizers as O
+from tests.conftest import HANG_GUARD
 
 
 def _rel(a, b):
@@ -349,7 +350,7 @@ def test_every_generated_kernel_trains_through_one_cached_loop(tmp_path):
     runs = []
     for _ in range(2):
         proc = subprocess.run([sys.executable, "-c", _ONE_LOOP_CHILD], env=env, capture_output=True, text=True,
-                              timeout=900)
+                              timeout=HANG_GUARD)
         assert proc.returncode == 0, proc.stderr
         runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
     first, second = runs

@@ -44,11 +44,20 @@ def test_sum_claim_is_refuted_at_the_issue_point():
     assert r.counterexample["difference"] == "-1/6"
 
 
-def test_sum_claim_is_refuted_by_the_search_quickly():
+def _never_called(calls):
+    """A simplifier that records its calls: the work done, not the seconds, shows the search came first."""
+    def simplifier(expr):
+        calls.append(expr)
+        return sp.simplify(expr)
+    return simplifier
+
+
+def test_sum_claim_is_refuted_by_the_search_before_any_simplification():
     """Wall 3: no point given; the smallest counterexample in rank order is found exactly."""
-    start = time.perf_counter()
-    r = Claim.equation("avg", M_HAT, AVERAGE, domains={beta: sp.Interval.open(0, 1)}).run()
-    assert time.perf_counter() - start < 2.0
+    calls = []
+    r = Claim.equation("avg", M_HAT, AVERAGE, domains={beta: sp.Interval.open(0, 1)},
+                       simplifier=_never_called(calls)).run()
+    assert not calls, "the slow simplification ran before the cheap search"
     assert r.verdict == REFUTED
     ce = r.counterexample
     assert ce["t"] == "2" and ce["beta"] == "1/2"
@@ -57,12 +66,12 @@ def test_sum_claim_is_refuted_by_the_search_quickly():
     assert str(value) == ce["difference"] and value != 0
 
 
-def test_two_step_rmsprop_false_claim_refuted_under_two_seconds():
+def test_two_step_rmsprop_false_claim_refuted_without_simplifying():
     """Wall 2: points first, so the slow simplification of the false identity never runs."""
     lhs, rhs, b2 = _rmsprop_two_steps()
-    start = time.perf_counter()
-    r = Claim.equation("rms", lhs, rhs, domains={b2: sp.Interval.open(0, 1)}).run()
-    assert time.perf_counter() - start < 2.0
+    calls = []
+    r = Claim.equation("rms", lhs, rhs, domains={b2: sp.Interval.open(0, 1)}, simplifier=_never_called(calls)).run()
+    assert not calls, "the slow simplification ran before the cheap search"
     assert r.verdict == REFUTED and r.counterexample["difference"] != "0"
 
 
@@ -73,8 +82,8 @@ def test_overrunning_claim_is_inconclusive_timed_out_not_a_hang():
 
     start = time.perf_counter()
     r = Claim("spin", "spin", "never ends", "x", spin, timeout=0.5).run()
-    assert time.perf_counter() - start < 2.0
-    assert r.verdict == INCONCLUSIVE and r.reason == "timed out after 0.5 s"
+    assert time.perf_counter() - start < 60.0        # a hang guard (the budget is the feature under test)
+    assert r.verdict == INCONCLUSIVE and r.reason == "budget: timed out after 0.5 s" and r.timed_out
 
 
 def test_slow_simplification_is_cut_by_the_budget():

@@ -15,6 +15,7 @@ import sympy as sp
 import dyntools as dt
 from dyntools.optim import kernels as K
 from dyntools.plots import trajectories as PT
+from tests.conftest import HANG_GUARD
 
 TR = dt.trajectories
 ROOT = Path(__file__).resolve().parents[1]
@@ -138,7 +139,7 @@ def dyntools(*args):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
            "MPLBACKEND": "Agg"}
     return subprocess.run([sys.executable, "-m", "dyntools", *args], capture_output=True, text=True, env=env,
-                          timeout=600)
+                          timeout=HANG_GUARD)
 
 
 def test_cli_simulate_then_plot(tmp_path):

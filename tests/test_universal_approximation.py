@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 from dyntools.simulations import universal_approximation as U
 
+from tests.conftest import HANG_GUARD
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -58,7 +60,7 @@ def test_cli_bad_input(tmp_path, args, word):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     out = tmp_path / "bad"
     r = subprocess.run([sys.executable, "-m", "dyntools", "simulate", "universal-approximation", *args, "--out",
-                        str(out)], capture_output=True, text=True, env=env, timeout=300)
+                        str(out)], capture_output=True, text=True, env=env, timeout=HANG_GUARD)
     assert r.returncode == 2
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and word in lines[0]

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import HANG_GUARD
+
 pytest.importorskip("dyntools.spec", reason="the commands are generated from dyntools.spec")
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -19,7 +21,7 @@ def dyntools(*args, cwd=None):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
            "MPLBACKEND": "Agg"}
     return subprocess.run([sys.executable, "-m", "dyntools", *args], capture_output=True, text=True, env=env,
-                          cwd=cwd, timeout=600)
+                          cwd=cwd, timeout=HANG_GUARD)
 
 
 def test_simulate_then_plot(tmp_path):

@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dyntools.models import voronoi as MV
+from tests.conftest import HANG_GUARD
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -105,7 +106,7 @@ def test_fresh_compile_and_cache_loads_give_the_same_bits(tmp_path):
     outs = []
     for _ in range(3):
         run = subprocess.run([sys.executable, "-c", _PROGRAM], env=env, cwd=ROOT, capture_output=True, text=True,
-                             timeout=900)
+                             timeout=HANG_GUARD)
         assert run.returncode == 0, run.stderr[-3000:]
         outs.append(run.stdout)
     assert any(tmp_path.joinpath("numba-cache").rglob("*.nbc")), "the first process wrote no cache"

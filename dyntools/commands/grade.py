@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from dyntools import validation
 from dyntools.commands import CommandOutput
 
@@ -20,5 +22,10 @@ def run(args, progress: bool) -> CommandOutput:
         validation.count("--steps", args.steps)
         if args.steps > MAX_STEPS:
             raise ValueError(f"Invalid --steps: {args.steps} (must be <= {MAX_STEPS})")
-    report = grade(args.file, problems=problems, steps=args.steps)
+    if not (math.isfinite(args.timeout) and args.timeout > 0):
+        raise ValueError(f"Invalid --timeout: {args.timeout} (must be a finite number of seconds > 0)")
+    if args.memory < 256:
+        raise ValueError(f"Invalid --memory: {args.memory} (must be >= 256 MB: Python and NumPy need about 500 MB "
+                         "of address space)")
+    report = grade(args.file, problems=problems, steps=args.steps, timeout=args.timeout, memory_mb=args.memory)
     return CommandOutput(report.as_dict(), str(report), exit_code=0 if report.passed else 1)

@@ -72,7 +72,8 @@ def add_arguments(parser) -> None:
         help="also run the false controls of the selected families (expected: refuted)",
     )
     parser.add_argument("--timeout", type=float, default=60.0, metavar="S",
-                        help="time budget per claim in seconds (default 60); an overrun is 'inconclusive'")
+                        help="time budget per claim in processor seconds (default 60; a busy machine does not "
+                             "shorten it); an overrun is 'inconclusive: budget'")
     parser.add_argument("--md", type=Path, metavar="FILE", help="write the derivations as Markdown")
     parser.add_argument("--latex", type=Path, metavar="FILE", help="write the derivations as LaTeX")
 

@@ -265,7 +265,7 @@ class SymbolicModel(Model):
     init : dict                 per block (see the module docstring)
     features : dict             name → expression or Matrix: hidden activations (for feature sparsity)
     name : str                  recorded in results
-    budget : float              seconds allowed for deriving and printing the code
+    budget : float              processor seconds allowed for deriving and printing the code
     roll : bool or None         dense models: write the kernel as loops over index tables (True), as
                                 straight-line code (False), or decide by size (None: loops above
                                 :data:`dyntools.codegen.kernels.ROLL_STATEMENTS` expressions and input

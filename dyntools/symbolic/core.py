@@ -16,7 +16,7 @@ symbols, where it comes from, and a ``prove(proof)`` function that writes the de
   (:mod:`dyntools.symbolic.interval`).
 
 Every claim runs under a time budget (:mod:`dyntools.time_budget`): an overrun is
-*inconclusive (timed out after N s)*, never a hang. The verdict is **verified** when every check
+*inconclusive (budget: timed out after N s)*, never a hang. The verdict is **verified** when every check
 passed, **refuted** when the proof recorded a counterexample (:meth:`Proof.refute`), and
 **inconclusive** otherwise (with the reason: the first check that could not be decided, or the
 error raised). Random sampling never decides a verdict;
@@ -136,6 +136,7 @@ class Proof:
         self.failures: list[str] = []
         self.checks = 0
         self.values: dict[str, Any] = {}  # certified numbers worth printing (enclosures, ...)
+        self.search: dict[str, bool] = {}  # {"stopped": True} once a counterexample search hit its time limit
 
     # ---- exposition
     def note(self, text: str, formula=None) -> None:
@@ -194,9 +195,11 @@ class Proof:
         domains = self.claim.domains if self.claim is not None else {}
         seed = self.claim.name if self.claim else ""
         if search:  # the cheap things first, each with its share of the budget
-            found = screen_counterexample(diff, domains, seed=seed, seconds=min(2.0, max(0.5, 0.05 * remaining(40.0))))
+            found = screen_counterexample(diff, domains, seed=seed, seconds=min(2.0, max(0.5, 0.05 * remaining(40.0))),
+                                          stats=self.search)
             if found is None:
-                found = find_counterexample(diff, domains, limit=24, seconds=min(0.5, remaining()), seed=seed)
+                found = find_counterexample(diff, domains, limit=24, seconds=min(0.5, remaining()), seed=seed,
+                                            stats=self.search)
             if found is not None:
                 return self._counterexample(text, formula, found.point, found.value)
         reduced = diff.applyfunc(simplifier) if isinstance(diff, sp.MatrixBase) else simplifier(diff)
@@ -209,7 +212,8 @@ class Proof:
                 return self._record(text, formula, True,
                                     "difference simplifies to 0 (Piecewise branches decided by the domains)")
         if search:
-            found = find_counterexample(diff, domains, limit=400, seconds=min(3.0, remaining()), seed=seed)
+            found = find_counterexample(diff, domains, limit=400, seconds=min(3.0, remaining()), seed=seed,
+                                        stats=self.search)
             if found is not None:
                 return self._counterexample(text, formula, found.point, found.value)
         return self._record(text, formula, None, f"difference {_fmt(reduced)} not shown to vanish")
@@ -383,19 +387,22 @@ class Claim:
 
     def run(self, timeout: float | None = None) -> ClaimResult:
         """Run the derivation under the budget ``self.timeout`` (else ``timeout``, else
-        :data:`DEFAULT_TIMEOUT`) seconds; an overrun is *inconclusive (timed out after N s)*."""
+        :data:`DEFAULT_TIMEOUT`) seconds; an overrun is *inconclusive (budget: timed out after N s)*."""
         budget = self.timeout or timeout or DEFAULT_TIMEOUT
         proof = Proof(self)
         start = time.perf_counter()
-        error = None
+        error, timed_out = None, False
         try:
             with time_limit(budget):
                 self.prove(proof)
             verdict, reason = proof.verdict()
+            if verdict == INCONCLUSIVE and self.control and proof.search.get("stopped"):
+                # a false control is refuted by the search: a search cut by its time limit is a budget stop
+                reason, timed_out = f"budget: the counterexample search hit its time limit ({reason})", True
         except ProofTimeout:
-            verdict, reason = INCONCLUSIVE, f"timed out after {budget:g} s"
+            verdict, reason, timed_out = INCONCLUSIVE, f"budget: timed out after {budget:g} s", True
             if proof.counterexample is not None:  # a counterexample found before the timeout stands
-                verdict, reason = REFUTED, "counterexample found"
+                verdict, reason, timed_out = REFUTED, "counterexample found", False
         except Exception as exc:  # a broken derivation is reported, not hidden
             verdict = INCONCLUSIVE
             first_line = (str(exc).strip().splitlines() or [""])[0][:200]
@@ -406,7 +413,7 @@ class Claim:
             )
         seconds = time.perf_counter() - start
         return ClaimResult(self, verdict, reason, proof.counterexample, proof.steps, seconds, proof.values,
-                           error)
+                           error, timed_out)
 
 
 @dataclass
@@ -419,6 +426,7 @@ class ClaimResult:
     seconds: float
     values: dict[str, Any]
     error: str | None = None  # the exception a broken derivation raised ("Type: message")
+    timed_out: bool = False   # inconclusive because the budget stopped it (not a wrong or broken derivation)
 
     @property
     def as_expected(self) -> bool:
@@ -449,6 +457,7 @@ class ClaimResult:
             "reason": self.reason,
             "counterexample": self.counterexample,
             "seconds": round(self.seconds, 4),
+            "timed_out": self.timed_out,
             "values": self.values,
             "steps": [s.as_dict() for s in self.steps],
         }

@@ -39,12 +39,13 @@ from __future__ import annotations
 import functools
 import itertools
 import random
-import time
 from dataclasses import dataclass
 
 import sympy as sp
 from sympy.core.function import AppliedUndef
 from sympy.matrices.expressions.matexpr import MatrixElement
+
+from dyntools.time_budget import clock
 
 #: simple numbers in the order they are tried (smallest first)
 _SIMPLE = [sp.Integer(0), sp.Integer(1), sp.Integer(-1), sp.Rational(1, 2), sp.Integer(2), sp.Integer(-2),
@@ -277,15 +278,16 @@ def _value_of(value):
 
 
 def find_counterexample(expr, domains: dict | None = None, *, limit: int = 200, inner_limit: int = 64,
-                        seconds: float = 1.0, seed: str = "") -> Counterexample | None:
+                        seconds: float = 1.0, seed: str = "", stats: dict | None = None) -> Counterexample | None:
     """Search exact points where ``expr`` (an expression or matrix) is a provably non-zero number.
 
     ``domains`` maps symbols (or their names, or an ``IndexedBase``) to sympy sets. At most
     ``limit`` first-stage points and ``inner_limit`` indexed assignments per point are tried, and
-    the search stops after ``seconds`` (wall clock). Returns the first counterexample in rank
-    order or None (which proves nothing)."""
+    the search stops after ``seconds`` (processor time, :func:`dyntools.time_budget.clock`: a search budget,
+    the same on a busy machine; a stop sets ``stats["stopped"]``
+    when ``stats`` is given). Returns the first counterexample in rank order or None (which proves nothing)."""
     domains = dict(domains or {})
-    start = time.perf_counter()
+    start = clock()
     variables = search_variables(expr)
     if isinstance(expr, sp.MatrixBase):
         if any(sp.sympify(e).atoms(AppliedUndef) for e in expr):
@@ -294,8 +296,8 @@ def find_counterexample(expr, domains: dict | None = None, *, limit: int = 200, 
         return None
     lists = [candidates(domain_of(v, domains), seed=seed + str(v)) for v in variables]
     for point in ranked_points(variables, lists, limit):
-        if time.perf_counter() - start > seconds:
-            return None
+        if clock() - start > seconds:
+            return _stopped(stats)
         try:
             value = substitute(expr, point)
         except Exception:  # undefined at this point, or sympy cannot evaluate it: not a counterexample
@@ -310,8 +312,15 @@ def find_counterexample(expr, domains: dict | None = None, *, limit: int = 200, 
                 continue
             if nonzero is True:
                 return Counterexample({**point, **extra}, _value_of(final))
-            if time.perf_counter() - start > seconds:
-                return None
+            if clock() - start > seconds:
+                return _stopped(stats)
+    return None
+
+
+def _stopped(stats: dict | None) -> None:
+    """A search cut by its time limit: no counterexample, and the record that the search did not finish."""
+    if stats is not None:
+        stats["stopped"] = True
     return None
 
 
@@ -369,7 +378,7 @@ def _screenable(expr) -> bool:
 
 
 def screen_counterexample(expr, domains: dict | None = None, *, limit: int = 2048, seconds: float = 0.5,
-                          seed: str = "", confirm: int = 8) -> Counterexample | None:
+                          seed: str = "", confirm: int = 8, stats: dict | None = None) -> Counterexample | None:
     """The exact search's points, screened in floating point first.
 
     The same candidate points as :func:`find_counterexample` (simplest first, including its seeded
@@ -384,7 +393,7 @@ def screen_counterexample(expr, domains: dict | None = None, *, limit: int = 204
 
     if not _screenable(expr):
         return None
-    start = time.perf_counter()
+    start = clock()
     domains = dict(domains or {})
     entries = list(expr) if isinstance(expr, sp.MatrixBase) else [sp.sympify(expr)]
     variables = search_variables(expr)
@@ -403,8 +412,8 @@ def screen_counterexample(expr, domains: dict | None = None, *, limit: int = 204
         size = np.max([np.abs(v) for v in values], axis=0)
     promising = np.flatnonzero(np.isfinite(size) & (size > 1e-9))
     for k, i in enumerate(promising[:confirm]):
-        if k and time.perf_counter() - start > seconds:  # the first promising point is always checked
-            return None
+        if k and clock() - start > seconds:  # the first promising point is always checked
+            return _stopped(stats)
         point = {v: lists[j][ranks[i, j]] for j, v in enumerate(variables)}
         try:
             value = substitute(expr, point)
