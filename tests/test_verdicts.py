@@ -193,3 +193,107 @@ def test_a_small_ensemble_runs_saves_and_loads_and_the_stats_skip_diverged_start
     res["diverged_at"][1, 0] = 7                              # a diverged start drops out of every quantity
     v = E.schedule_stats(res)[1]["values"]
     assert all(np.isnan(x[0]) for x in v.values()) and v["l0"][1] == res["l0"][1, 1, -1]
+
+
+# ------------------------------------------------------------- the three-word rules on planted ensembles
+
+RNG = np.random.default_rng(7)
+LOW, HIGH = RNG.normal(0.0, 1.0, 16), RNG.normal(5.0, 1.0, 16)          # a clear difference
+SAME_A, SAME_B = RNG.normal(0.0, 1.0, 16), RNG.normal(0.1, 1.0, 16)     # overlap
+
+
+def test_median_difference_clear_overlap_reversed_few_and_nan():
+    v = V.median_difference(LOW, HIGH, claim="less")
+    assert v.word == V.SHOWN and (v.n, v.survivors) == (32, 32) and "bootstrap 2000" in v.rule
+    assert V.median_difference(HIGH, LOW, claim="greater").word == V.SHOWN
+    assert V.median_difference(HIGH, LOW, claim="less").word == V.CONTRADICTED
+    o = V.median_difference(SAME_A, SAME_B, claim="less")
+    assert o.word == V.NOT_SHOWN and "contains 0" in o.why
+    few = V.median_difference(LOW[:3], HIGH, claim="less")
+    assert few.word == V.NOT_SHOWN and few.survivors == 19 and "survived" in few.why
+    with_nan = np.concatenate([LOW, [NAN] * 14])                        # 14 diverged: 16 survivors left
+    w = V.median_difference(with_nan, HIGH)
+    assert w.word == V.SHOWN and (w.n, w.survivors) == (46, 32)
+    assert V.median_difference([NAN] * 8, HIGH).word == V.NOT_SHOWN
+
+
+def test_median_difference_is_seeded_and_states_the_size_needed():
+    a, b = RNG.normal(0.0, 1.0, 6), RNG.normal(0.6, 1.0, 6)
+    assert V.median_difference(a, b, seed=3) == V.median_difference(a, b, seed=3)
+    v = V.median_difference(np.arange(6.0), np.arange(6.0) + 1.0)       # d = −1 inside a wide interval
+    assert v.word == V.NOT_SHOWN and v.n_needed is not None and v.n_needed > 12
+    assert v.label().startswith("not shown (underpowered: n needed ≈ ")
+    with pytest.raises(ValueError, match="claim"):
+        V.median_difference(LOW, HIGH, claim="lower")
+
+
+def test_sign_test_exact_tails_and_planted_pairs():
+    assert V.binomial_tail(5, 5) == 1 / 32 and V.binomial_tail(0, 7) == 1.0
+    assert V.binomial_tail(8, 10) == pytest.approx(56 / 1024)
+    b = np.arange(10.0)
+    assert V.sign_test(b - 1, b).word == V.SHOWN                         # 10 of 10 below: p = 1/1024
+    assert V.sign_test(b + 1, b).word == V.CONTRADICTED
+    mixed = V.sign_test(b + np.where(np.arange(10) % 2, 1.0, -1.0), b)   # 5 of 10
+    assert mixed.word == V.NOT_SHOWN and mixed.n_needed is None
+    few = V.sign_test([0.0, 0.0, 0.0], [1.0, 1.0, 1.0])                  # 3 of 3 below: p = 1/8
+    assert few.word == V.NOT_SHOWN and few.n_needed == 5 and "cannot reach" in few.why
+    nan = V.sign_test([0, 0, NAN, 0, 0, 0, 0, 1.0], [1, 1, 1, 1, 1, 1, 1, 1.0])   # 1 NaN, 1 tie: 6 of 6
+    assert nan.word == V.SHOWN and (nan.n, nan.survivors) == (8, 7) and "1 tied" in nan.measurement
+    with pytest.raises(ValueError, match="pairs"):
+        V.sign_test([1.0], [1.0, 2.0])
+
+
+def test_survival_and_no_divergence():
+    assert V.survival(16, 16, at_least=0.75).word == V.SHOWN             # Wilson lower 0.806
+    assert V.survival(3, 16, at_least=0.5).word == V.CONTRADICTED        # upper 0.43
+    v = V.survival(12, 16, at_least=0.5)                                 # [0.51, 0.90]: lower 0.505 ≥ 0.5
+    assert v.word == V.SHOWN
+    u = V.survival(9, 12, at_least=0.6)
+    assert u.word == V.NOT_SHOWN and u.n_needed is not None and u.n_needed > 12
+    assert V.survival(0, 0, at_least=0.5).word == V.NOT_SHOWN
+    assert V.no_divergence(15, 16).word == V.CONTRADICTED
+    assert V.no_divergence(16, 16).word == V.SHOWN and V.no_divergence(3, 3).word == V.NOT_SHOWN
+
+
+def test_verdict_text_carries_rule_n_and_survivors():
+    t = V.no_divergence(15, 16).text()
+    assert t.startswith("contradicted — 1 of 16 diverged [no divergence") and "n = 16, 15 survived" in t
+    with pytest.raises(ValueError, match="word"):
+        V.Verdict("holds", "r", 1, 1, "m")
+
+
+def test_rectangle_distance():
+    assert V.rectangle_distance(np.ones((3, 4), bool)) == 0.0
+    band = np.zeros((4, 6), bool)
+    band[1, :] = True                                                    # one horizontal band
+    assert V.rectangle_distance(band) == 0.0
+    assert V.rectangle_distance(np.eye(5, dtype=bool)) == pytest.approx(1 - 2 / 7)   # best: a 2×2 square, IoU 2/7
+    assert math.isnan(V.rectangle_distance(np.zeros((2, 2), bool)))
+
+
+LRS, LAMS = np.logspace(-4, -1, 4), np.logspace(-6, 0, 7)
+
+
+def planted(diagonal: bool) -> np.ndarray:
+    """A heatmap whose good cells are a diagonal (best λ ∝ 1/lr: slope −2 in grid units) or a vertical band."""
+    acc = np.full((4, 7), 0.5)
+    for i in range(4):
+        acc[i, 6 - 2 * i if diagonal else 3] = 0.95
+    return acc
+
+
+def test_region_shape_and_decoupling_on_planted_heatmaps():
+    diag, rect = V.region_shape(planted(True), LRS, LAMS, 0.9), V.region_shape(planted(False), LRS, LAMS, 0.9)
+    assert diag.slope == pytest.approx(-2.0) and diag.distance == pytest.approx(0.75) and diag.rows == 4
+    assert rect.slope == pytest.approx(0.0) and rect.distance == 0.0
+    assert V.decoupling(diag, rect).word == V.SHOWN
+    assert V.decoupling(rect, diag).word == V.CONTRADICTED
+    same = V.decoupling(rect, rect)
+    assert same.word == V.NOT_SHOWN and "near rectangles" in same.why
+    nan_grid = planted(False)
+    nan_grid[1:] = NAN                                                   # only one row survives
+    lone = V.region_shape(nan_grid, LRS, LAMS, 0.9)
+    assert lone.rows == 1 and math.isnan(lone.slope)
+    assert V.decoupling(diag, lone).word == V.NOT_SHOWN
+    with pytest.raises(ValueError, match="shape"):
+        V.region_shape(np.zeros((3, 7)), LRS, LAMS, 0.9)
