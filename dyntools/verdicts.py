@@ -39,6 +39,8 @@ the rule's name, the ensemble size ``n``, the survivors (finite values used) and
 * :func:`survival` — a claim "at least a fraction ``p0`` of the runs survive" by the Wilson interval of
   ``alive / n``: *shown* when its lower end is ≥ ``p0``, *contradicted* when its upper end is < ``p0``.
   :func:`no_divergence` is the claim "no run diverges": any diverged run contradicts it.
+* :func:`fraction_larger` — "fraction ``k1/n1`` larger than ``k2/n2``": *shown* when their Wilson
+  intervals are disjoint the claimed way.
 * :func:`decoupling` — seed 001's claim that decoupled decay decouples the good region of an
   (lr, λ) heatmap, from :func:`region_shape` of each optimizer's grid: the slope of log best-λ against
   log lr over the lr rows, and the region's distance from an axis-aligned rectangle
@@ -399,11 +401,42 @@ def no_divergence(alive: int, n: int, *, min_runs: int = MIN_ALIVE) -> Verdict:
     return Verdict(SHOWN, rule, n, alive, measurement)
 
 
+def fraction_larger(k1: int, n1: int, k2: int, n2: int, *, z: float = 1.96) -> Verdict:
+    """Rule *fractions (Wilson 95 %)*: is the fraction ``k1/n1`` larger than ``k2/n2``? *Shown* when the
+    Wilson intervals are disjoint with the first above, *contradicted* when disjoint the other way, else
+    *not shown*, with the size (the same ``n`` on both sides, the observed fractions) at which they would
+    be disjoint."""
+    (lo1, hi1), (lo2, hi2) = wilson_interval(k1, n1, z), wilson_interval(k2, n2, z)
+    rule = "fractions, disjoint Wilson 95 % intervals"
+    measurement = (f"{k1}/{n1} ({lo1:.2f}–{hi1:.2f}) vs {k2}/{n2} ({lo2:.2f}–{hi2:.2f})")
+    if lo1 > hi2:
+        return Verdict(SHOWN, rule, n1 + n2, k1 + k2, measurement)
+    if hi1 < lo2:
+        return Verdict(CONTRADICTED, rule, n1 + n2, k1 + k2, measurement, "the first fraction is the smaller.")
+    p1, p2, needed = (k1 / n1 if n1 else 0.0), (k2 / n2 if n2 else 0.0), None
+    if p1 > p2:
+        needed = next((2 * m for m in range(max(n1, n2, 1), 100_001)
+                       if wilson_interval(round(p1 * m), m, z)[0] > wilson_interval(round(p2 * m), m, z)[1]), None)
+    return Verdict(NOT_SHOWN, rule, n1 + n2, k1 + k2, measurement, "the intervals overlap.",
+                   n_needed=needed if needed is not None and needed > n1 + n2 else None)
+
+
+def claims_table(rows) -> str:
+    """A Markdown table of ``(claim, Verdict)`` pairs: the claim, the measurement, the verdict, the rule
+    with n and survivors, and the one sentence where it is not shown."""
+    esc = lambda t: str(t).replace("|", "\\|")
+    out = ["| claim | measurement | verdict | rule (n, survivors) | why |", "|---|---|---|---|---|"]
+    out += [f"| {esc(c)} | {esc(v.measurement)} | **{v.label()}** | {esc(v.rule)} (n = {v.n}, {v.survivors}) | "
+            f"{esc(v.why) if not v.shown else ''} |" for c, v in rows]
+    return "\n".join(out)
+
+
 # ----------------------------------------------------------------------------- the shape of a good region
 
 @dataclass(frozen=True)
 class RegionShape:
-    """The good region (cells ≥ a threshold) of one (lr × λ) heatmap: ``cells`` of ``size``; ``slope``
+    """The good region (cells ≥ a threshold) of one (lr × λ) heatmap: ``cells`` of ``size`` (``finite`` of them
+    not diverged); ``slope``
     of log best-λ against log lr over the ``rows`` lr rows that reach the threshold (``nan`` with fewer
     than 2); ``distance`` = 1 − the largest IoU of the region with an axis-aligned rectangle of cells
     (0: a rectangle; ``nan`` when the region is empty)."""
@@ -413,6 +446,7 @@ class RegionShape:
     rows: int
     slope: float
     distance: float
+    finite: int = 0          # cells with a finite score (not diverged)
 
     def text(self) -> str:
         slope = "—" if math.isnan(self.slope) else f"{self.slope:+.2f}"
@@ -464,23 +498,27 @@ def region_shape(scores, lrs, lams, threshold: float, *, border: float = 0.0) ->
         xs.append(math.log10(lrs[i]))
         ys.append(float(np.mean(np.log10(lams[near]))))
     slope = float(np.polyfit(xs, ys, 1)[0]) if len(set(xs)) >= 2 else math.nan
-    return RegionShape(int(good.sum()), int(s.size), len(xs), slope, rectangle_distance(good))
+    return RegionShape(int(good.sum()), int(s.size), len(xs), slope, rectangle_distance(good),
+                       int(np.isfinite(s).sum()))
 
 
-def decoupling(coupled: RegionShape, decoupled: RegionShape, *, margin: float = 0.1, flat: float = 0.5) -> Verdict:
+def decoupling(coupled: RegionShape, decoupled: RegionShape, *, margin: float = 0.1, flat: float = 0.5,
+               min_rows: int = 3) -> Verdict:
     """Rule *decoupling (region shape)*, seed 001's claim "the parameters are decoupled for AdamW": the
     decoupled optimizer's good region is closer to an axis-aligned rectangle than the coupled one's by at
     least ``margin`` and its best λ moves less with lr (``|slope|`` smaller, or both below ``flat``).
     *Contradicted* in the mirror case; *not shown* otherwise — in particular when both regions are already
-    rectangles (a band the grid cannot tell apart) or one is empty or spans fewer than 2 lr rows."""
+    rectangles (a band the grid cannot tell apart) or one spans fewer than ``min_rows`` lr rows (a slope
+    through two rows' best cells is two argmaxes, not a shape). ``n`` counts the cells of both grids,
+    the survivors their finite (not diverged) cells."""
     rule = f"decoupling: off-rectangle distance (margin {margin:g}) and |slope of log best-λ vs log lr|"
     n = coupled.size + decoupled.size
-    alive = coupled.cells + decoupled.cells
+    alive = coupled.finite + decoupled.finite
     measurement = f"coupled {coupled.text()}; decoupled {decoupled.text()}"
     values = (coupled.slope, decoupled.slope, coupled.distance, decoupled.distance)
-    if any(math.isnan(v) for v in values):
+    if any(math.isnan(v) for v in values) or min(coupled.rows, decoupled.rows) < min_rows:
         return Verdict(NOT_SHOWN, rule, n, alive, measurement,
-                       "a good region is empty or lies in fewer than 2 lr rows, so its shape is not measured.")
+                       f"a good region reaches fewer than {min_rows} lr rows: its shape is not measured on this grid.")
 
     def better(x, y):
         moves_less = abs(x.slope) < abs(y.slope) or max(abs(x.slope), abs(y.slope)) < flat

@@ -78,3 +78,25 @@ def test_deep_nets_checks_never_read_a_nan():
     line = check_lines(res)[0]
     assert "not measured" in line and "NOT" not in line and "n/a (every seed diverged)" in line
     assert "not measured" in headline(res)
+
+
+def test_adamw_heatmap_claims_on_planted_grids():
+    """Seed 001's claims on two planted heatmaps: a diagonal coupled region against a vertical band."""
+    import numpy as np
+    from dyntools.simulations.adamw_heatmaps import claims
+
+    from dyntools.engine.result import RunResult
+
+    lrs, wds = np.logspace(-4, -1, 4), np.logspace(-6, 0, 7)
+    acc = np.full((2, 4, 7), 0.5)
+    for i in range(4):
+        acc[0, i, 6 - 2 * i] = 0.95                                   # Adam: best λ ∝ lr^-2
+        acc[1, i, 1:6] = 0.95                                         # AdamW: one rectangle
+    res = RunResult(kind="adamw-grid", config={"optimizers": ["adam", "adamw"]}, status="completed", message="",
+                    arrays={"val_acc": acc, "lrs": np.stack([lrs, lrs]), "wds": wds})
+    (c1, dec), (c2, larger), (c3, best) = claims(res, 0.9)
+    assert "decoupled" in c1 and dec.word == "shown" and larger.word == "shown"
+    assert best.word == "not shown" and "replicates" in best.why
+    acc[1, 1:] = np.nan                                               # AdamW diverged below the first lr row
+    (_, dec), (_, larger), _ = claims(res, 0.9)
+    assert dec.word == "not shown" and dec.survivors == 28 + 7 and larger.word == "not shown"

@@ -294,6 +294,22 @@ def test_region_shape_and_decoupling_on_planted_heatmaps():
     nan_grid[1:] = NAN                                                   # only one row survives
     lone = V.region_shape(nan_grid, LRS, LAMS, 0.9)
     assert lone.rows == 1 and math.isnan(lone.slope)
-    assert V.decoupling(diag, lone).word == V.NOT_SHOWN
+    assert V.decoupling(diag, lone).word == V.NOT_SHOWN and lone.finite == 7
+    two_rows = planted(False)
+    two_rows[2:] = 0.5                                                   # good cells in 2 lr rows only
+    short = V.decoupling(diag, V.region_shape(two_rows, LRS, LAMS, 0.9))
+    assert short.word == V.NOT_SHOWN and "fewer than 3 lr rows" in short.why and short.survivors == 56
     with pytest.raises(ValueError, match="shape"):
         V.region_shape(np.zeros((3, 7)), LRS, LAMS, 0.9)
+
+
+def test_fraction_larger_and_claims_table():
+    assert V.fraction_larger(20, 24, 4, 24).word == V.SHOWN
+    assert V.fraction_larger(4, 24, 20, 24).word == V.CONTRADICTED
+    v = V.fraction_larger(6, 24, 5, 24)                                  # the quick heatmaps' 6 vs 5 cells
+    assert v.word == V.NOT_SHOWN and v.n_needed > 1000 and "overlap" in v.why
+    assert V.fraction_larger(5, 24, 6, 24).n_needed is None              # the wrong way: no size helps
+    table = V.claims_table([("a | b", v), ("c", V.fraction_larger(20, 24, 4, 24))])
+    lines = table.splitlines()
+    assert len(lines) == 4 and "a \\| b" in lines[2] and "**not shown (underpowered: n needed ≈" in lines[2]
+    assert lines[3].endswith("|  |")                                     # no 'why' when shown
