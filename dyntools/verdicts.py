@@ -39,6 +39,7 @@ the rule's name, the ensemble size ``n``, the survivors (finite values used) and
 * :func:`survival` — a claim "at least a fraction ``p0`` of the runs survive" by the Wilson interval of
   ``alive / n``: *shown* when its lower end is ≥ ``p0``, *contradicted* when its upper end is < ``p0``.
   :func:`no_divergence` is the claim "no run diverges": any diverged run contradicts it.
+* :func:`magnitude` — a source's "about ``x``" against an ensemble's median, within a stated factor.
 * :func:`fraction_larger` — "fraction ``k1/n1`` larger than ``k2/n2``": *shown* when their Wilson
   intervals are disjoint the claimed way.
 * :func:`decoupling` — seed 001's claim that decoupled decay decouples the good region of an
@@ -358,6 +359,9 @@ def sign_test(a, b, *, claim: str = "less", alpha: float = 0.05, digits: int = 3
     measurement = (f"{k} of {m} untied pairs {'below' if side < 0 else 'above'} (p = {p_for:.{digits}g})"
                    + (f", {int(ok.sum()) - m} tied" if ok.sum() > m else ""))
     needed = math.ceil(math.log2(1 / alpha))
+    if m == 0:
+        return Verdict(NOT_SHOWN, rule, xa.size, int(ok.sum()), measurement,
+                       "no pair differs (every pair ties)." if ok.any() else "no pair survived on both sides.")
     if p_for <= alpha:
         return Verdict(SHOWN, rule, xa.size, int(ok.sum()), measurement)
     if p_against <= alpha:
@@ -387,6 +391,30 @@ def survival(alive: int, n: int, *, at_least: float, z: float = 1.96) -> Verdict
                       None)
     return Verdict(NOT_SHOWN, rule, n, alive, measurement, "the interval contains the claimed fraction.",
                    n_needed=needed if needed is not None and needed > n else None)
+
+
+def magnitude(values, reference: float, *, factor: float = 10.0, min_alive: int = MIN_ALIVE,
+              digits: int = 3) -> Verdict:
+    """Rule *order of magnitude*: a source's number "about ``reference``" against an ensemble: *shown* when
+    the survivors' median lies within ``×factor`` of it, *contradicted* when every survivor lies more than
+    ``×factor`` away on the same side, *not shown* otherwise (or with fewer than ``min_alive`` survivors).
+    Positive quantities (losses)."""
+    if not (reference > 0 and factor > 1):
+        raise ValueError(f"Invalid reference, factor: {reference}, {factor} (need reference > 0, factor > 1)")
+    raw = np.asarray(values, float).ravel()
+    x = finite_values(raw)
+    rule = f"order of magnitude (within ×{factor:g} of the source's {reference:g})"
+    if x.size < min_alive:
+        return Verdict(NOT_SHOWN, rule, raw.size, x.size, f"{x.size} survivors", f"fewer than {min_alive} survived.",
+                       n_needed=min_alive if x.size == raw.size else None)
+    med = float(np.median(x))
+    measurement = f"median {med:.{digits}g} (range {x.min():.{digits}g}–{x.max():.{digits}g}) vs {reference:g}"
+    if reference / factor <= med <= reference * factor:
+        return Verdict(SHOWN, rule, raw.size, x.size, measurement)
+    if x.min() > reference * factor or x.max() < reference / factor:
+        return Verdict(CONTRADICTED, rule, raw.size, x.size, measurement,
+                       f"every survivor lies more than ×{factor:g} from the source's value.")
+    return Verdict(NOT_SHOWN, rule, raw.size, x.size, measurement, f"the median lies more than ×{factor:g} away.")
 
 
 def no_divergence(alive: int, n: int, *, min_runs: int = MIN_ALIVE) -> Verdict:

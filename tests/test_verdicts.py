@@ -313,3 +313,13 @@ def test_fraction_larger_and_claims_table():
     lines = table.splitlines()
     assert len(lines) == 4 and "a \\| b" in lines[2] and "**not shown (underpowered: n needed ≈" in lines[2]
     assert lines[3].endswith("|  |")                                     # no 'why' when shown
+
+
+def test_magnitude_and_sign_test_ties():
+    assert V.magnitude([2e-5, 1e-5, 3e-5, 5e-6, 1e-5], 1e-5).word == V.SHOWN
+    far = V.magnitude([0.8, 0.4, 1.2, 0.9, 0.5], 1e-5)                 # the 1-D loss against the source's 1e-5
+    assert far.word == V.CONTRADICTED and "median 0.8" in far.measurement
+    assert V.magnitude([1e-5, 1e-5, 1, 1, 1], 1e-5).word == V.NOT_SHOWN
+    assert V.magnitude([1e-5, NAN, NAN], 1e-5).word == V.NOT_SHOWN
+    ties = V.sign_test([12.0] * 5, [12.0] * 5)
+    assert ties.word == V.NOT_SHOWN and ties.n_needed is None and "ties" in ties.why
