@@ -100,3 +100,45 @@ def test_adamw_heatmap_claims_on_planted_grids():
     acc[1, 1:] = np.nan                                               # AdamW diverged below the first lr row
     (_, dec), (_, larger), _ = claims(res, 0.9)
     assert dec.word == "not shown" and dec.survivors == 28 + 7 and larger.word == "not shown"
+
+
+def test_diag_nets_sparser_claims_pair_the_seeds_and_scale_the_size_needed():
+    import numpy as np
+    from dyntools.simulations.diag_nets import sparser_claims
+
+    from dyntools.engine.result import RunResult
+
+    seeds = 16
+    l0 = np.stack([np.full(seeds, 30.0), np.full(seeds, 27.0)])[:, :, None]   # small, longest phase
+    rank = np.full((2, seeds, 1), 80.0)                                        # rank = n everywhere
+    div = np.full((2, seeds), -1)
+
+    def res(div):
+        return RunResult(kind="diag-net", config={"runs": [{}, {}]}, status="completed", message="",
+                         arrays={"l0": l0, "rank": rank, "diverged_at": div})
+
+    (_, lower), (_, flat) = sparser_claims(res(div))
+    assert lower.word == "shown" and lower.survivors == 16
+    assert flat.word == "not shown" and "ties" in flat.why
+    div[1, 3:] = 500                                                  # 3 of 16 survive the large step
+    (_, few), _ = sparser_claims(res(div))
+    assert few.word == "not shown" and few.survivors == 3 and few.n_needed == 27   # 5 pairs / (3/16)
+    assert "3 of 16 seeds survived" in few.why
+
+
+def test_universal_approximation_sentences_and_width_claims():
+    import numpy as np
+    from dyntools.simulations import universal_approximation as U
+
+    from dyntools.engine.result import RunResult
+
+    assert U._at_widths([]) == "at no width" and U._at_widths([8, 16]) == "at n = 8, 16"
+    flat = {"best_width": 8, "peak_width": 8, "best_test": 0.813, "peak_test": 0.813, "rise": 1.0}
+    assert "up to" not in U._rise_text(flat) and "no rise" in U._rise_text(flat)
+    assert "×2.5" in U._rise_text({**flat, "peak_width": 32, "peak_test": 2.03, "rise": 2.5})
+    errs = np.array([[0.5] * 5, [0.1] * 5, [0.01] * 5])                # widths × draws, falling
+    res = RunResult(kind="universal-approximation", config={}, status="completed", message="",
+                    arrays={"errors_1d": errs, "widths_1d": np.array([2, 4, 8]),
+                            "errors_2d": errs[:, :3], "widths_2d": np.array([2, 4, 8])})
+    (_, one), (_, two) = U.width_claims(res)
+    assert one.word == "shown" and two.word == "not shown" and two.n_needed == 5     # 3 draws cannot reach 5 %
