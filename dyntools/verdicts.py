@@ -451,11 +451,11 @@ def fraction_larger(k1: int, n1: int, k2: int, n2: int, *, z: float = 1.96) -> V
 
 def claims_table(rows) -> str:
     """A Markdown table of ``(claim, Verdict)`` pairs: the claim, the measurement, the verdict, the rule
-    with n and survivors, and the one sentence where it is not shown."""
+    with n and survivors, and the one sentence where it is not shown (or a remark a rule attached)."""
     esc = lambda t: str(t).replace("|", "\\|")
     out = ["| claim | measurement | verdict | rule (n, survivors) | why |", "|---|---|---|---|---|"]
     out += [f"| {esc(c)} | {esc(v.measurement)} | **{v.label()}** | {esc(v.rule)} (n = {v.n}, {v.survivors}) | "
-            f"{esc(v.why) if not v.shown else ''} |" for c, v in rows]
+            f"{esc(v.why)} |" for c, v in rows]
     return "\n".join(out)
 
 

@@ -60,7 +60,7 @@ def test_measured_and_word():
 
 def test_deep_nets_checks_never_read_a_nan():
     import numpy as np
-    from dyntools.simulations.deep_nets import check_lines, checks, headline
+    from dyntools.simulations.deep_nets import check_lines, checks, claims, claims_headline
 
     from dyntools.engine.result import RunResult
 
@@ -77,7 +77,27 @@ def test_deep_nets_checks_never_read_a_nan():
     assert res.summary["checks"]["plain"]["sparser"] is None
     line = check_lines(res)[0]
     assert "not measured" in line and "NOT" not in line and "n/a (every seed diverged)" in line
-    assert "not measured" in headline(res)
+    rows = claims(dead)
+    assert [v.word for _, v in rows] == ["not shown", "not shown"] and "no pair survived" in rows[0][1].why
+    assert "lower FSC not shown" in claims_headline(rows)
+
+
+def test_deep_nets_claims_name_an_undertrained_reference():
+    import numpy as np
+    from dyntools.simulations.deep_nets import claims
+
+    from dyntools.engine.result import RunResult
+
+    fsc = np.stack([np.full(6, 0.5), np.full(6, 0.3)], axis=1)[:, :, None]       # seeds × (small, long) × records
+    acc = np.stack([np.full(6, 0.28), np.full(6, 0.9)], axis=1)[:, :, None]
+    res = RunResult(kind="deep-nets", config={"settings": ["basic"]}, status="completed", message="",
+                    arrays={"basic_fsc_last": fsc, "basic_test_acc": acc})
+    (_, sparser), (_, better) = claims(res)
+    assert sparser.word == "shown" and better.word == "shown"
+    res.arrays["basic_fsc_last"] = fsc[:2]
+    res.arrays["basic_test_acc"] = acc[:2]
+    (_, few), _ = claims(res)
+    assert few.word == "not shown" and few.n_needed == 5 and "only 28% test accuracy" in few.why
 
 
 def test_adamw_heatmap_claims_on_planted_grids():
