@@ -162,3 +162,22 @@ def test_universal_approximation_sentences_and_width_claims():
                             "errors_2d": errs[:, :3], "widths_2d": np.array([2, 4, 8])})
     (_, one), (_, two) = U.width_claims(res)
     assert one.word == "shown" and two.word == "not shown" and two.n_needed == 5     # 3 draws cannot reach 5 %
+
+
+def test_adamw_schedule_claims_say_plainly_when_the_source_does_not_reproduce():
+    import numpy as np
+    from dyntools.simulations.adamw_schedules import claims
+
+    from dyntools.engine.result import RunResult
+
+    loss = np.array([[[0.10] * 5, [0.20] * 5], [[0.10] * 5, [0.05] * 5]])         # optimizer × schedule × seed
+    acc = np.array([[[0.977] * 5, [0.927] * 5], [[0.95] * 5, [0.97] * 5]])
+    config = {"schedules": ["constant", "cosine"], "optimizers": ["adam", "adamw"]}
+    res = RunResult(kind="adamw-schedules", config=config, status="completed", message="",
+                    arrays={"val_loss": loss, "val_acc": acc})
+    (c1, adam), (c2, adamw) = claims(res)
+    assert c1.startswith("adam benefits from the cosine") and adam.word == "contradicted"
+    assert "not reproduced here" in adam.why and "0.927 (cosine) vs 0.977 (constant)" in adam.measurement
+    assert adamw.word == "shown" and adamw.why == ""
+    res.arrays["val_loss"][0, 1, :3] = np.nan                                        # 3 of 5 diverged
+    assert claims(res)[0][1].word == "not shown"
