@@ -35,7 +35,8 @@ the rule's name, the ensemble size ``n``, the survivors (finite values used) and
 * :func:`sign_test` — the same claim over paired seeds: ``k`` of the ``m`` untied finite pairs go the
   claimed way; the exact binomial tail ``P(K ≥ k | m, ½)`` is the one-sided p-value. *Shown* when it is
   ≤ ``alpha`` (5 %), *contradicted* when the other tail is, else *not shown*; underpowered when even
-  ``k = m`` could not reach ``alpha`` (``m < log₂(1/alpha)``).
+  ``k = m`` could not reach ``alpha`` (``m < log₂(1/alpha)``): the seeds needed are those pairs divided by
+  the fraction of pairs that survived.
 * :func:`survival` — a claim "at least a fraction ``p0`` of the runs survive" by the Wilson interval of
   ``alive / n``: *shown* when its lower end is ≥ ``p0``, *contradicted* when its upper end is < ``p0``.
   :func:`no_divergence` is the claim "no run diverges": any diverged run contradicts it.
@@ -368,8 +369,12 @@ def sign_test(a, b, *, claim: str = "less", alpha: float = 0.05, digits: int = 3
         return Verdict(CONTRADICTED, rule, xa.size, int(ok.sum()), measurement,
                        f"{against} of {m} pairs go the other way (p = {p_against:.{digits}g}).")
     if m < needed:
-        return Verdict(NOT_SHOWN, rule, xa.size, int(ok.sum()), measurement,
-                       f"{m} untied pairs cannot reach p ≤ {alpha:g} even if all agree.", n_needed=needed)
+        alive = int(ok.sum())
+        why = f"{m} untied pairs cannot reach p ≤ {alpha:g} even if all agree."
+        if alive < xa.size:                   # pairs lost to divergence: the seeds needed at the observed survival
+            why += f" Only {alive} of {xa.size} pairs survived on both sides."
+            needed = math.ceil(needed * xa.size / alive)
+        return Verdict(NOT_SHOWN, rule, xa.size, alive, measurement, why, n_needed=needed)
     return Verdict(NOT_SHOWN, rule, xa.size, int(ok.sum()), measurement, f"p = {p_for:.{digits}g} > {alpha:g}.")
 
 

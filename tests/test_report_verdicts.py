@@ -143,7 +143,7 @@ def test_diag_nets_sparser_claims_pair_the_seeds_and_scale_the_size_needed():
     div[1, 3:] = 500                                                  # 3 of 16 survive the large step
     (_, few), _ = sparser_claims(res(div))
     assert few.word == "not shown" and few.survivors == 3 and few.n_needed == 27   # 5 pairs / (3/16)
-    assert "3 of 16 seeds survived" in few.why
+    assert "Only 3 of 16 pairs survived" in few.why
 
 
 def test_universal_approximation_sentences_and_width_claims():
@@ -181,3 +181,13 @@ def test_adamw_schedule_claims_say_plainly_when_the_source_does_not_reproduce():
     assert adamw.word == "shown" and adamw.why == ""
     res.arrays["val_loss"][0, 1, :3] = np.nan                                        # 3 of 5 diverged
     assert claims(res)[0][1].word == "not shown"
+
+
+def test_relu_labels_and_report_seeds():
+    from dyntools.simulations import relu_nets as R
+
+    one_d = [lab for lab, _, _ in R.schedules(R.get_setting("1d"))]
+    assert one_d[0].startswith("reference (early decay)") and one_d[1].startswith("large step")
+    teacher = [lab for lab, _, _ in R.schedules(R.get_setting("teacher2"))]
+    assert teacher[0].startswith("small step") and all(t.startswith("large step") for t in teacher[1:])
+    assert R.report_seeds("teacher2", quick=True) >= 9                  # 5 pairs when 2 of 5 diverge

@@ -323,3 +323,9 @@ def test_magnitude_and_sign_test_ties():
     assert V.magnitude([1e-5, NAN, NAN], 1e-5).word == V.NOT_SHOWN
     ties = V.sign_test([12.0] * 5, [12.0] * 5)
     assert ties.word == V.NOT_SHOWN and ties.n_needed is None and "ties" in ties.why
+
+
+def test_sign_test_counts_lost_pairs_in_the_seeds_needed():
+    a = [0.1, 0.1, 0.1, NAN, NAN]                                        # 2 of 5 pairs lost to divergence
+    v = V.sign_test(a, [0.2] * 5)
+    assert v.word == V.NOT_SHOWN and v.n_needed == math.ceil(5 * 5 / 3) and "Only 3 of 5 pairs" in v.why
