@@ -36,7 +36,7 @@ the rule's name, the ensemble size ``n``, the survivors (finite values used) and
   claimed way; the exact binomial tail ``P(K ≥ k | m, ½)`` is the one-sided p-value. *Shown* when it is
   ≤ ``alpha`` (5 %), *contradicted* when the other tail is, else *not shown*; underpowered when even
   ``k = m`` could not reach ``alpha`` (``m < log₂(1/alpha)``): the seeds needed are those pairs divided by
-  the fraction of pairs that survived.
+  the fraction of pairs that survived untied.
 * :func:`survival` — a claim "at least a fraction ``p0`` of the runs survive" by the Wilson interval of
   ``alive / n``: *shown* when its lower end is ≥ ``p0``, *contradicted* when its upper end is < ``p0``.
   :func:`no_divergence` is the claim "no run diverges": any diverged run contradicts it.
@@ -371,10 +371,11 @@ def sign_test(a, b, *, claim: str = "less", alpha: float = 0.05, digits: int = 3
     if m < needed:
         alive = int(ok.sum())
         why = f"{m} untied pairs cannot reach p ≤ {alpha:g} even if all agree."
-        if alive < xa.size:                   # pairs lost to divergence: the seeds needed at the observed survival
+        if alive < xa.size:
             why += f" Only {alive} of {xa.size} pairs survived on both sides."
-            needed = math.ceil(needed * xa.size / alive)
-        return Verdict(NOT_SHOWN, rule, xa.size, alive, measurement, why, n_needed=needed)
+        # pairs lost to divergence or ties: the seeds needed at the observed fraction of untied survivors
+        return Verdict(NOT_SHOWN, rule, xa.size, alive, measurement, why,
+                       n_needed=math.ceil(needed * xa.size / m))
     return Verdict(NOT_SHOWN, rule, xa.size, int(ok.sum()), measurement, f"p = {p_for:.{digits}g} > {alpha:g}.")
 
 

@@ -329,3 +329,8 @@ def test_sign_test_counts_lost_pairs_in_the_seeds_needed():
     a = [0.1, 0.1, 0.1, NAN, NAN]                                        # 2 of 5 pairs lost to divergence
     v = V.sign_test(a, [0.2] * 5)
     assert v.word == V.NOT_SHOWN and v.n_needed == math.ceil(5 * 5 / 3) and "Only 3 of 5 pairs" in v.why
+
+
+def test_sign_test_counts_ties_in_the_seeds_needed():
+    v = V.sign_test([1.0] * 4 + [2.0] * 12, [2.0] * 16)                 # 4 untied of 16 (the rank at c = 0.8)
+    assert v.word == V.NOT_SHOWN and v.n_needed == 20
