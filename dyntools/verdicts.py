@@ -40,6 +40,8 @@ the rule's name, the ensemble size ``n``, the survivors (finite values used) and
 * :func:`survival` — a claim "at least a fraction ``p0`` of the runs survive" by the Wilson interval of
   ``alive / n``: *shown* when its lower end is ≥ ``p0``, *contradicted* when its upper end is < ``p0``.
   :func:`no_divergence` is the claim "no run diverges": any diverged run contradicts it.
+* :func:`every`, :func:`every_step` — a universal claim ("every path bounces", "the loss stays below the
+  bound at every recorded step"): any exception contradicts it; shown when none among ≥ 5 surviving runs.
 * :func:`magnitude` — a source's "about ``x``" against an ensemble's median, within a stated factor.
 * :func:`fraction_larger` — "fraction ``k1/n1`` larger than ``k2/n2``": *shown* when their Wilson
   intervals are disjoint the claimed way.
@@ -421,6 +423,37 @@ def magnitude(values, reference: float, *, factor: float = 10.0, min_alive: int 
         return Verdict(CONTRADICTED, rule, raw.size, x.size, measurement,
                        f"every survivor lies more than ×{factor:g} from the source's value.")
     return Verdict(NOT_SHOWN, rule, raw.size, x.size, measurement, f"the median lies more than ×{factor:g} away.")
+
+
+def every(satisfied: int | None, n: int, alive: int, what: str, *, min_runs: int = MIN_ALIVE) -> Verdict:
+    """Rule *universal claim* ("every run …"): *contradicted* by one surviving exception or one diverged run,
+    *shown* when all ``n ≥ min_runs`` runs survived and satisfy it, *not shown* when nothing was measured
+    (``satisfied`` is ``None``) or there are fewer than ``min_runs`` runs."""
+    rule = "universal claim (any exception contradicts)"
+    if satisfied is None:
+        return Verdict(NOT_SHOWN, rule, n, alive, f"{what}: not measured", "no surviving run to measure.")
+    measurement = f"{satisfied} of {n} {what}" + (f" ({n - alive} diverged)" if alive < n else "")
+    if satisfied < n:
+        return Verdict(CONTRADICTED, rule, n, alive, measurement, f"{n - satisfied} run(s) are exceptions.")
+    if n < min_runs:
+        return Verdict(NOT_SHOWN, rule, n, alive, measurement, f"fewer than {min_runs} runs.", n_needed=min_runs)
+    return Verdict(SHOWN, rule, n, alive, measurement)
+
+
+def every_step(exception_share: float | None, n: int, alive: int, what: str, *, min_runs: int = MIN_ALIVE) -> Verdict:
+    """Rule *universal claim* over the recorded steps of ``n`` runs, from the share of steps that are
+    exceptions (``None``/NaN: not measured): *contradicted* when the share is above 0, *shown* when it is 0 on
+    ``alive ≥ min_runs`` surviving runs."""
+    rule = "universal claim (any exception contradicts)"
+    if exception_share is None or not math.isfinite(exception_share):
+        return Verdict(NOT_SHOWN, rule, n, alive, f"{what}: not measured", "no surviving run to measure.")
+    measurement = f"{exception_share:.2%} of the {what}"
+    if exception_share > 0:
+        return Verdict(CONTRADICTED, rule, n, alive, measurement, "some recorded steps are exceptions.")
+    if alive < min_runs:
+        return Verdict(NOT_SHOWN, rule, n, alive, measurement, f"fewer than {min_runs} surviving runs.",
+                       n_needed=min_runs)
+    return Verdict(SHOWN, rule, n, alive, measurement)
 
 
 def no_divergence(alive: int, n: int, *, min_runs: int = MIN_ALIVE) -> Verdict:

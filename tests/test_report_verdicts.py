@@ -14,30 +14,33 @@ BASE = {"paths": 64, "diverged_paths": 0, "paths_bouncing_at_end": 1.0, "above_b
 
 def test_the_seed_run_reads_as_measured():
     v = proposition_verdict(BASE)
-    assert (v["bounce"], v["upper"], v["lower"]) == ("holds", "holds", "fails")
+    assert (v["bounce"], v["upper"], v["lower"]) == ("shown", "shown", "contradicted")
     assert "dips under the lower bound" in v["sentence"] and "3.10%" in v["sentence"]
-    assert v["headline"].startswith("bounce holds (100% of 64 paths)")
+    assert v["headline"].startswith("bounce shown (100% of 64 paths)")
+    assert "universal claim" in v["headline"] and "n = 64, 64 survived" in v["headline"]
 
 
 @pytest.mark.parametrize("bad", [math.nan, None])
-def test_all_diverged_is_not_measured_never_holds(bad):
+def test_all_diverged_is_not_measured_never_shown(bad):
     v = proposition_verdict({**BASE, "diverged_paths": 64, "paths_bouncing_at_end": bad,
                              "above_band_fraction_recorded": bad, "below_band_fraction_recorded": bad})
-    assert v["bounce"] == v["upper"] == v["lower"] == "not measured"
+    assert v["bounce"] == v["upper"] == v["lower"] == "not shown"
     assert "holds" not in v["sentence"] and "64 paths diverged" in v["headline"]
 
 
 def test_nan_fraction_is_not_measured_and_some_diverged_is_not_a_full_bounce():
     v = proposition_verdict({**BASE, "above_band_fraction_recorded": math.nan})
-    assert v["upper"] == "not measured"
+    assert v["upper"] == "not shown"
     v = proposition_verdict({**BASE, "diverged_paths": 2, "paths_bouncing_at_end": 1.0})
-    assert v["bounce"] == "fails" and "(2 diverged)" in v["sentence"]
+    assert v["bounce"] == "contradicted" and "(2 diverged)" in v["sentence"]
+    assert v["verdicts"][0].survivors == 62
 
 
 def test_edges_of_each_bound():
-    assert proposition_verdict({**BASE, "below_band_fraction_recorded": 0.0})["lower"] == "holds"
-    assert proposition_verdict({**BASE, "above_band_fraction_recorded": 1e-9})["upper"] == "fails"
-    assert proposition_verdict({**BASE, "paths_bouncing_at_end": 0.984375})["bounce"] == "fails"
+    assert proposition_verdict({**BASE, "below_band_fraction_recorded": 0.0})["lower"] == "shown"
+    assert proposition_verdict({**BASE, "above_band_fraction_recorded": 1e-9})["upper"] == "contradicted"
+    assert proposition_verdict({**BASE, "paths_bouncing_at_end": 0.984375})["bounce"] == "contradicted"
+    assert proposition_verdict({**BASE, "paths": 3})["bounce"] == "not shown"          # too few paths
 
 
 def test_valley_verdict_edges():

@@ -334,3 +334,14 @@ def test_sign_test_counts_lost_pairs_in_the_seeds_needed():
 def test_sign_test_counts_ties_in_the_seeds_needed():
     v = V.sign_test([1.0] * 4 + [2.0] * 12, [2.0] * 16)                 # 4 untied of 16 (the rank at c = 0.8)
     assert v.word == V.NOT_SHOWN and v.n_needed == 20
+
+
+def test_universal_claims():
+    assert V.every(64, 64, 64, "paths bounce").word == V.SHOWN
+    assert V.every(63, 64, 64, "paths bounce").word == V.CONTRADICTED
+    assert V.every(None, 64, 0, "paths bounce").word == V.NOT_SHOWN
+    assert V.every(3, 3, 3, "paths bounce").n_needed == 5
+    assert V.every_step(0.0, 64, 64, "recorded steps above").word == V.SHOWN
+    assert V.every_step(1e-9, 64, 64, "recorded steps above").word == V.CONTRADICTED
+    assert V.every_step(NAN, 64, 0, "recorded steps above").word == V.NOT_SHOWN
+    assert V.every_step(0.0, 64, 2, "recorded steps above").word == V.NOT_SHOWN
