@@ -479,8 +479,9 @@ def report_grid(quick: bool, **changes) -> tuple[GridConfig, int | None]:
     return GridConfig(**{"n_lr": 8, "n_wd": 12, **changes}), None
 
 
-def claims(result, threshold: float) -> list:
-    """Seed 001's claims on one (coupled, decoupled) heatmap pair as ``(claim, Verdict)`` rows:
+def claims(result, threshold: float, pair: tuple[int, int] = (0, -1)) -> list:
+    """Seed 001's claims on one (coupled, decoupled) heatmap pair (optimizer indices ``pair``, default the first
+    and the last) as ``(claim, Verdict)`` rows:
 
     * "the parameters are decoupled for AdamW" — :func:`dyntools.verdicts.decoupling` of the two good regions'
       shapes (:func:`dyntools.verdicts.region_shape`, near-ties within :data:`BORDER`);
@@ -492,13 +493,14 @@ def claims(result, threshold: float) -> list:
     from dyntools import verdicts as V
 
     names = list(result.config["optimizers"])
-    coupled, decoupled = names[0], names[-1]
+    pair = tuple(o % len(names) for o in pair)
+    coupled, decoupled = (names[o] for o in pair)
     acc, lrs, wds = result["val_acc"], result["lrs"], result["wds"]
-    shapes = [V.region_shape(acc[o], lrs[o], wds, threshold, border=BORDER) for o in (0, len(names) - 1)]
-    counts = {k: V.count_above(acc[o], threshold, BORDER) for o, k in enumerate(names)}
+    shapes = [V.region_shape(acc[o], lrs[o], wds, threshold, border=BORDER) for o in pair]
+    counts = {names[o]: V.count_above(acc[o], threshold, BORDER) for o in pair}
     size = acc[0].size
     larger = V.fraction_larger(counts[decoupled][0], size, counts[coupled][1], size)
-    best = {k: float(np.nanmax(acc[o])) if np.isfinite(acc[o]).any() else math.nan for o, k in enumerate(names)}
+    best = {names[o]: float(np.nanmax(acc[o])) if np.isfinite(acc[o]).any() else math.nan for o in pair}
     one_run = V.Verdict(V.NOT_SHOWN, "none: one run per cell", 2, sum(np.isfinite(best[k]) for k in best),
                         f"best {decoupled} {best[decoupled]:.3f} vs {coupled} {best[coupled]:.3f}",
                         "each best is one run of one cell; comparing them needs replicates (--paired --replicates).")

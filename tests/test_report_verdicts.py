@@ -120,6 +120,8 @@ def test_adamw_heatmap_claims_on_planted_grids():
     (c1, dec), (c2, larger), (c3, best) = claims(res, 0.9)
     assert "decoupled" in c1 and dec.word == "shown" and larger.word == "shown"
     assert best.word == "not shown" and "replicates" in best.why
+    (_, rev), (_, smaller), _ = claims(res, 0.9, (1, 0))                # the pair the other way round
+    assert rev.word == "contradicted" and smaller.word == "contradicted"
     acc[1, 1:] = np.nan                                               # AdamW diverged below the first lr row
     (_, dec), (_, larger), _ = claims(res, 0.9)
     assert dec.word == "not shown" and dec.survivors == 28 + 7 and larger.word == "not shown"
