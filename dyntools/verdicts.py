@@ -42,6 +42,8 @@ the rule's name, the ensemble size ``n``, the survivors (finite values used) and
   :func:`no_divergence` is the claim "no run diverges": any diverged run contradicts it.
 * :func:`every`, :func:`every_step` — a universal claim ("every path bounces", "the loss stays below the
   bound at every recorded step"): any exception contradicts it; shown when none among ≥ 5 surviving runs.
+* :func:`check` — stated thresholds on a deterministic run (one trajectory, where an ensemble would be
+  copies of it): shown, contradicted, or not shown when a number is not finite.
 * :func:`magnitude` — a source's "about ``x``" against an ensemble's median, within a stated factor.
 * :func:`fraction_larger` — "fraction ``k1/n1`` larger than ``k2/n2``": *shown* when their Wilson
   intervals are disjoint the claimed way.
@@ -454,6 +456,17 @@ def every_step(exception_share: float | None, n: int, alive: int, what: str, *, 
         return Verdict(NOT_SHOWN, rule, n, alive, measurement, f"fewer than {min_runs} surviving runs.",
                        n_needed=min_runs)
     return Verdict(SHOWN, rule, n, alive, measurement)
+
+
+def check(holds: bool | None, rule: str, n: int, survivors: int, measurement: str, *,
+          why_not: str = "a number it needs misses its threshold.") -> Verdict:
+    """Rule *stated thresholds* on deterministic runs (no ensemble exists: one trajectory, an exact
+    computation): ``holds`` ``True`` → *shown*, ``False`` → *contradicted* (with ``why_not``), ``None`` (a
+    number is not finite: a diverged run) → *not shown*. ``rule`` names the thresholds."""
+    if holds is None:
+        return Verdict(NOT_SHOWN, rule, n, survivors, measurement, "a number it needs is not finite (a run diverged).")
+    return Verdict(SHOWN, rule, n, survivors, measurement) if holds else \
+        Verdict(CONTRADICTED, rule, n, survivors, measurement, why_not)
 
 
 def no_divergence(alive: int, n: int, *, min_runs: int = MIN_ALIVE) -> Verdict:

@@ -121,10 +121,8 @@ def claim_verdict(distance, r):
     ends = np.concatenate([np.ravel(r[:k]), np.ravel(r[-k:])])
     rule = f"thresholds on one deterministic run (far ≥ {FAR}, near ≤ {NEAR})"
     text = f"median |m̂|/√v̂ {v['far']:.3g} over the first tenth, {v['near']:.3g} over the last"
-    word = {True: V.SHOWN, False: V.CONTRADICTED, None: V.NOT_SHOWN}[v["holds"]]
-    why = {V.SHOWN: "", V.NOT_SHOWN: "no finite ratio in a tenth of the run.",
-           V.CONTRADICTED: "a median misses its threshold."}[word]
-    return V.Verdict(word, rule, int(ends.size), int(np.isfinite(ends).sum()), text, why)
+    return V.check(v["holds"], rule, int(ends.size), int(np.isfinite(ends).sum()), text,
+                   why_not="a median misses its threshold.")
 
 
 def reproduce(ctx):

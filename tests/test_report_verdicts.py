@@ -47,11 +47,14 @@ def test_valley_verdict_edges():
     from dyntools.simulations.trajectories import valley_verdict
 
     assert valley_verdict(24.8, 12.9, 0.1)["holds"] is True
+    assert valley_verdict(24.8, 12.9, 0.1)["headline"].startswith("shown — GD ends at sharpness 12.9")
+    assert valley_verdict(19.0, 12.9, 0.1)["verdict"].word == "contradicted"
     assert valley_verdict(24.8, 20.0, 0.1)["holds"] is False                  # a tie with 2/η is not below
     assert valley_verdict(19.0, 12.9, 0.1)["holds"] is False
     for bad in (math.nan, math.inf, None):
         v = valley_verdict(24.8, bad, 0.1)
         assert v["holds"] is None and "not measured" in v["headline"] and "holds" not in v["sentence"]
+        assert v["headline"].startswith("not shown")
 
 
 def test_measured_and_word():

@@ -345,3 +345,10 @@ def test_universal_claims():
     assert V.every_step(1e-9, 64, 64, "recorded steps above").word == V.CONTRADICTED
     assert V.every_step(NAN, 64, 0, "recorded steps above").word == V.NOT_SHOWN
     assert V.every_step(0.0, 64, 2, "recorded steps above").word == V.NOT_SHOWN
+
+
+def test_check_maps_a_deterministic_threshold_to_the_three_words():
+    assert V.check(True, "r", 1, 1, "m").word == V.SHOWN
+    c = V.check(False, "r", 1, 1, "m", why_not="too high.")
+    assert c.word == V.CONTRADICTED and c.why == "too high."
+    assert V.check(None, "r", 2, 1, "m").word == V.NOT_SHOWN
