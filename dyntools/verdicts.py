@@ -511,6 +511,19 @@ def claims_table(rows) -> str:
     return "\n".join(out)
 
 
+#: The three words of the older band rules (:func:`against_reference`, :func:`ordered` read as "A smaller"):
+#: *close* and *overlapping* are not shown; a published number outside even the widened band contradicts.
+THREE_WORDS = {REPRODUCED: SHOWN, CLOSE: NOT_SHOWN, NOT_REPRODUCED: CONTRADICTED, NOT_CHECKABLE: NOT_SHOWN,
+               SMALLER: SHOWN, OVERLAPPING: NOT_SHOWN, LARGER: CONTRADICTED}
+
+
+def three_words(word_: str) -> str:
+    """The three-word verdict of a band rule's outcome (:data:`THREE_WORDS`)."""
+    if word_ not in THREE_WORDS:
+        raise ValueError(f"Invalid verdict: {word_!r} (one of {', '.join(THREE_WORDS)})")
+    return THREE_WORDS[word_]
+
+
 # ----------------------------------------------------------------------------- the shape of a good region
 
 @dataclass(frozen=True)

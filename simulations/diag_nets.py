@@ -692,9 +692,13 @@ def reproduce_paper(ctx):
         ens = numbers[f"{name}-ensemble"]
         runs = [k for k in ens if k != "column_norms_large_vs_small"]
         verdicts = ("not compared at quick size" if ctx.quick else
-                    "vs the notebook " + "/".join(str(ens[k]["verdict"]) for k in runs) + " (small, ÷ at 10/30/50 %)")
-        heads.append(f"{name} ensemble ({ens[runs[0]]['starts']} starts): {verdicts}; large-step column norms "
-                     f"{ens['column_norms_large_vs_small']}")
+                    "the notebook's numbers in the band: " + "/".join(V.three_words(str(ens[k]["verdict"]))
+                                                                      for k in runs)
+                    + " (small, ÷ at 10/30/50 %; rule: against_reference, ℓ0 ×1.1, test loss ×2)")
+        survivors = "/".join(str(ens[k].get("survived", "?")) for k in runs)
+        heads.append(f"{name} ensemble (n = {ens[runs[0]]['starts']} starts, survivors {survivors}): {verdicts}; "
+                     f"large-step column norms smaller: {V.three_words(ens['column_norms_large_vs_small'])} "
+                     "(rule: ordered, q90 below q10)")
     return Section(TITLE_PAPER, intro + "\n\n".join(parts), numbers=numbers, figures=figures, ok=True,
                    headline="; ".join(heads))
 

@@ -352,3 +352,11 @@ def test_check_maps_a_deterministic_threshold_to_the_three_words():
     c = V.check(False, "r", 1, 1, "m", why_not="too high.")
     assert c.word == V.CONTRADICTED and c.why == "too high."
     assert V.check(None, "r", 2, 1, "m").word == V.NOT_SHOWN
+
+
+def test_three_words_of_the_band_rules():
+    assert [V.three_words(w) for w in (V.REPRODUCED, V.CLOSE, V.NOT_REPRODUCED, V.NOT_CHECKABLE)] == \
+        [V.SHOWN, V.NOT_SHOWN, V.CONTRADICTED, V.NOT_SHOWN]
+    assert [V.three_words(w) for w in (V.SMALLER, V.OVERLAPPING, V.LARGER)] == [V.SHOWN, V.NOT_SHOWN, V.CONTRADICTED]
+    with pytest.raises(ValueError, match="verdict"):
+        V.three_words("holds")
