@@ -199,3 +199,27 @@ def test_relu_labels_and_report_seeds():
     teacher = [lab for lab, _, _ in R.schedules(R.get_setting("teacher2"))]
     assert teacher[0].startswith("small step") and all(t.startswith("large step") for t in teacher[1:])
     assert R.report_seeds("teacher2", quick=True) >= 9                  # 5 pairs when 2 of 5 diverge
+
+
+def test_adamw_difficulty_claims_per_difficulty_on_the_replicate_mean():
+    import numpy as np
+    from dyntools.simulations.adamw_difficulty import claim_verdicts, tally_text
+
+    from dyntools.engine.result import RunResult
+
+    lrs, wds = np.logspace(-3, -1, 3), np.logspace(-5, 0, 6)
+    acc = np.full((2, 1, 2, 2, 3, 6), 0.5)                   # replicate, noise, turns, optimizer, lr, λ
+    for i in range(3):
+        acc[:, 0, 0, 0, i, 5 - 2 * i] = 0.95                 # easy: Adam diagonal, AdamW a band
+        acc[:, 0, 0, 1, i, 1:5] = 0.95
+    acc[1, 0, 0, 1] = np.nan                                 # a diverged replicate makes its mean NaN
+    res = RunResult(kind="adamw-difficulty", config={}, status="completed", message="",
+                    summary={"threshold": 0.9},
+                    arrays={"val_acc": acc, "lrs": lrs, "wds": wds, "noises": np.array([0.05]),
+                            "turns": np.array([1.0, 2.0])})
+    rows = claim_verdicts(res)
+    assert [r["decoupling"].word for r in rows] == ["not shown", "not shown"]      # NaN mean; nothing good
+    acc[1, 0, 0, 1] = acc[0, 0, 0, 1]
+    rows = claim_verdicts(res)
+    assert rows[0]["decoupling"].word == "shown" and rows[0]["larger"].word == "shown"
+    assert tally_text([r["decoupling"] for r in rows]).startswith("shown at 1 of 2, not shown at 1")
