@@ -481,23 +481,24 @@ def no_divergence(alive: int, n: int, *, min_runs: int = MIN_ALIVE) -> Verdict:
     return Verdict(SHOWN, rule, n, alive, measurement)
 
 
-def fraction_larger(k1: int, n1: int, k2: int, n2: int, *, z: float = 1.96) -> Verdict:
+def fraction_larger(k1: int, n1: int, k2: int, n2: int, *, z: float = 1.96, alive: int | None = None) -> Verdict:
     """Rule *fractions (Wilson 95 %)*: is the fraction ``k1/n1`` larger than ``k2/n2``? *Shown* when the
     Wilson intervals are disjoint with the first above, *contradicted* when disjoint the other way, else
     *not shown*, with the size (the same ``n`` on both sides, the observed fractions) at which they would
-    be disjoint."""
+    be disjoint. ``alive``: the runs of the ``n1 + n2`` that did not diverge (default: all)."""
     (lo1, hi1), (lo2, hi2) = wilson_interval(k1, n1, z), wilson_interval(k2, n2, z)
     rule = "fractions, disjoint Wilson 95 % intervals"
     measurement = (f"{k1}/{n1} ({lo1:.2f}–{hi1:.2f}) vs {k2}/{n2} ({lo2:.2f}–{hi2:.2f})")
+    alive = n1 + n2 if alive is None else alive
     if lo1 > hi2:
-        return Verdict(SHOWN, rule, n1 + n2, k1 + k2, measurement)
+        return Verdict(SHOWN, rule, n1 + n2, alive, measurement)
     if hi1 < lo2:
-        return Verdict(CONTRADICTED, rule, n1 + n2, k1 + k2, measurement, "the first fraction is the smaller.")
+        return Verdict(CONTRADICTED, rule, n1 + n2, alive, measurement, "the first fraction is the smaller.")
     p1, p2, needed = (k1 / n1 if n1 else 0.0), (k2 / n2 if n2 else 0.0), None
     if p1 > p2:
         needed = next((2 * m for m in range(max(n1, n2, 1), 100_001)
                        if wilson_interval(round(p1 * m), m, z)[0] > wilson_interval(round(p2 * m), m, z)[1]), None)
-    return Verdict(NOT_SHOWN, rule, n1 + n2, k1 + k2, measurement, "the intervals overlap.",
+    return Verdict(NOT_SHOWN, rule, n1 + n2, alive, measurement, "the intervals overlap.",
                    n_needed=needed if needed is not None and needed > n1 + n2 else None)
 
 

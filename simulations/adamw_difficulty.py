@@ -338,7 +338,8 @@ def claim_verdicts(result) -> list[dict]:
         for b, turns in enumerate(result["turns"]):
             shapes = [V.region_shape(mean[a, b, o], lrs, wds, threshold, border=BORDER) for o in (0, 1)]
             out.append({"noise": float(noise), "turns": float(turns), "decoupling": V.decoupling(*shapes),
-                        "larger": V.fraction_larger(int(c[a, b, 1, 0]), pooled, int(c[a, b, 0, 1]), pooled)})
+                        "larger": V.fraction_larger(int(c[a, b, 1, 0]), pooled, int(c[a, b, 0, 1]), pooled,
+                                                    alive=int(np.isfinite(acc[:, a, b]).sum()))})
     return out
 
 

@@ -499,7 +499,8 @@ def claims(result, threshold: float, pair: tuple[int, int] = (0, -1)) -> list:
     shapes = [V.region_shape(acc[o], lrs[o], wds, threshold, border=BORDER) for o in pair]
     counts = {names[o]: V.count_above(acc[o], threshold, BORDER) for o in pair}
     size = acc[0].size
-    larger = V.fraction_larger(counts[decoupled][0], size, counts[coupled][1], size)
+    larger = V.fraction_larger(counts[decoupled][0], size, counts[coupled][1], size,
+                               alive=int(sum(np.isfinite(acc[o]).sum() for o in pair)))
     best = {names[o]: float(np.nanmax(acc[o])) if np.isfinite(acc[o]).any() else math.nan for o in pair}
     one_run = V.Verdict(V.NOT_SHOWN, "none: one run per cell", 2, sum(np.isfinite(best[k]) for k in best),
                         f"best {decoupled} {best[decoupled]:.3f} vs {coupled} {best[coupled]:.3f}",

@@ -360,3 +360,8 @@ def test_three_words_of_the_band_rules():
     assert [V.three_words(w) for w in (V.SMALLER, V.OVERLAPPING, V.LARGER)] == [V.SHOWN, V.NOT_SHOWN, V.CONTRADICTED]
     with pytest.raises(ValueError, match="verdict"):
         V.three_words("holds")
+
+
+def test_fraction_larger_survivors_are_the_runs_not_the_good_cells():
+    assert V.fraction_larger(6, 24, 5, 24).survivors == 48
+    assert V.fraction_larger(6, 24, 5, 24, alive=40).survivors == 40
