@@ -322,10 +322,13 @@ def claim_verdicts(result) -> list[dict]:
     """Per difficulty, seed 001's two claims by declared rules (:mod:`dyntools.verdicts`) on the heatmaps
     averaged over the replicates (cell by cell; a cell that diverged in any replicate is NaN):
 
-    * decoupling — :func:`dyntools.verdicts.decoupling` of the two good regions' shapes;
+    * decoupling — :func:`dyntools.verdicts.decoupling` of the two good regions' shapes, kept only when every
+      replicate's own heatmap gives the same word (else *not shown*: the replicates disagree);
     * a larger good range — :func:`dyntools.verdicts.fraction_larger` of the pooled good cells, the decoupled
       optimizer's sure count against the coupled one's possible count.
     """
+    import dataclasses
+
     from dyntools import verdicts as V
 
     acc, lrs, wds = result["val_acc"], result["lrs"], result["wds"]
@@ -337,7 +340,15 @@ def claim_verdicts(result) -> list[dict]:
     for a, noise in enumerate(result["noises"]):
         for b, turns in enumerate(result["turns"]):
             shapes = [V.region_shape(mean[a, b, o], lrs, wds, threshold, border=BORDER) for o in (0, 1)]
-            out.append({"noise": float(noise), "turns": float(turns), "decoupling": V.decoupling(*shapes),
+            dec = V.decoupling(*shapes)
+            # the mean heatmap's verdict stands only when every replicate's own heatmap gives the same word
+            each = [V.decoupling(*(V.region_shape(acc[r, a, b, o], lrs, wds, threshold, border=BORDER)
+                                   for o in (0, 1))).word for r in range(acc.shape[0])]
+            if dec.word != V.NOT_SHOWN and each.count(dec.word) < len(each):
+                dec = dataclasses.replace(dec, word=V.NOT_SHOWN, why=(
+                    f"the replicates disagree: {each.count(dec.word)} of {len(each)} give '{dec.word}' on their own "
+                    "heatmap."))
+            out.append({"noise": float(noise), "turns": float(turns), "decoupling": dec,
                         "larger": V.fraction_larger(int(c[a, b, 1, 0]), pooled, int(c[a, b, 0, 1]), pooled,
                                                     alive=int(np.isfinite(acc[:, a, b]).sum()))})
     return out

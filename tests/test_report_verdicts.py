@@ -223,3 +223,23 @@ def test_adamw_difficulty_claims_per_difficulty_on_the_replicate_mean():
     rows = claim_verdicts(res)
     assert rows[0]["decoupling"].word == "shown" and rows[0]["larger"].word == "shown"
     assert tally_text([r["decoupling"] for r in rows]).startswith("shown at 1 of 2, not shown at 1")
+
+
+def test_adamw_difficulty_decoupling_needs_every_replicate():
+    import numpy as np
+    from dyntools.simulations.adamw_difficulty import claim_verdicts
+
+    from dyntools.engine.result import RunResult
+
+    lrs, wds = np.logspace(-3, -1, 3), np.logspace(-5, 0, 6)
+    acc = np.full((2, 1, 1, 2, 3, 6), 0.5)
+    for i in range(3):
+        acc[:, 0, 0, 0, i, 5 - 2 * i] = 0.95                 # Adam diagonal in both replicates
+        acc[0, 0, 0, 1, i, 1:5] = 0.95                       # AdamW a band in replicate 0 ...
+        acc[1, 0, 0, 1, i, 5 - 2 * i] = 0.95                 # ... the same diagonal as Adam in replicate 1
+    acc[1, 0, 0, 1, :, 1:5] = np.maximum(acc[1, 0, 0, 1, :, 1:5], 0.92)   # mean stays a band (≥ 0.9)
+    res = RunResult(kind="adamw-difficulty", config={}, status="completed", message="", summary={"threshold": 0.9},
+                    arrays={"val_acc": acc, "lrs": lrs, "wds": wds, "noises": np.array([0.05]),
+                            "turns": np.array([1.0])})
+    [row] = claim_verdicts(res)
+    assert row["decoupling"].word == "not shown" and "replicates disagree" in row["decoupling"].why
