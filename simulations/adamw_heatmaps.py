@@ -600,15 +600,21 @@ def summary(p: AdamWGridParams, result) -> dict:
 
 
 def table(p: AdamWGridParams, result) -> str:
+    from dyntools import verdicts as V
     from dyntools.tables import key_values, text_table
 
+    shapes = [V.region_shape(result["val_acc"][o], result["lrs"][o], result["wds"], p.threshold, border=BORDER)
+              for o in range(len(result.config["optimizers"]))]
     rows = [{"optimizer": k, "best val acc": v["best_val_acc"], "at lr": v["best_lr"], "at wd": v["best_wd"],
              f"cells >= {p.threshold:g}": v["cells_above_threshold"],
-             "fraction": v["fraction_above_threshold"], "diverged": v["diverged_cells"]}
-            for k, v in result.summary["optimizers"].items()]
-    return "\n".join([text_table(rows), "", key_values({"message": result.message,
-                                                         "steps per cell": result.config["steps"],
-                                                         "seconds": result.timings["sweep"]})])
+             "fraction": v["fraction_above_threshold"], "diverged": v["diverged_cells"],
+             "best-wd slope": round(sh.slope, 3), "off-rectangle": round(sh.distance, 3)}
+            for (k, v), sh in zip(result.summary["optimizers"].items(), shapes)]
+    lines = [text_table(rows), ""]
+    if len(shapes) >= 2:                      # seed 001's claims on the first and last optimizer of the sweep
+        lines += [f"{c}: {v.text()}" for c, v in claims(result, p.threshold)[:2]] + [""]
+    return "\n".join(lines + [key_values({"message": result.message, "steps per cell": result.config["steps"],
+                                          "seconds": result.timings["sweep"]})])
 
 
 RESULTS = (derive(KIND, AdamWGridParams, "batch_size classes curve_at dataset dtype epochs gamma hidden milestones "
