@@ -461,6 +461,7 @@ def reproduce(ctx):
           markdown_table([{"noise": r["noise"], "turns": r["turns"],
                            f"decoupled ({decoupled} vs {coupled})": r["decoupling"].label(),
                            "shapes": r["decoupling"].measurement,
+                           "why not shown": r["decoupling"].why,
                            f"{decoupled}'s good range larger": r["larger"].label()} for r in rows_v]), "",
           f"Rules: {rows_v[0]['decoupling'].rule}; {rows_v[0]['larger'].rule}.", ""]
     md += [f"![{f.stem}]({ctx.relative(f)})" for f in figs]
