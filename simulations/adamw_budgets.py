@@ -164,6 +164,8 @@ def run_budgets(p: BudgetParams, out, *, seed: int = 0, progress: bool = False) 
                      timings={"sweep": sum(r.timings["sweep"] for r in results.values())})
 
 
+#: The claim's outcome in the report's three words.
+THREE_WORDS = {"holds": "shown", "does not hold": "contradicted", "undecided": "not shown (near-ties decide)"}
 CLAIM_TEXT = {"holds": "holds for every near-best choice", "does not hold": "does NOT hold for any near-best choice",
               "undecided": "is undecided: it holds for some near-best choices and not for others"}
 
@@ -316,9 +318,11 @@ def reproduce(ctx):
                "normalized_grid_steps_moved_range": s["normalized"]["grid_steps_moved_range"],
                "claim": s["claim"], "claim_holds": s["claim_holds"]}
     return Section(TITLE, "\n".join(md), numbers=numbers, figures=[ctx.relative(f) for f in figs],
-                   headline=f"the claim {CLAIM_TEXT[s['claim']]}: raw λ moves {s['raw']['grid_steps_moved_range']}, "
-                            f"λ_norm {s['normalized']['grid_steps_moved_range']} grid steps (near-ties within "
-                            f"{NEAR_TIE:.0%})")
+                   headline=f"λ_norm decouples the best decay from the budget: {THREE_WORDS[s['claim']]} — raw λ moves "
+                            f"{s['raw']['grid_steps_moved_range']}, λ_norm {s['normalized']['grid_steps_moved_range']} "
+                            f"grid steps [rule: for every choice among near-best λ (within {NEAR_TIE:.0%}), raw λ "
+                            f"moves ≥ 2 steps and λ_norm ≤ 1; n = {len(p.budgets)} budgets, {s.get('cells', '?')} "
+                            "cells]")
 
 
 REPORT = Entry("adamw-normalized-wd", TITLE, reproduce, order=32)

@@ -16,8 +16,9 @@ TITLE = "Adam vs AdamW (lr, weight decay) heatmaps on real data: scikit-learn's 
 def reproduce(ctx):
     import time
 
-    from dyntools.simulations.adamw_heatmaps import BORDER, GridConfig, region_verdict, run_grid
+    from dyntools.simulations.adamw_heatmaps import BORDER, GridConfig, claims, region_verdict, run_grid
 
+    from dyntools import verdicts as V
     from dyntools.plots import adamw_heatmaps as HP
     from dyntools.report import Section
     from dyntools.tables import markdown_table
@@ -48,13 +49,15 @@ def reproduce(ctx):
           f"{counts['adam'][1]}, so the decoupled optimizer's good region is "
           f"{ {'at least as large': 'at least as large', 'smaller': 'SMALLER', 'undecided': 'undecided (borderline cells decide)'}[region]} "
           "on the digits.", ""]
+    claim_rows = claims(result, cfg.threshold)
+    md += ["Seed 001's claims on the digits, by declared rules:", "", V.claims_table(claim_rows), ""]
     md += [f"![{f.stem}]({ctx.relative(f)})" for f in figs]
     numbers = {k: {"best_val_acc": v["best_val_acc"], "cells_above_threshold": v["cells_above_threshold"],
                    "cells_above_threshold_range": list(counts[k])} for k, v in s.items()}
     numbers["adamw_region"] = region
+    numbers["claims"] = {c: v.as_dict() for c, v in claim_rows}
     return Section(TITLE, "\n".join(md), numbers=numbers, figures=[ctx.relative(f) for f in figs],
-                   headline=f"AdamW's good region {region}: {counts['adamw'][0]}–{counts['adamw'][1]} vs "
-                            f"{counts['adam'][0]}–{counts['adam'][1]} cells ≥ {cfg.threshold:.0%} (Adam)")
+                   headline=f"decoupling {claim_rows[0][1].label()}, good range larger {claim_rows[1][1].text()}")
 
 
 REPORT = Entry("adamw-digits", TITLE, reproduce, order=35)

@@ -294,34 +294,46 @@ def _share(value) -> float | None:
 
 def proposition_verdict(check: dict) -> dict:
     """The report's sentences on the proposition, computed from :func:`check_proposition`'s numbers:
-    ``{"headline", "sentence", "bounce", "upper", "lower"}`` with each part one of ``"holds"``,
-    ``"fails"`` or ``"not measured"`` (every path diverged, so no fraction exists — never read as
-    holding)."""
+    ``{"headline", "sentence", "bounce", "upper", "lower", "verdicts"}``. Each part is a universal claim over
+    the ``paths`` (every path bounces; the loss stays below the upper bound, and above the lower bound as
+    printed in the seed, at every recorded step): by the rule :func:`dyntools.verdicts.every`, *shown* when no
+    path or step is an exception, *contradicted* by any exception, *not shown* when nothing was measured (every
+    path diverged: a NaN is never read as holding). ``verdicts`` holds the three
+    :class:`dyntools.verdicts.Verdict`."""
+    from dyntools import verdicts as V
+
     paths, diverged = int(check.get("paths", 0) or 0), int(check.get("diverged_paths", 0) or 0)
     bouncing = _share(check.get("paths_bouncing_at_end"))
     above = _share(check.get("above_band_fraction_recorded"))
     below = _share(check.get("below_band_fraction_recorded"))
+    alive = paths - diverged
+    # the bouncing share is over the surviving paths; a diverged path is an exception too
+    bounce_v = V.every(None if bouncing is None else round(bouncing * alive), paths, alive, "paths bounce")
+    upper_v = V.every_step(above, paths, alive, "recorded steps above 0.17θ*²")
+    lower_v = V.every_step(below, paths, alive, "recorded steps below ε₀θ*²")
+    bounce, upper, lower = bounce_v.word, upper_v.word, lower_v.word
     if paths and diverged == paths:
         sentence = f"Every one of the {paths} paths diverged: the proposition's claims are not measured on this run."
-        return {"headline": f"not measured: all {paths} paths diverged", "sentence": sentence,
-                "bounce": "not measured", "upper": "not measured", "lower": "not measured"}
-    bounce = "not measured" if bouncing is None else "holds" if bouncing == 1.0 and diverged == 0 else "fails"
-    upper = "not measured" if above is None else "holds" if above == 0.0 else "fails"
-    lower = "not measured" if below is None else "holds" if below == 0.0 else "fails"
-    parts = [{"holds": "The bounce holds on every path",
-              "fails": f"The bounce holds on {bouncing:.0%} of the paths" if bouncing is not None else "",
-              "not measured": "The bounce is not measured"}[bounce] + (f" ({diverged} diverged)" if diverged else ""),
-             {"holds": "the loss stays below 0.17θ*²",
-              "fails": f"the loss exceeds 0.17θ*² on {above:.2%} of the recorded steps" if above is not None else "",
-              "not measured": "the upper bound is not measured"}[upper],
-             {"holds": "it stays above the lower bound ε₀θ*² as printed in the seed",
-              "fails": f"it dips under the lower bound ε₀θ*² as printed in the seed on {below:.2%} of the recorded "
-                       "steps" if below is not None else "",
-              "not measured": "the lower bound is not measured"}[lower]]
+        return {"headline": f"not shown: all {paths} paths diverged [{bounce_v.rule}, n = {paths}, 0 survived]",
+                "sentence": sentence, "bounce": bounce, "upper": upper, "lower": lower,
+                "verdicts": [bounce_v, upper_v, lower_v]}
+    parts = [{V.SHOWN: "The bounce is shown on every path",
+              V.CONTRADICTED: f"The bounce is seen on {bouncing:.0%} of the paths" if bouncing is not None else "",
+              V.NOT_SHOWN: "The bounce is not measured"}[bounce] + (f" ({diverged} diverged)" if diverged else ""),
+             {V.SHOWN: "the loss stays below 0.17θ*²",
+              V.CONTRADICTED: f"the loss exceeds 0.17θ*² on {above:.2%} of the recorded steps" if above is not None
+              else "", V.NOT_SHOWN: "the upper bound is not measured"}[upper],
+             {V.SHOWN: "it stays above the lower bound ε₀θ*² as printed in the seed",
+              V.CONTRADICTED: f"it dips under the lower bound ε₀θ*² as printed in the seed on {below:.2%} of the "
+                              "recorded steps" if below is not None else "",
+              V.NOT_SHOWN: "the lower bound is not measured"}[lower]]
     sentence = f"{parts[0]}, {parts[1]}; {parts[2]}."
-    headline = (f"bounce {bounce} ({bouncing:.0%} of {paths} paths), upper bound {upper}, lower bound {lower}"
-                if bouncing is not None else f"bounce {bounce}, upper bound {upper}, lower bound {lower}")
-    return {"headline": headline, "sentence": sentence, "bounce": bounce, "upper": upper, "lower": lower}
+    headline = (f"bounce {bounce} ({bouncing:.0%} of {paths} paths), upper bound {upper}, lower bound (as printed) "
+                f"{lower} [{bounce_v.rule}, n = {paths}, {alive} survived]" if bouncing is not None else
+                f"bounce {bounce}, upper bound {upper}, lower bound (as printed) {lower} [{bounce_v.rule}, n = {paths}, "
+                f"{alive} survived]")
+    return {"headline": headline, "sentence": sentence, "bounce": bounce, "upper": upper, "lower": lower,
+            "verdicts": [bounce_v, upper_v, lower_v]}
 
 
 def reproduce(ctx):
@@ -428,6 +440,12 @@ so that lower bound does not follow from them; `dyntools prove` examines the sta
                "entry_time_quantiles": q, "diverged_paths": check["diverged_paths"],
                "phase_diverged_etas": phase["etas"][phase["diverged"] > 0].tolist(),
                "gd_statuses": [r["status"] for r in gd_rows], "quadratic_gd": [r["verdict"] for r in quad_rows]}
+    from dyntools import verdicts as V
+
+    md += ("\n\nThe proposition's claims (seed 004), each by a declared rule over the paths:\n\n" + V.claims_table(zip(
+        ("every path bounces across the valley", "F(θ_t) < 0.17θ*² at every recorded step",
+         "F(θ_t) > ε₀θ*² at every recorded step (the bound as printed in the seed)"), verdict["verdicts"])) + "\n")
+    numbers["claims"] = [v.as_dict() for v in verdict["verdicts"]]
     return Section(TITLE, md, numbers=numbers, headline=verdict["headline"],
                    figures=[ctx.relative(fig_main[0]), ctx.relative(fig_phase[0])],
                    ok=bool(bounce_ok and quad_ok and gd_ok))

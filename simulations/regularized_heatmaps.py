@@ -55,8 +55,9 @@ def verdicts(counts: dict) -> dict:
 def reproduce(ctx):
     import time
 
-    from dyntools.simulations.adamw_heatmaps import BORDER, region_verdict, report_grid, run_networks
+    from dyntools.simulations.adamw_heatmaps import BORDER, claims, region_verdict, report_grid, run_networks
 
+    from dyntools import verdicts as V
     from dyntools.plots import adamw_heatmaps as HP
     from dyntools.report import Section
     from dyntools.tables import markdown_table
@@ -97,17 +98,27 @@ def reproduce(ctx):
            for net, verdict in v["decoupled"].items()]
     md += [f"- {labels[net]} vs the plain MLP: Adam's good region {e['adam']}, AdamW's {e['adamw']}."
            for net, e in v["effect"].items()]
-    md += ["", "**Caveats.** Each cell is one training run (one seed per cell, as in the other heatmap entries), "
-           "so a region's size moves by a cell or two between seeds; the verdicts above are read with the ±"
-           f"{BORDER:.0%} border but not over an ensemble of seeds. At the smaller grid of `--quick` (3 × 4 cells) "
-           "the dropout comparison has come out the other way (AdamW's region smaller than Adam's by one cell): "
-           "a small-grid effect, so read the dropout verdict at this size only."]
+    claim_rows = [(f"{labels[net]}: {c}", v) for net, r in zip(by_net, results) for c, v in claims(r, cfg.threshold)
+                  if "best validation accuracy" not in c and "better validation accuracy" not in c]
+    size = cfg.n_lr * cfg.n_wd
+    needed = [v.n_needed for _, v in claim_rows if v.n_needed is not None]
+    md += ["", "Seed 001's claims per network, by declared rules (`dyntools.verdicts`):", "",
+           V.claims_table(claim_rows), "",
+           f"**Caveats (computed).** Each cell is one training run (one seed per cell); on this {cfg.n_lr} × "
+           f"{cfg.n_wd} grid one cell is {1 / size:.0%} of an optimizer's cells, so a region's size moves by "
+           f"{1 / size:.0%} per cell between seeds"
+           + (f"; the good-range comparisons would need ≈ {min(needed)}–{max(needed)} cells to separate the "
+              "observed fractions" if needed else "")
+           + (f"; {sum(v.word == V.NOT_SHOWN for _, v in claim_rows)} of {len(claim_rows)} claims are not shown "
+              "at this size." if any(v.word == V.NOT_SHOWN for _, v in claim_rows) else ".")]
     md += [""] + [f"![{f.stem}]({ctx.relative(f)})" for f in figs]
     numbers = {"cells_above_threshold_range": {net: {o: list(c[o]) for o in OPTIMIZERS} for net, c in counts.items()},
                **v}
-    headline = ("AdamW ≥ Adam good region: " + ", ".join(f"{labels[n]} {d}" for n, d in v["decoupled"].items())
-                + "; effect on (Adam, AdamW): " + ", ".join(f"{labels[n]} ({e['adam']}, {e['adamw']})"
-                                                           for n, e in v["effect"].items()))
+    numbers["claims"] = {c: cv.as_dict() for c, cv in claim_rows}
+    headline = ("seed 001's claims per network (" + "; ".join(
+        f"{labels[net]}: decoupled {cl[0][1].label()}, good range larger {cl[1][1].label()}"
+        for net, cl in ((net, claims(r, cfg.threshold)) for net, r in zip(by_net, results)))
+        + f") [{claim_rows[0][1].rule}; {claim_rows[1][1].rule}; n = {2 * size} cells per network]")
     return Section(TITLE, "\n".join(md), numbers=numbers, figures=[ctx.relative(f) for f in figs],
                    headline=headline)
 

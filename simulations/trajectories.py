@@ -99,11 +99,12 @@ def valley_verdict(flow_sharpness: float, gd_sharpness: float, eta: float) -> di
     """The diagonal-net valley statement from its three numbers: gradient flow ends above GD's stability
     limit 2/η while GD at step η ends below it. ``holds`` is ``True``/``False``, or ``None`` when a sharpness
     is not finite (a run that diverged): then nothing is claimed."""
-    from dyntools.verdicts import measured, word
+    from dyntools.verdicts import check, measured, word
 
     limit = 2.0 / eta
     if not measured(flow_sharpness, gd_sharpness):
-        return {"holds": None, "headline": "not measured: a run diverged",
+        return {"holds": None, "headline": "not shown — not measured: a run diverged [thresholds on one "
+                                           "deterministic run (flow above 2/η, GD below), n = 2, 1 survived]",
                 "sentence": f"On the diagonal net (u v − 1)² a run diverged (sharpness flow {flow_sharpness}, "
                             f"GD {gd_sharpness}): the valley statement is not measured."}
     flow_above, gd_below = flow_sharpness > limit, gd_sharpness < limit
@@ -114,9 +115,10 @@ def valley_verdict(flow_sharpness: float, gd_sharpness: float, eta: float) -> di
                 f"({word(gd_below, 'below', 'NOT below')} 2/η)"
                 + (": it cannot settle where the flow does and bounces across the valley to a flatter minimum."
                    if holds else "."))
-    headline = (f"{word(holds, 'holds', 'does not hold')}: GD ends at sharpness {gd_sharpness:.1f}, gradient flow "
-                f"at {flow_sharpness:.1f}, limit 2/η = {limit:.1f}")
-    return {"holds": holds, "headline": headline, "sentence": sentence}
+    v = check(holds, "thresholds on one deterministic run (flow above 2/η, GD below)", 2, 2,
+              f"GD ends at sharpness {gd_sharpness:.1f}, gradient flow at {flow_sharpness:.1f}, limit 2/η = {limit:.1f}",
+              why_not="a sharpness lies on the wrong side of 2/η.")
+    return {"holds": holds, "headline": v.text(), "sentence": sentence, "verdict": v}
 
 
 def reproduce(ctx):

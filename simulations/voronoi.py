@@ -664,8 +664,15 @@ def reproduce(ctx):
                     "exact_vs_projection": exact_proj.summary["exact_vs_projection_median"],
                     "top_rung_eval_acc": {d: float(np.nanmedian(top[j])) for j, d in enumerate(decays)}})
     best = {d: float(np.nanmedian(top[j])) for j, d in enumerate(decays)}
-    headline = (f"learned centers beat the majority class ({majority:.3f}) for every decay: "
-                f"{'yes' if all(a > majority for a in best.values()) else 'NO'}; median evaluation accuracy "
+    from dyntools import verdicts as V
+
+    beat = {d: V.sign_test(top[j], np.full(np.shape(top[j]), majority), claim="greater") for j, d in enumerate(decays)}
+    words = [v.word for v in beat.values()]
+    numbers["claims"] = {f"{d} beats the majority class": v.as_dict() for d, v in beat.items()}
+    headline = (f"learned centers beat the majority class ({majority:.3f}): "
+                + ", ".join(f"{w} for {words.count(w)} of {len(words)} decays" for w in V.WORDS if words.count(w))
+                + f" [{next(iter(beat.values())).rule}, n = {next(iter(beat.values())).n} seeds per decay]"
+                "; median evaluation accuracy "
                 + ", ".join(f"{d} {a:.3f}" for d, a in best.items())
                 + f"; MLP baseline (l2, x/s) {mlp['mlp_eval_acc']:.3f}, on raw x {mlp['raw_eval_acc']:.3f}")
     return Section(TITLE, "\n".join(md), numbers=numbers, figures=figures, ok=ok, headline=headline)

@@ -37,3 +37,6 @@ def test_quadratic_run_reads_as_the_notes_say():
                                       (np.r_[np.full((1, 2), 0.95), np.full((8, 2), 0.6), np.full((1, 2), 0.1)], True)])
 def test_verdict_edges(r, holds):
     assert A.verdict(np.linspace(1, 0.1, 10), r)["holds"] is holds
+    word = {None: "not shown", False: "contradicted", True: "shown"}[holds]
+    v = A.claim_verdict(np.linspace(1, 0.1, 10), r)
+    assert v.word == word and v.n == 4 and v.survivors == (0 if holds is None else 4)

@@ -193,3 +193,175 @@ def test_a_small_ensemble_runs_saves_and_loads_and_the_stats_skip_diverged_start
     res["diverged_at"][1, 0] = 7                              # a diverged start drops out of every quantity
     v = E.schedule_stats(res)[1]["values"]
     assert all(np.isnan(x[0]) for x in v.values()) and v["l0"][1] == res["l0"][1, 1, -1]
+
+
+# ------------------------------------------------------------- the three-word rules on planted ensembles
+
+RNG = np.random.default_rng(7)
+LOW, HIGH = RNG.normal(0.0, 1.0, 16), RNG.normal(5.0, 1.0, 16)          # a clear difference
+SAME_A, SAME_B = RNG.normal(0.0, 1.0, 16), RNG.normal(0.1, 1.0, 16)     # overlap
+
+
+def test_median_difference_clear_overlap_reversed_few_and_nan():
+    v = V.median_difference(LOW, HIGH, claim="less")
+    assert v.word == V.SHOWN and (v.n, v.survivors) == (32, 32) and "bootstrap 2000" in v.rule
+    assert V.median_difference(HIGH, LOW, claim="greater").word == V.SHOWN
+    assert V.median_difference(HIGH, LOW, claim="less").word == V.CONTRADICTED
+    o = V.median_difference(SAME_A, SAME_B, claim="less")
+    assert o.word == V.NOT_SHOWN and "contains 0" in o.why
+    few = V.median_difference(LOW[:3], HIGH, claim="less")
+    assert few.word == V.NOT_SHOWN and few.survivors == 19 and "survived" in few.why
+    with_nan = np.concatenate([LOW, [NAN] * 14])                        # 14 diverged: 16 survivors left
+    w = V.median_difference(with_nan, HIGH)
+    assert w.word == V.SHOWN and (w.n, w.survivors) == (46, 32)
+    assert V.median_difference([NAN] * 8, HIGH).word == V.NOT_SHOWN
+
+
+def test_median_difference_is_seeded_and_states_the_size_needed():
+    a, b = RNG.normal(0.0, 1.0, 6), RNG.normal(0.6, 1.0, 6)
+    assert V.median_difference(a, b, seed=3) == V.median_difference(a, b, seed=3)
+    v = V.median_difference(np.arange(6.0), np.arange(6.0) + 1.0)       # d = −1 inside a wide interval
+    assert v.word == V.NOT_SHOWN and v.n_needed is not None and v.n_needed > 12
+    assert v.label().startswith("not shown (underpowered: n needed ≈ ")
+    with pytest.raises(ValueError, match="claim"):
+        V.median_difference(LOW, HIGH, claim="lower")
+
+
+def test_sign_test_exact_tails_and_planted_pairs():
+    assert V.binomial_tail(5, 5) == 1 / 32 and V.binomial_tail(0, 7) == 1.0
+    assert V.binomial_tail(8, 10) == pytest.approx(56 / 1024)
+    b = np.arange(10.0)
+    assert V.sign_test(b - 1, b).word == V.SHOWN                         # 10 of 10 below: p = 1/1024
+    assert V.sign_test(b + 1, b).word == V.CONTRADICTED
+    mixed = V.sign_test(b + np.where(np.arange(10) % 2, 1.0, -1.0), b)   # 5 of 10
+    assert mixed.word == V.NOT_SHOWN and mixed.n_needed is None
+    few = V.sign_test([0.0, 0.0, 0.0], [1.0, 1.0, 1.0])                  # 3 of 3 below: p = 1/8
+    assert few.word == V.NOT_SHOWN and few.n_needed == 5 and "cannot reach" in few.why
+    nan = V.sign_test([0, 0, NAN, 0, 0, 0, 0, 1.0], [1, 1, 1, 1, 1, 1, 1, 1.0])   # 1 NaN, 1 tie: 6 of 6
+    assert nan.word == V.SHOWN and (nan.n, nan.survivors) == (8, 7) and "1 tied" in nan.measurement
+    with pytest.raises(ValueError, match="pairs"):
+        V.sign_test([1.0], [1.0, 2.0])
+
+
+def test_survival_and_no_divergence():
+    assert V.survival(16, 16, at_least=0.75).word == V.SHOWN             # Wilson lower 0.806
+    assert V.survival(3, 16, at_least=0.5).word == V.CONTRADICTED        # upper 0.43
+    v = V.survival(12, 16, at_least=0.5)                                 # [0.51, 0.90]: lower 0.505 ≥ 0.5
+    assert v.word == V.SHOWN
+    u = V.survival(9, 12, at_least=0.6)
+    assert u.word == V.NOT_SHOWN and u.n_needed is not None and u.n_needed > 12
+    assert V.survival(0, 0, at_least=0.5).word == V.NOT_SHOWN
+    assert V.no_divergence(15, 16).word == V.CONTRADICTED
+    assert V.no_divergence(16, 16).word == V.SHOWN and V.no_divergence(3, 3).word == V.NOT_SHOWN
+
+
+def test_verdict_text_carries_rule_n_and_survivors():
+    t = V.no_divergence(15, 16).text()
+    assert t.startswith("contradicted — 1 of 16 diverged [no divergence") and "n = 16, 15 survived" in t
+    with pytest.raises(ValueError, match="word"):
+        V.Verdict("holds", "r", 1, 1, "m")
+
+
+def test_rectangle_distance():
+    assert V.rectangle_distance(np.ones((3, 4), bool)) == 0.0
+    band = np.zeros((4, 6), bool)
+    band[1, :] = True                                                    # one horizontal band
+    assert V.rectangle_distance(band) == 0.0
+    assert V.rectangle_distance(np.eye(5, dtype=bool)) == pytest.approx(1 - 2 / 7)   # best: a 2×2 square, IoU 2/7
+    assert math.isnan(V.rectangle_distance(np.zeros((2, 2), bool)))
+
+
+LRS, LAMS = np.logspace(-4, -1, 4), np.logspace(-6, 0, 7)
+
+
+def planted(diagonal: bool) -> np.ndarray:
+    """A heatmap whose good cells are a diagonal (best λ ∝ 1/lr: slope −2 in grid units) or a vertical band."""
+    acc = np.full((4, 7), 0.5)
+    for i in range(4):
+        acc[i, 6 - 2 * i if diagonal else 3] = 0.95
+    return acc
+
+
+def test_region_shape_and_decoupling_on_planted_heatmaps():
+    diag, rect = V.region_shape(planted(True), LRS, LAMS, 0.9), V.region_shape(planted(False), LRS, LAMS, 0.9)
+    assert diag.slope == pytest.approx(-2.0) and diag.distance == pytest.approx(0.75) and diag.rows == 4
+    assert rect.slope == pytest.approx(0.0) and rect.distance == 0.0
+    assert V.decoupling(diag, rect).word == V.SHOWN
+    assert V.decoupling(rect, diag).word == V.CONTRADICTED
+    same = V.decoupling(rect, rect)
+    assert same.word == V.NOT_SHOWN and "near rectangles" in same.why
+    nan_grid = planted(False)
+    nan_grid[1:] = NAN                                                   # only one row survives
+    lone = V.region_shape(nan_grid, LRS, LAMS, 0.9)
+    assert lone.rows == 1 and math.isnan(lone.slope)
+    assert V.decoupling(diag, lone).word == V.NOT_SHOWN and lone.finite == 7
+    two_rows = planted(False)
+    two_rows[2:] = 0.5                                                   # good cells in 2 lr rows only
+    short = V.decoupling(diag, V.region_shape(two_rows, LRS, LAMS, 0.9))
+    assert short.word == V.NOT_SHOWN and "fewer than 3 lr rows" in short.why and short.survivors == 56
+    with pytest.raises(ValueError, match="shape"):
+        V.region_shape(np.zeros((3, 7)), LRS, LAMS, 0.9)
+
+
+def test_fraction_larger_and_claims_table():
+    assert V.fraction_larger(20, 24, 4, 24).word == V.SHOWN
+    assert V.fraction_larger(4, 24, 20, 24).word == V.CONTRADICTED
+    v = V.fraction_larger(6, 24, 5, 24)                                  # the quick heatmaps' 6 vs 5 cells
+    assert v.word == V.NOT_SHOWN and v.n_needed > 1000 and "overlap" in v.why
+    assert V.fraction_larger(5, 24, 6, 24).n_needed is None              # the wrong way: no size helps
+    table = V.claims_table([("a | b", v), ("c", V.fraction_larger(20, 24, 4, 24))])
+    lines = table.splitlines()
+    assert len(lines) == 4 and "a \\| b" in lines[2] and "**not shown (underpowered: n needed ≈" in lines[2]
+    assert lines[3].endswith("|  |")                                     # no 'why' when shown
+
+
+def test_magnitude_and_sign_test_ties():
+    assert V.magnitude([2e-5, 1e-5, 3e-5, 5e-6, 1e-5], 1e-5).word == V.SHOWN
+    far = V.magnitude([0.8, 0.4, 1.2, 0.9, 0.5], 1e-5)                 # the 1-D loss against the source's 1e-5
+    assert far.word == V.CONTRADICTED and "median 0.8" in far.measurement
+    assert V.magnitude([1e-5, 1e-5, 1, 1, 1], 1e-5).word == V.NOT_SHOWN
+    assert V.magnitude([1e-5, NAN, NAN], 1e-5).word == V.NOT_SHOWN
+    ties = V.sign_test([12.0] * 5, [12.0] * 5)
+    assert ties.word == V.NOT_SHOWN and ties.n_needed is None and "ties" in ties.why
+
+
+def test_sign_test_counts_lost_pairs_in_the_seeds_needed():
+    a = [0.1, 0.1, 0.1, NAN, NAN]                                        # 2 of 5 pairs lost to divergence
+    v = V.sign_test(a, [0.2] * 5)
+    assert v.word == V.NOT_SHOWN and v.n_needed == math.ceil(5 * 5 / 3) and "Only 3 of 5 pairs" in v.why
+
+
+def test_sign_test_counts_ties_in_the_seeds_needed():
+    v = V.sign_test([1.0] * 4 + [2.0] * 12, [2.0] * 16)                 # 4 untied of 16 (the rank at c = 0.8)
+    assert v.word == V.NOT_SHOWN and v.n_needed == 20
+
+
+def test_universal_claims():
+    assert V.every(64, 64, 64, "paths bounce").word == V.SHOWN
+    assert V.every(63, 64, 64, "paths bounce").word == V.CONTRADICTED
+    assert V.every(None, 64, 0, "paths bounce").word == V.NOT_SHOWN
+    assert V.every(3, 3, 3, "paths bounce").n_needed == 5
+    assert V.every_step(0.0, 64, 64, "recorded steps above").word == V.SHOWN
+    assert V.every_step(1e-9, 64, 64, "recorded steps above").word == V.CONTRADICTED
+    assert V.every_step(NAN, 64, 0, "recorded steps above").word == V.NOT_SHOWN
+    assert V.every_step(0.0, 64, 2, "recorded steps above").word == V.NOT_SHOWN
+
+
+def test_check_maps_a_deterministic_threshold_to_the_three_words():
+    assert V.check(True, "r", 1, 1, "m").word == V.SHOWN
+    c = V.check(False, "r", 1, 1, "m", why_not="too high.")
+    assert c.word == V.CONTRADICTED and c.why == "too high."
+    assert V.check(None, "r", 2, 1, "m").word == V.NOT_SHOWN
+
+
+def test_three_words_of_the_band_rules():
+    assert [V.three_words(w) for w in (V.REPRODUCED, V.CLOSE, V.NOT_REPRODUCED, V.NOT_CHECKABLE)] == \
+        [V.SHOWN, V.NOT_SHOWN, V.CONTRADICTED, V.NOT_SHOWN]
+    assert [V.three_words(w) for w in (V.SMALLER, V.OVERLAPPING, V.LARGER)] == [V.SHOWN, V.NOT_SHOWN, V.CONTRADICTED]
+    with pytest.raises(ValueError, match="verdict"):
+        V.three_words("holds")
+
+
+def test_fraction_larger_survivors_are_the_runs_not_the_good_cells():
+    assert V.fraction_larger(6, 24, 5, 24).survivors == 48
+    assert V.fraction_larger(6, 24, 5, 24, alive=40).survivors == 40
