@@ -1,0 +1,113 @@
+"""No unchecked path: every compiled piece a user hands in is run against its readable version before it
+trains, and a mismatch is one error naming the piece and the first differing coordinate (issue 36, item 4).
+
+Here: a transform's ``compiled()`` kernel against its ``update()`` (dyntools.optim.chain_step)."""
+
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+from numba import njit
+
+import dyntools as dt
+from dyntools.dynamics import train as train_module
+from dyntools.models.least_squares import LeastSquares
+from dyntools.optim import chain_step
+from dyntools.optim import transforms as T
+from dyntools.validation import KernelMismatch, first_difference
+from tests.byo_lion import lion, scale_by_lion
+
+RNG = np.random.default_rng(5)
+X = RNG.normal(size=(16, 3))
+
+
+class Data:
+    def __init__(self, X, y):
+        self.X, self.y = X, y
+
+
+DATA = Data(X, X @ np.array([1.0, -2.0, 0.5]))
+
+
+@njit(cache=True)
+def _lion_without_momentum(u, state, params, t, lr_t, hp):
+    """Lion's direction, but the momentum is never updated (the planted defect)."""
+    for i in range(u.shape[0]):
+        u[i] = np.sign(hp[0] * state[0, i] + (1 - hp[0]) * u[i])
+
+
+@njit(cache=True)
+def _lion_kernel(u, state, params, t, lr_t, hp):
+    for i in range(u.shape[0]):
+        g = u[i]
+        u[i] = np.sign(hp[0] * state[0, i] + (1 - hp[0]) * g)
+        state[0, i] = hp[1] * state[0, i] + (1 - hp[1]) * g
+
+
+@dataclass(frozen=True)
+class forgetful_lion(scale_by_lion):
+    def compiled(self):
+        return _lion_without_momentum, np.array([self.b1, self.b2])
+
+
+@dataclass(frozen=True)
+class lion_with_swapped_betas(scale_by_lion):
+    """The right kernel handed the wrong hyperparameter layout (β₂, β₁)."""
+
+    def compiled(self):
+        return _lion_kernel, np.array([self.b2, self.b1])
+
+
+def test_a_kernel_that_forgets_momentum_is_refused_before_training(monkeypatch):
+    def no_training(*args, **kwargs):
+        raise AssertionError("training started with an unchecked kernel")
+
+    monkeypatch.setattr(train_module, "advance_path_numpy", no_training)
+    bad = dt.Optimizer("lion", 0.01, T.chain(forgetful_lion(), T.add_decay(0.1)))
+    with pytest.raises(KernelMismatch) as err:
+        dt.train(LeastSquares(3, reduction="mean"), DATA, bad, steps=2000, batch=4, seed=0)
+    message = str(err.value)
+    assert isinstance(err.value, ValueError) and "\n" not in message
+    assert message.startswith("Invalid transform forgetful_lion: its compiled() kernel does not step like its update()")
+    # step 1: the direction agrees (both read the same momentum); the state does not, from its first entry
+    assert "at probe step 1 of 5" in message and "state[(0, 0)]" in message
+    values = message.split("state[(0, 0)] is ")[1].split(" by update()")[0]
+    kernel_value, readable_value = map(float, values.split(" by the kernel but "))
+    assert kernel_value != readable_value
+
+
+def test_a_wrong_hyperparameter_layout_is_refused_naming_the_direction():
+    bad = dt.Optimizer("lion", 0.01, T.chain(lion_with_swapped_betas(b1=0.9, b2=0.2)))
+    with pytest.raises(KernelMismatch, match=r"lion_with_swapped_betas.*direction u\[\d+\]"):
+        dt.train(LeastSquares(3, reduction="mean"), DATA, bad, steps=5, batch=4, seed=0)
+
+
+def test_a_faithful_kernel_passes_and_trains_like_update():
+    """The compiled Lion of tests/byo_lion.py passes the probe and trains bit for bit like its update()."""
+    kw = dict(steps=50, batch=4, seed=1)
+    fast = dt.train(LeastSquares(3, reduction="mean"), DATA, lion(0.01, 0.1, compiled=True), **kw)
+    slow = dt.train(LeastSquares(3, reduction="mean"), DATA, lion(0.01, 0.1), **kw)
+    assert fast.config["runs"][0]["optimizer_step"] == "chain (compiled + numpy)"
+    assert np.array_equal(fast["final_theta"], slow["final_theta"])
+
+
+def test_the_probe_runs_once_per_transform_and_shape(monkeypatch):
+    calls = []
+    real = chain_step.first_difference
+    monkeypatch.setattr(chain_step, "_probed", set())
+    monkeypatch.setattr(chain_step, "first_difference", lambda *a, **k: calls.append(1) or real(*a, **k))
+    opt = lion(0.01, compiled=True)
+    for _ in range(3):
+        chain_step.ChainStepper(opt, np.zeros(4))
+    assert len(calls) == 2 * chain_step.PROBE_STEPS          # direction and state at every probe step, once
+    chain_step.ChainStepper(opt, np.zeros(5))                # another parameter count: probed again
+    assert len(calls) == 4 * chain_step.PROBE_STEPS
+
+
+def test_first_difference_reports_the_first_entry_with_both_values():
+    assert first_difference([1.0, 2.0, 3.0], [1.0, 2.0, 3.0]) is None
+    assert first_difference([1.0, 2.0, 3.0], [1.0, 2.5, 4.0]) == (1, 2.0, 2.5)
+    where, readable, compiled = first_difference([[0.0, 1.0]], [[0.0, np.nan]])
+    assert where == (0, 1) and readable == 1.0 and np.isnan(compiled)
+    assert first_difference([np.nan], [np.nan]) is None
+    assert first_difference([1.0], [1.0 + 1e-12]) is None
