@@ -111,3 +111,102 @@ def test_first_difference_reports_the_first_entry_with_both_values():
     assert where == (0, 1) and readable == 1.0 and np.isnan(compiled)
     assert first_difference([np.nan], [np.nan]) is None
     assert first_difference([1.0], [1.0 + 1e-12]) is None
+
+
+# ------------------------------------------------------------------ a user's model kernel against its twin
+
+@njit(cache=True)
+def _affine_doubled(theta, X, y, idx, b, noise, grad, ws, iargs, fargs):
+    """Twice the affine least-squares loss and gradient: consistent with itself (finite differences pass),
+    not with the twin (the planted defect)."""
+    d = X.shape[1]
+    tot = 0.0
+    for j in range(d + 1):
+        grad[j] = 0.0
+    for q in range(b):
+        i = idx[q]
+        r = theta[d] - y[i] - noise[q]
+        for j in range(d):
+            r += X[i, j] * theta[j]
+        tot += r * r
+        for j in range(d):
+            grad[j] += 2.0 * r * X[i, j] / b
+        grad[d] += 2.0 * r / b
+    return tot / b
+
+
+@njit(cache=True)
+def _affine_no_noise(theta, X, y, idx, b, noise, grad, ws, iargs, fargs):
+    """The affine loss with the label noise forgotten (finite differences run without noise: they pass)."""
+    d = X.shape[1]
+    tot = 0.0
+    for j in range(d + 1):
+        grad[j] = 0.0
+    for q in range(b):
+        i = idx[q]
+        r = theta[d] - y[i]
+        for j in range(d):
+            r += X[i, j] * theta[j]
+        tot += r * r
+        for j in range(d):
+            grad[j] += r * X[i, j] / b
+        grad[d] += r / b
+    return 0.5 * tot / b
+
+
+@njit(cache=True)
+def _affine(theta, X, y, idx, b, noise, grad, ws, iargs, fargs):
+    d = X.shape[1]
+    tot = 0.0
+    for j in range(d + 1):
+        grad[j] = 0.0
+    for q in range(b):
+        i = idx[q]
+        r = theta[d] - y[i] - noise[q]
+        for j in range(d):
+            r += X[i, j] * theta[j]
+        tot += r * r
+        for j in range(d):
+            grad[j] += r * X[i, j] / b
+        grad[d] += r / b
+    return 0.5 * tot / b
+
+
+def _affine_np(theta, X, y, idx, b, noise, grad, ws, iargs, fargs):
+    """L = (1/2b) Σ_q r_q², r_q = ⟨w, x_i⟩ + c − y_i − noise_q."""
+    i = np.asarray(idx[:b])
+    r = X[i] @ theta[:-1] + theta[-1] - y[i] - noise[:b]
+    grad[:-1], grad[-1] = X[i].T @ r / b, r.sum() / b
+    return float(0.5 * (r @ r) / b)
+
+
+def _affine_model(kernel):
+    from dyntools.models.base import Model
+
+    class Affine(Model):
+        name, head = "my-affine", "regression"
+        loss_grad = staticmethod(kernel)
+        loss_grad_np = staticmethod(_affine_np)
+        n_params = 4
+
+        def workspace_size(self, batch):
+            return 0
+
+        def init(self, seed, index=0):
+            return np.full(4, 0.1)
+
+    return Affine()
+
+
+@pytest.mark.parametrize("kernel, what", [(_affine_doubled, "the loss"), (_affine_no_noise, "the loss")])
+def test_a_model_kernel_that_disagrees_with_its_twin_is_refused(kernel, what):
+    with pytest.raises(KernelMismatch) as err:
+        dt.train(_affine_model(kernel), DATA, dt.sgd(0.01), steps=100, batch=4, seed=0)
+    message = str(err.value)
+    assert message.startswith("Invalid model 'my-affine': its compiled loss_grad does not compute what its "
+                              "loss_grad_np computes") and f"label noise, {what} is " in message and "\n" not in message
+
+
+def test_a_faithful_model_kernel_passes_its_twin():
+    res = dt.train(_affine_model(_affine), DATA, dt.sgd(0.01), steps=100, batch=4, seed=0, label_noise=0.1)
+    assert res.status in ("completed", "converged")
