@@ -210,3 +210,58 @@ def test_a_model_kernel_that_disagrees_with_its_twin_is_refused(kernel, what):
 def test_a_faithful_model_kernel_passes_its_twin():
     res = dt.train(_affine_model(_affine), DATA, dt.sgd(0.01), steps=100, batch=4, seed=0, label_noise=0.1)
     assert res.status in ("completed", "converged")
+
+
+# ------------------------------------------------------------------ a user's SDE terms against their readable versions
+
+SCALE = 1.5
+
+
+@njit
+def _gbm_drift(t, x, args, out):
+    out[0] = args[0] * x[0]
+
+
+@njit
+def _gbm_diffusion(t, x, args, out):
+    out[0, 0] = args[1] * x[0]
+
+
+@njit
+def _gbm_diffusion_dx(t, x, args, out):
+    out[0, 0] = args[1]
+
+
+@njit
+def _gbm_diffusion_dx_wrong(t, x, args, out):
+    out[0, 0] = args[1] * x[0]          # σ itself, not ∂σ/∂x (the planted defect)
+
+
+@njit
+def _drift_reading_a_global(t, x, args, out):
+    out[0] = SCALE * x[0]               # numba freezes SCALE at compile time
+
+
+def _gbm(**terms):
+    from dyntools.dynamics.sde import SDE
+
+    return SDE(terms.get("drift", _gbm_drift), _gbm_diffusion, dim=1, noise_dim=1, noise="diagonal",
+               diffusion_dx=terms.get("dx", _gbm_diffusion_dx), args=[0.5, 0.3])
+
+
+def test_a_wrong_diffusion_derivative_is_refused_before_milstein_runs():
+    with pytest.raises(KernelMismatch, match=r"Invalid diffusion_dx: it is not ∂σ_i/∂x_i of diffusion — at x0, "
+                                             r"coordinate 0: diffusion_dx gives 0\.6, central finite differences "
+                                             r"of diffusion 0\.3"):
+        dt.solve(_gbm(dx=_gbm_diffusion_dx_wrong), x0=2.0, t1=1.0, h=0.01, paths=4, scheme="milstein")
+    res = dt.solve(_gbm(), x0=2.0, t1=1.0, h=0.01, paths=4, scheme="milstein")
+    assert res.status == "completed"
+
+
+def test_a_term_whose_compiled_code_differs_from_its_source_is_refused(monkeypatch):
+    sde = _gbm(drift=_drift_reading_a_global)
+    assert dt.solve(sde, x0=1.0, t1=0.1, h=0.01, paths=2).status == "completed"      # compiled with SCALE = 1.5
+    monkeypatch.setitem(globals(), "SCALE", 3.0)                                     # the source now reads 3.0
+    with pytest.raises(KernelMismatch, match=r"Invalid drift: the compiled term does not compute what its Python "
+                                             r"source computes — at x0, out\[0\] is 1\.5 compiled but 3\.0"):
+        dt.solve(sde, x0=1.0, t1=0.1, h=0.01, paths=2)
