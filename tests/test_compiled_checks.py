@@ -4,6 +4,7 @@ trains, and a mismatch is one error naming the piece and the first differing coo
 Here: a transform's ``compiled()`` kernel against its ``update()`` (dyntools.optim.chain_step)."""
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -265,3 +266,19 @@ def test_a_term_whose_compiled_code_differs_from_its_source_is_refused(monkeypat
     with pytest.raises(KernelMismatch, match=r"Invalid drift: the compiled term does not compute what its Python "
                                              r"source computes — at x0, out\[0\] is 1\.5 compiled but 3\.0"):
         dt.solve(sde, x0=1.0, t1=0.1, h=0.01, paths=2)
+
+
+def test_a_sweep_refuses_a_forgetful_kernel_before_its_first_cell(tmp_path):
+    """``--optimizer-file`` with a Lion whose compiled kernel forgets momentum: one line, exit 2, nothing written."""
+    from tests.conftest import assert_usage_error, run_cli
+
+    root = Path(__file__).resolve().parents[1]
+    source = (root / "tests" / "byo_lion.py").read_text().replace(
+        "        state[0, i] = b2 * state[0, i] + (1 - b2) * g\n", "").replace("compiled=False):", "compiled=True):")
+    assert "state[0, i] =" not in source and "compiled=True):" in source
+    (tmp_path / "forgetful.py").write_text(source)
+    out = tmp_path / "grid"
+    proc = run_cli("sweep", "adamw-grid", "--optimizer-file", tmp_path / "forgetful.py", "--optimizers", "lion",
+                   "--lr-grid", "1e-3:1e-2:2", "--wd-grid", "1e-3:1e-1:2", "--epochs", "1", "--out", out,
+                   env={"PYTHONPATH": str(root)}, cwd=tmp_path)
+    assert_usage_error(proc, "Invalid transform", "compiled() kernel does not step like its update()", out_dir=out)

@@ -115,6 +115,12 @@ def check_compiled_matches_update(tr, compiled, state_shape: tuple[int, int], st
     _probed.add(key)
 
 
+def probe(opt, p: int = 4) -> None:
+    """Probe every compiled transform of ``opt``'s chain on ``p`` parameters now (what the first
+    :class:`ChainStepper` does), so that a sweep refuses a bad kernel before its first cell."""
+    ChainStepper(opt, np.zeros(p))
+
+
 def check_fused_matches_chain(opt, steps: int = 3) -> None:
     """Raise ValueError when ``opt`` names a fused kernel whose step is not its chain's: three steps
     of both on a probe (4 parameters of mixed sign, fixed gradients) must agree to 1e-9 relative."""
