@@ -97,3 +97,27 @@ def one_of(name: str, value, choices: Sequence[str]) -> str:
     if value not in choices:
         raise ValueError(f"Invalid {name}: {value!r} (must be one of {', '.join(map(repr, choices))})")
     return value
+
+
+class KernelMismatch(ValueError):
+    """A compiled piece (a transform's ``compiled()`` kernel, a model kernel, an SDE term's derivative)
+    does not compute what its readable version computes; the message names the piece and the first
+    differing coordinate with both values. A ``ValueError``, so the CLI reports it as bad input."""
+
+
+def first_difference(readable, compiled, *, rtol: float = 1e-9, atol: float = 1e-12):
+    """``(index, readable value, compiled value)`` of the first entry (row-major) where
+    ``|c − r| > atol + rtol·|r|`` (NaN against a number differs; NaN against NaN agrees), or None.
+    ``index`` is an int for a vector, a tuple for an array of more dimensions."""
+    r = np.asarray(readable, dtype=np.float64)
+    c = np.asarray(compiled, dtype=np.float64)
+    if r.shape != c.shape:
+        return ("shape", r.shape, c.shape)
+    with np.errstate(invalid="ignore"):
+        close = np.isclose(c, r, rtol=rtol, atol=atol, equal_nan=True)
+    bad = np.flatnonzero(~close.ravel())
+    if not bad.size:
+        return None
+    k = int(bad[0])
+    index = k if r.ndim == 1 else tuple(int(i) for i in np.unravel_index(k, r.shape))
+    return index, float(r.ravel()[k]), float(c.ravel()[k])

@@ -53,17 +53,6 @@ def python_blocks(path: Path) -> list[str]:
     return re.findall(r"```python\n(.*?)\n```", path.read_text(), flags=re.S)
 
 
-def test_python_api_page_blocks_run(tmp_path, monkeypatch):
-    """The user guide's Python API page is code a user pastes: every block must run as printed."""
-    page = ROOT / "docs" / "guide" / "python-api.md"
-    blocks = python_blocks(page)
-    assert blocks and "dt.train(" in page.read_text()
-    monkeypatch.chdir(tmp_path)
-    for block in blocks:
-        exec(compile(block, str(page), "exec"), {})
-    assert (tmp_path / "runs" / "adam-diag" / "result.json").exists()
-
-
 def test_readme_examples_run(tmp_path, monkeypatch):
     """The README's Python examples run as printed, and its claim comes out as its comment says."""
     import dyntools as dt
@@ -77,7 +66,8 @@ def test_readme_examples_run(tmp_path, monkeypatch):
     exec(compile(blocks[1], "README.md", "exec"), namespace)
     result = dt.prove(namespace["CLAIMS"])["m-hat-is-the-average"]
     assert result.verdict == "refuted"
-    assert "refuted: beta=1/2, t=2, g[1]=0, g[2]=1, difference=1/6" in (ROOT / "README.md").read_text()
+    shown = "refuted ... counterexample beta=1/2, t=2, g[1]=0, g[2]=1, difference=1/6"
+    assert shown in (ROOT / "README.md").read_text()
 
 
 def test_readme_is_short_and_has_no_issue_numbers():

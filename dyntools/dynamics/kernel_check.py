@@ -13,7 +13,13 @@ written past its end corrupts memory silently — at best the process aborts. Be
    the kernel's ``g_j`` with ``(L(θ + h e_j) − L(θ − h e_j)) / 2h``, ``h = 1e-6 (1 + |θ_j|)``; the
    gradient is wrong at ``j`` when ``|g_j − fd_j| > RTOL · max(|g_j|, |fd_j|, 1e-3 ‖fd‖_∞, 1e-8)``
    (``RTOL = 1e-4``: finite differences in float64 are good to ~1e-8 relative on smooth losses; a
-   kink within ``h`` of θ, such as a ReLU switching, can exceed it — ``check_gradient=False`` skips).
+   kink within ``h`` of θ, such as a ReLU switching, can exceed it — ``check_gradient=False`` skips);
+3. **the readable twin** — when the model also has ``loss_grad_np`` (its NumPy twin) and the loop runs the
+   compiled kernel, both run on the first batch *with* label noise (``noise_q ~ 0.1·N(0, 1)``, a fixed
+   stream): loss and gradient must agree to ``1e-9`` relative (``1e-12`` of the largest entry absolute), else
+   :class:`~dyntools.validation.KernelMismatch` names the first differing entry with both values. Finite
+   differences check the kernel's gradient against its own loss; the twin checks the loss itself (a kernel
+   that doubles loss and gradient, or mishandles the noise, passes 2 and fails 3).
 
 The built-in models skip the pre-run: their kernels are held to NumPy twins and independent
 references by the test suite, and the check would cost every run a few hundred kernel calls.
@@ -22,6 +28,8 @@ references by the test suite, and the check would cost every run a few hundred k
 from __future__ import annotations
 
 import numpy as np
+
+from dyntools.validation import KernelMismatch, first_difference
 
 #: Relative tolerance of the gradient check (see the module docstring).
 RTOL = 1e-4
@@ -83,6 +91,9 @@ def check_kernel(model, kernel, theta, X, y, b: int, iargs, fargs, ws_size: int,
     if not np.isfinite(loss) or not np.all(np.isfinite(grad)):
         bad = "the loss" if not np.isfinite(loss) else f"grad[{int(np.flatnonzero(~np.isfinite(grad))[0])}]"
         raise ValueError(f"Invalid model {name!r}: its kernel returned a non-finite {bad} at the initial parameters")
+    twin = getattr(model, "loss_grad_np", None)
+    if twin is not None and twin is not kernel and hasattr(kernel, "py_func"):
+        check_twin(name, kernel, twin, theta, X, y, b, iargs, fargs, ws_size)
     if not gradient:
         return
     g = grad.copy()
@@ -103,3 +114,28 @@ def check_kernel(model, kernel, theta, X, y, b: int, iargs, fargs, ws_size: int,
             f"{g[j]:.6g}, central finite differences {fd[k]:.6g} (relative error "
             f"{abs(g[j] - fd[k]) / scale[k]:.2g} > {RTOL:g}; {bad.size} of {coords.size} coordinates checked "
             "disagree); check_gradient=False skips this check")
+
+
+def check_twin(name: str, kernel, twin, theta, X, y, b: int, iargs, fargs, ws_size: int) -> None:
+    """Step 3 of the module docstring: ``kernel`` against ``twin`` on the first batch with label noise."""
+    p = theta.shape[0]
+    idx = np.arange(b, dtype=np.int64) % X.shape[0]
+    noise = 0.1 * np.random.default_rng(36).standard_normal(b)
+    values = []
+    for fn in (twin, kernel):
+        grad, ws = np.zeros(p), np.zeros(max(ws_size, 1))
+        try:
+            loss = float(fn(theta.copy(), X, y, idx, b, noise.copy(), grad, ws[:ws_size], iargs, fargs))
+        except Exception as exc:  # the twin (the kernel already ran once): a bug of the readable version
+            raise ValueError(f"Invalid model {name!r}: its loss_grad_np raised {type(exc).__name__}: {exc} (on the "
+                             f"first batch of {b}, with the kernel's arguments)") from None
+        values.append(np.concatenate([[loss], grad]))
+    readable, compiled = values
+    diff = first_difference(readable, compiled, rtol=1e-9, atol=1e-12 * max(1.0, float(np.max(np.abs(readable)))))
+    if diff is not None:
+        k, r_val, c_val = diff
+        what = "the loss" if k == 0 else f"grad[{k - 1}]"
+        raise KernelMismatch(
+            f"Invalid model {name!r}: its compiled loss_grad does not compute what its loss_grad_np computes — on the "
+            f"first batch of {b} with label noise, {what} is {c_val!r} by the kernel but {r_val!r} by loss_grad_np; "
+            "fix the one that is wrong (the kernel runs the training)")

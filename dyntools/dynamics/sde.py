@@ -47,7 +47,11 @@ symbolic work (:func:`dyntools.sde_models.label_noise_sde` of a symbolic model).
 
 Before the loop the terms are evaluated once at ``x0`` by a bounds-checked compilation of the same
 Python source: a term that indexes outside its output, or leaves part of it unwritten, is a
-"wrong shape" error naming the term.
+"wrong shape" error naming the term. Then each compiled term is held to its readable version at ``x0``
+(:func:`check_terms_readable`): its own Python source run by the interpreter (``term.py_func``; a numba
+global frozen at compile time, or arithmetic numba does differently, differs there), and for Milstein with
+diagonal noise ``diffusion_dx`` to central finite differences of ``diffusion``; a mismatch is one
+:class:`~dyntools.validation.KernelMismatch` naming the term and the first differing entry.
 
 **Brownian increments** come from one xoshiro256** stream per path (:func:`dyntools.engine.streams.path_states`)
 through the ziggurat normal of :mod:`dyntools.engine.ziggurat`. With ``substeps = r`` every
@@ -534,6 +538,7 @@ def check_terms(sde: SDE, x0: np.ndarray, t0: float, scheme: str) -> None:
         if np.isnan(out).any():
             raise ValueError(f"Invalid {name}: wrong shape or non-finite — {int(np.isnan(out).sum())} of "
                              f"{out.size} entries of its output (shape {shape}) were not written at x0")
+    check_terms_readable(sde, terms, x, float(t0))
     if scheme == "milstein" and sde.noise == "commutative":
         out = np.full(sde.dim, np.nan)
         try:
@@ -545,6 +550,59 @@ def check_terms(sde: SDE, x0: np.ndarray, t0: float, scheme: str) -> None:
         if np.isnan(out).any():
             raise ValueError(f"Invalid milstein: {int(np.isnan(out).sum())} of {sde.dim} entries of its output "
                              "were not written (or are non-finite) at x0")
+
+
+#: Relative tolerance of ``diffusion_dx`` against central finite differences of ``diffusion`` (as a model
+#: kernel's gradient is checked: :mod:`dyntools.dynamics.kernel_check`).
+DX_RTOL = 1e-4
+
+
+def check_terms_readable(sde: SDE, terms, x: np.ndarray, t0: float) -> None:
+    """Each compiled term against its Python source at ``x`` (1e-9 relative), and ``diffusion_dx`` (when in
+    ``terms``) against central finite differences of ``diffusion``, ``h = 1e-6 (1 + |x_i|)``, at most 200
+    coordinates (a coordinate whose differences are not finite is skipped: a kink or a domain edge)."""
+    from dyntools.validation import KernelMismatch, first_difference
+
+    outputs = {}
+    for name, fn, shape in terms:
+        compiled, readable = np.full(shape, np.nan), np.full(shape, np.nan)
+        fn(t0, x.copy(), sde.args, compiled)
+        outputs[name] = compiled
+        try:
+            fn.py_func(t0, x.copy(), sde.args.copy(), readable)
+        except Exception:  # pragma: no cover - source that only numba can run (no readable version to hold it to)
+            continue
+        diff = first_difference(readable, compiled, rtol=1e-9, atol=1e-300)
+        if diff is not None:
+            where, r_val, c_val = diff
+            raise KernelMismatch(f"Invalid {name}: the compiled term does not compute what its Python source computes "
+                                 f"— at x0, out{list(where) if isinstance(where, tuple) else [where]} is {c_val!r} "
+                                 f"compiled but {r_val!r} by the source (a global changed after compiling?)")
+    if "diffusion_dx" not in outputs:
+        return
+    dx = outputs["diffusion_dx"][:, 0]
+    coords = np.unique(np.linspace(0, sde.dim - 1, min(sde.dim, 200)).round().astype(np.int64))
+    fd = np.full(coords.size, np.nan)
+    for k, i in enumerate(coords):
+        h = 1e-6 * (1.0 + abs(x[i]))
+        sides = []
+        for sign in (1.0, -1.0):
+            xs, out = x.copy(), np.full((sde.dim, 1), np.nan)
+            xs[i] += sign * h
+            sde.diffusion(t0, xs, sde.args, out)
+            sides.append(out[i, 0])
+        fd[k] = (sides[0] - sides[1]) / (2.0 * h)
+    ok = np.isfinite(fd)
+    if not ok.any():
+        return
+    scale = np.maximum(np.maximum(np.abs(dx[coords]), np.abs(fd)), max(1e-3 * np.max(np.abs(fd[ok])), 1e-8))
+    bad = np.flatnonzero(ok & (np.abs(dx[coords] - fd) > DX_RTOL * scale))
+    if bad.size:
+        k = int(bad[0])
+        i = int(coords[k])
+        raise KernelMismatch(f"Invalid diffusion_dx: it is not ∂σ_i/∂x_i of diffusion — at x0, coordinate {i}: "
+                             f"diffusion_dx gives {dx[i]:.6g}, central finite differences of diffusion {fd[k]:.6g} "
+                             f"(relative error {abs(dx[i] - fd[k]) / scale[k]:.2g} > {DX_RTOL:g})")
 
 
 # ------------------------------------------------------------------------------------ the solver

@@ -10,8 +10,14 @@ transforms, ``(u, state) = chain.update(g, state, θ, t, lr_t)`` then ``θ ← �
   ``hp`` a float64 vector of its hyperparameters;
 * **in NumPy** otherwise, through its readable ``update``.
 
-The two are the same arithmetic when the transform is written so (a test holds a compiled Lion to
-its NumPy ``update``). :func:`check_fused_matches_chain` guards the other way round: an optimizer
+At first use (the first :class:`ChainStepper` built for that transform, hyperparameters and parameter
+count in a process) :func:`check_compiled_matches_update` runs the kernel and ``update`` side by side for
+:data:`PROBE_STEPS` steps from one random state (fresh random gradients and parameters each step) and
+refuses a kernel whose direction or state differs from ``update``'s beyond 1e-9 relative: one
+:class:`~dyntools.validation.KernelMismatch` naming the transform, the step and the first differing
+coordinate with both values — so a kernel that forgets momentum is an error before training, not
+another optimizer trained under the user's name. :func:`check_fused_matches_chain` guards a built-in fused
+kernel the same way: an optimizer
 that names a fused kernel must step like its own chain, so that a wrong ``precond`` or hyperparameter
 layout is an error rather than another optimizer trained under its name.
 """
@@ -21,6 +27,12 @@ from __future__ import annotations
 import numpy as np
 
 from dyntools.optim import transforms as T
+from dyntools.validation import KernelMismatch, first_difference
+
+#: Steps of the first-use probe of a compiled transform (:func:`check_compiled_matches_update`).
+PROBE_STEPS = 5
+#: Transforms already probed in this process: (type, repr, kernel, hp bytes, p).
+_probed: set = set()
 
 
 def flat_transforms(chain) -> list:
@@ -54,6 +66,7 @@ class ChainStepper:
                     raise ValueError(f"Invalid state of transform {type(tr).__name__}: its init returned shape "
                                      f"{state.shape} (a compiled transform keeps a float64[k, {theta.shape[0]}] array)")
                 compiled = (compiled[0], np.ascontiguousarray(compiled[1], dtype=np.float64))
+                check_compiled_matches_update(tr, compiled, state.shape)
             self.parts.append((tr, compiled, state))
 
     def __call__(self, theta: np.ndarray, grad: np.ndarray, t: int, lr_t: float) -> None:
@@ -66,6 +79,46 @@ class ChainStepper:
                 u, state = tr.update(u, state, params, t, lr_t)
                 self.parts[k] = (tr, None, state)
         theta[:] = T.apply(params, u, lr_t)
+
+
+def check_compiled_matches_update(tr, compiled, state_shape: tuple[int, int], steps: int = PROBE_STEPS) -> None:
+    """Raise :class:`KernelMismatch` unless ``compiled = (kernel, hp)`` steps like ``tr.update``.
+
+    From one random state ``s_0`` (entries uniform in [0.05, 1): positive, as second moments must be), step
+    ``t = 1 … steps`` feeds both the same gradient ``g_t ~ N(0, 1)``, parameters ``θ_t ~ N(0, 1)`` and
+    ``lr_t = 0.01``: ``(u_t, s_t) = update(g_t, s_{t−1}, θ_t, t, lr_t)`` against the kernel stepping its own
+    state in place. Direction and state must agree entry by entry to ``1e-9·|x| + 1e-12`` at every step;
+    the first entry that does not is reported. Probed once per (transform, kernel, hp, shape) and process."""
+    kernel, hp = compiled
+    key = (type(tr), repr(tr), kernel, hp.tobytes(), tuple(state_shape))
+    if key in _probed:
+        return
+    rng = np.random.default_rng(36)
+    p = state_shape[1]
+    readable_state = rng.uniform(0.05, 1.0, size=state_shape)
+    kernel_state = readable_state.copy()
+    name = type(tr).__name__
+    for t in range(1, steps + 1):
+        g, params = rng.normal(size=p), rng.normal(size=p)
+        u_r, readable_state = tr.update(g.copy(), readable_state, params.copy(), t, 0.01)
+        readable_state = np.asarray(readable_state, dtype=np.float64)
+        u_c = g.copy()
+        kernel(u_c, kernel_state, params.copy(), t, 0.01, hp)
+        for what, r, c in (("direction u", u_r, u_c), ("state", readable_state, kernel_state)):
+            diff = first_difference(r, c)
+            if diff is not None:
+                where, r_val, c_val = diff
+                raise KernelMismatch(
+                    f"Invalid transform {name}: its compiled() kernel does not step like its update() — at probe "
+                    f"step {t} of {steps} (random state, p = {p}) {what}[{where}] is {c_val!r} by the kernel but "
+                    f"{r_val!r} by update(); fix the kernel, or remove compiled() to train update() itself")
+    _probed.add(key)
+
+
+def probe(opt, p: int = 4) -> None:
+    """Probe every compiled transform of ``opt``'s chain on ``p`` parameters now (what the first
+    :class:`ChainStepper` does), so that a sweep refuses a bad kernel before its first cell."""
+    ChainStepper(opt, np.zeros(p))
 
 
 def check_fused_matches_chain(opt, steps: int = 3) -> None:

@@ -71,10 +71,12 @@ def load(reference: str):
 
 def build(reference: str, lr: float, weight_decay: float):
     """The optimizer ``factory(lr=lr, weight_decay=weight_decay)`` of a reference, checked."""
+    from dyntools.optim import chain_step
     from dyntools.optim import optimizers as O
 
     opt = load(reference)(lr=lr, weight_decay=weight_decay)
     if not isinstance(opt, O.Optimizer):
         raise ValueError(f"Invalid --optimizers: {reference}(lr, weight_decay) returned {type(opt).__name__} "
                          "(expected a dyntools.optim.Optimizer)")
+    chain_step.probe(opt)       # a compiled() kernel that does not step like its update(): refused before the sweep
     return opt

@@ -18,7 +18,7 @@ Example::
     from dyntools.symbolic import Claim, prove
     x = sp.Symbol("x", real=True)
     report = prove(Claim.equation("square", (x + 1) ** 2, x**2 + 2 * x + 1))
-    report["square"].verdict      # 'verified'
+    report["square"].verdict      # -> 'verified'
 """
 
 from __future__ import annotations

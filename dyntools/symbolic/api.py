@@ -8,7 +8,7 @@ Example::
     x = sp.Symbol("x", real=True)
     report = dyntools.prove([Claim.equation("square", (x + 1) ** 2, x**2 + 1)])
     print(report)                  # the table; refuted, counterexample x = 1, difference 2
-    report["square"].verdict       # 'refuted'
+    report["square"].verdict       # -> 'refuted'
 """
 
 from __future__ import annotations

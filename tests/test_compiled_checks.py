@@ -1,0 +1,284 @@
+"""No unchecked path: every compiled piece a user hands in is run against its readable version before it
+trains, and a mismatch is one error naming the piece and the first differing coordinate (issue 36, item 4).
+
+Here: a transform's ``compiled()`` kernel against its ``update()`` (dyntools.optim.chain_step)."""
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+from numba import njit
+
+import dyntools as dt
+from dyntools.dynamics import train as train_module
+from dyntools.models.least_squares import LeastSquares
+from dyntools.optim import chain_step
+from dyntools.optim import transforms as T
+from dyntools.validation import KernelMismatch, first_difference
+from tests.byo_lion import lion, scale_by_lion
+
+RNG = np.random.default_rng(5)
+X = RNG.normal(size=(16, 3))
+
+
+class Data:
+    def __init__(self, X, y):
+        self.X, self.y = X, y
+
+
+DATA = Data(X, X @ np.array([1.0, -2.0, 0.5]))
+
+
+@njit(cache=True)
+def _lion_without_momentum(u, state, params, t, lr_t, hp):
+    """Lion's direction, but the momentum is never updated (the planted defect)."""
+    for i in range(u.shape[0]):
+        u[i] = np.sign(hp[0] * state[0, i] + (1 - hp[0]) * u[i])
+
+
+@njit(cache=True)
+def _lion_kernel(u, state, params, t, lr_t, hp):
+    for i in range(u.shape[0]):
+        g = u[i]
+        u[i] = np.sign(hp[0] * state[0, i] + (1 - hp[0]) * g)
+        state[0, i] = hp[1] * state[0, i] + (1 - hp[1]) * g
+
+
+@dataclass(frozen=True)
+class forgetful_lion(scale_by_lion):
+    def compiled(self):
+        return _lion_without_momentum, np.array([self.b1, self.b2])
+
+
+@dataclass(frozen=True)
+class lion_with_swapped_betas(scale_by_lion):
+    """The right kernel handed the wrong hyperparameter layout (β₂, β₁)."""
+
+    def compiled(self):
+        return _lion_kernel, np.array([self.b2, self.b1])
+
+
+def test_a_kernel_that_forgets_momentum_is_refused_before_training(monkeypatch):
+    def no_training(*args, **kwargs):
+        raise AssertionError("training started with an unchecked kernel")
+
+    monkeypatch.setattr(train_module, "advance_path_numpy", no_training)
+    bad = dt.Optimizer("lion", 0.01, T.chain(forgetful_lion(), T.add_decay(0.1)))
+    with pytest.raises(KernelMismatch) as err:
+        dt.train(LeastSquares(3, reduction="mean"), DATA, bad, steps=2000, batch=4, seed=0)
+    message = str(err.value)
+    assert isinstance(err.value, ValueError) and "\n" not in message
+    assert message.startswith("Invalid transform forgetful_lion: its compiled() kernel does not step like its update()")
+    # step 1: the direction agrees (both read the same momentum); the state does not, from its first entry
+    assert "at probe step 1 of 5" in message and "state[(0, 0)]" in message
+    values = message.split("state[(0, 0)] is ")[1].split(" by update()")[0]
+    kernel_value, readable_value = map(float, values.split(" by the kernel but "))
+    assert kernel_value != readable_value
+
+
+def test_a_wrong_hyperparameter_layout_is_refused_naming_the_direction():
+    bad = dt.Optimizer("lion", 0.01, T.chain(lion_with_swapped_betas(b1=0.9, b2=0.2)))
+    with pytest.raises(KernelMismatch, match=r"lion_with_swapped_betas.*direction u\[\d+\]"):
+        dt.train(LeastSquares(3, reduction="mean"), DATA, bad, steps=5, batch=4, seed=0)
+
+
+def test_a_faithful_kernel_passes_and_trains_like_update():
+    """The compiled Lion of tests/byo_lion.py passes the probe and trains bit for bit like its update()."""
+    kw = dict(steps=50, batch=4, seed=1)
+    fast = dt.train(LeastSquares(3, reduction="mean"), DATA, lion(0.01, 0.1, compiled=True), **kw)
+    slow = dt.train(LeastSquares(3, reduction="mean"), DATA, lion(0.01, 0.1), **kw)
+    assert fast.config["runs"][0]["optimizer_step"] == "chain (compiled + numpy)"
+    assert np.array_equal(fast["final_theta"], slow["final_theta"])
+
+
+def test_the_probe_runs_once_per_transform_and_shape(monkeypatch):
+    calls = []
+    real = chain_step.first_difference
+    monkeypatch.setattr(chain_step, "_probed", set())
+    monkeypatch.setattr(chain_step, "first_difference", lambda *a, **k: calls.append(1) or real(*a, **k))
+    opt = lion(0.01, compiled=True)
+    for _ in range(3):
+        chain_step.ChainStepper(opt, np.zeros(4))
+    assert len(calls) == 2 * chain_step.PROBE_STEPS          # direction and state at every probe step, once
+    chain_step.ChainStepper(opt, np.zeros(5))                # another parameter count: probed again
+    assert len(calls) == 4 * chain_step.PROBE_STEPS
+
+
+def test_first_difference_reports_the_first_entry_with_both_values():
+    assert first_difference([1.0, 2.0, 3.0], [1.0, 2.0, 3.0]) is None
+    assert first_difference([1.0, 2.0, 3.0], [1.0, 2.5, 4.0]) == (1, 2.0, 2.5)
+    where, readable, compiled = first_difference([[0.0, 1.0]], [[0.0, np.nan]])
+    assert where == (0, 1) and readable == 1.0 and np.isnan(compiled)
+    assert first_difference([np.nan], [np.nan]) is None
+    assert first_difference([1.0], [1.0 + 1e-12]) is None
+
+
+# ------------------------------------------------------------------ a user's model kernel against its twin
+
+@njit(cache=True)
+def _affine_doubled(theta, X, y, idx, b, noise, grad, ws, iargs, fargs):
+    """Twice the affine least-squares loss and gradient: consistent with itself (finite differences pass),
+    not with the twin (the planted defect)."""
+    d = X.shape[1]
+    tot = 0.0
+    for j in range(d + 1):
+        grad[j] = 0.0
+    for q in range(b):
+        i = idx[q]
+        r = theta[d] - y[i] - noise[q]
+        for j in range(d):
+            r += X[i, j] * theta[j]
+        tot += r * r
+        for j in range(d):
+            grad[j] += 2.0 * r * X[i, j] / b
+        grad[d] += 2.0 * r / b
+    return tot / b
+
+
+@njit(cache=True)
+def _affine_no_noise(theta, X, y, idx, b, noise, grad, ws, iargs, fargs):
+    """The affine loss with the label noise forgotten (finite differences run without noise: they pass)."""
+    d = X.shape[1]
+    tot = 0.0
+    for j in range(d + 1):
+        grad[j] = 0.0
+    for q in range(b):
+        i = idx[q]
+        r = theta[d] - y[i]
+        for j in range(d):
+            r += X[i, j] * theta[j]
+        tot += r * r
+        for j in range(d):
+            grad[j] += r * X[i, j] / b
+        grad[d] += r / b
+    return 0.5 * tot / b
+
+
+@njit(cache=True)
+def _affine(theta, X, y, idx, b, noise, grad, ws, iargs, fargs):
+    d = X.shape[1]
+    tot = 0.0
+    for j in range(d + 1):
+        grad[j] = 0.0
+    for q in range(b):
+        i = idx[q]
+        r = theta[d] - y[i] - noise[q]
+        for j in range(d):
+            r += X[i, j] * theta[j]
+        tot += r * r
+        for j in range(d):
+            grad[j] += r * X[i, j] / b
+        grad[d] += r / b
+    return 0.5 * tot / b
+
+
+def _affine_np(theta, X, y, idx, b, noise, grad, ws, iargs, fargs):
+    """L = (1/2b) Σ_q r_q², r_q = ⟨w, x_i⟩ + c − y_i − noise_q."""
+    i = np.asarray(idx[:b])
+    r = X[i] @ theta[:-1] + theta[-1] - y[i] - noise[:b]
+    grad[:-1], grad[-1] = X[i].T @ r / b, r.sum() / b
+    return float(0.5 * (r @ r) / b)
+
+
+def _affine_model(kernel):
+    from dyntools.models.base import Model
+
+    class Affine(Model):
+        name, head = "my-affine", "regression"
+        loss_grad = staticmethod(kernel)
+        loss_grad_np = staticmethod(_affine_np)
+        n_params = 4
+
+        def workspace_size(self, batch):
+            return 0
+
+        def init(self, seed, index=0):
+            return np.full(4, 0.1)
+
+    return Affine()
+
+
+@pytest.mark.parametrize("kernel, what", [(_affine_doubled, "the loss"), (_affine_no_noise, "the loss")])
+def test_a_model_kernel_that_disagrees_with_its_twin_is_refused(kernel, what):
+    with pytest.raises(KernelMismatch) as err:
+        dt.train(_affine_model(kernel), DATA, dt.sgd(0.01), steps=100, batch=4, seed=0)
+    message = str(err.value)
+    assert message.startswith("Invalid model 'my-affine': its compiled loss_grad does not compute what its "
+                              "loss_grad_np computes") and f"label noise, {what} is " in message and "\n" not in message
+
+
+def test_a_faithful_model_kernel_passes_its_twin():
+    res = dt.train(_affine_model(_affine), DATA, dt.sgd(0.01), steps=100, batch=4, seed=0, label_noise=0.1)
+    assert res.status in ("completed", "converged")
+
+
+# ------------------------------------------------------------------ a user's SDE terms against their readable versions
+
+SCALE = 1.5
+
+
+@njit
+def _gbm_drift(t, x, args, out):
+    out[0] = args[0] * x[0]
+
+
+@njit
+def _gbm_diffusion(t, x, args, out):
+    out[0, 0] = args[1] * x[0]
+
+
+@njit
+def _gbm_diffusion_dx(t, x, args, out):
+    out[0, 0] = args[1]
+
+
+@njit
+def _gbm_diffusion_dx_wrong(t, x, args, out):
+    out[0, 0] = args[1] * x[0]          # σ itself, not ∂σ/∂x (the planted defect)
+
+
+@njit
+def _drift_reading_a_global(t, x, args, out):
+    out[0] = SCALE * x[0]               # numba freezes SCALE at compile time
+
+
+def _gbm(**terms):
+    from dyntools.dynamics.sde import SDE
+
+    return SDE(terms.get("drift", _gbm_drift), _gbm_diffusion, dim=1, noise_dim=1, noise="diagonal",
+               diffusion_dx=terms.get("dx", _gbm_diffusion_dx), args=[0.5, 0.3])
+
+
+def test_a_wrong_diffusion_derivative_is_refused_before_milstein_runs():
+    with pytest.raises(KernelMismatch, match=r"Invalid diffusion_dx: it is not ∂σ_i/∂x_i of diffusion — at x0, "
+                                             r"coordinate 0: diffusion_dx gives 0\.6, central finite differences "
+                                             r"of diffusion 0\.3"):
+        dt.solve(_gbm(dx=_gbm_diffusion_dx_wrong), x0=2.0, t1=1.0, h=0.01, paths=4, scheme="milstein")
+    res = dt.solve(_gbm(), x0=2.0, t1=1.0, h=0.01, paths=4, scheme="milstein")
+    assert res.status == "completed"
+
+
+def test_a_term_whose_compiled_code_differs_from_its_source_is_refused(monkeypatch):
+    sde = _gbm(drift=_drift_reading_a_global)
+    assert dt.solve(sde, x0=1.0, t1=0.1, h=0.01, paths=2).status == "completed"      # compiled with SCALE = 1.5
+    monkeypatch.setitem(globals(), "SCALE", 3.0)                                     # the source now reads 3.0
+    with pytest.raises(KernelMismatch, match=r"Invalid drift: the compiled term does not compute what its Python "
+                                             r"source computes — at x0, out\[0\] is 1\.5 compiled but 3\.0"):
+        dt.solve(sde, x0=1.0, t1=0.1, h=0.01, paths=2)
+
+
+def test_a_sweep_refuses_a_forgetful_kernel_before_its_first_cell(tmp_path):
+    """``--optimizer-file`` with a Lion whose compiled kernel forgets momentum: one line, exit 2, nothing written."""
+    from tests.conftest import assert_usage_error, run_cli
+
+    root = Path(__file__).resolve().parents[1]
+    source = (root / "tests" / "byo_lion.py").read_text().replace(
+        "        state[0, i] = b2 * state[0, i] + (1 - b2) * g\n", "").replace("compiled=False):", "compiled=True):")
+    assert "state[0, i] =" not in source and "compiled=True):" in source
+    (tmp_path / "forgetful.py").write_text(source)
+    out = tmp_path / "grid"
+    proc = run_cli("sweep", "adamw-grid", "--optimizer-file", tmp_path / "forgetful.py", "--optimizers", "lion",
+                   "--lr-grid", "1e-3:1e-2:2", "--wd-grid", "1e-3:1e-1:2", "--epochs", "1", "--out", out,
+                   env={"PYTHONPATH": str(root)}, cwd=tmp_path)
+    assert_usage_error(proc, "Invalid transform", "compiled() kernel does not step like its update()", out_dir=out)
