@@ -47,6 +47,9 @@ KEYS: dict[str, int] = {
     "symbolic.sampling": 0x5B02,     # SGD indices and label noise of user-declared symbolic models
     "resnet.init": 0x4E31,           # initializations of the convolutional ResNet (dyntools.models.resnet)
     "resnet.sampling": 0x4E32,       # minibatch indices of the convolutional ResNet
+    "data.modular": 0x6A0D,          # train/test split of the modular arithmetic tables (grokking)
+    "transformer.init": 0x7F01,      # initializations of the small transformer (dyntools.models.transformer)
+    "transformer.sampling": 0x7F02,  # minibatch indices of the small transformer
 }
 
 
