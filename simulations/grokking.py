@@ -139,7 +139,7 @@ def optimizers(p: GrokkingParams, model, decay: float | None = None) -> list:
 
 def datasets(p: GrokkingParams, fraction: float, seeds: int, seed: int) -> list:
     """One split of the table per seed index (the encoding the network reads)."""
-    from dyntools.data.modular_arithmetic import modular_arithmetic
+    from dyntools.data.modular import modular_arithmetic
 
     encoding = "tokens" if p.model == "transformer" else "one-hot"
     return [modular_arithmetic(p.p, p.op, fraction, encoding=encoding, seed=seed, index=s) for s in range(seeds)]
@@ -201,7 +201,7 @@ def simulate(p: GrokkingParams, *, seed: int = 0):
     arrays["step_test_threshold"] = first_step(arrays["test_acc"], steps, p.threshold)
     L, F, S2 = len(p.phase_decays), len(p.phase_fractions), p.phase_seeds
     reached, final = np.zeros((L, F, S2), bool), np.full((L, F, S2), np.nan)
-    for j, frac in enumerate(p.phase_fractions):
+    for j, frac in enumerate(p.phase_fractions if L else ()):
         pdata = datasets(p, frac, S2, seed)
         opts = [optimizers(p, model, lam)[0] for lam in p.phase_decays]
         pres = _train(p, model, pdata, opts, seed, (1, j), steps)

@@ -14,7 +14,7 @@ module                                     family
 :mod:`~dyntools.data.interleaved_spirals`  K interleaved spirals in the plane (seed 001)
 :mod:`~dyntools.data.handwritten_digits`   scikit-learn's 8×8 digits, split at random
 :mod:`~dyntools.data.voronoi`              the Voronoi classification environment (seed 000; ``dt.data_voronoi``)
-:mod:`~dyntools.data.modular_arithmetic`   ``a ∘ b mod p`` tables split into train and test (grokking, issue 42)
+:mod:`~dyntools.data.modular`              ``a ∘ b mod p`` tables split into train and test (grokking, issue 42)
 =========================================  ======================================================================
 
 No module is named after the function it holds, so ``dyntools.data.spirals`` is always the function.
@@ -26,7 +26,7 @@ from dyntools.data import voronoi  # the module (``dt.data.voronoi.voronoi(...)`
 from dyntools.data.containers import ClassificationData, RegressionData, TeacherStudentData
 from dyntools.data.handwritten_digits import digits
 from dyntools.data.interleaved_spirals import spirals
-from dyntools.data.modular_arithmetic import modular_arithmetic
+from dyntools.data.modular import modular_arithmetic
 from dyntools.data.one_dimensional import REGRESSION_1D_X, REGRESSION_1D_Y, regression_1d
 from dyntools.data.sparse_linear import (
     PAPER_DATA_SEED,
