@@ -6,11 +6,11 @@ import json
 
 import numpy as np
 import pytest
-from dyntools.data import modular as M
 from dyntools.simulations import grokking as G
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dyntools.data import modular as M
 from tests.conftest import run_cli
 
 TINY = ["--p", "7", "--steps", "40", "--seeds", "2", "--records", "5", "--width", "16", "--phase-decays", "0,1",
