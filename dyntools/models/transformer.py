@@ -191,7 +191,7 @@ def _embed(theta, off, X, idx, b, T, d, h):
 def _forward(theta, X, idx, b, iargs, fargs):
     """The forward pass of the examples ``idx[:b]``: the logits (b, K) and every activation the backward pass
     reads."""
-    V, T, d, H, m, L, K = iargs[0], iargs[1], iargs[2], iargs[3], iargs[4], iargs[5], iargs[6]
+    T, d, H, m, L, K = iargs[1], iargs[2], iargs[3], iargs[4], iargs[5], iargs[6]
     off = iargs[7:]
     eps = fargs[0]
     N, dh = b * T, d // H
@@ -227,7 +227,7 @@ def _forward(theta, X, idx, b, iargs, fargs):
 @njit(cache=True)
 def loss_grad(theta, X, y, idx, b, noise, grad, ws, iargs, fargs):
     """Mean cross-entropy of the examples ``idx[:b]`` and its gradient into ``grad`` (module docstring)."""
-    V, T, d, H, m, L, K = iargs[0], iargs[1], iargs[2], iargs[3], iargs[4], iargs[5], iargs[6]
+    T, d, H, m, L, K = iargs[1], iargs[2], iargs[3], iargs[4], iargs[5], iargs[6]
     off = iargs[7:]
     N, dh = b * T, d // H
     z, hin, x1, r1, a1, qs, ks, vs, att, heads_out, hmid, x2, r2, a2, us, xf, rf, f = _forward(theta, X, idx, b, iargs,
@@ -338,7 +338,7 @@ def forward_np(dims: tuple, theta, tokens, eps: float = EPS):
         hmid = h + o @ B["wo"].T + B["bo"]
         a2, x2, s2 = _ln_np(hmid, B["ln2_g"], B["ln2_b"], eps)
         u = a2 @ B["w1"].T + B["b1"]
-        cache.append((h, a1, x1, s1, q, k, v, A, o, hmid, a2, x2, s2, u))
+        cache.append((a1, x1, s1, q, k, v, A, o, a2, x2, s2, u))
         h = hmid + np.maximum(u, 0.0) @ B["w2"].T + B["b2"]
     f, xf, sf = _ln_np(h[:, -1], P["lnf_g"], P["lnf_b"], eps)
     return f @ P["unembed"].T, (P, tokens, cache, f, xf, sf)
@@ -365,8 +365,7 @@ def loss_grad_np(theta, X, y, idx, b, noise, grad, ws, iargs, fargs):
     split = lambda u: u.reshape(b, T, H, dh).transpose(0, 2, 1, 3)
     merge = lambda u: u.transpose(0, 2, 1, 3).reshape(b, T, d)
     rows = lambda u: u.reshape(-1, u.shape[-1])
-    for B, Gb, (h, a1, x1, s1, q, k, v, A, o, hmid, a2, x2, s2, u) in zip(P["blocks"][::-1], G["blocks"][::-1],
-                                                                          cache[::-1]):
+    for B, Gb, (a1, x1, s1, q, k, v, A, o, a2, x2, s2, u) in zip(P["blocks"][::-1], G["blocks"][::-1], cache[::-1]):
         Gb["w2"][:], Gb["b2"][:] = rows(gh).T @ rows(np.maximum(u, 0.0)), rows(gh).sum(axis=0)
         du = (gh @ B["w2"]) * (u > 0)
         Gb["w1"][:], Gb["b1"][:] = rows(du).T @ rows(a2), rows(du).sum(axis=0)
