@@ -168,13 +168,22 @@ def measure(model, theta_rec: np.ndarray, data: list) -> dict:
     return out
 
 
-def _train(p: GrokkingParams, model, data: list, opts: list, seed: int, key: tuple, record_steps):
+def _train(p: GrokkingParams, model, data: list, opts: list, seed: int, key: tuple, record_steps) -> dict:
+    """Full-batch training of every optimizer of ``opts`` from the seeds' inits → ``theta`` (G, S, K, p) and
+    ``diverged_at`` (G, S). An AdamW with decay groups keeps its mask in its state, so it cannot share a
+    :func:`dyntools.train` call with optimizers without one: mixed lists are trained one optimizer per call."""
     import dyntools as dt
 
     theta0 = np.stack([model.init(seed, s) for s in range(len(data))])
-    return dt.train(model, data, opts, steps=p.steps, sampler="full", record_steps=record_steps, seed=seed,
-                    theta0=theta0, stream_key=key, workers=p.workers, labels=list(RUNS[:len(opts)])
-                    if len(opts) == len(RUNS) else None)
+    grouped = ["decay_weights" in o.options for o in opts]
+    parts = [opts] if len(set(grouped)) == 1 else [[o] for o in opts]
+    thetas, diverged = [], []
+    for j, part in enumerate(parts):
+        res = dt.train(model, data, part, steps=p.steps, sampler="full", record_steps=record_steps, seed=seed,
+                       theta0=theta0, stream_key=(*key, j), workers=p.workers)
+        thetas.append(res["theta"])
+        diverged.append(res["diverged_at"])
+    return {"theta": np.concatenate(thetas), "diverged_at": np.concatenate(diverged)}
 
 
 def simulate(p: GrokkingParams, *, seed: int = 0):

@@ -156,7 +156,10 @@ def test_compiled_loop_equals_numpy_loop():
     opt = adamw_decay("l2", 0.01, weight_decay=1.0, weights=model.decay_mask())
     runs = [dt.train(model, data, opt, steps=12, batch=4, sampler="epoch", records=4, grid="linear", seed=0,
                      kernel=k) for k in ("numba", "numpy")]
-    np.testing.assert_allclose(runs[0]["theta"], runs[1]["theta"], rtol=0, atol=1e-12)
+    # the kernels agree to ~1e-16 per gradient; AdamW's normalized step lets that grow on entries with a tiny
+    # gradient (measured: ≤ 5.3e-11 in θ after 12 steps)
+    np.testing.assert_allclose(runs[0]["theta"], runs[1]["theta"], rtol=0, atol=1e-9)
+    np.testing.assert_allclose(runs[0]["train_loss"], runs[1]["train_loss"], rtol=1e-12)
 
 
 @pytest.mark.parametrize("kwargs, word", [({"heads": 3}, "heads"), ({"layers": 3}, "layers"),
