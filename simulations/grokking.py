@@ -75,11 +75,11 @@ class GrokkingParams:
     threshold: float = param(0.95, low=0.0, high=1.0, low_open=True, group=RUN,
                              help="test accuracy that counts as generalized in the verdict and the phase diagram")
     phase_decays: tuple = param((0.0, 0.3, 1.0), kind="floats", low=0.0, max_len=20, metavar="LAMBDAS", group=PHASE,
-                                help="AdamW's λ values of the phase diagram (empty: no diagram)")
+                                help="AdamW's λ values of the phase diagram")
     phase_fractions: tuple = param((0.5, 0.7, 0.85), kind="floats", low=0.0, high=1.0, low_open=True,
                                    high_open=True, max_len=20, metavar="FRACS", group=PHASE,
                                    help="train fractions of the phase diagram")
-    phase_seeds: int = param(2, low=1, high=100, group=PHASE, help="seeds per cell of the phase diagram")
+    phase_seeds: int = param(2, low=0, high=100, group=PHASE, help="seeds per cell of the phase diagram (0: no diagram)")
     workers: int | None = param(None, kind="int", low=1, high=1024, group=RUN,
                                 help="threads advancing the paths (default: numba's thread count)")
 
@@ -210,7 +210,7 @@ def simulate(p: GrokkingParams, *, seed: int = 0):
     arrays["step_test_threshold"] = first_step(arrays["test_acc"], steps, p.threshold)
     L, F, S2 = len(p.phase_decays), len(p.phase_fractions), p.phase_seeds
     reached, final = np.zeros((L, F, S2), bool), np.full((L, F, S2), np.nan)
-    for j, frac in enumerate(p.phase_fractions if L else ()):
+    for j, frac in enumerate(p.phase_fractions if L and S2 else ()):
         pdata = datasets(p, frac, S2, seed)
         opts = [optimizers(p, model, lam)[0] for lam in p.phase_decays]
         pres = _train(p, model, pdata, opts, seed, (1, j), steps)
@@ -320,6 +320,8 @@ def table_rows(result) -> list[dict]:
 def phase_lines(result) -> list[str]:
     """The phase diagram as text: per λ, the seeds that reach the threshold at each train fraction."""
     c, reached = result.config, result["phase_reached"]
+    if reached.size == 0:
+        return ["no phase diagram (no λ or no seeds per cell)"]
     head = "λ \\ train fraction: " + ", ".join(f"{f:g}" for f in c["phase_fractions"])
     return [head] + [f"- λ = {lam:g}: " + ", ".join(f"{int(reached[i, j].sum())}/{reached.shape[2]}"
                                                    for j in range(reached.shape[1]))
@@ -385,7 +387,7 @@ EXPERIMENT = Experiment(
     help="grokking on a ∘ b mod p: AdamW vs Adam+L2 vs Adam (test accuracy long after train accuracy), weight "
          "norm, and AdamW's (λ × train fraction) phase diagram",
     example="dyntools simulate grokking --p 23 --op + --train-fraction 0.7 --seeds 5 --out runs/grok\n"
-            "  dyntools simulate grokking --model transformer --p 11 --steps 2000 --phase-decays '' --out runs/grok-t",
+            "  dyntools simulate grokking --model transformer --p 11 --steps 2000 --phase-seeds 0 --out runs/grok-t",
     params=GrokkingParams, results=RESULTS, run=run, table=table, summary=summary, check=check)
 
 REPORTS = [Entry(KIND, TITLE, reproduce, order=68)]

@@ -71,7 +71,7 @@ def _phase(fig, ax, result) -> None:
     c = result.config
     reached = np.asarray(result["phase_reached"], dtype=bool)
     if reached.size == 0:
-        ax.text(0.5, 0.5, "no phase diagram (--phase-decays empty)", ha="center", va="center",
+        ax.text(0.5, 0.5, "no phase diagram (--phase-seeds 0)", ha="center", va="center",
                 transform=ax.transAxes)
         ax.set_axis_off()
         return
