@@ -193,3 +193,6 @@ def test_grokking_cli_runs_the_transformer(tmp_path):
     res = store.load(out)
     assert res.config["model"] == "transformer" and "transformer" in res.config["network"]
     assert np.all(np.isfinite(res["train_loss"]))
+    proc = run_cli("plot", out, "--json", env={"DYNTOOLS_FIGURE_CHECK": "strict"})
+    assert proc.returncode == 0, proc.stderr
+    assert [f.rsplit("/", 1)[-1] for f in json.loads(proc.stdout)["figures"]] == ["grokking.png", "grokking.pdf"]
