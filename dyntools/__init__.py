@@ -21,6 +21,7 @@ The public API, ``import dyntools as dt``::
     dt.VoronoiLadder, dt.data.voronoi, dt.adamw_decay              # seed 000's ladder, environment, decays
     dt.VoronoiMLP                                                  # the ladder's unstructured MLP baseline
     dt.ResNet(channels, blocks, n_classes)                         # a small convolutional ResNet (8×8 images)
+    dt.Transformer(vocab, seq_len, n_classes, d_model=…, heads=…)   # a small pre-norm transformer (token sequences)
     dt.toy_data(toy)                                               # the toy's samples as a training set
     dt.Surface(name), dt.trajectories.gallery(…)                   # 2-D surfaces; the optimizer trajectory gallery
     dt.sgd, dt.sgdw, dt.adam, dt.adamw, dt.adagrad, dt.rmsprop, …   # optimizers; dt.schedules
@@ -103,6 +104,7 @@ _LAZY = {
     "VoronoiLadder": ("dyntools.models.voronoi", "VoronoiLadder"),
     "VoronoiMLP": ("dyntools.models.voronoi_mlp", "VoronoiMLP"),
     "ResNet": ("dyntools.models.resnet", "ResNet"),
+    "Transformer": ("dyntools.models.transformer", "Transformer"),
     "adamw_decay": ("dyntools.optim.decay_groups", "adamw_decay"),
     "Surface": ("dyntools.models.surfaces", "Surface"),
     "trajectories": ("dyntools.dynamics.trajectories", None),

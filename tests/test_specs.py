@@ -33,7 +33,7 @@ def _subparser(verb: str, name: str):
 def test_the_registry_finds_every_experiment_and_entry():
     assert set(registry.experiments("simulate")) == {"stabilization", "relu", "sde", "diag-net", "voronoi",
                                                      "trajectories", "universal-approximation", "sgd-vs-label-noise",
-                                                     "deep-nets", "model", "label-noise-band"}
+                                                     "deep-nets", "model", "label-noise-band", "grokking"}
     assert set(registry.experiments("sweep")) == {"adamw-grid", "adamw-budgets", "adamw-schedules", "adamw-difficulty",
                                                   "voronoi-ladder"}
     assert list(registry.catalogue()) == ["proofs", "loss-stabilization", "relu-nets", "adamw-heatmaps",
@@ -43,7 +43,7 @@ def test_the_registry_finds_every_experiment_and_entry():
                                           "sgd-vs-adam-heatmaps",
                                           "sde-orders", "sde-label-noise", "label-noise-band",
                                           "diag-nets", "diag-nets-paper", "sgd-vs-label-noise", "deep-nets",
-                                          "deep-nets-resnet", "voronoi",
+                                          "deep-nets-resnet", "grokking", "voronoi",
                                           "trajectory-gallery", "universal-approximation"]
 
 

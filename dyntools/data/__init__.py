@@ -17,6 +17,7 @@ module                                     family
 :mod:`~dyntools.data.image_sets`           image files on disk → seeded subsets scaled to [0, 1]
 :mod:`~dyntools.data.idx_files`            MNIST and Fashion-MNIST from their IDX files (gzipped or not)
 :mod:`~dyntools.data.cifar_batches`        CIFAR-10 from its python batches (a restricted unpickler)
+:mod:`~dyntools.data.modular`              ``a ∘ b mod p`` tables split into train and test (grokking, issue 42)
 =========================================  ======================================================================
 
 No module is named after the function it holds, so ``dyntools.data.spirals`` is always the function.
@@ -31,6 +32,7 @@ from dyntools.data.handwritten_digits import digits
 from dyntools.data.idx_files import fashion_mnist, mnist
 from dyntools.data.image_sets import IMAGE_SETS, image_set
 from dyntools.data.interleaved_spirals import spirals
+from dyntools.data.modular import modular_arithmetic
 from dyntools.data.one_dimensional import REGRESSION_1D_X, REGRESSION_1D_Y, regression_1d
 from dyntools.data.sparse_linear import (
     PAPER_DATA_SEED,
@@ -47,4 +49,5 @@ __all__ = [
     "sparse_regression", "paper_diag_net_data", "paper_sgd_indices", "PAPER_DATA_SEED", "PAPER_INDEX_SEED",
     "PAPER_SIZES", "regression_1d", "REGRESSION_1D_X", "REGRESSION_1D_Y", "teacher_student", "unit_sphere",
     "spirals", "digits", "voronoi", "mnist", "fashion_mnist", "cifar10", "image_set", "IMAGE_SETS",
+    "modular_arithmetic",
 ]

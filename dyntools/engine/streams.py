@@ -48,6 +48,9 @@ KEYS: dict[str, int] = {
     "resnet.init": 0x4E31,           # initializations of the convolutional ResNet (dyntools.models.resnet)
     "resnet.sampling": 0x4E32,       # minibatch indices of the convolutional ResNet
     "data.image-files": 0x1DA7,      # seeded subsets of MNIST / Fashion-MNIST / CIFAR-10 read from their files
+    "data.modular": 0x6A0D,          # train/test split of the modular arithmetic tables (grokking)
+    "transformer.init": 0x7F01,      # initializations of the small transformer (dyntools.models.transformer)
+    "transformer.sampling": 0x7F02,  # minibatch indices of the small transformer
 }
 
 

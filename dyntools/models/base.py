@@ -30,6 +30,15 @@ import numpy as np
 HEADS = ("regression", "cross-entropy")
 
 
+def cross_entropy_and_accuracy(z: np.ndarray, y) -> tuple[float, float]:
+    """Mean softmax cross-entropy ``(1/n) Σ_i [log Σ_k exp z_ik − z_{i y_i}]`` of the logits ``z`` (n, K) and the
+    accuracy of their argmax against the labels ``y``."""
+    y = np.asarray(y, dtype=np.int64)
+    zmax = z.max(axis=1, keepdims=True)
+    lse = zmax[:, 0] + np.log(np.exp(z - zmax).sum(axis=1))
+    return float(np.mean(lse - z[np.arange(len(y)), y])), float(np.mean(np.argmax(z, axis=1) == y))
+
+
 class Model:
     """Base class of the models trained by :func:`dyntools.train` (see the module docstring)."""
 

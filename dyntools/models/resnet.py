@@ -62,7 +62,7 @@ from numba import njit
 
 from dyntools import validation
 from dyntools.engine import streams
-from dyntools.models.base import Model
+from dyntools.models.base import Model, cross_entropy_and_accuracy
 
 SIDE = 8                   # image side
 PAD = SIDE + 2             # side of a zero-padded map
@@ -500,11 +500,7 @@ class ResNet(Model):
 
     def evaluate(self, theta, X, y) -> tuple[float, float]:
         """Mean cross-entropy and accuracy on ``(X, y)`` (compiled forward pass)."""
-        z = self.predict(theta, X)
-        y = np.asarray(y, dtype=np.int64)
-        zmax = z.max(axis=1, keepdims=True)
-        lse = zmax[:, 0] + np.log(np.exp(z - zmax).sum(axis=1))
-        return float(np.mean(lse - z[np.arange(len(y)), y])), float(np.mean(np.argmax(z, axis=1) == y))
+        return cross_entropy_and_accuracy(self.predict(theta, X), y)
 
     def loss(self, theta, X, y) -> float:
         return self.evaluate(theta, X, y)[0]

@@ -42,6 +42,7 @@ PLOTTERS: dict[str, str] = {
     "deep-nets": "dyntools.plots.deep_nets",
     "trajectories": "dyntools.plots.trajectories",
     "universal-approximation": "dyntools.plots.universal",
+    "grokking": "dyntools.plots.grokking",
     "train": "dyntools.plots.train",
     "symbolic-model": "dyntools.plots.symbolic_model",
     "label-noise-band": "dyntools.plots.label_noise_band",

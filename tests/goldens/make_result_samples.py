@@ -48,6 +48,8 @@ RUNS: dict[str, list[str]] = {
                      "--frames", "3", "--start=-2,0.5"],
     "universal-approximation": ["simulate", "universal-approximation", "--max-width-1d", "4", "--max-width-2d", "4",
                                 "--seeds", "1"],
+    "grokking": ["simulate", "grokking", "--p", "5", "--steps", "20", "--seeds", "2", "--records", "4", "--width", "8",
+                 "--phase-fractions", "0.6", "--phase-seeds", "1", "--workers", "1"],
     "voronoi": ["simulate", "voronoi", "--seeds", "2", *VOR],
     "voronoi-ladder": ["sweep", "voronoi-ladder", "--rungs", "exact,scale", "--decays", "l2", "--seeds", "1",
                        "--workers", "1", *VOR],
