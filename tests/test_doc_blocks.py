@@ -23,6 +23,7 @@ import pytest
 
 from dyntools.cli import UsageError
 from tests import doc_blocks as D
+from tests.conftest import HANG_GUARD
 
 BLOCKS = D.all_blocks()
 #: Pages whose Python blocks another test runs as a whole, with checks of its own (not run twice).
@@ -95,12 +96,26 @@ def test_shown_output_matching():
     assert D.shown("'verified'", "'verified'") and not D.shown("'verified'", "'refuted'")
 
 
+def write_image_sets(home: Path) -> None:
+    """Small image files in the published formats where the image-data page points (``~/data/mnist``,
+    ``~/data/fashion``, ``~/data/cifar``), as many images as the page's examples draw: the tests give the page's
+    blocks this ``home`` as ``HOME``, so ``~`` is a folder the tests wrote, never the user's."""
+    from tests.test_image_files import write_cifar, write_idx_set
+
+    write_idx_set(home / "data" / "mnist", n_train=5000, n_test=1000, gz=True)
+    write_idx_set(home / "data" / "fashion", n_train=5000, n_test=1000, seed=1)
+    write_cifar(home / "data" / "cifar", per_batch=400, n_test=100, seed=2)
+
+
 @pytest.mark.parametrize("block", SHELL, ids=[b.where for b in SHELL])
 def test_shell_block_commands_are_valid(block, tmp_path, monkeypatch):
     """Each ``dyntools`` command of the block, as the real parser and the command's own checks see it. A file it
     reads (``.npy``, ``.npz``, ``.py``) is created empty in a temporary directory: a parameter check that then
     fails on that file's content has checked every flag before it, and passes here."""
     monkeypatch.chdir(tmp_path)
+    if "~/data/" in block.text:
+        write_image_sets(tmp_path)
+        monkeypatch.setenv("HOME", str(tmp_path))
     commands = [a for argv, _ in D.shell_commands(block.runnable_text()) if (a := D.dyntools_argv(argv)) is not None]
     assert commands or block.marker, f"{block.where}: no dyntools command"
     for argv in commands:
@@ -131,7 +146,7 @@ def test_shell_blocks_marked_run_execute_and_show_their_output(block, tmp_path):
         args = D.dyntools_argv(argv)
         assert args is not None, f"{block.where}: a block marked run runs dyntools commands only ({argv[0]})"
         proc = subprocess.run([sys.executable, "-m", "dyntools", *args], capture_output=True, text=True,
-                              cwd=tmp_path, env=env, timeout=600)
+                              cwd=tmp_path, env=env, timeout=HANG_GUARD)
         # 0: as expected; 1: a claim not as expected (a shown refutation of an unexpected claim); 2: bad input
         assert proc.returncode in (0, 1) and "Traceback" not in proc.stderr, (block.where, args, proc.stderr[-2000:])
         if shows:
@@ -145,10 +160,13 @@ def python_results(tmp_path_factory):
     work = tmp_path_factory.mktemp("doc-python")
     pages = {src: [(b.where, b.runnable_text()) for b in blocks] for src, blocks in PYTHON_PAGES.items()}
     (work / "pages.json").write_text(json.dumps(pages))
+    write_image_sets(work)
     env = {**os.environ, "PYTHONPATH": str(D.ROOT), "MPLBACKEND": "Agg",
-           "DYNTOOLS_LOOP_CACHE": str(work / "loops")}
+           "DYNTOOLS_LOOP_CACHE": str(work / "loops"), "HOME": str(work),
+           "DYNTOOLS_SYMBOLIC_CACHE": os.environ.get("DYNTOOLS_SYMBOLIC_CACHE",
+                                                     str(Path.home() / ".cache" / "dyntools" / "symbolic"))}
     proc = subprocess.run([sys.executable, "-m", "tests.doc_blocks", str(work / "pages.json")], capture_output=True,
-                          text=True, cwd=work, env=env, timeout=1800)
+                          text=True, cwd=work, env=env, timeout=HANG_GUARD)
     results = {r["source"]: r["failures"] for r in
                (json.loads(line[len("RESULT "):]) for line in proc.stdout.splitlines() if line.startswith("RESULT "))}
     return results, proc
