@@ -24,6 +24,7 @@ extensions = [
     "sphinx.ext.autosummary",
     "sphinx.ext.napoleon",          # the docstrings' NumPy-style "Parameters" sections
     "sphinx.ext.mathjax",
+    "sphinx.ext.viewcode",          # [source] links (public_api points each public path at its defining module)
     "offline_mathjax",              # MathJax served from the site itself: no CDN, works offline
     "public_api",                   # one reference page per public name of ``import dyntools as dt``
 ]
@@ -40,7 +41,9 @@ nb_merge_streams = True
 nb_render_markdown_format = "myst"   # the Markdown outputs (verdict tables) have GFM tables: not CommonMark
 
 autodoc_member_order = "bysource"
-autodoc_typehints = "none"          # the signatures show the types; the docstrings say what they mean
+autodoc_typehints = "signature"     # the signatures show the types; the docstrings say what they mean
+autodoc_typehints_format = "short"
+autodoc_preserve_defaults = True    # defaults as written (``np.float64``), not their repr
 autodoc_default_options = {"members": False}
 autosummary_generate = False
 napoleon_numpy_docstring = True

@@ -87,10 +87,27 @@ def l1(beta: np.ndarray) -> np.ndarray | float:
 
 
 def support_recovery(beta: np.ndarray, beta_star: np.ndarray, threshold: float = 1e-3) -> tuple:
-    """Precision and recall of the estimated support ``{j : |β_j| > threshold}`` against
+    r"""Precision and recall of the estimated support ``{j : |β_j| > threshold}`` against
     ``supp β* = {j : β*_j ≠ 0}`` (last axis; ``beta_star`` broadcasts).
 
-    precision = |Ŝ ∩ S*| / |Ŝ| (1 when Ŝ is empty), recall = |Ŝ ∩ S*| / |S*| (1 when S* is empty).
+    .. math:: \mathrm{precision} = \frac{|\hat S \cap S^*|}{|\hat S|}, \qquad
+              \mathrm{recall} = \frac{|\hat S \cap S^*|}{|S^*|}
+
+    (each 1 when its denominator's set is empty).
+
+    Parameters
+    ----------
+    beta : array_like, shape (..., d)
+        The estimated coefficients :math:`\beta`.
+    beta_star : array_like, shape (d,) or (..., d)
+        The true coefficients :math:`\beta^*`; broadcast against ``beta``.
+    threshold : float, default 1e-3
+        A coefficient counts as non-zero when its magnitude exceeds it (≥ 0).
+
+    Returns
+    -------
+    tuple
+        ``(precision, recall)``: floats, or arrays over the leading axes of ``beta``.
     """
     threshold = validation.non_negative("l0_threshold", threshold)
     est = np.abs(np.asarray(beta)) > threshold
