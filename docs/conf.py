@@ -27,6 +27,7 @@ extensions = [
     "sphinx.ext.viewcode",          # [source] links (public_api points each public path at its defining module)
     "offline_mathjax",              # MathJax served from the site itself: no CDN, works offline
     "public_api",                   # one reference page per public name of ``import dyntools as dt``
+    "api_links",                    # every ``dt.name`` of a guide links to its API entry
 ]
 
 myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "deflist"]
@@ -59,13 +60,15 @@ templates_path = ["_templates"]
 
 html_theme = "pydata_sphinx_theme"
 html_title = f"dyntools {release}"
-html_static_path: list[str] = []
+html_static_path = ["_static"]
+html_css_files = ["dyntools.css"]    # content width, one-row header, wrapping API titles
 html_theme_options = {
     "navbar_end": ["theme-switcher", "navbar-icon-links"],
+    "navbar_persistent": ["search-button"],   # the search as an icon: the header fits one row at 1280 px
     "footer_start": ["copyright"],
     "footer_end": ["dyntools-version"],
     "show_toc_level": 2,
-    "header_links_before_dropdown": 4,
+    "header_links_before_dropdown": 3,
     "navigation_with_keys": False,
 }
 html_context = {"dyntools_version": release}
