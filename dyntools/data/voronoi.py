@@ -87,6 +87,18 @@ def majority_baseline(y_train, y_eval=None) -> float:
 
 
 def check_k_range(k_range) -> tuple[int, int]:
+    """The range of the number of cells ``k`` as a validated pair of ints ``1 ≤ k_min ≤ k_max``.
+
+    Parameters
+    ----------
+    k_range : pair of int
+        ``(k_min, k_max)``.
+
+    Raises
+    ------
+    ValueError
+        When it is not a pair of integers with ``1 ≤ k_min ≤ k_max``.
+    """
     try:
         lo, hi = (int(v) for v in k_range)
     except (TypeError, ValueError):

@@ -61,6 +61,18 @@ REACHED = 1e-3
 
 
 def check_optimizers(names) -> tuple[str, ...]:
+    """The gallery's optimizer names as a tuple, each known (``NAMES``) and none repeated.
+
+    Parameters
+    ----------
+    names : iterable of str
+        At least one optimizer name.
+
+    Raises
+    ------
+    ValueError
+        When ``names`` is empty, holds an unknown name or repeats one.
+    """
     names = tuple(names)
     if not names:
         raise ValueError("Invalid optimizers: need at least one")
@@ -72,6 +84,19 @@ def check_optimizers(names) -> tuple[str, ...]:
 
 
 def check_surfaces(names) -> tuple[str, ...]:
+    """The gallery's surface names as a tuple, each a known :class:`~dyntools.models.surfaces.Surface` and
+    none repeated.
+
+    Parameters
+    ----------
+    names : iterable of str
+        At least one surface name.
+
+    Raises
+    ------
+    ValueError
+        When ``names`` is empty, holds an unknown name or repeats one.
+    """
     names = tuple(names)
     if not names:
         raise ValueError("Invalid surface: need at least one")
