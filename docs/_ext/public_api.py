@@ -209,7 +209,7 @@ def page(entry: Entry) -> str:
     if entry.kind == "module":
         note = f"``dt.{entry.path}`` is the module ``{entry.obj.__name__}``.\n\n"
         members = _members_table(entry)
-        return (head + f".. automodule:: {entry.target}\n   :no-index:\n\n" + note
+        return (head + f".. automodule:: {entry.target}\n\n" + note
                 + (f"Members\n-------\n{members}" if members else ""))
     where = getattr(entry.obj, "__module__", None)
     note = (f"``dt.{entry.path}`` is defined in ``{where}``.\n\n"
