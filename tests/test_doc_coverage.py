@@ -37,17 +37,6 @@ PENDING = frozenset({
     "toy_data",
     "model_metrics",
     "Surface",
-    "model_claims.gradient_claim",
-    "model_claims.full_predictor",
-    "model_claims.parameter_symbols",
-    "model_claims.fixed_point_claim",
-    "model_claims.sde_drift_claim",
-    "trajectories.learning_rates",
-    "trajectories.key_of",
-    "trajectories.run_surface",
-    "trajectories.reached",
-    "trajectories.nearest_minimum",
-    "trajectories.gallery",
 })
 
 
