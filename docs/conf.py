@@ -44,7 +44,6 @@ nb_render_markdown_format = "myst"   # the Markdown outputs (verdict tables) hav
 autodoc_member_order = "bysource"
 autodoc_typehints = "signature"     # the signatures show the types; the docstrings say what they mean
 autodoc_typehints_format = "short"
-autodoc_preserve_defaults = True    # defaults as written (``np.float64``), not their repr
 autodoc_default_options = {"members": False}
 autosummary_generate = False
 napoleon_numpy_docstring = True
