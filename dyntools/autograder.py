@@ -404,7 +404,21 @@ def load_student(source) -> dict[str, object]:
 
 def grade(source, *, problems=PROBLEMS, steps: int | None = None) -> GradeReport:
     """Grade the student's optimizers in ``source`` — a file path, or a mapping such as
-    ``{"adam_step": adam_step, "adamw_step": adamw_step}`` (see the module docstring)."""
+    ``{"adam_step": adam_step, "adamw_step": adamw_step}`` (see the module docstring).
+
+    Parameters
+    ----------
+    source : path or mapping
+        The student's file, or a mapping of step-function names to functions.
+    problems : str or sequence of str, default ("gradients", "spirals")
+        The problems graded.
+    steps : int, optional
+        Steps per problem (each problem's own default otherwise).
+
+    Returns
+    -------
+    GradeReport
+    """
     from collections.abc import Mapping
 
     problems = (problems,) if isinstance(problems, str) else tuple(problems)
