@@ -15,11 +15,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-#: entries whose Parameters section is still to be written (issue 40): each must still lack one, so the set
-#: only shrinks; an entry not listed here must have a complete section
-PENDING = frozenset()
-
-
 def _public_api():
     spec = importlib.util.spec_from_file_location("dyntools_docs_public_api", ROOT / "docs" / "_ext" / "public_api.py")
     module = importlib.util.module_from_spec(spec)
@@ -114,9 +109,6 @@ def test_every_entry_of_a_module_member_is_at_its_public_path():
 
 @pytest.mark.parametrize("entry", CALLABLES, ids=[entry.path for entry in CALLABLES])
 def test_every_public_callable_documents_its_parameters(entry):
-    if entry.path in PENDING:
-        assert missing(entry), f"dt.{entry.path} now documents its parameters: remove it from PENDING"
-        pytest.xfail(f"dt.{entry.path}: Parameters section pending (issue 40)")
     assert not missing(entry), f"dt.{entry.path}'s docstring has no Parameters entry for {missing(entry)}"
 
 
