@@ -39,6 +39,8 @@ nb_execution_mode = os.environ.get("DYNTOOLS_DOCS_EXECUTE", "off")
 nb_execution_timeout = 1800
 nb_execution_raise_on_error = True
 nb_merge_streams = True
+nb_output_stderr = "remove"         # warnings and progress bars (with the machine's paths) are not content
+nb_execution_excludepatterns = ["notebooks/exercises/*"]   # the student versions have blanks: never run
 nb_render_markdown_format = "myst"   # the Markdown outputs (verdict tables) have GFM tables: not CommonMark
 
 autodoc_member_order = "bysource"

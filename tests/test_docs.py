@@ -179,3 +179,20 @@ def test_no_code_block_or_table_is_cut_at_1280_px(site, page):
         probe.unlink()
     cut = re.findall(r'<(\w+)[^>]*data-overflow="([^"]+)"', shown.dom)
     assert not cut, f"{page}: elements wider than their box at 1280 px: {cut[:5]}"
+
+
+def test_notebooks_are_numbered_once_and_the_exercises_link_the_grader(site):
+    titles = []
+    for notebook in sorted((ROOT / "notebooks").glob("[0-9]*.ipynb")):
+        html = (site / "notebooks" / f"{notebook.stem}.html").read_text()
+        title = re.search(r"<title>(.*?) &#8212;", html).group(1)
+        assert re.match(rf"{notebook.name[:2]} · \S", title), f"{notebook.name}: title {title!r} is not 'NN · …'"
+        assert not re.search(r"(/home/|/work/|/tmp/|site-packages|\\.venv)", re.sub(r"<[^>]+>", "", html)), \
+            f"{notebook.name}'s page shows a local path"
+        titles.append(title)
+    assert len(set(titles)) == len(titles)
+    for exercise in sorted((ROOT / "notebooks" / "exercises").glob("*.ipynb")):
+        page = site / "notebooks" / "exercises" / f"{exercise.stem}.html"
+        assert page.exists(), f"{exercise.name} is not in the site"
+    listing = (site / "notebooks.html").read_text()
+    assert 'href="guide/grading.html"' in listing and "notebooks/exercises/" in listing

@@ -277,10 +277,31 @@ def _follow(app, modname, fullname):
     return defining_module(modname, fullname)
 
 
+def _find_source(app, modname):
+    """The source and tags of a dyntools module for viewcode, with an alias tag for each entry exported under
+    another name (``dt.load`` is ``load_result`` of :mod:`dyntools.commands.registry`)."""
+    if not modname.startswith("dyntools"):
+        return None
+    from sphinx.pycode import ModuleAnalyzer
+
+    try:
+        analyzer = ModuleAnalyzer.for_module(modname)
+        analyzer.find_tags()
+    except Exception:  # noqa: BLE001 - viewcode then falls back to its own lookup, as without this hook
+        return None
+    tags = dict(analyzer.tags)
+    for entry in entries():
+        name, real = entry.path.rsplit(".", 1)[-1], getattr(entry.obj, "__qualname__", None)
+        if getattr(entry.obj, "__module__", None) == modname and real in tags and name not in tags:
+            tags[name] = tags[real]
+    return analyzer.code, tags
+
+
 def setup(app):
     app.connect("builder-inited", _on_init)
     app.connect("missing-reference", _internal_reference)
     app.connect("viewcode-follow-imported", _follow)
+    app.connect("viewcode-find-source", _find_source)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
 
 
