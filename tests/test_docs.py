@@ -124,7 +124,8 @@ def test_every_module_member_has_an_entry_at_its_public_path_with_a_source_link(
         page = site / f"{entry.page}.html"
         assert page.exists(), f"dt.{entry.path} has no API page"
         html = page.read_text()
-        assert f'id="{entry.target}"' in html, f"dt.{entry.path}'s page does not define {entry.target}"
+        anchor = f"module-{entry.target}" if entry.kind == "module" else entry.target
+        assert f'id="{anchor}"' in html, f"dt.{entry.path}'s page does not define {anchor}"
         if entry.kind in ("function", "class"):
             assert "viewcode-link" in html, f"dt.{entry.path}'s page has no [source] link"
     for title in api.GROUPS:

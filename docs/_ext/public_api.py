@@ -252,8 +252,21 @@ def index() -> str:
         text.append("Other\n-----\n\n" + _table([(_link(known[n]), summary(known[n].obj)) for n in rest]) + "\n")
     for title, sentence in NOTES.items():
         text.append(f"{title}\n{'-' * len(title)}\n\n{sentence}\n\n")
-    text.append(".. toctree::\n   :hidden:\n\n" + "".join(f"   {e.path}\n" for e in entries()))
+    text.append(_sidebar())
     return "".join(text)
+
+
+def _sidebar() -> str:
+    """Hidden toctrees, one per section of the index (the sidebar's groups): each top-level entry of the
+    section followed by its module's members; the names no section lists come last."""
+    groups = {title: [name for name in names] for title, (_, names) in GROUPS.items()}
+    groups["Other"] = [name for name in public_names() if not any(name in names for names in groups.values())]
+    text = []
+    for title, names in groups.items():
+        paths = [e.path for name in names for e in entries() if e.path == name or e.path.startswith(f"{name}.")]
+        if paths:
+            text.append(f".. toctree::\n   :hidden:\n   :caption: {title}\n\n" + "".join(f"   {p}\n" for p in paths))
+    return "\n".join(text)
 
 
 def write_pages(srcdir: Path) -> list[Path]:
