@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -121,3 +123,35 @@ def test_every_public_name_is_in_one_section_of_the_index():
     assert len(listed) == len(set(listed)), "a name is in two sections of the API index"
     assert sorted(listed) == sorted(API.public_names()), \
         f"not in a section of the API index: {sorted(set(API.public_names()) - set(listed))}"
+
+
+def test_every_entry_is_what_its_public_path_resolves_to():
+    for entry in API.entries():
+        if entry.kind in ("function", "class", "module"):
+            assert API.resolve(entry.path).obj is entry.obj, f"dt.{entry.path} links elsewhere"
+    assert API.resolve("RunResult.status").path == "RunResult"          # an attribute links to its class
+    assert API.resolve("optim.adamw").path == "adamw"                   # an alias links to its first entry
+
+
+@given(st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,15}", fullmatch=True))
+@settings(max_examples=200, deadline=None)
+def test_a_name_that_is_not_public_resolves_to_nothing(name):
+    assume(name not in API.public_names())
+    assert API.resolve(name) is None
+    assert API.resolve(f"{name}.train") is None
+
+
+def test_highlighted_code_is_linked_to_the_entry():
+    pytest.importorskip("sphinx")
+    sys.path.insert(0, str(ROOT / "docs" / "_ext"))
+    try:
+        import api_links
+    finally:
+        sys.path.remove(str(ROOT / "docs" / "_ext"))
+    span = '<span class="n">dt</span><span class="o">.</span><span class="n">schedules</span>' \
+           '<span class="o">.</span><span class="n">CosineAnnealingLR</span><span class="p">(</span>'
+    linked = api_links.link_code(span, "../")
+    assert linked.startswith('<a class="dyntools-api-link" href="../api/schedules.CosineAnnealingLR.html#'
+                             'dyntools.schedules.CosineAnnealingLR">')
+    unknown = span.replace("schedules", "nothing_here")
+    assert api_links.link_code(unknown, "../") == unknown
