@@ -155,3 +155,16 @@ def test_highlighted_code_is_linked_to_the_entry():
                              'dyntools.schedules.CosineAnnealingLR">')
     unknown = span.replace("schedules", "nothing_here")
     assert api_links.link_code(unknown, "../") == unknown
+
+
+EXAMPLES = [entry for entry in CALLABLES if ">>>" in docstring(entry.obj)]
+
+
+@pytest.mark.parametrize("entry", EXAMPLES, ids=[entry.path for entry in EXAMPLES])
+def test_the_examples_of_the_docstrings_run(entry):
+    import doctest
+
+    test = doctest.DocTestParser().get_doctest(docstring(entry.obj), {}, f"dt.{entry.path}", None, 0)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    runner.run(test)
+    assert test.examples and runner.failures == 0, f"dt.{entry.path}'s Examples do not print what they say"
