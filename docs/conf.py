@@ -28,6 +28,7 @@ extensions = [
     "offline_mathjax",              # MathJax served from the site itself: no CDN, works offline
     "public_api",                   # one reference page per public name of ``import dyntools as dt``
     "api_links",                    # every ``dt.name`` of a guide links to its API entry
+    "guide_sections",               # a guide page not yet in a section of guide/index.md still builds
 ]
 
 myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "deflist"]

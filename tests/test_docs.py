@@ -197,3 +197,11 @@ def test_notebooks_are_numbered_once_and_the_exercises_link_the_grader(site):
         assert page.exists(), f"{exercise.name} is not in the site"
     listing = (site / "notebooks.html").read_text()
     assert 'href="guide/grading.html"' in listing and "notebooks/exercises/" in listing
+
+
+def test_every_guide_page_is_in_a_section_of_the_guide(site):
+    sections = _load(ROOT / "docs" / "_ext" / "guide_sections.py", "dyntools_docs_guide_sections")
+    text = "# G\n\n```{toctree}\n:caption: A\n\nalpha\n```\n"
+    assert sections.unlisted(text, ["alpha", "beta", "index"]) == ["beta"]
+    html = (site / "guide" / "index.html").read_text()
+    assert sections.MORE not in html, "a guide page is not in a section of docs/guide/index.md: add it there"
