@@ -12,7 +12,9 @@ are errors (``-W --keep-going``) and references are checked (``-n``).
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -29,11 +31,31 @@ def stage(target: Path, executed: Path | None = None) -> Path:
     notebook from ``executed`` when an executed copy of the same name is there."""
     src = Path(target)
     shutil.copytree(DOCS, src, ignore=shutil.ignore_patterns("_build", "__pycache__", "build.py"))
-    (src / "notebooks").mkdir(exist_ok=True)
+    (src / "notebooks" / "exercises").mkdir(parents=True, exist_ok=True)
     for notebook in sorted(NOTEBOOKS.glob("*.ipynb")):
         done = Path(executed) / notebook.name if executed else None
-        shutil.copy2(done if done is not None and done.exists() else notebook, src / "notebooks" / notebook.name)
+        copy = src / "notebooks" / notebook.name
+        shutil.copy2(done if done is not None and done.exists() else notebook, copy)
+        number_title(copy)
+    for exercise in sorted((NOTEBOOKS / "exercises").glob("*.ipynb")):     # the student versions, with blanks
+        shutil.copy2(exercise, src / "notebooks" / "exercises" / exercise.name)
     return src
+
+
+def number_title(path: Path) -> None:
+    """Give the staged notebook one numbering in the site: its first heading becomes ``NN · title`` (``NN``
+    from the file name), whatever number the notebook itself writes (``02 —``, ``08 ·`` or none)."""
+    number = re.match(r"(\d+)_", path.name)
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "markdown":
+            continue
+        source = "".join(cell["source"])
+        head = re.match(r"# +(?:\d+\s*[—·.:-]\s*)?(.*)", source)
+        if head and number:
+            cell["source"] = f"# {number.group(1)} · {head.group(1)}" + source[head.end():]
+            path.write_text(json.dumps(nb, ensure_ascii=False, indent=1), encoding="utf-8")
+        return
 
 
 def build(out: Path, *, executed: Path | None = None, execute: bool = False, quiet: bool = True,

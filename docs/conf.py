@@ -24,8 +24,11 @@ extensions = [
     "sphinx.ext.autosummary",
     "sphinx.ext.napoleon",          # the docstrings' NumPy-style "Parameters" sections
     "sphinx.ext.mathjax",
+    "sphinx.ext.viewcode",          # [source] links (public_api points each public path at its defining module)
     "offline_mathjax",              # MathJax served from the site itself: no CDN, works offline
     "public_api",                   # one reference page per public name of ``import dyntools as dt``
+    "api_links",                    # every ``dt.name`` of a guide links to its API entry
+    "guide_sections",               # a guide page not yet in a section of guide/index.md still builds
 ]
 
 myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "deflist"]
@@ -37,10 +40,13 @@ nb_execution_mode = os.environ.get("DYNTOOLS_DOCS_EXECUTE", "off")
 nb_execution_timeout = 1800
 nb_execution_raise_on_error = True
 nb_merge_streams = True
+nb_output_stderr = "remove"         # warnings and progress bars (with the machine's paths) are not content
+nb_execution_excludepatterns = ["notebooks/exercises/*"]   # the student versions have blanks: never run
 nb_render_markdown_format = "myst"   # the Markdown outputs (verdict tables) have GFM tables: not CommonMark
 
 autodoc_member_order = "bysource"
-autodoc_typehints = "none"          # the signatures show the types; the docstrings say what they mean
+autodoc_typehints = "signature"     # the signatures show the types; the docstrings say what they mean
+autodoc_typehints_format = "short"
 autodoc_default_options = {"members": False}
 autosummary_generate = False
 napoleon_numpy_docstring = True
@@ -56,13 +62,15 @@ templates_path = ["_templates"]
 
 html_theme = "pydata_sphinx_theme"
 html_title = f"dyntools {release}"
-html_static_path: list[str] = []
+html_static_path = ["_static"]
+html_css_files = ["dyntools.css"]    # content width, one-row header, wrapping API titles
 html_theme_options = {
     "navbar_end": ["theme-switcher", "navbar-icon-links"],
+    "navbar_persistent": ["search-button"],   # the search as an icon: the header fits one row at 1280 px
     "footer_start": ["copyright"],
     "footer_end": ["dyntools-version"],
     "show_toc_level": 2,
-    "header_links_before_dropdown": 4,
+    "header_links_before_dropdown": 3,
     "navigation_with_keys": False,
 }
 html_context = {"dyntools_version": release}

@@ -471,7 +471,26 @@ def grade(source, *, problems=PROBLEMS, steps: int | None = None, timeout: float
     A file runs in a child process (:mod:`dyntools.child`: ``timeout`` seconds of wall clock, ``memory_mb``
     of address space, a temporary working directory; not a security sandbox); a file that overruns a limit
     gets a report with ``stopped`` set (not passed). A mapping's functions already live in this process and
-    run here, without limits."""
+    run here, without limits.
+
+    Parameters
+    ----------
+    source : path or mapping
+        The student's file, or a mapping of step-function names to functions.
+    problems : str or sequence of str, default ("gradients", "spirals")
+        The problems graded.
+    steps : int, optional
+        Steps per problem (each problem's own default otherwise).
+    timeout : float, default TIMEOUT
+        Wall-clock seconds the child process running a file may take (a file only).
+    memory_mb : int or None, default MEMORY_MB
+        Address-space limit of that child process in MiB (``None``: no limit).
+
+    Returns
+    -------
+    GradeReport
+        With ``stopped`` set when the child overran a limit (then not passed).
+    """
     from collections.abc import Mapping
 
     problems = (problems,) if isinstance(problems, str) else tuple(problems)

@@ -12,7 +12,17 @@ from dyntools import validation
 
 
 def singular_values(matrices: np.ndarray) -> np.ndarray:
-    """Singular values (descending) of a matrix ``(n, p)`` or a stack ``(k, n, p)``."""
+    """Singular values (descending) of a matrix ``(n, p)`` or a stack ``(k, n, p)``.
+
+    Parameters
+    ----------
+    matrices : array_like, shape (n, p) or (k, n, p)
+        One matrix or a stack (one SVD call for the stack).
+
+    Returns
+    -------
+    ndarray, shape (min(n, p),) or (k, min(n, p))
+    """
     return np.linalg.svd(np.asarray(matrices, dtype=np.float64), compute_uv=False)
 
 
@@ -21,6 +31,18 @@ def jacobian_rank(matrices: np.ndarray, rel_threshold: float = 1e-5) -> np.ndarr
 
     ``matrices`` is one ``(n, p)`` Jacobian ``φ_θ(X) = [∇_θ h_θ(x_i)]_i`` or a stack ``(k, n, p)``
     (e.g. one per recorded step; batched in one LAPACK call). A zero matrix has rank 0.
+
+    Parameters
+    ----------
+    matrices : array_like, shape (n, p) or (k, n, p)
+        The Jacobian(s).
+    rel_threshold : float, default 1e-5
+        The relative cut, in (0, 1].
+
+    Returns
+    -------
+    int or ndarray of int64
+        One rank, or one per matrix of the stack.
     """
     rel_threshold = validation.in_interval("rel_threshold", rel_threshold, 0.0, 1.0,
                                            closed_low=False, closed_high=True)
@@ -37,18 +59,44 @@ NORM_QUANTILES = (0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)
 def column_norms(jacobians: np.ndarray) -> np.ndarray:
     """ℓ2 norms of the columns of ``φ_θ(X)`` (n × p, or a stack (..., n, p)): entry ``j`` is
     ``(Σ_i (∂h(x_i)/∂θ_j)²)^{1/2}``, how much parameter ``j`` moves the predictions on X. The
-    label-noise conjecture of Andriushchenko et al. (2023) is that SGD's noise drives these down."""
+    label-noise conjecture of Andriushchenko et al. (2023) is that SGD's noise drives these down.
+
+    Parameters
+    ----------
+    jacobians : array_like, shape (n, p) or (..., n, p)
+        The Jacobian :math:`φ_θ(X)` (rows: examples, columns: parameters), or a stack of them.
+
+    Returns
+    -------
+    ndarray, shape (p,) or (..., p)
+    """
     return np.sqrt(np.sum(np.square(np.asarray(jacobians, dtype=np.float64)), axis=-2))
 
 
 def example_grad_norms(jacobians: np.ndarray) -> np.ndarray:
     """Per-example gradient norms ``‖∇_θ h(x_i)‖₂``: the ℓ2 norms of the rows of ``φ_θ(X)``.
-    ``Σ_j column_norms² = Σ_i example_grad_norms² = ‖φ_θ(X)‖_F²``."""
+    ``Σ_j column_norms² = Σ_i example_grad_norms² = ‖φ_θ(X)‖_F²``.
+
+    Parameters
+    ----------
+    jacobians : array_like, shape (n, p) or (..., n, p)
+        The Jacobian :math:`φ_θ(X)` (rows: examples, columns: parameters), or a stack of them.
+
+    Returns
+    -------
+    ndarray, shape (n,) or (..., n)
+    """
     return np.sqrt(np.sum(np.square(np.asarray(jacobians, dtype=np.float64)), axis=-1))
 
 
 def norm_quantiles(values: np.ndarray) -> np.ndarray:
-    """The :data:`NORM_QUANTILES` of ``values`` along the last axis (shape (..., len(NORM_QUANTILES)))."""
+    """The :data:`NORM_QUANTILES` of ``values`` along the last axis (shape (..., len(NORM_QUANTILES))).
+
+    Parameters
+    ----------
+    values : array_like, shape (..., m)
+        Norms (or any values) whose distribution along the last axis is summarized.
+    """
     return np.moveaxis(np.quantile(np.asarray(values, dtype=np.float64), NORM_QUANTILES, axis=-1), 0, -1)
 
 
@@ -64,6 +112,18 @@ def gram_rank(grams: np.ndarray, rel_threshold: float = 1e-5) -> np.ndarray | in
     ``λ_i > rel_threshold² · λ_max`` — the same rule as :func:`jacobian_rank`, at the cost of an
     n × n symmetric eigenproblem instead of an n × p SVD. Valid for ``rel_threshold ≥``
     :data:`GRAM_MIN_THRESHOLD` (σ² is resolved to ~1e-16 relative); smaller thresholds raise.
+
+    Parameters
+    ----------
+    grams : array_like, shape (n, n) or (k, n, n)
+        Symmetric positive semi-definite Gram matrices :math:`φφ^T`.
+    rel_threshold : float, default 1e-5
+        The relative cut on σ, in [GRAM_MIN_THRESHOLD, 1].
+
+    Raises
+    ------
+    ValueError
+        When ``rel_threshold`` is below :data:`GRAM_MIN_THRESHOLD`.
     """
     rel_threshold = validation.in_interval("rel_threshold", rel_threshold, GRAM_MIN_THRESHOLD, 1.0,
                                            closed_low=True, closed_high=True)
@@ -74,23 +134,54 @@ def gram_rank(grams: np.ndarray, rel_threshold: float = 1e-5) -> np.ndarray | in
 
 
 def l0(beta: np.ndarray, threshold: float = 1e-3) -> np.ndarray | int:
-    """Feature sparsity ``‖β‖₀``: the number of entries with ``|β_j| > threshold`` (last axis)."""
+    """Feature sparsity ``‖β‖₀``: the number of entries with ``|β_j| > threshold`` (last axis).
+
+    Parameters
+    ----------
+    beta : array_like, shape (..., d)
+        Coefficients.
+    threshold : float, default 1e-3
+        Entries of magnitude above it count (≥ 0).
+    """
     threshold = validation.non_negative("l0_threshold", threshold)
     out = np.sum(np.abs(np.asarray(beta)) > threshold, axis=-1)
     return int(out) if np.ndim(out) == 0 else out.astype(np.int64)
 
 
 def l1(beta: np.ndarray) -> np.ndarray | float:
-    """``‖β‖₁`` over the last axis."""
+    """``‖β‖₁`` over the last axis.
+
+    Parameters
+    ----------
+    beta : array_like, shape (..., d)
+        Coefficients.
+    """
     out = np.sum(np.abs(np.asarray(beta, dtype=np.float64)), axis=-1)
     return float(out) if np.ndim(out) == 0 else out
 
 
 def support_recovery(beta: np.ndarray, beta_star: np.ndarray, threshold: float = 1e-3) -> tuple:
-    """Precision and recall of the estimated support ``{j : |β_j| > threshold}`` against
+    r"""Precision and recall of the estimated support ``{j : |β_j| > threshold}`` against
     ``supp β* = {j : β*_j ≠ 0}`` (last axis; ``beta_star`` broadcasts).
 
-    precision = |Ŝ ∩ S*| / |Ŝ| (1 when Ŝ is empty), recall = |Ŝ ∩ S*| / |S*| (1 when S* is empty).
+    .. math:: \mathrm{precision} = \frac{|\hat S \cap S^*|}{|\hat S|}, \qquad
+              \mathrm{recall} = \frac{|\hat S \cap S^*|}{|S^*|}
+
+    (each 1 when its denominator's set is empty).
+
+    Parameters
+    ----------
+    beta : array_like, shape (..., d)
+        The estimated coefficients :math:`\beta`.
+    beta_star : array_like, shape (d,) or (..., d)
+        The true coefficients :math:`\beta^*`; broadcast against ``beta``.
+    threshold : float, default 1e-3
+        A coefficient counts as non-zero when its magnitude exceeds it (≥ 0).
+
+    Returns
+    -------
+    tuple
+        ``(precision, recall)``: floats, or arrays over the leading axes of ``beta``.
     """
     threshold = validation.non_negative("l0_threshold", threshold)
     est = np.abs(np.asarray(beta)) > threshold
@@ -107,17 +198,38 @@ def support_recovery(beta: np.ndarray, beta_star: np.ndarray, threshold: float =
 
 def balancedness(u: np.ndarray, v: np.ndarray) -> np.ndarray | float:
     """``‖|u| − |v|‖₂`` over the last axis (0 for a balanced diagonal network; gradient flow
-    conserves ``u² − v²`` coordinate-wise, so any drift measures the discreteness/noise of the steps)."""
+    conserves ``u² − v²`` coordinate-wise, so any drift measures the discreteness/noise of the steps).
+
+    Parameters
+    ----------
+    u, v : array_like, shape (..., d)
+        The two factors of a diagonal network :math:`β = u ⊙ v`.
+    """
     out = np.linalg.norm(np.abs(np.asarray(u)) - np.abs(np.asarray(v)), axis=-1)
     return float(out) if np.ndim(out) == 0 else out
 
 
 def power_iteration(matvec, dim: int, *, iters: int = 200, tol: float = 1e-7, seed: int = 0,
                     shift: float = 0.0) -> tuple[float, int]:
-    """Dominant eigenvalue (largest ``|λ|``) of the symmetric operator ``x ↦ matvec(x) − shift·x``.
+    r"""Dominant eigenvalue (largest ``|λ|``) of the symmetric operator ``x ↦ matvec(x) − shift·x``.
 
     Returns ``(λ, iterations)`` with λ the Rayleigh quotient ``xᵀAx`` at the last unit vector;
     stops when it changes by less than ``tol·|λ|``. (One operator: :func:`power_iteration_batch`.)
+
+    Parameters
+    ----------
+    matvec : callable
+        ``matvec(x)`` returns :math:`Ax` for a vector ``x`` of length ``dim``.
+    dim : int
+        The dimension of the operator.
+    iters : int, default 200
+        The largest number of iterations.
+    tol : float, default 1e-7
+        The relative change of λ at which it stops.
+    seed : int, default 0
+        Seed of the random unit start vector.
+    shift : float, default 0.0
+        Iterate on :math:`A - \mathrm{shift}\, I`.
     """
     lam, used, _ = power_iteration_batch(lambda Z, rows: matvec(Z[0])[None, :], dim, 1, iters=iters, tol=tol,
                                          seed=seed, shift=shift)
@@ -136,6 +248,23 @@ def power_iteration_batch(matvec, dim: int, batch: int, *, iters: int = 200, tol
 
     Returns ``(λ, iterations, converged)`` arrays of length ``batch``; where ``converged`` is False
     the last Rayleigh quotient after ``iters`` iterations is returned.
+
+    Parameters
+    ----------
+    matvec : callable
+        ``matvec(Z, rows)`` returns the products of the operators ``rows`` with the rows of ``Z``.
+    dim : int
+        The dimension of the operators.
+    batch : int
+        The number of operators.
+    iters : int, default 200
+        The largest number of iterations.
+    tol : float, default 1e-7
+        The relative change of λ at which an operator stops.
+    seed : int, default 0
+        Seed of the random unit start vectors.
+    shift : float or array_like, default 0.0
+        One shift for all operators or one per operator.
     """
     dim = validation.count("dim", dim)
     batch = validation.count("batch", batch)
@@ -171,6 +300,19 @@ def sharpness(hvp, dim: int, *, iters: int = 200, tol: float = 1e-7, seed: int =
     Power iteration finds the eigenvalue of largest magnitude ``μ``; if it is negative, a second
     run on ``H − μI`` (whose spectrum is ``λ − μ ≥ 0``) finds ``λ_max − μ``. Compare with ``2/η``:
     GD on a quadratic is stable iff ``η < 2/λ_max``. (Many Hessians at once: :func:`sharpness_batch`.)
+
+    Parameters
+    ----------
+    hvp : callable
+        ``hvp(x)`` returns the Hessian–vector product :math:`Hx`.
+    dim : int
+        The number of parameters.
+    iters : int, default 200
+        The largest number of power iterations per run.
+    tol : float, default 1e-7
+        The relative change of λ at which a run stops.
+    seed : int, default 0
+        Seed of the random start vector.
     """
     lam, _ = sharpness_batch(lambda Z, rows: hvp(Z[0])[None, :], dim, 1, iters=iters, tol=tol, seed=seed)
     return float(lam[0])
@@ -181,6 +323,21 @@ def sharpness_batch(hvp, dim: int, batch: int, *, iters: int = 200, tol: float =
     """``λ_max`` of ``batch`` symmetric Hessians given by batched products ``hvp(Z, rows)`` (the
     form of :func:`power_iteration_batch`), with the shifted second run of :func:`sharpness` for
     those whose dominant eigenvalue is negative. Returns ``(λ_max, converged)``.
+
+    Parameters
+    ----------
+    hvp : callable
+        ``hvp(Z, rows)``: the products of Hessians ``rows`` with the rows of ``Z``.
+    dim : int
+        The number of parameters.
+    batch : int
+        The number of Hessians.
+    iters : int, default 200
+        The largest number of power iterations per run.
+    tol : float, default 1e-7
+        The relative change of λ at which a run stops.
+    seed : int, default 0
+        Seed of the random start vectors (the shifted run uses ``seed + 1``).
     """
     mu, _, converged = power_iteration_batch(hvp, dim, batch, iters=iters, tol=tol, seed=seed)
     out = mu.copy()
@@ -209,6 +366,23 @@ def merge_correlated(features: np.ndarray, threshold: float = 0.99) -> np.ndarra
     when ``|corr(j, k)| > threshold`` for some other neuron ``k`` still kept, so each group of
     mutually correlated neurons counts once (its last member is kept). Neurons with a constant
     activation vector have no correlation and are never merged.
+
+    Parameters
+    ----------
+    features : array_like, shape (n, m)
+        Activations of ``m`` neurons over ``n`` examples.
+    threshold : float, default 0.99
+        Correlation above which two neurons merge, in (0, 1].
+
+    Returns
+    -------
+    ndarray of int
+        The indices of the kept neurons, increasing.
+
+    Raises
+    ------
+    ValueError
+        When ``features`` is not two-dimensional or ``threshold`` is outside (0, 1].
     """
     threshold = _threshold("correlation threshold", threshold)
     F = np.asarray(features, dtype=np.float64)
@@ -239,6 +413,20 @@ def feature_sparsity(features: np.ndarray, threshold: float = 0.99, *, normalize
     neurons are those left by :func:`merge_correlated` (correlation > ``threshold`` merges).
     With ``normalize`` (the paper's choice) every example's activation vector is scaled to unit
     norm before correlations are taken (zero rows stay zero). In [0, 1]; lower is sparser.
+
+    Parameters
+    ----------
+    features : array_like, shape (n, m)
+        The layer's activations :math:`Φ` over the training set.
+    threshold : float, default 0.99
+        Correlation above which two neurons merge, in (0, 1].
+    normalize : bool, default True
+        Scale each example's activation vector to unit norm first (the paper's choice).
+
+    Raises
+    ------
+    ValueError
+        When ``features`` is not a non-empty two-dimensional array.
     """
     F = np.asarray(features, dtype=np.float64)
     if F.ndim != 2 or F.size == 0:
@@ -252,12 +440,28 @@ def feature_sparsity(features: np.ndarray, threshold: float = 0.99, *, normalize
 
 def kinks_1d(w, b, a, *, lo: float = -np.inf, hi: float = np.inf, merge_tol: float = 1e-3,
              jump_tol: float = 1e-3) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct kinks of the 1-D predictor ``h(x) = Σ_j a_j σ(w_j x + b_j) (+ c)``.
+    r"""Distinct kinks of the 1-D predictor ``h(x) = Σ_j a_j σ(w_j x + b_j) (+ c)``.
 
     Neuron ``j`` with ``w_j ≠ 0`` bends ``h`` at ``x_j = −b_j / w_j``, where the slope jumps by
     ``a_j |w_j|``. Kinks in ``[lo, hi]`` closer than ``merge_tol · (span of the kinks, at least 1)``
     are merged (their jumps add up); a merged kink counts when its total jump exceeds
     ``jump_tol · max_j |a_j w_j|``. Returns the kink locations and their slope jumps.
+
+    Parameters
+    ----------
+    w, b, a : array_like, shape (m,)
+        Input weights, biases and output weights of the ``m`` hidden ReLU neurons.
+    lo, hi : float, default -inf, inf
+        The interval of ``x`` in which kinks are counted.
+    merge_tol : float, default 1e-3
+        Kinks closer than this fraction of their span merge (> 0).
+    jump_tol : float, default 1e-3
+        A kink counts when its slope jump exceeds this fraction of :math:`\max_j |a_j w_j|` (> 0).
+
+    Returns
+    -------
+    locations, jumps : ndarray
+        The kinks' positions (increasing) and slope jumps.
     """
     w, b, a = (np.asarray(v, dtype=np.float64).ravel() for v in (w, b, a))
     if not (w.shape == b.shape == a.shape):
@@ -283,7 +487,15 @@ def kinks_1d(w, b, a, *, lo: float = -np.inf, hi: float = np.inf, merge_tol: flo
 
 
 def n_kinks_1d(w, b, a, **kwargs) -> int:
-    """The number of distinct kinks (see :func:`kinks_1d`)."""
+    """The number of distinct kinks (see :func:`kinks_1d`).
+
+    Parameters
+    ----------
+    w, b, a : array_like, shape (m,)
+        Input weights, biases and output weights of the hidden neurons.
+    **kwargs
+        ``lo``, ``hi``, ``merge_tol``, ``jump_tol`` of :func:`kinks_1d`.
+    """
     return int(kinks_1d(w, b, a, **kwargs)[0].size)
 
 
@@ -293,6 +505,13 @@ def jacobian_rank_gram(matrix: np.ndarray, rel_threshold: float = 1e-5) -> int:
     is much faster under a threaded BLAS on a busy machine. Thresholds below
     :data:`GRAM_MIN_THRESHOLD`, which the Gram route cannot resolve, use the SVD. The tests hold
     it equal to :func:`jacobian_rank`.
+
+    Parameters
+    ----------
+    matrix : array_like, shape (n, p)
+        One Jacobian.
+    rel_threshold : float, default 1e-5
+        The relative cut on the singular values, in (0, 1].
     """
     rel_threshold = validation.in_interval("rel_threshold", rel_threshold, 0.0, 1.0,
                                            closed_low=False, closed_high=True)
@@ -318,6 +537,35 @@ def network_metrics(model, theta_rec, X, y, X_test=None, y_test=None, *, thresho
       label-noise conjecture), and ``phi_fro`` (R, K), ``‖φ_θ(X)‖_F``.
 
     Entries at non-finite parameters (after a divergence) are NaN (−1 for integer metrics).
+
+    Parameters
+    ----------
+    model : MLP
+        A layered regression network (``n_layers``, ``forward_np``, ``jacobian``, ``unpack`` hooks).
+    theta_rec : ndarray, shape (R, K, p)
+        Recorded parameters: R records of K paths.
+    X, y : ndarray
+        The training inputs (n, d) and targets (n,).
+    X_test, y_test : ndarray, optional
+        A test set for ``test_loss`` (NaN without one).
+    threshold : float, default 0.99
+        The correlation threshold of :func:`feature_sparsity`.
+    rank_threshold : float, default 1e-4
+        The relative threshold of the Jacobian rank.
+    kinks : bool, default False
+        Count the kinks of a two-layer 1-D network.
+    kink_range : pair of float, optional
+        The interval in which kinks are counted (the whole line by default).
+
+    Returns
+    -------
+    dict of str to ndarray
+        The metrics listed above.
+
+    Raises
+    ------
+    TypeError
+        When ``model`` is not a layered network.
     """
     from dyntools import validation
 

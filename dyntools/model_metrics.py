@@ -79,7 +79,37 @@ def model_metrics(model, theta, X, y, *, block: slice | np.ndarray | None = None
                   rank_threshold: float = 1e-5, lanczos_steps: int = 40, seed: int = 0) -> dict:
     """Metrics of ``model`` at ``theta`` on ``(X, y)`` (see the module docstring). ``block`` selects the
     parameters whose ℓ0 is counted (a slice or index array; default all). Keys: ``jacobian_rank``,
-    ``l0``, ``column_norms`` (p,), ``feature_ranks`` (when the model has a features hook), ``sharpness``."""
+    ``l0``, ``column_norms`` (p,), ``feature_ranks`` (when the model has a features hook), ``sharpness``.
+
+    Parameters
+    ----------
+    model : Model
+        A model with a ``jacobian`` hook (and optionally ``hvp`` and ``features``).
+    theta : ndarray, shape (p,)
+        The parameters.
+    X, y : ndarray
+        The data.
+    block : slice or ndarray of int, optional
+        The parameters whose ℓ0 is counted (all by default).
+    l0_threshold : float, default 1e-3
+        An entry counts as non-zero above it.
+    rank_threshold : float, default 1e-5
+        The relative threshold of the ranks.
+    lanczos_steps : int, default 40
+        Lanczos steps of the sharpness estimate.
+    seed : int, default 0
+        The seed of the Lanczos start vector.
+
+    Returns
+    -------
+    dict
+        The metrics by name.
+
+    Raises
+    ------
+    ValueError
+        When ``theta`` does not have the model's length.
+    """
     theta = np.asarray(theta, dtype=np.float64)
     if theta.shape != (model.n_params,):
         raise ValueError(f"Invalid theta: shape {theta.shape} (expected ({model.n_params},) for model "

@@ -221,7 +221,20 @@ def write_result_files(result: RunResult, directory: Path) -> None:
 
 
 def save(result: RunResult, directory: str | os.PathLike) -> Path:
-    """Save ``result`` atomically as the directory ``directory`` (replacing an older result)."""
+    """Save ``result`` atomically as the directory ``directory`` (replacing an older result).
+
+    Parameters
+    ----------
+    result : RunResult
+        The result to save.
+    directory : path
+        The result's directory (written whole into a temporary sibling, then renamed).
+
+    Returns
+    -------
+    Path
+        The directory.
+    """
     directory = check_writable(directory)
     with atomic_directory(directory) as tmp:
         write_result_files(result, tmp)

@@ -103,3 +103,105 @@ def test_pages_render_in_a_browser(site, tmp_path, page, title):
     assert "mjx-merror" not in shown.dom and "data-mjx-error" not in shown.dom
     pixels = browser.image(shot)
     assert pixels.shape[:2] == (1600, 1280) and not browser.is_blank(shot)
+
+
+def _api():
+    """docs/_ext/public_api.py, the generator of the API pages (registered: its dataclass needs its module)."""
+    import sys
+
+    name = "dyntools_docs_public_api_site"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, ROOT / "docs" / "_ext" / "public_api.py")
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[name])
+    return sys.modules[name]
+
+
+def test_every_module_member_has_an_entry_at_its_public_path_with_a_source_link(site):
+    api = _api()
+    index = (site / "api" / "index.html").read_text()
+    for entry in api.entries():
+        page = site / f"{entry.page}.html"
+        assert page.exists(), f"dt.{entry.path} has no API page"
+        html = page.read_text()
+        anchor = f"module-{entry.target}" if entry.kind == "module" else entry.target
+        assert f'id="{anchor}"' in html, f"dt.{entry.path}'s page does not define {anchor}"
+        if entry.kind in ("function", "class"):
+            assert "viewcode-link" in html, f"dt.{entry.path}'s page has no [source] link"
+    for title in api.GROUPS:
+        assert f">{title}<" in index, f"the API index has no section {title!r}"
+    cosine = (site / "api" / "schedules.CosineAnnealingLR.html").read_text()
+    assert "T_max</span><span class=\"p\">:</span>" in cosine or "T_max: " in re.sub(r"<[^>]+>", "", cosine), \
+        "the signature of dt.schedules.CosineAnnealingLR carries no annotation"
+    assert "Parameters" in cosine and _math_spans(cosine) >= 1
+
+
+def _guide_pages(site):
+    return sorted((site / "guide").glob("*.html")) + sorted((site / "howto").glob("*.html")) \
+        + sorted((site / "notebooks").glob("*.html")) + [site / "getting-started.html"]
+
+
+def test_every_dt_name_of_the_guides_links_to_its_api_entry(site):
+    code = re.compile(r'<span class="n">dt</span><span class="o">\.</span><span class="n[a-z]*">(\w+)</span>')
+    inline = re.compile(r'<code class="docutils literal notranslate">(?:(?!</code>).)*?(?<![\w.])dt\.(\w+)', re.S)
+    links = 0
+    for page in _guide_pages(site):
+        html = page.read_text()
+        links += html.count("dyntools-api-link")
+        for href in re.findall(r'class="dyntools-api-link[^"]*" href="([^"#]+)', html):
+            assert (page.parent / href).resolve().exists(), f"{page.name} links to a missing page {href}"
+        unlinked = re.sub(r"<a\s(?:(?!</a>).)*</a>", "", html, flags=re.S)
+        left = code.findall(unlinked) + inline.findall(unlinked)
+        assert not left, f"{page.name}: dt.{left[0]} is not linked to its API entry"
+    assert links >= 100
+
+
+_OVERFLOW = """<script>window.addEventListener("load", () => {
+  for (const e of document.querySelectorAll(".bd-article div.highlight pre, .bd-article table, .bd-article-container,"
+                                           + " .pst-scrollable-table-container, .bd-header")) {
+    const tall = e.matches(".bd-header") && e.getBoundingClientRect().height > 90;   // the header wrapped
+    if (e.scrollWidth > e.clientWidth + 1 || tall)
+      e.setAttribute("data-overflow", e.scrollWidth + ">" + e.clientWidth);
+  }
+});</script>"""
+
+
+@pytest.mark.parametrize("page", ["guide/optimizers.html", "guide/python-api.html", "api/train.html",
+                                  "api/schedules.CosineAnnealingLR.html"])
+def test_no_code_block_or_table_is_cut_at_1280_px(site, page):
+    if browser.chromium() is None:
+        pytest.skip("no Chromium: install Debian's chromium package (.ci/run does)")
+    source = site / page
+    probe = source.with_name(f"_probe_{source.name}")
+    probe.write_text(source.read_text().replace("</body>", _OVERFLOW + "</body>"))
+    try:
+        shown = browser.load(probe, size=(1280, 1000))
+    finally:
+        probe.unlink()
+    cut = re.findall(r'<(\w+)[^>]*data-overflow="([^"]+)"', shown.dom)
+    assert not cut, f"{page}: elements wider than their box at 1280 px: {cut[:5]}"
+
+
+def test_notebooks_are_numbered_once_and_the_exercises_link_the_grader(site):
+    titles = []
+    for notebook in sorted((ROOT / "notebooks").glob("[0-9]*.ipynb")):
+        html = (site / "notebooks" / f"{notebook.stem}.html").read_text()
+        title = re.search(r"<title>(.*?) &#8212;", html).group(1)
+        assert re.match(rf"{notebook.name[:2]} · \S", title), f"{notebook.name}: title {title!r} is not 'NN · …'"
+        assert not re.search(r"(/home/|/work/|/tmp/|site-packages|\\.venv)", re.sub(r"<[^>]+>", "", html)), \
+            f"{notebook.name}'s page shows a local path"
+        titles.append(title)
+    assert len(set(titles)) == len(titles)
+    for exercise in sorted((ROOT / "notebooks" / "exercises").glob("*.ipynb")):
+        page = site / "notebooks" / "exercises" / f"{exercise.stem}.html"
+        assert page.exists(), f"{exercise.name} is not in the site"
+    listing = (site / "notebooks.html").read_text()
+    assert 'href="guide/grading.html"' in listing and "notebooks/exercises/" in listing
+
+
+def test_every_guide_page_is_in_a_section_of_the_guide(site):
+    sections = _load(ROOT / "docs" / "_ext" / "guide_sections.py", "dyntools_docs_guide_sections")
+    text = "# G\n\n```{toctree}\n:caption: A\n\nalpha\n```\n"
+    assert sections.unlisted(text, ["alpha", "beta", "index"]) == ["beta"]
+    html = (site / "guide" / "index.html").read_text()
+    assert sections.MORE not in html, "a guide page is not in a section of docs/guide/index.md: add it there"

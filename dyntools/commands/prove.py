@@ -46,7 +46,19 @@ def claim_families() -> list[str]:
 def builtin_claims(names=(), *, controls: bool = False) -> list:
     """The built-in claims that ``dyntools prove NAME…`` runs: ``names`` are claim or family names
     (every family when empty); false controls come with ``controls=True`` or when named. Public as
-    ``dt.builtin_claims``; run them with ``dt.prove``."""
+    ``dt.builtin_claims``; run them with ``dt.prove``.
+
+    Parameters
+    ----------
+    names : sequence of str, default ()
+        Claim or family names (every family when empty).
+    controls : bool, default False
+        Include the false controls.
+
+    Returns
+    -------
+    list of Claim
+    """
     return builtin_registry().select(names, controls=controls)
 
 

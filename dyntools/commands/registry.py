@@ -65,7 +65,22 @@ def load_result(directory):
     """``dt.load``: :func:`dyntools.store.load` once every experiment is imported, so that the ``config`` and
     ``summary`` of a result of any catalogue kind are checked against the schema its experiment declares
     (:mod:`dyntools.result_schema`), as ``dyntools plot`` checks them — and those of :func:`dyntools.train`
-    (kind ``"train"``, declared by the trainer's module)."""
+    (kind ``"train"``, declared by the trainer's module).
+
+    Parameters
+    ----------
+    directory : path
+        A result directory written by :func:`dyntools.save`.
+
+    Returns
+    -------
+    RunResult
+
+    Raises
+    ------
+    dyntools.store.StoreError
+        When the directory is missing, damaged or fails its schema.
+    """
     from dyntools import store
     from dyntools.dynamics import train  # noqa: F401  (registers the "train" schema)
 

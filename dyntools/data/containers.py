@@ -9,7 +9,17 @@ import numpy as np
 
 @dataclass(frozen=True)
 class RegressionData:
-    """Train and test sets of a linear teacher ``y = Xβ* (+ noise)``."""
+    """Train and test sets of a linear teacher ``y = Xβ* (+ noise)``.
+
+    Parameters
+    ----------
+    X, y : ndarray
+        Training inputs (n, d) and labels (n,).
+    X_test, y_test : ndarray
+        Test inputs (n_test, d) and noiseless labels (n_test,).
+    beta_star : ndarray
+        The teacher's coefficients :math:`β^*` (d,).
+    """
 
     X: np.ndarray
     y: np.ndarray
@@ -23,7 +33,19 @@ class TeacherStudentData:
     """Train/test sets labelled by a ReLU teacher network ``y = h_teacher(x)``.
 
     ``teacher`` is the teacher's flat parameter vector for ``teacher_layout``
-    (a regression :class:`dyntools.models.mlp.MLP` without biases)."""
+    (a regression :class:`dyntools.models.mlp.MLP` without biases).
+
+    Parameters
+    ----------
+    X, y : ndarray
+        Training inputs (n, d) and labels (n,).
+    X_test, y_test : ndarray
+        Test inputs and labels.
+    teacher : ndarray
+        The teacher's flat parameter vector.
+    teacher_layout : object
+        The teacher's layout (an MLP's), which reads ``teacher``.
+    """
 
     X: np.ndarray
     y: np.ndarray
@@ -35,7 +57,17 @@ class TeacherStudentData:
 
 @dataclass(frozen=True)
 class ClassificationData:
-    """Train and validation sets of a K-class problem (``y`` integer labels in ``0..K−1``)."""
+    """Train and validation sets of a K-class problem (``y`` integer labels in ``0..K−1``).
+
+    Parameters
+    ----------
+    X, y : ndarray
+        Training inputs (n, d) and integer labels (n,).
+    X_val, y_val : ndarray
+        Validation inputs and labels.
+    n_classes : int
+        The number of classes K.
+    """
 
     X: np.ndarray
     y: np.ndarray

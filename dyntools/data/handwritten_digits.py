@@ -14,7 +14,19 @@ _SPLIT_KEY = (streams.KEYS["data.spirals"], 1)
 
 def digits(*, n_val_fraction: float = 0.3, seed: int = 0) -> ClassificationData:
     """scikit-learn's bundled 8×8 digits (1797 images, 10 classes; no download), pixels scaled
-    to [0, 1] and split at random into train/validation (scikit-learn is a runtime dependency)."""
+    to [0, 1] and split at random into train/validation (scikit-learn is a runtime dependency).
+
+    Parameters
+    ----------
+    n_val_fraction : float, default 0.3
+        The validation set's share of the 1797 images, in (0, 1].
+    seed : int, default 0
+        The seed of the split.
+
+    Returns
+    -------
+    ClassificationData
+    """
     try:
         from sklearn.datasets import load_digits
     except ImportError:  # pragma: no cover - depends on the environment

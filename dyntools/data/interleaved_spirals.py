@@ -29,6 +29,25 @@ def spirals(n: int = 1000, *, classes: int = 2, turns: float = 1.5, noise: float
     difficulty knobs are ``n``, ``turns`` (how often the arms wind around each other) and
     ``noise``. Classes are balanced; the validation set (``n_val``, default ``n``) is drawn
     independently from the same distribution.
+
+    Parameters
+    ----------
+    n : int, default 1000
+        Training points (≥ 2).
+    classes : int, default 2
+        The number of spirals K (≥ 2).
+    turns : float, default 1.5
+        Turns of each arm (> 0).
+    noise : float, default 0.05
+        Standard deviation of the Gaussian noise (≥ 0).
+    n_val : int, optional
+        Validation points (``n`` by default).
+    seed : int, default 0
+        The seed of the data's stream.
+
+    Returns
+    -------
+    ClassificationData
     """
     n = validation.count("n", n, minimum=2)
     classes = validation.count("classes", classes, minimum=2)

@@ -21,6 +21,37 @@ def sparse_regression(n: int = 80, d: int = 200, r: int = 20, *, n_test: int = 1
 
     ``stream_key`` (integers) namespaces the random stream, e.g. ``(i,)`` for the i-th data set of
     an ensemble over seeds: data set i is then the same whatever the ensemble size.
+
+    Parameters
+    ----------
+    n, d, r : int, default 80, 200, 20
+        Training examples, dimension and support size (``r ≤ d``; unused with ``beta_star``).
+    n_test : int, default 1000
+        Test examples.
+    noise : float, default 0.0
+        Standard deviation of the training labels' Gaussian noise (≥ 0).
+    beta_star : array_like, optional
+        A teacher of length ``d`` instead of the random sparse one.
+    seed : int, default 0
+        The seed of the data's stream.
+    stream_key : tuple of int, default ()
+        Integers appended to the stream's key.
+
+    Returns
+    -------
+    RegressionData
+
+    Raises
+    ------
+    ValueError
+        When a size is not a positive integer, ``r > d``, ``noise < 0`` or ``beta_star`` has the wrong length.
+
+    Examples
+    --------
+    >>> import dyntools as dt
+    >>> data = dt.data.sparse_regression(n=20, d=50, r=5, seed=1)
+    >>> data.X.shape, int((data.beta_star != 0).sum())
+    ((20, 50), 5)
     """
     n = validation.count("n", n)
     d = validation.count("d", d)
@@ -71,6 +102,19 @@ def paper_diag_net_data(n: int = 80, d: int = 200, r: int = 20, *, n_test: int =
     ``β* = |g ⊙ 1[j < r]| / ‖g ⊙ 1[j < r]‖₂`` (the first r coordinates, non-negative, unit norm) and
     the labels are noiseless, ``y = Xβ*``, ``y_test = X_test β*``. With ``(n, d, r) = (80, 200, 20)``
     (the SGD figure) or ``(40, 100, 20)`` (the GD figure) and ``seed = 0`` this is the published data.
+
+    Parameters
+    ----------
+    n, d, r : int, default 80, 200, 20
+        Training examples, dimension and support size (``r ≤ d``).
+    n_test : int, default 1000
+        Test examples.
+    seed : int, default PAPER_DATA_SEED (0)
+        The legacy generator's seed, below 2³².
+
+    Returns
+    -------
+    RegressionData
     """
     n = validation.count("n", n)
     d = validation.count("d", d)
@@ -94,7 +138,17 @@ def paper_diag_net_data(n: int = 80, d: int = 200, r: int = 20, *, n_test: int =
 def paper_sgd_indices(n: int, steps: int, *, seed: int = PAPER_INDEX_SEED) -> np.ndarray:
     """The authors' SGD sample sequence: ``RandomState(seed)``, one ``randint(n)`` per step
     (``int64[steps]``; one vectorized call draws the same integers as ``steps`` scalar calls,
-    which the tests check). Feed it to a run through the replay sampler."""
+    which the tests check). Feed it to a run through the replay sampler.
+
+    Parameters
+    ----------
+    n : int
+        The number of training examples (indices are in ``0..n−1``).
+    steps : int
+        The number of SGD steps.
+    seed : int, default PAPER_INDEX_SEED (1)
+        The legacy generator's seed, below 2³².
+    """
     n = validation.count("n", n)
     steps = validation.count("steps", steps)
     return np.random.RandomState(_legacy_seed(seed)).randint(n, size=steps).astype(np.int64)

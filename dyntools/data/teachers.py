@@ -12,7 +12,17 @@ _TEACHER_KEY = streams.KEYS["data.teacher"]
 
 
 def unit_sphere(n: int, d: int, rng: np.random.Generator) -> np.ndarray:
-    """``n`` points uniform on the unit sphere of ``R^d`` (normalized Gaussians)."""
+    """``n`` points uniform on the unit sphere of ``R^d`` (normalized Gaussians).
+
+    Parameters
+    ----------
+    n : int
+        The number of points.
+    d : int
+        The dimension.
+    rng : numpy.random.Generator
+        The generator that draws them.
+    """
     Z = rng.standard_normal((n, d))
     return Z / np.linalg.norm(Z, axis=1, keepdims=True)
 
@@ -27,6 +37,30 @@ def teacher_student(n: int, d: int, teacher_hidden, *, n_test: int = 1000, seed:
 
     ``student_d`` (if given) must equal ``d``: a student reading another input dimension cannot
     be trained on this data.
+
+    Parameters
+    ----------
+    n : int
+        Training examples.
+    d : int
+        Input dimension.
+    teacher_hidden : sequence of int
+        The teacher's hidden widths (at least one layer).
+    n_test : int, default 1000
+        Test examples.
+    seed : int, default 0
+        The seed of the data's stream.
+    student_d : int, optional
+        The student's input dimension, checked equal to ``d``.
+
+    Returns
+    -------
+    TeacherStudentData
+
+    Raises
+    ------
+    ValueError
+        When a size is not a positive integer, ``teacher_hidden`` is empty or ``student_d != d``.
     """
     from dyntools.models.mlp import MLP
 

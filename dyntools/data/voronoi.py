@@ -37,7 +37,25 @@ from dyntools.models.voronoi_rules import RULES, cells  # noqa: F401  (re-export
 @dataclass(frozen=True)
 class VoronoiData:
     """A drawn environment: centers, their labels, labelled train (``X, y``) and evaluation
-    (``X_test, y_test``) points, and how they were made (``box`` = s, ``rule``, ``n_classes`` = C)."""
+    (``X_test, y_test``) points, and how they were made (``box`` = s, ``rule``, ``n_classes`` = C).
+
+    Parameters
+    ----------
+    X, y : ndarray
+        Training points (n, D) and labels (n,).
+    X_test, y_test : ndarray
+        Evaluation points and labels.
+    centers : ndarray, shape (k, D)
+        The cells' centers.
+    center_labels : ndarray of int, shape (k,)
+        Each center's label.
+    n_classes : int
+        C.
+    box : float
+        s: the box is ``[−s, s]^D``.
+    rule : str
+        How points were labelled (``"nearest"`` or ``"projection"``).
+    """
 
     X: np.ndarray
     y: np.ndarray
@@ -63,13 +81,35 @@ class VoronoiData:
 
 
 def label_points(X, centers, center_labels, rule: str = "nearest") -> np.ndarray:
-    """Labels of the rows of ``X``: ``center_labels[cell(x)]``."""
+    """Labels of the rows of ``X``: ``center_labels[cell(x)]``.
+
+    Parameters
+    ----------
+    X : ndarray, shape (m, D)
+        The points.
+    centers : ndarray, shape (k, D)
+        The centers.
+    center_labels : ndarray of int, shape (k,)
+        Each center's label.
+    rule : {"nearest", "projection"}, default "nearest"
+        Which cell a point falls in.
+    """
     return np.asarray(center_labels, dtype=np.int64)[cells(X, centers, rule)]
 
 
 def disagreement(X, centers, center_labels=None) -> dict:
     """How often the two rules disagree on the points ``X``: the fraction of points put in a different
-    *cell*, and (with ``center_labels``) the fraction given a different *label*."""
+    *cell*, and (with ``center_labels``) the fraction given a different *label*.
+
+    Parameters
+    ----------
+    X : ndarray, shape (m, D)
+        The points.
+    centers : ndarray, shape (k, D)
+        The centers.
+    center_labels : ndarray of int, optional
+        Each center's label (for the label disagreement).
+    """
     a, b = cells(X, centers, "nearest"), cells(X, centers, "projection")
     out = {"cells": float(np.mean(a != b))}
     if center_labels is not None:
@@ -79,7 +119,15 @@ def disagreement(X, centers, center_labels=None) -> dict:
 
 
 def majority_baseline(y_train, y_eval=None) -> float:
-    """Accuracy of predicting the most frequent training class (on ``y_eval``, default ``y_train``)."""
+    """Accuracy of predicting the most frequent training class (on ``y_eval``, default ``y_train``).
+
+    Parameters
+    ----------
+    y_train : array_like of int
+        The training labels.
+    y_eval : array_like of int, optional
+        The labels it is scored on (``y_train`` by default).
+    """
     y_train = np.asarray(y_train, dtype=np.int64)
     top = np.bincount(y_train).argmax()
     y_eval = y_train if y_eval is None else np.asarray(y_eval, dtype=np.int64)
@@ -87,6 +135,18 @@ def majority_baseline(y_train, y_eval=None) -> float:
 
 
 def check_k_range(k_range) -> tuple[int, int]:
+    """The range of the number of cells ``k`` as a validated pair of ints ``1 ≤ k_min ≤ k_max``.
+
+    Parameters
+    ----------
+    k_range : pair of int
+        ``(k_min, k_max)``.
+
+    Raises
+    ------
+    ValueError
+        When it is not a pair of integers with ``1 ≤ k_min ≤ k_max``.
+    """
     try:
         lo, hi = (int(v) for v in k_range)
     except (TypeError, ValueError):
@@ -101,15 +161,35 @@ def voronoi(n: int = 10000, *, n_test: int = 2000, k: int | None = None, k_range
             stream_key: tuple[int, ...] = ()) -> VoronoiData:
     """Draw the environment of seed 000 (see the module docstring).
 
-    n, n_test : int       training and evaluation points (uniform in the box)
-    k : int or None       number of centers; None draws it uniformly from ``k_range`` (inclusive)
-    classes : int         C ≥ 2 labels
-    dim : int             D ≥ 1
-    box : float           s > 0, the box is ``[−s, s]^D``
-    rule : str            ``"nearest"`` (Voronoi) or ``"projection"`` (the seed's exact algorithm)
-    stream_key : ints     namespaces the stream (e.g. ``(i,)`` for environment i of an ensemble)
+    Parameters
+    ----------
+    n, n_test : int, default 10000, 2000
+        Training and evaluation points (uniform in the box).
+    k : int, optional
+        The number of centers; None draws it uniformly from ``k_range``.
+    k_range : pair of int, default (100, 150)
+        The inclusive range of ``k`` when it is drawn.
+    classes : int, default 2
+        C ≥ 2 labels.
+    dim : int, default 2
+        D ≥ 1.
+    box : float, default 100.0
+        s > 0: the box is ``[−s, s]^D``.
+    rule : {"nearest", "projection"}, default "nearest"
+        Voronoi cells, or the seed's exact algorithm.
+    seed : int, default 0
+        The root seed.
+    stream_key : tuple of int, default ()
+        Namespaces the stream (e.g. ``(i,)`` for environment i of an ensemble).
 
-    Raises ``ValueError`` naming the parameter for D < 1, k < 1 or k > n, C < 2, s ≤ 0.
+    Returns
+    -------
+    VoronoiData
+
+    Raises
+    ------
+    ValueError
+        Naming the parameter, for D < 1, k < 1 or k > n, C < 2, s ≤ 0.
     """
     dim = validation.count("dim (D)", dim)
     n = validation.count("n", n)

@@ -51,9 +51,19 @@ LOSS_FACTOR = {"diag-net": 1.0, "mlp": 2.0}
 
 
 def matching_delta(mean_sq_residual, n: int, batch: int = 1):
-    """The label-noise standard deviation ``δ = √(n r̄² / b)`` whose full-batch GD noise has the
+    r"""The label-noise standard deviation ``δ = √(n r̄² / b)`` whose full-batch GD noise has the
     covariance of SGD's with batch ``b`` at mean squared residual ``r̄²`` (module docstring).
-    Accepts an array of ``r̄²`` (NaN stays NaN)."""
+    Accepts an array of ``r̄²`` (NaN stays NaN).
+
+    Parameters
+    ----------
+    mean_sq_residual : float or array_like
+        The mean squared residual :math:`\bar r^2` (NaN allowed).
+    n : int
+        The number of training points.
+    batch : int, default 1
+        SGD's batch size b.
+    """
     n = validation.count("n", n)
     batch = validation.count("batch", batch)
     if batch > n:
@@ -68,7 +78,19 @@ def matching_delta(mean_sq_residual, n: int, batch: int = 1):
 def stabilized_level(steps, train_loss, window=(0.1, 0.5), total: int | None = None) -> np.ndarray:
     """Mean recorded train loss over the recordings with ``window[0]·T ≤ step ≤ window[1]·T``
     (``T = total`` or the last recorded step), per row of ``train_loss`` (…, K); NaN where a row
-    has a non-finite value in the window (a diverged run has no stabilized level)."""
+    has a non-finite value in the window (a diverged run has no stabilized level).
+
+    Parameters
+    ----------
+    steps : array_like of int, shape (K,)
+        The recorded steps.
+    train_loss : ndarray, shape (..., K)
+        The recorded training losses.
+    window : pair of float, default (0.1, 0.5)
+        The fractions of T that bound the averaging window.
+    total : int, optional
+        T (the last recorded step by default).
+    """
     steps = np.asarray(steps)
     a, b = (validation.in_interval("window", float(w), 0.0, 1.0, closed_high=True) for w in window)
     if not a < b:
@@ -86,7 +108,19 @@ def stabilized_level(steps, train_loss, window=(0.1, 0.5), total: int | None = N
 
 def mlp_label_noise_sde(layout, X, y, *, eta: float, delta: float):
     """The label-noise SDE of the regression MLP ``layout`` on ``(X, y)`` for step ``eta`` and
-    label noise of standard deviation ``delta`` (module docstring; time τ = tη)."""
+    label noise of standard deviation ``delta`` (module docstring; time τ = tη).
+
+    Parameters
+    ----------
+    layout : MLP
+        The regression MLP.
+    X, y : ndarray
+        The inputs (n, d) and labels (n,).
+    eta : float
+        The step η.
+    delta : float
+        The label noise's standard deviation δ.
+    """
     from dyntools.dynamics.sde_models import label_noise_sde
 
     if layout.head != "regression":
@@ -110,6 +144,16 @@ def mlp_label_noise_sde(layout, X, y, *, eta: float, delta: float):
 
 def mlp_drift_np(layout, theta, X, y) -> np.ndarray:
     """NumPy twin of the drift of :func:`mlp_label_noise_sde` (the Jacobian by
-    :meth:`~dyntools.models.mlp.MLP.jacobian_np`)."""
+    :meth:`~dyntools.models.mlp.MLP.jacobian_np`).
+
+    Parameters
+    ----------
+    layout : MLP
+        The regression MLP.
+    theta : ndarray, shape (p,)
+        The parameters.
+    X, y : ndarray
+        The inputs (n, d) and labels (n,).
+    """
     J = layout.jacobian_np(theta, X)
     return -2.0 / X.shape[0] * J.T @ (layout.predict(theta, X) - y)

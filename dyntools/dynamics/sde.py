@@ -446,15 +446,29 @@ def _kernel_for(sde: SDE):
 class SDE:
     """Drift and diffusion terms of ``dX = b(X, t)dt + σ(X, t)dW`` (see the module docstring).
 
-    * ``drift``, ``diffusion``, ``diffusion_dx``: numba-jitted functions ``f(t, x, args, out)``;
-    * ``dim``: p (state dimension); ``noise_dim``: m (Brownian dimension; = p for diagonal noise);
-    * ``noise``: ``"general"`` (σ is p × m), ``"diagonal"`` (σ_i stored in ``out[i, 0]``) or ``"commutative"``
-      (σ is p × m and its columns commute, so Milstein applies with the ``milstein`` term);
-    * ``milstein``: numba-jitted ``f(t, x, args, dw, h, out)`` writing
-      ``½ Σ_{j1,j2} (L^{j1}σ^{j2})(dw_{j1}dw_{j2} − δ_{j1j2} h)`` (commutative noise, Milstein only);
-    * ``milstein_form``: a Python callable returning the Milstein-ready SDE, or raising ``ValueError``
-      (module docstring);
-    * ``args``: float64 parameters passed to every term; ``name``: a label for results.
+    Parameters
+    ----------
+    drift, diffusion : numba function
+        ``f(t, x, args, out)`` writing b (p,) and σ (p × m; diagonal noise: σ_i in ``out[i, 0]``).
+    dim : int
+        p, the state dimension.
+    noise_dim : int
+        m, the Brownian dimension (= p for diagonal noise).
+    noise : {"general", "diagonal", "commutative"}, default "general"
+        σ is p × m; diagonal; or p × m with commuting columns (Milstein applies with ``milstein``).
+    diffusion_dx : numba function, optional
+        ``f(t, x, args, out)`` writing ∂σ_i/∂x_i (diagonal noise, Milstein).
+    args : float64 array, optional
+        Parameters passed to every term.
+    name : str, default "user"
+        A label for results.
+    builtin : bool, default False
+        Set by the built-in SDEs of :mod:`dyntools.dynamics.sde_models`.
+    milstein : numba function, optional
+        ``f(t, x, args, dw, h, out)`` writing ``½ Σ_{j1,j2} (L^{j1}σ^{j2})(dw_{j1}dw_{j2} − δ_{j1j2} h)``
+        (commutative noise, Milstein only).
+    milstein_form : callable, optional
+        Returns the Milstein-ready SDE, or raises ``ValueError`` (module docstring).
     """
 
     drift: object
@@ -643,8 +657,22 @@ def solve(sde: SDE, x0, *, t1: float, h: float, t0: float = 0.0, paths: int = 1,
 
     Parameters
     ----------
+    sde : SDE
+        The drift and diffusion terms.
     x0 : float or float64[p] or float64[paths, p]
         Initial state(s), finite.
+    t1 : float
+        The end time (> ``t0``).
+    h : float
+        The step (> 0); the last step ends at ``t1``.
+    t0 : float
+        The start time.
+    paths : int
+        Independent paths.
+    seed : int
+        The root seed of the Brownian increments.
+    records : int
+        The number of saved times (without ``save_at``).
     scheme : {"em", "milstein"}
         The integration scheme.
     save_at : array, optional

@@ -77,15 +77,35 @@ TOY_SCALE = 0.5
 
 def sde_intensity(delta: float, n: int, scale: float = 1.0) -> float:
     """The SDE's noise intensity ``δ̃ = (scale · δ / n)²`` of label noise of standard deviation ``δ``
-    on ``n`` samples, for a loss ``scale · (1/2n) Σ (h − y)²`` (module docstring)."""
+    on ``n`` samples, for a loss ``scale · (1/2n) Σ (h − y)²`` (module docstring).
+
+    Parameters
+    ----------
+    delta : float
+        The label noise's standard deviation δ.
+    n : int
+        The number of samples.
+    scale : float, default 1.0
+        The loss's factor.
+    """
     delta = validation.non_negative("delta", delta)
     n = validation.count("n", n)
     return (scale * delta / n) ** 2
 
 
 def label_noise_std(intensity: float, n: int, scale: float = 1.0) -> float:
-    """The inverse of :func:`sde_intensity`: the label-noise standard deviation ``δ = n √δ̃ / scale``
-    whose SDE has intensity ``δ̃``."""
+    r"""The inverse of :func:`sde_intensity`: the label-noise standard deviation ``δ = n √δ̃ / scale``
+    whose SDE has intensity ``δ̃``.
+
+    Parameters
+    ----------
+    intensity : float
+        The SDE's noise intensity :math:`\tilde δ`.
+    n : int
+        The number of samples.
+    scale : float, default 1.0
+        The loss's factor.
+    """
     intensity = validation.non_negative("intensity", intensity)
     n = validation.count("n", n)
     return n * float(np.sqrt(intensity)) / scale
@@ -94,25 +114,69 @@ def label_noise_std(intensity: float, n: int, scale: float = 1.0) -> float:
 # --------------------------------------------------------------------------- GBM, OU and the toy
 
 def gbm(mu: float = 2.0, sigma: float = 1.0, dim: int = 1) -> SDE:
-    """Geometric Brownian motion ``dX = μX dt + σX dW`` (diagonal noise, elementwise in x)."""
+    """Geometric Brownian motion ``dX = μX dt + σX dW`` (diagonal noise, elementwise in x).
+
+    Parameters
+    ----------
+    mu : float, default 2.0
+        The drift rate μ.
+    sigma : float, default 1.0
+        The volatility σ.
+    dim : int, default 1
+        The number of independent coordinates.
+    """
     mu, sigma = validation.finite("mu", mu), validation.non_negative("sigma", sigma)
     return SDE(builtin_drift, builtin_diffusion, dim, dim, "diagonal", builtin_diffusion_dx,
                [GBM, mu, sigma], "gbm", builtin=True)
 
 
 def gbm_exact(x0, mu: float, sigma: float, t, w) -> np.ndarray:
-    """``X_t = x0 exp((μ − σ²/2) t + σ W_t)`` on the same Brownian path."""
+    """``X_t = x0 exp((μ − σ²/2) t + σ W_t)`` on the same Brownian path.
+
+    Parameters
+    ----------
+    x0 : float or ndarray
+        The start.
+    mu, sigma : float
+        Drift rate and volatility.
+    t : float or ndarray
+        The times.
+    w : float or ndarray
+        The Brownian path's values at ``t``.
+    """
     return x0 * np.exp((mu - 0.5 * sigma * sigma) * t + sigma * w)
 
 
 def gbm_moments(x0: float, mu: float, sigma: float, t) -> tuple[np.ndarray, np.ndarray]:
-    """Mean ``x0 e^{μt}`` and variance ``x0² e^{2μt}(e^{σ²t} − 1)``."""
+    """Mean ``x0 e^{μt}`` and variance ``x0² e^{2μt}(e^{σ²t} − 1)``.
+
+    Parameters
+    ----------
+    x0 : float
+        The start.
+    mu, sigma : float
+        Drift rate and volatility.
+    t : float or ndarray
+        The times.
+    """
     t = np.asarray(t, dtype=float)
     return x0 * np.exp(mu * t), x0 * x0 * np.exp(2 * mu * t) * np.expm1(sigma * sigma * t)
 
 
 def ou(theta: float = 1.0, mu: float = 0.0, sigma: float = 0.5, dim: int = 1) -> SDE:
-    """Ornstein–Uhlenbeck ``dX = θ(μ − X) dt + σ dW`` (additive, diagonal noise)."""
+    """Ornstein–Uhlenbeck ``dX = θ(μ − X) dt + σ dW`` (additive, diagonal noise).
+
+    Parameters
+    ----------
+    theta : float, default 1.0
+        The mean-reversion rate θ.
+    mu : float, default 0.0
+        The long-run mean μ.
+    sigma : float, default 0.5
+        The noise level σ.
+    dim : int, default 1
+        The number of independent coordinates.
+    """
     theta = validation.positive("theta", theta)
     mu, sigma = validation.finite("mu", mu), validation.non_negative("sigma", sigma)
     return SDE(builtin_drift, builtin_diffusion, dim, dim, "diagonal", builtin_diffusion_dx,
@@ -128,6 +192,17 @@ def ou_pathwise(x0: float, theta: float, mu: float, sigma: float, t: np.ndarray,
     ``Σ_k e^{−θ(T − (t_k + t_{k+1})/2)} (W_{t_{k+1}} − W_{t_k})``. Its strong error is
     ``σθ·max Δt·√(T/12)`` at most (the integrand is Lipschitz in s), so on a grid much finer than
     the schemes under test it serves as the exact solution for strong-error measurements.
+
+    Parameters
+    ----------
+    x0 : float
+        The start.
+    theta, mu, sigma : float
+        Rate, mean and noise level.
+    t : ndarray, shape (K,)
+        The grid, from 0.
+    W : ndarray, shape (paths, K)
+        The Brownian paths on the grid.
     """
     t = np.asarray(t, dtype=float)
     T = t[-1]
@@ -137,7 +212,17 @@ def ou_pathwise(x0: float, theta: float, mu: float, sigma: float, t: np.ndarray,
 
 
 def ou_moments(x0: float, theta: float, mu: float, sigma: float, t) -> tuple[np.ndarray, np.ndarray]:
-    """Exact law ``X_t ~ N(μ + (x0 − μ)e^{−θt}, σ²(1 − e^{−2θt})/(2θ))``."""
+    """Exact law ``X_t ~ N(μ + (x0 − μ)e^{−θt}, σ²(1 − e^{−2θt})/(2θ))``.
+
+    Parameters
+    ----------
+    x0 : float
+        The start.
+    theta, mu, sigma : float
+        Rate, mean and noise level.
+    t : float or ndarray
+        The times.
+    """
     t = np.asarray(t, dtype=float)
     return mu + (x0 - mu) * np.exp(-theta * t), sigma * sigma * -np.expm1(-2 * theta * t) / (2 * theta)
 
@@ -145,7 +230,17 @@ def ou_moments(x0: float, theta: float, mu: float, sigma: float, t) -> tuple[np.
 def toy_sde(toy, eta: float, delta: float) -> SDE:
     """The label-noise SDE of the quadratic toy with label noise of standard deviation ``delta``
     (module docstring): ``dθ = E[x²] θ(θ*² − θ²) dτ + 2√(ηδ̃)‖x‖₂ θ dW``, ``δ̃ = δ²/(4n²)``, built from
-    the toy's own loss constants."""
+    the toy's own loss constants.
+
+    Parameters
+    ----------
+    toy : QuadraticToy
+        The toy (its samples and constants).
+    eta : float
+        The SGD step η.
+    delta : float
+        The label noise's standard deviation δ.
+    """
     eta = validation.non_negative("eta", eta)
     intensity = sde_intensity(delta, np.size(toy.x), TOY_SCALE)
     c = 2.0 * np.sqrt(eta * intensity) * float(np.linalg.norm(toy.x))
@@ -179,6 +274,23 @@ def label_noise_sde(model, X, y, dim: int, eta: float, delta: float | None = Non
     with the generated correction ``½ Σ_{a,b}(L^aσ^b)(ΔW_aΔW_b − δ_ab h) = ½ c² Σ_i ∇²h(x_i)(ΔW_i φᵀΔW −
     h ∇h(x_i))``, ``c = √(ηδ̃)`` (:mod:`dyntools.codegen.milstein`); otherwise it raises one ``ValueError``
     naming a pair of columns where the noise does not commute. ``scheme="em"`` never asks the question.
+
+    Parameters
+    ----------
+    model : callable or SymbolicModel
+        The numba-jitted ``model(theta, X, h_out, J_out)``, or a symbolic model.
+    X, y : ndarray
+        The inputs (n, d) and labels (n,).
+    dim : int
+        The number of parameters p (a symbolic model: pass ``eta`` here, see above).
+    eta : float
+        The step η.
+    delta : float, optional
+        The label noise's standard deviation δ.
+    name : str, default "label-noise"
+        The SDE's name in results.
+    scale : float, default 1.0
+        The loss's factor.
     """
     if hasattr(model, "sde_terms"):                     # a dyntools model: (model, X, y, eta, delta)
         if delta is not None:
@@ -262,7 +374,15 @@ def diag_net_model(theta, X, h_out, J_out):
 
 
 def diag_net_jacobian(u: np.ndarray, v: np.ndarray, X: np.ndarray) -> np.ndarray:
-    """``φ_{u,v}(X) = [X diag(v), X diag(u)]`` for a stack of parameters (…, d) → (…, n, 2d)."""
+    """``φ_{u,v}(X) = [X diag(v), X diag(u)]`` for a stack of parameters (…, d) → (…, n, 2d).
+
+    Parameters
+    ----------
+    u, v : ndarray, shape (..., d)
+        The diagonal network's factors.
+    X : ndarray, shape (n, d)
+        The inputs.
+    """
     return np.concatenate([X * v[..., None, :], X * u[..., None, :]], axis=-1)
 
 
@@ -383,16 +503,68 @@ def _diag_net_kernel(U, V, X, XT, y, a_coefs, g_coefs, n_steps, substeps, state,
 
 def diag_net_kernel(U, V, X, XT, y, a_coefs, g_coefs, n_steps, substeps, state, save_steps, bound,
                     u_out, v_out, loss_out, diverged_at):
-    """See :func:`_diag_net_kernel` (this passes numba's thread count; reading it inside the compiled
-    kernel would stop numba from caching the compilation)."""
+    r"""See :func:`_diag_net_kernel` (this passes numba's thread count; reading it inside the compiled
+    kernel would stop numba from caching the compilation).
+
+    Parameters
+    ----------
+    U, V : ndarray, shape (P, d)
+        The paths' parameters, advanced in place.
+    X, XT : ndarray
+        The inputs (n, d) and their transpose (contiguous).
+    y : ndarray, shape (n,)
+        The labels.
+    a_coefs, g_coefs : ndarray
+        Per-step drift and noise coefficients (the step and :math:`\sqrt{η\tilde δ}` of each step).
+    n_steps : int
+        The number of steps.
+    substeps : int
+        Fine Brownian increments aggregated per step.
+    state : ndarray
+        The per-path xoshiro generator states.
+    save_steps : ndarray of int
+        The steps recorded, increasing.
+    bound : float
+        A path whose parameters exceed it in magnitude has diverged.
+    u_out, v_out, loss_out : ndarray
+        The recordings, written in place.
+    diverged_at : ndarray of int, shape (P,)
+        The first step beyond ``bound`` per path (−1: never), written in place.
+    """
     _diag_net_kernel(U, V, X, XT, y, a_coefs, g_coefs, n_steps, substeps, state, save_steps, bound, u_out,
                      v_out, loss_out, diverged_at, numba.get_num_threads())
 
 
 def diag_net_numpy(U, V, X, XT, y, a_coefs, g_coefs, n_steps, substeps, state, save_steps, bound,
                    u_out, v_out, loss_out, diverged_at):
-    """NumPy twin of :func:`diag_net_kernel` (same draws; products by NumPy's BLAS, so equal to
-    rounding rather than bitwise)."""
+    r"""NumPy twin of :func:`diag_net_kernel` (same draws; products by NumPy's BLAS, so equal to
+    rounding rather than bitwise).
+
+    Parameters
+    ----------
+    U, V : ndarray, shape (P, d)
+        The paths' parameters, advanced in place.
+    X, XT : ndarray
+        The inputs (n, d) and their transpose (contiguous).
+    y : ndarray, shape (n,)
+        The labels.
+    a_coefs, g_coefs : ndarray
+        Per-step drift and noise coefficients (the step and :math:`\sqrt{η\tilde δ}` of each step).
+    n_steps : int
+        The number of steps.
+    substeps : int
+        Fine Brownian increments aggregated per step.
+    state : ndarray
+        The per-path xoshiro generator states.
+    save_steps : ndarray of int
+        The steps recorded, increasing.
+    bound : float
+        A path whose parameters exceed it in magnitude has diverged.
+    u_out, v_out, loss_out : ndarray
+        The recordings, written in place.
+    diverged_at : ndarray of int, shape (P,)
+        The first step beyond ``bound`` per path (−1: never), written in place.
+    """
     with np.errstate(invalid="ignore", over="ignore"):       # diverged paths keep their non-finite values
         _diag_net_numpy(U, V, X, XT, y, a_coefs, g_coefs, n_steps, substeps, state, save_steps, bound,
                         u_out, v_out, loss_out, diverged_at)
@@ -434,7 +606,21 @@ def _diag_net_numpy(U, V, X, XT, y, a_coefs, g_coefs, n_steps, substeps, state, 
 
 def diag_net_numpy_baseline(U, V, X, y, a: float, g: float, n_steps: int, rng: np.random.Generator):
     """The benchmark baseline: the same EM step vectorized over paths with NumPy (BLAS products,
-    NumPy's own ziggurat normals), no recording, no blow-up checks."""
+    NumPy's own ziggurat normals), no recording, no blow-up checks.
+
+    Parameters
+    ----------
+    U, V : ndarray, shape (P, d)
+        The paths' parameters, advanced in place.
+    X, y : ndarray
+        The inputs (n, d) and labels (n,).
+    a, g : float
+        The drift coefficient (the step) and the noise coefficient of every step.
+    n_steps : int
+        The number of steps.
+    rng : numpy.random.Generator
+        The generator of the normals.
+    """
     n = X.shape[0]
     XT = X.T.copy()
     for _ in range(n_steps):
@@ -472,6 +658,49 @@ def simulate_diag_net(data, *, eta: float, delta: float, tau: float, h: float | 
     Returns a RunResult of kind ``"sde-diag-net"``: arrays ``tau`` (K,), ``loss`` (P, K),
     ``u``/``v`` (P, K, d) when ``record_params``, ``beta_star``, ``diverged_at`` (P,) (the first step
     beyond ``bound``, −1: never; later recordings NaN).
+
+    Parameters
+    ----------
+    data : RegressionData
+        The training set (``X``, ``y``, ``beta_star``).
+    eta : float
+        The SGD step η (> 0), which sets the noise level.
+    delta : float
+        The label noise's standard deviation δ (≥ 0).
+    tau : float
+        The SDE time to reach (> 0).
+    h : float, optional
+        The SDE's time step (η/10 by default).
+    method : {"sde", "sgd"}, default "sde"
+        Integrate the SDE or run label-noise GD.
+    paths : int, default 16
+        Independent paths.
+    init : {"paper", "gaussian", "balanced"}, default "paper"
+        The initialization.
+    alpha : float, default 0.1
+        The scale α of the "paper" and "balanced" inits (> 0).
+    init_scale : float, default 0.1
+        The standard deviation of the "gaussian" init.
+    seed : int, default 0
+        The root seed.
+    records : int, default 101
+        The number of saved times (without ``save_tau``).
+    record_params : bool, default True
+        Record ``u`` and ``v``.
+    bound : float, default 1e6
+        A path beyond it has diverged (> 0).
+    eta_after : float, optional
+        The step from ``switch_tau`` on.
+    switch_tau : float, optional
+        The SDE time of the switch to ``eta_after``, in [0, tau].
+    substeps : int, default 1
+        Fine Brownian increments per step.
+    save_tau : sequence of float, optional
+        The SDE times to save.
+    kernel : {"numba", "numpy"}, default "numba"
+        The compiled kernel or its NumPy twin.
+    stream_key : tuple of int, default ()
+        Integers appended to the streams' key.
     """
     timings: dict[str, float] = {}
     eta = validation.positive("eta", eta)

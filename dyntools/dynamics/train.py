@@ -140,6 +140,19 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
         Replayed sample indices, (T·b,) shared or (P, T·b) per path.
     common_stream : bool
         Every run of a seed draws the same samples.
+    stream_key : tuple of int
+        Integers appended to the key of every path's stream (e.g. ``(i,)`` for cell i of a sweep).
+    chunks : int
+        The loop runs in this many pieces (progress, time budgets); the result does not depend on it.
+    progress : bool
+        Show a progress bar.
+    workers : int, optional
+        Threads that advance the paths (default numba's thread count); the result does not depend on it.
+    plateau_every : int, optional
+        Steps between two updates of a :class:`~dyntools.optim.schedules.ReduceLROnPlateau` (default one
+        epoch).
+    plateau_metric : callable, optional
+        ``plateau_metric(thetas)``: the metric that schedule steps on (default the mean mini-batch loss).
     kernel : {"numba", "numpy"}
         The compiled loop or its NumPy twin.
     fast : bool

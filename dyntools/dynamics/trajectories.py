@@ -61,6 +61,18 @@ REACHED = 1e-3
 
 
 def check_optimizers(names) -> tuple[str, ...]:
+    """The gallery's optimizer names as a tuple, each known (``NAMES``) and none repeated.
+
+    Parameters
+    ----------
+    names : iterable of str
+        At least one optimizer name.
+
+    Raises
+    ------
+    ValueError
+        When ``names`` is empty, holds an unknown name or repeats one.
+    """
     names = tuple(names)
     if not names:
         raise ValueError("Invalid optimizers: need at least one")
@@ -72,6 +84,19 @@ def check_optimizers(names) -> tuple[str, ...]:
 
 
 def check_surfaces(names) -> tuple[str, ...]:
+    """The gallery's surface names as a tuple, each a known :class:`~dyntools.models.surfaces.Surface` and
+    none repeated.
+
+    Parameters
+    ----------
+    names : iterable of str
+        At least one surface name.
+
+    Raises
+    ------
+    ValueError
+        When ``names`` is empty, holds an unknown name or repeats one.
+    """
     names = tuple(names)
     if not names:
         raise ValueError("Invalid surface: need at least one")
@@ -83,7 +108,17 @@ def check_surfaces(names) -> tuple[str, ...]:
 
 
 def learning_rates(surface: str, optimizers, lr=None) -> list[float]:
-    """The step of every optimizer: the surface's defaults (``lr=None``), one shared value, or one each."""
+    """The step of every optimizer: the surface's defaults (``lr=None``), one shared value, or one each.
+
+    Parameters
+    ----------
+    surface : str
+        A surface name (``Surface.NAMES``).
+    optimizers : sequence of str
+        The optimizer names.
+    lr : float or sequence of float, optional
+        One shared step, or one per optimizer (the surface's defaults by default).
+    """
     if lr is None:
         return [LRS[surface][n] for n in optimizers]
     lrs = [lr] if np.isscalar(lr) else list(lr)
@@ -95,7 +130,13 @@ def learning_rates(surface: str, optimizers, lr=None) -> list[float]:
 
 
 def key_of(surface: str) -> str:
-    """The array-name form of a surface name (``diag-net`` → ``diag_net``)."""
+    """The array-name form of a surface name (``diag-net`` → ``diag_net``).
+
+    Parameters
+    ----------
+    surface : str
+        A surface name (``Surface.NAMES``).
+    """
     return surface.replace("-", "_")
 
 
@@ -121,7 +162,27 @@ def _flow(model: S.Surface, surface: str, steps: int, seed: int) -> np.ndarray:
 def run_surface(surface: str, optimizers=NAMES, lr=None, *, steps: int = 10_000, noise: float = 0.0,
                 seed: int = 0, start=None, flow: bool = False) -> dict[str, np.ndarray]:
     """The trajectories of ``optimizers`` on one surface: ``path`` (G, K, 2), ``loss`` (G, K) (f, NaN after a
-    divergence), ``steps`` (K,), ``diverged_at`` (G,), ``lrs`` (G,) and, with ``flow``, ``flow`` (M, 2)."""
+    divergence), ``steps`` (K,), ``diverged_at`` (G,), ``lrs`` (G,) and, with ``flow``, ``flow`` (M, 2).
+
+    Parameters
+    ----------
+    surface : str
+        A surface name (``Surface.NAMES``).
+    optimizers : sequence of str, default all eight
+        The optimizer names (``NAMES``).
+    lr : float or sequence of float, optional
+        One shared step, or one per optimizer.
+    steps : int, default 10000
+        Steps per trajectory.
+    noise : float, default 0.0
+        Standard deviation of Gaussian noise added to each gradient (≥ 0).
+    seed : int, default 0
+        The seed of that noise.
+    start : pair of float, optional
+        The start point (the surface's own by default).
+    flow : bool, default False
+        Also integrate the gradient flow from the start.
+    """
     from dyntools.dynamics.train import train
 
     optimizers = check_optimizers(optimizers)
@@ -139,7 +200,17 @@ def run_surface(surface: str, optimizers=NAMES, lr=None, *, steps: int = 10_000,
 
 
 def reached(surface: str, path: np.ndarray, loss: np.ndarray) -> bool:
-    """Whether a trajectory ended within :data:`REACHED` of a minimum (module docstring)."""
+    """Whether a trajectory ended within :data:`REACHED` of a minimum (module docstring).
+
+    Parameters
+    ----------
+    surface : str
+        A surface name (``Surface.NAMES``).
+    path : ndarray, shape (K, 2)
+        The recorded iterates.
+    loss : ndarray, shape (K,)
+        The recorded losses (NaN after a divergence).
+    """
     spec = S.surface(surface)
     last = path[-1]
     if not np.all(np.isfinite(last)):
@@ -150,7 +221,15 @@ def reached(surface: str, path: np.ndarray, loss: np.ndarray) -> bool:
 
 
 def nearest_minimum(surface: str, point: np.ndarray) -> int:
-    """Index of the minimum nearest to ``point`` (−1 for a surface whose minima form a curve)."""
+    """Index of the minimum nearest to ``point`` (−1 for a surface whose minima form a curve).
+
+    Parameters
+    ----------
+    surface : str
+        A surface name (``Surface.NAMES``).
+    point : ndarray, shape (2,)
+        A point of the plane.
+    """
     spec = S.surface(surface)
     if not spec.minima or not np.all(np.isfinite(point)):
         return -1
@@ -164,7 +243,33 @@ def gallery(surfaces=S.NAMES, optimizers=NAMES, lr=None, *, steps: int = 10_000,
     ``<key>_lrs`` (``<key>_flow``) per surface (:func:`key_of`); ``frames`` is the GIF's frame count.
 
     ``start`` (one (x, y) point) needs a single surface; ``lr`` is one value or one per optimizer
-    (default: the table :data:`LRS`)."""
+    (default: the table :data:`LRS`).
+
+    Parameters
+    ----------
+    surfaces : sequence of str, default six surfaces
+        The surface names.
+    optimizers : sequence of str, default all eight
+        The optimizer names (``NAMES``).
+    lr : float or sequence of float, optional
+        One shared step, or one per optimizer (default: ``LRS``).
+    steps : int, default 10000
+        Steps per trajectory.
+    noise : float, default 0.0
+        Standard deviation of Gaussian noise added to each gradient (≥ 0).
+    seed : int, default 0
+        The seed of that noise.
+    start : pair of float, optional
+        One start point (a single surface only).
+    flow : bool, default False
+        Also integrate the gradient flow.
+    frames : int, default 60
+        The GIF's frame count.
+
+    Returns
+    -------
+    RunResult
+    """
     surfaces = check_surfaces(surfaces)
     optimizers = check_optimizers(optimizers)
     steps = validation.count("steps", steps)

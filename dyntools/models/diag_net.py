@@ -249,7 +249,19 @@ class DiagNet(Model):
     """The diagonal network ``h(x) = ⟨u ⊙ v, x⟩`` as a :class:`~dyntools.models.base.Model`: ``θ = [u; v]``.
 
     ``init`` is ``"paper"`` (u₀ = α·1, v₀ = 0) or ``"gaussian"`` (both N(0, init_scale²) from the
-    ``diag-net.init`` stream of the seed). The guard's size ``‖θ‖₁ = ‖u‖₁ + ‖v‖₁``."""
+    ``diag-net.init`` stream of the seed). The guard's size ``‖θ‖₁ = ‖u‖₁ + ‖v‖₁``.
+
+    Parameters
+    ----------
+    d : int
+        The input dimension (p = 2d parameters).
+    init : {"paper", "gaussian"}, default "paper"
+        The initialization.
+    alpha : float, default 0.1
+        α of the "paper" init.
+    init_scale : float, default 0.1
+        The standard deviation of the "gaussian" init (> 0).
+    """
 
     name = "diag-net"
     head = "regression"

@@ -37,7 +37,17 @@ GAMMA_MAX = 1.25
 
 @dataclass(frozen=True)
 class QuadraticToy:
-    """Data set and constants of the toy; build with :meth:`uniform` or :meth:`from_samples`."""
+    """Data set and constants of the toy; build with :meth:`uniform` or :meth:`from_samples`.
+
+    Parameters
+    ----------
+    x : ndarray
+        The samples :math:`x_i > 0`.
+    theta_star : float
+        The minimizer θ* (labels are :math:`y_i = x_i θ^{*2}`).
+    x_min, x_max : float
+        The bounds of the samples' support ``[x_min, x_max] ⊂ (0, ∞)``, which set the stabilization band of η.
+    """
 
     x: np.ndarray
     theta_star: float
@@ -179,7 +189,15 @@ class ToyModel(Model):
 
     Its tuned loop is the lock-step ensemble of :mod:`dyntools.dynamics.fast.quadratic_toy` (plain SGD or GD, batch
     1, one run), which also counts, over every step, the proposition's band / bounce statistics
-    (returned as extra arrays ``in_band``, ``bounces``, ``entry``)."""
+    (returned as extra arrays ``in_band``, ``bounces``, ``entry``).
+
+    Parameters
+    ----------
+    toy : QuadraticToy
+        The toy's samples and constants.
+    theta0 : float, default 0.5
+        The initial θ.
+    """
 
     name = "quadratic-toy"
     head = "regression"
@@ -228,6 +246,14 @@ class ToyData:
 
 def toy_data(toy: QuadraticToy, *, full_batch: bool = False) -> ToyData:
     """The samples of ``toy`` (or, for full-batch GD, the one-point set ``x = √E[x²]``: the full-batch
-    gradient of ``F`` is the gradient at that point)."""
+    gradient of ``F`` is the gradient at that point).
+
+    Parameters
+    ----------
+    toy : QuadraticToy
+        The toy.
+    full_batch : bool, default False
+        The one-point set of full-batch GD instead of the samples.
+    """
     x = np.array([np.sqrt(toy.second_moment)]) if full_batch else np.ascontiguousarray(toy.x, dtype=np.float64)
     return ToyData(x[:, None].copy(), x * toy.theta_star**2)

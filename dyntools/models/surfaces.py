@@ -196,7 +196,15 @@ class _NoData:
 
 
 class Surface(Model):
-    """A 2-D surface as a model of :func:`dyntools.train` (see the module docstring)."""
+    """A 2-D surface as a model of :func:`dyntools.train` (see the module docstring).
+
+    Parameters
+    ----------
+    name : str
+        The surface (``quadratic``, ``rosenbrock``, ``beale``, ``saddle``, ``himmelblau``, ``diag-net``, …).
+    start : pair of float, optional
+        The start point, inside the surface's box (its default start otherwise).
+    """
 
     head = "regression"
     init_stream = "surface.noise"

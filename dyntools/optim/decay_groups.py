@@ -71,13 +71,33 @@ def adamw_decay(kind: str = "l2", lr: float = 1e-3, betas=(0.9, 0.999), eps: flo
                 n_params: int | None = None) -> O.Optimizer:
     """AdamW with decoupled decay of ``kind`` (module docstring), optionally weighted per parameter.
 
-    weight_decay : λ ≥ 0 (default 1e-2, and 1.0 for ``min`` as in the study)
-    l1_ratio : ρ of ``l1l2`` (``l1`` is ρ = 1, ``l2`` ρ = 0)
-    weights : per-parameter decay weights w ≥ 0 (default all ones); groups : int group of each parameter
-    n_params : the length of θ (needed when neither weights nor groups are given, for ``min``)
-
     Without weights and groups, ``l2``/``l1``/``l1l2`` are exactly :func:`~dyntools.optim.optimizers.adamw`,
     ``adamw_l1``, ``adamw_l1l2`` (the same fused branch, bit for bit).
+
+    Parameters
+    ----------
+    kind : {"l2", "l1", "l1l2", "min"}, default "l2"
+        The decay direction ``d(θ)`` (the module's table).
+    lr : float, default 1e-3
+        The learning rate η.
+    betas : pair of float, default (0.9, 0.999)
+        Adam's moment decay rates.
+    eps : float, default 1e-8
+        Adam's ε.
+    weight_decay : float, optional
+        λ ≥ 0 (default 1e-2, and 1.0 for ``min`` as in the study).
+    l1_ratio : float, default 0.5
+        ρ of ``l1l2`` (``l1`` is ρ = 1, ``l2`` ρ = 0).
+    weights : array_like, optional
+        Per-parameter decay weights w ≥ 0 (default all ones).
+    groups : array_like of int, optional
+        The group of each parameter (for ``min``).
+    n_params : int, optional
+        The length of θ (needed for ``min`` when neither weights nor groups are given).
+
+    Returns
+    -------
+    Optimizer
     """
     validation.one_of("decay", kind, KINDS)
     if weight_decay is None:

@@ -63,6 +63,28 @@ class Optimizer:
     :func:`dyntools.train` runs the chain itself (a transform with a ``compiled()`` method runs compiled
     there, :mod:`dyntools.optim.chain_step`). ``precond`` in :data:`PRECONDS` with a length-
     :data:`N_HPARAMS` ``hparams`` vector names a fused kernel instead; anything else is an error.
+
+    Parameters
+    ----------
+    name : str
+        The optimizer's name (in results and legends).
+    lr : float
+        The base learning rate η.
+    chain : dyntools.optim.transforms.chain
+        The readable chain of transforms.
+    precond : int, default NO_FUSED_KERNEL
+        The fused kernel that runs it (a key of ``PRECONDS``), or ``NO_FUSED_KERNEL``.
+    hparams : ndarray, optional
+        The fused kernel's ``N_HPARAMS`` hyperparameters ``[λ, ρ, where, a, b, c, d, e, f]``.
+    options : dict, optional
+        The hyperparameters by name (as PyTorch names them).
+
+    Raises
+    ------
+    TypeError
+        When ``chain`` is not a transform.
+    ValueError
+        When ``precond`` or ``hparams`` do not describe a fused kernel.
     """
 
     name: str
@@ -107,7 +129,21 @@ class Optimizer:
         return self.chain.init(np.asarray(params, dtype=np.float64))
 
     def step(self, params: np.ndarray, grads: np.ndarray, state, t: int, multiplier: float = 1.0):
-        """One step of the readable chain: returns ``(new_params, new_state)`` (``t`` is 1-based)."""
+        """One step of the readable chain: returns ``(new_params, new_state)`` (``t`` is 1-based).
+
+        Parameters
+        ----------
+        params : ndarray
+            The parameters θ.
+        grads : ndarray
+            The loss gradient at θ.
+        state : object
+            The chain's state (from :meth:`init` or the previous step).
+        t : int
+            The step number, from 1.
+        multiplier : float, default 1.0
+            The schedule's multiplier of the learning rate at this step.
+        """
         lr_t = self.lr * multiplier
         u, state = self.chain.update(np.asarray(grads, dtype=np.float64), state, params, t, lr_t)
         return T.apply(params, u, lr_t), state
@@ -196,7 +232,25 @@ def sgd(lr: float, momentum: float = 0.0, dampening: float = 0.0, nesterov: bool
 
     With L2 coupled into the gradient, :math:`b_t = \mu b_{t-1} + (1-\tau)(\nabla f(\theta_{t-1}) +
     \lambda\theta_{t-1})` and :math:`\theta_t = \theta_{t-1} - \eta_t b_t` (the first buffer is the first
-    gradient, undamped; ``nesterov`` steps along :math:`g_t + \mu b_t`)."""
+    gradient, undamped; ``nesterov`` steps along :math:`g_t + \mu b_t`).
+
+    Parameters
+    ----------
+    lr : float
+        The learning rate η (> 0); a schedule multiplies it at each step.
+    momentum : float, default 0.0
+        The momentum μ (≥ 0).
+    dampening : float, default 0.0
+        The dampening τ.
+    nesterov : bool, default False
+        Nesterov momentum (needs μ > 0 and τ = 0).
+    weight_decay : float, default 0.0
+        The decay coefficient λ (≥ 0).
+
+    Returns
+    -------
+    Optimizer
+    """
     return _sgd_like("sgd", lr, momentum, dampening, nesterov, weight_decay, COUPLED)
 
 
@@ -207,6 +261,23 @@ def sgdw(lr: float, momentum: float = 0.0, dampening: float = 0.0, nesterov: boo
 
     .. math:: b_t = \mu b_{t-1} + (1-\tau)\nabla f(\theta_{t-1}), \qquad
               \theta_t = \theta_{t-1} - \eta_t\,(b_t + \lambda\theta_{t-1}).
+
+    Parameters
+    ----------
+    lr : float
+        The learning rate η (> 0); a schedule multiplies it at each step.
+    momentum : float, default 0.0
+        The momentum μ (≥ 0).
+    dampening : float, default 0.0
+        The dampening τ.
+    nesterov : bool, default False
+        Nesterov momentum (needs μ > 0 and τ = 0).
+    weight_decay : float, default 0.0
+        The decay coefficient λ (≥ 0).
+
+    Returns
+    -------
+    Optimizer
     """
     return _sgd_like("sgdw", lr, momentum, dampening, nesterov, weight_decay, DECOUPLED)
 
@@ -236,6 +307,25 @@ def adam(lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: 
 
               \theta_t = \theta_{t-1} - \eta_t\,\frac{\hat m_t}{\sqrt{\hat v_t} + \varepsilon},\qquad
               \hat m_t = \frac{m_t}{1-\beta_1^t},\ \hat v_t = \frac{v_t}{1-\beta_2^t}.
+
+    Parameters
+    ----------
+    lr : float, default 1e-3
+        The learning rate η (> 0); a schedule multiplies it at each step.
+    betas : pair of float, default (0.9, 0.999)
+        The moments' decay rates β₁, β₂, each in [0, 1).
+    eps : float, default 1e-8
+        The denominator's ε (≥ 0).
+    weight_decay : float, default 0.0
+        The decay coefficient λ (≥ 0).
+    amsgrad : bool, default False
+        Use the running maximum of v̂ (AMSGrad).
+    bias_correction : bool, default True
+        Divide the moments by 1 − βᵗ.
+
+    Returns
+    -------
+    Optimizer
     """
     return _adam_like("adam", lr, betas, eps, weight_decay, amsgrad, COUPLED, bias_correction=bias_correction)
 
@@ -247,27 +337,102 @@ def adamw(lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay:
 
     .. math:: \theta_t = \theta_{t-1} - \eta_t \left(\frac{\hat m_t}{\sqrt{\hat v_t} + \varepsilon}
               + \lambda\theta_{t-1}\right).
+
+    Parameters
+    ----------
+    lr : float, default 1e-3
+        The learning rate η (> 0); a schedule multiplies it at each step.
+    betas : pair of float, default (0.9, 0.999)
+        The moments' decay rates β₁, β₂, each in [0, 1).
+    eps : float, default 1e-8
+        The denominator's ε (≥ 0).
+    weight_decay : float, default 1e-2
+        The decay coefficient λ (≥ 0).
+    amsgrad : bool, default False
+        Use the running maximum of v̂ (AMSGrad).
+    bias_correction : bool, default True
+        Divide the moments by 1 − βᵗ.
+
+    Returns
+    -------
+    Optimizer
     """
     return _adam_like("adamw", lr, betas, eps, weight_decay, amsgrad, DECOUPLED, bias_correction=bias_correction)
 
 
 def adamw_l1(lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: float = 1e-2,
              amsgrad: bool = False) -> Optimizer:
-    """AdamW with L1 decoupled decay (seed 000): ``θ ← θ − lr_t (m̂/(√v̂ + ε) + λ sign θ)``."""
+    """AdamW with L1 decoupled decay (seed 000): ``θ ← θ − lr_t (m̂/(√v̂ + ε) + λ sign θ)``.
+
+    Parameters
+    ----------
+    lr : float, default 1e-3
+        The learning rate η (> 0); a schedule multiplies it at each step.
+    betas : pair of float, default (0.9, 0.999)
+        The moments' decay rates β₁, β₂, each in [0, 1).
+    eps : float, default 1e-8
+        The denominator's ε (≥ 0).
+    weight_decay : float, default 1e-2
+        The decay coefficient λ (≥ 0).
+    amsgrad : bool, default False
+        Use the running maximum of v̂ (AMSGrad).
+
+    Returns
+    -------
+    Optimizer
+    """
     return _adam_like("adamw_l1", lr, betas, eps, weight_decay, amsgrad, DECOUPLED, 1.0)
 
 
 def adamw_l1l2(lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: float = 1e-2,
                l1_ratio: float = 0.5, amsgrad: bool = False) -> Optimizer:
     """AdamW with proportional L1+L2 decoupled decay (seed 000):
-    ``θ ← θ − lr_t (m̂/(√v̂ + ε) + λ((1 − ρ)θ + ρ sign θ))``."""
+    ``θ ← θ − lr_t (m̂/(√v̂ + ε) + λ((1 − ρ)θ + ρ sign θ))``.
+
+    Parameters
+    ----------
+    lr : float, default 1e-3
+        The learning rate η (> 0); a schedule multiplies it at each step.
+    betas : pair of float, default (0.9, 0.999)
+        The moments' decay rates β₁, β₂, each in [0, 1).
+    eps : float, default 1e-8
+        The denominator's ε (≥ 0).
+    weight_decay : float, default 1e-2
+        The decay coefficient λ (≥ 0).
+    l1_ratio : float, default 0.5
+        The share ρ of the L1 term, in [0, 1].
+    amsgrad : bool, default False
+        Use the running maximum of v̂ (AMSGrad).
+
+    Returns
+    -------
+    Optimizer
+    """
     l1_ratio = validation.in_interval("l1_ratio", l1_ratio, 0.0, 1.0, closed_high=True)
     return _adam_like("adamw_l1l2", lr, betas, eps, weight_decay, amsgrad, DECOUPLED, l1_ratio)
 
 
 def adagrad(lr: float = 1e-2, lr_decay: float = 0.0, weight_decay: float = 0.0,
             initial_accumulator_value: float = 0.0, eps: float = 1e-10) -> Optimizer:
-    """``torch.optim.Adagrad`` (coupled L2)."""
+    """``torch.optim.Adagrad`` (coupled L2).
+
+    Parameters
+    ----------
+    lr : float, default 1e-2
+        The learning rate η (> 0).
+    lr_decay : float, default 0.0
+        PyTorch's decay of the step, ``η / (1 + (t − 1) lr_decay)`` (≥ 0).
+    weight_decay : float, default 0.0
+        The L2 coefficient λ (≥ 0), added to the gradient.
+    initial_accumulator_value : float, default 0.0
+        The start of the sum of squared gradients (≥ 0).
+    eps : float, default 1e-10
+        The denominator's ε.
+
+    Returns
+    -------
+    Optimizer
+    """
     lr, eps, weight_decay = _lr(lr), _eps(eps), _wd(weight_decay)
     lr_decay = validation.finite("lr_decay", lr_decay)
     if lr_decay < 0:
@@ -284,7 +449,27 @@ def adagrad(lr: float = 1e-2, lr_decay: float = 0.0, weight_decay: float = 0.0,
 
 def rmsprop(lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8, weight_decay: float = 0.0,
             momentum: float = 0.0, centered: bool = False) -> Optimizer:
-    """``torch.optim.RMSprop`` (coupled L2, optional centering and momentum)."""
+    """``torch.optim.RMSprop`` (coupled L2, optional centering and momentum).
+
+    Parameters
+    ----------
+    lr : float, default 1e-2
+        The learning rate η (> 0).
+    alpha : float, default 0.99
+        The decay rate of the mean square, in [0, 1].
+    eps : float, default 1e-8
+        The denominator's ε.
+    weight_decay : float, default 0.0
+        The L2 coefficient λ (≥ 0), added to the gradient.
+    momentum : float, default 0.0
+        Momentum on the preconditioned step (≥ 0).
+    centered : bool, default False
+        Divide by the estimated variance instead of the mean square.
+
+    Returns
+    -------
+    Optimizer
+    """
     lr, eps, weight_decay, momentum = _lr(lr), _eps(eps), _wd(weight_decay), _momentum(momentum)
     alpha = validation.finite("alpha", alpha)
     if not 0.0 <= alpha <= 1.0:
@@ -300,7 +485,25 @@ def rmsprop(lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8, weight_dec
 
 def rmsprop_bc(lr: float = 1e-3, beta2: float = 0.999, eps: float = 1e-8, weight_decay: float = 0.0,
                decoupled: bool = False) -> Optimizer:
-    """RMSProp with a bias-corrected second moment (seed 001), L2 (coupled) or decoupled decay."""
+    """RMSProp with a bias-corrected second moment (seed 001), L2 (coupled) or decoupled decay.
+
+    Parameters
+    ----------
+    lr : float, default 1e-3
+        The learning rate η (> 0).
+    beta2 : float, default 0.999
+        The second moment's decay rate, in [0, 1).
+    eps : float, default 1e-8
+        The denominator's ε.
+    weight_decay : float, default 0.0
+        The decay coefficient λ (≥ 0).
+    decoupled : bool, default False
+        Decoupled decay (after the preconditioner) instead of L2 in the gradient.
+
+    Returns
+    -------
+    Optimizer
+    """
     lr, eps, weight_decay = _lr(lr), _eps(eps), _wd(weight_decay)
     beta2 = _beta("beta2", beta2)
     where = DECOUPLED if decoupled else COUPLED
@@ -315,7 +518,20 @@ FACTORIES = {"sgd": sgd, "sgdw": sgdw, "adam": adam, "adamw": adamw, "adamw_l1":
 
 
 def make(name: str, **kwargs) -> Optimizer:
-    """Build an optimizer by name (``FACTORIES``)."""
+    """Build an optimizer by name (``FACTORIES``).
+
+    Parameters
+    ----------
+    name : str
+        A key of ``FACTORIES`` (``"sgd"``, ``"adamw"``, …).
+    **kwargs
+        The factory's arguments.
+
+    Raises
+    ------
+    ValueError
+        When the name is unknown.
+    """
     validation.one_of("optimizer", name, tuple(FACTORIES))
     return FACTORIES[name](**kwargs)
 
@@ -323,7 +539,19 @@ def make(name: str, **kwargs) -> Optimizer:
 def normalized_weight_decay(lambda_norm: float, batch_size: int, n_train: int, epochs: float) -> float:
     """Loshchilov & Hutter (2019, App. B.1): ``λ = λ_norm √(b / (B T))`` with batch size ``b``,
     ``B`` training points and ``T`` epochs, so the total decay does not depend on the number of
-    weight updates ``B T / b``."""
+    weight updates ``B T / b``.
+
+    Parameters
+    ----------
+    lambda_norm : float
+        The normalized decay :math:`λ_{norm}` (≥ 0).
+    batch_size : int
+        The batch size b (≤ ``n_train``).
+    n_train : int
+        The number of training points B.
+    epochs : float
+        The number of epochs T (> 0).
+    """
     lambda_norm = _wd(lambda_norm)
     b = validation.count("batch_size", batch_size)
     B = validation.count("n_train", n_train)

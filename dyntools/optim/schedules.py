@@ -42,6 +42,19 @@ class PiecewiseDecay(Schedule):
 
     The paper's large-step schedules ("decayed ×4.8/×3.4/×1.5 after 10/30/50% of iterations")
     are ``PiecewiseDecay((0.1, 0.3, 0.5), (4.8, 3.4, 1.5))``.
+
+    Parameters
+    ----------
+    fractions : tuple of float
+        Increasing fractions of the run, each in (0, 1), at which a decay starts (``round(f · T)``).
+    factors : tuple of float
+        One positive divisor per fraction; the decays accumulate.
+
+    Raises
+    ------
+    ValueError
+        When the lengths differ, a fraction is outside (0, 1), a factor is not positive or the
+        fractions are not increasing.
     """
 
     fractions: tuple[float, ...]
@@ -70,7 +83,15 @@ class DecayAfterStep(PiecewiseDecay):
     """The authors' convention of the same decays (their SGD/GD loops divide the step at the end of
     iteration ``i = ⌊f·T⌋``): step ``⌊f·T⌋`` still runs at the old value, ``m_t`` is divided by
     ``factors[j]`` for ``t > ⌊fractions[j] · T⌋``. For ``T = 10⁵ + 1`` and ``f = 0.1`` the new value
-    starts at step 10001, where :class:`PiecewiseDecay` starts at ``round(10000.1) = 10000``."""
+    starts at step 10001, where :class:`PiecewiseDecay` starts at ``round(10000.1) = 10000``.
+
+    Parameters
+    ----------
+    fractions : tuple of float
+        Increasing fractions of the run, each in (0, 1), after whose step ``⌊f · T⌋`` a decay starts.
+    factors : tuple of float
+        One positive divisor per fraction; the decays accumulate.
+    """
 
     def multipliers(self, steps: int) -> np.ndarray:
         steps = validation.count("steps", steps)
@@ -82,7 +103,15 @@ class DecayAfterStep(PiecewiseDecay):
 
 @dataclass(frozen=True)
 class LinearWarmup(Schedule):
-    """Multiply ``inner`` by ``min(1, (t + 1) / warmup_steps)``."""
+    """Multiply ``inner`` by ``min(1, (t + 1) / warmup_steps)``.
+
+    Parameters
+    ----------
+    warmup_steps : int
+        Length of the linear ramp (≥ 1); the multiplier reaches 1 at step ``warmup_steps − 1``.
+    inner : Schedule, default Constant()
+        The schedule the ramp multiplies.
+    """
 
     warmup_steps: int
     inner: Schedule = Constant()
@@ -104,6 +133,17 @@ class PowerWarmup(Schedule):
     measured against the whole schedule length ``T`` (not the warm-up length), then held at its
     last value; the result multiplies ``inner`` (e.g. a :class:`PiecewiseDecay` whose first decay
     is at ``fraction``). ``exponent = 1`` is their linear warm-up, ``0.5`` their power warm-up.
+
+    Parameters
+    ----------
+    factor : float
+        The multiplier's value at ``t = T`` of the ramp's formula (> 0); the ramp starts at 1.
+    fraction : float
+        The warm-up's share of the run, in (0, 1].
+    exponent : float, default 1.0
+        The ramp's power (> 0).
+    inner : Schedule, default Constant()
+        The schedule the ramp multiplies.
     """
 
     factor: float
@@ -136,7 +176,15 @@ def _steps(steps) -> int:
 
 @dataclass(frozen=True)
 class StepLR(Schedule):
-    """``m_t = γ^{⌊t / step_size⌋}`` (torch ``StepLR``: multiply by γ every ``step_size`` steps)."""
+    """``m_t = γ^{⌊t / step_size⌋}`` (torch ``StepLR``: multiply by γ every ``step_size`` steps).
+
+    Parameters
+    ----------
+    step_size : int
+        Steps between two decays (≥ 1).
+    gamma : float, default 0.1
+        The factor of each decay (> 0).
+    """
 
     step_size: int
     gamma: float = 0.1
@@ -157,7 +205,15 @@ class StepLR(Schedule):
 
 @dataclass(frozen=True)
 class MultiStepLR(Schedule):
-    """``m_t = γ^{#{milestones ≤ t}}`` (torch ``MultiStepLR``; repeated milestones count twice)."""
+    """``m_t = γ^{#{milestones ≤ t}}`` (torch ``MultiStepLR``; repeated milestones count twice).
+
+    Parameters
+    ----------
+    milestones : tuple of int
+        Non-decreasing steps at which the multiplier is multiplied by ``gamma``.
+    gamma : float, default 0.1
+        The factor of each decay (> 0).
+    """
 
     milestones: tuple[int, ...]
     gamma: float = 0.1
@@ -182,7 +238,13 @@ class MultiStepLR(Schedule):
 
 @dataclass(frozen=True)
 class ExponentialLR(Schedule):
-    """``m_t = γ^t`` (torch ``ExponentialLR``, computed by the same recurrence ``m_t = γ m_{t−1}``)."""
+    """``m_t = γ^t`` (torch ``ExponentialLR``, computed by the same recurrence ``m_t = γ m_{t−1}``).
+
+    Parameters
+    ----------
+    gamma : float
+        The factor per step (> 0).
+    """
 
     gamma: float
 
@@ -201,13 +263,30 @@ class ExponentialLR(Schedule):
 
 @dataclass(frozen=True)
 class CosineAnnealingLR(Schedule):
-    """Cosine annealing (Loshchilov & Hutter 2017, torch ``CosineAnnealingLR``)::
+    r"""Cosine annealing (Loshchilov & Hutter 2017, torch ``CosineAnnealingLR``):
 
-        m_t = m_min + ½ (1 − m_min)(1 + cos(π t / T_max)),
+    .. math:: m_t = m_{\min} + \tfrac12 (1 - m_{\min})\bigl(1 + \cos(\pi t / T_{\max})\bigr),
 
     evaluated with torch's recurrence ``m_t = (1+cos(πt/T))/(1+cos(π(t−1)/T)) (m_{t−1} − m_min) + m_min``
     (and its special case at ``t − 1 − T ≡ 0 mod 2T``); like torch it is periodic past ``T_max``.
-    ``eta_min`` is the floor as a fraction of the base learning rate.
+
+    Parameters
+    ----------
+    T_max : int
+        Half-period in steps (≥ 1): the multiplier reaches ``eta_min`` at ``t = T_max``.
+    eta_min : float, default 0.0
+        The floor :math:`m_{\min}` as a fraction of the base learning rate (≥ 0).
+
+    Raises
+    ------
+    ValueError
+        When ``T_max`` is not a positive integer or ``eta_min`` is negative.
+
+    Examples
+    --------
+    >>> import dyntools as dt
+    >>> dt.schedules.CosineAnnealingLR(T_max=4).multipliers(5).round(3).tolist()
+    [1.0, 0.854, 0.5, 0.146, 0.0]
     """
 
     T_max: int
@@ -237,7 +316,17 @@ class LinearLR(Schedule):
     """Linear ramp of the multiplier from ``start_factor`` to ``end_factor`` over ``total_iters``
     steps, then constant (torch ``LinearLR``; the usual linear warm-up is ``start_factor`` small,
     ``end_factor = 1``). Torch's recurrence
-    ``m_t = m_{t−1} (1 + (e − s) / (T s + (t − 1)(e − s)))`` is used."""
+    ``m_t = m_{t−1} (1 + (e − s) / (T s + (t − 1)(e − s)))`` is used.
+
+    Parameters
+    ----------
+    start_factor : float, default 1/3
+        The multiplier at step 0, in (0, 1].
+    end_factor : float, default 1.0
+        The multiplier from step ``total_iters`` on, in [0, 1].
+    total_iters : int, default 5
+        Length of the ramp in steps (≥ 1).
+    """
 
     start_factor: float = 1.0 / 3
     end_factor: float = 1.0
@@ -267,12 +356,22 @@ class LinearLR(Schedule):
 
 @dataclass(frozen=True)
 class CosineAnnealingWarmRestarts(Schedule):
-    """SGDR (Loshchilov & Hutter 2017, torch ``CosineAnnealingWarmRestarts``)::
+    r"""SGDR (Loshchilov & Hutter 2017, torch ``CosineAnnealingWarmRestarts``):
 
-        m_t = m_min + ½ (1 − m_min)(1 + cos(π T_cur / T_i)),
+    .. math:: m_t = m_{\min} + \tfrac12 (1 - m_{\min})\bigl(1 + \cos(\pi T_{\mathrm{cur}} / T_i)\bigr),
 
-    ``T_cur`` counting steps since the last restart, the period ``T_i`` starting at ``T_0`` and
-    multiplied by ``T_mult`` at each restart."""
+    :math:`T_{\mathrm{cur}}` counting steps since the last restart, the period :math:`T_i` starting at
+    ``T_0`` and multiplied by ``T_mult`` at each restart.
+
+    Parameters
+    ----------
+    T_0 : int
+        The first period in steps (≥ 1).
+    T_mult : int, default 1
+        The factor by which each period is longer than the previous one (≥ 1).
+    eta_min : float, default 0.0
+        The floor :math:`m_{\min}` as a fraction of the base learning rate (≥ 0).
+    """
 
     T_0: int
     T_mult: int = 1
@@ -302,7 +401,15 @@ class CosineAnnealingWarmRestarts(Schedule):
 class SequentialLR(Schedule):
     """Composition in time (torch ``SequentialLR``): schedule ``j`` runs from ``milestones[j−1]``
     on, restarted at its own step 0. Warm-up then cosine is
-    ``SequentialLR((LinearLR(0.01, 1, W), CosineAnnealingLR(T − W)), (W,))``."""
+    ``SequentialLR((LinearLR(0.01, 1, W), CosineAnnealingLR(T − W)), (W,))``.
+
+    Parameters
+    ----------
+    schedules : tuple of Schedule
+        The schedules in the order they run (at least one; no :class:`ReduceLROnPlateau`).
+    milestones : tuple of int
+        Strictly increasing steps at which the next schedule starts; one fewer than ``schedules``.
+    """
 
     schedules: tuple[Schedule, ...]
     milestones: tuple[int, ...]
@@ -338,7 +445,24 @@ class SequentialLR(Schedule):
 
 def warmup_cosine(warmup_steps: int, total_steps: int, *, start_factor: float = 0.01,
                   eta_min: float = 0.0) -> SequentialLR:
-    """Linear warm-up over ``warmup_steps`` then cosine annealing to ``eta_min`` at ``total_steps``."""
+    """Linear warm-up over ``warmup_steps`` then cosine annealing to ``eta_min`` at ``total_steps``.
+
+    Parameters
+    ----------
+    warmup_steps : int
+        Length of the :class:`LinearLR` ramp (≥ 1).
+    total_steps : int
+        Length of the whole schedule (> ``warmup_steps``); the cosine lasts ``total_steps − warmup_steps``.
+    start_factor : float, default 0.01
+        The multiplier at step 0.
+    eta_min : float, default 0.0
+        The cosine's floor as a fraction of the base learning rate.
+
+    Returns
+    -------
+    SequentialLR
+        The two schedules joined at ``warmup_steps``.
+    """
     warmup_steps = validation.count("warmup_steps", warmup_steps)
     total_steps = validation.count("total_steps", total_steps)
     if total_steps <= warmup_steps:
@@ -354,9 +478,28 @@ class ReduceLROnPlateau(Schedule):
     ``cooldown`` steps; never below ``min_lr`` (a fraction of the base lr), and changes smaller
     than ``eps`` are ignored.
 
-    Stateful API: :meth:`step(metric)` after each optimizer step returns the multiplier for the
+    Stateful API: ``step(metric)`` after each optimizer step returns the multiplier for the
     next step; :meth:`multipliers_from_metrics` replays a whole metric sequence.
     :meth:`multipliers` needs the losses and so raises.
+
+    Parameters
+    ----------
+    mode : {"min", "max"}, default "min"
+        Whether the metric improves by decreasing or by increasing.
+    factor : float, default 0.1
+        The multiplier's factor at each reduction, in (0, 1).
+    patience : int, default 10
+        Steps without improvement tolerated before a reduction (≥ 0).
+    threshold : float, default 1e-4
+        The least change that counts as an improvement (≥ 0), relative or absolute per ``threshold_mode``.
+    threshold_mode : {"rel", "abs"}, default "rel"
+        How ``threshold`` compares a value with the best so far.
+    cooldown : int, default 0
+        Steps after a reduction during which no improvement is counted (≥ 0).
+    min_lr : float, default 0.0
+        The multiplier's floor, a fraction of the base learning rate (≥ 0).
+    eps : float, default 1e-8
+        A reduction smaller than this is skipped (≥ 0).
     """
 
     def __init__(self, mode: str = "min", factor: float = 0.1, patience: int = 10, threshold: float = 1e-4,

@@ -62,7 +62,22 @@ RC = {
 
 
 def figure(ncols: int = 1, nrows: int = 1, width: float = 4.2, height: float = 3.2, **kwargs):
-    """A new ``Figure`` and its axes, styled by :data:`RC` (applied locally, never globally)."""
+    """A new ``Figure`` and its axes, styled by :data:`RC` (applied locally, never globally).
+
+    Parameters
+    ----------
+    ncols, nrows : int, default 1
+        The grid of axes.
+    width, height : float, default 4.2, 3.2
+        The size of one panel in inches.
+    **kwargs
+        Passed to ``Figure.subplots`` (``sharex``, ``sharey``, …).
+
+    Returns
+    -------
+    fig : matplotlib.figure.Figure
+    axes : ndarray of Axes, shape (nrows, ncols)
+    """
     import matplotlib
 
     with matplotlib.rc_context(RC):
@@ -76,7 +91,24 @@ def save(fig: Figure, out_dir: Path, name: str, formats: Sequence[str] = ("png",
 
     ``name`` must be a plain file stem (letters, digits, ``_ . -``; no separator, no leading dot): figure
     names may carry words read from a result (a model name), and nothing read from a file may steer
-    where a figure is written."""
+    where a figure is written.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+        The figure; it is checked as a reader sees it before it is written.
+    out_dir : path
+        The directory (created when missing).
+    name : str
+        The file stem.
+    formats : sequence of str, default ("png", "pdf")
+        The formats written.
+
+    Raises
+    ------
+    ValueError
+        When ``name`` is not a plain file stem.
+    """
     import re
 
     import matplotlib
@@ -101,7 +133,15 @@ def save(fig: Figure, out_dir: Path, name: str, formats: Sequence[str] = ("png",
 def stamp_note(fig: Figure, inside: bool = False) -> None:
     """Write the note of the result being drawn (divergence, float32) on ``fig``, once per figure (a GIF's
     figure is saved as a still too): above everything, the figure's own title included, or with ``inside``
-    (an animation's frames are not cropped to their contents) as the first line of the figure's title."""
+    (an animation's frames are not cropped to their contents) as the first line of the figure's title.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+        The figure to mark.
+    inside : bool, default False
+        Put the note in the figure's title (animations) rather than above it.
+    """
     note = _NOTE.get()
     if not note or getattr(fig, "_dyntools_note", False):
         return
@@ -114,7 +154,27 @@ def stamp_note(fig: Figure, inside: bool = False) -> None:
 
 
 def plot_result(result, out_dir: Path, formats: Sequence[str] = ("png", "pdf")) -> list[Path]:
-    """Draw every figure registered for ``result.kind``."""
+    """Draw every figure registered for ``result.kind``.
+
+    Parameters
+    ----------
+    result : RunResult
+        A run's result (its ``config``, ``arrays``, ``status``).
+    out_dir : path
+        The directory the figures are written to.
+    formats : sequence of str, default ("png", "pdf")
+        The formats written.
+
+    Returns
+    -------
+    list of Path
+        The written files.
+
+    Raises
+    ------
+    ValueError
+        When no figure is registered for ``result.kind``.
+    """
     if result.kind not in PLOTTERS:
         raise ValueError(f"Invalid result kind: {result.kind!r} has no figures (known: {', '.join(PLOTTERS)})")
     notes = [n for n in (precision_note(result), divergence_note(result)) if n]
@@ -127,7 +187,13 @@ def plot_result(result, out_dir: Path, formats: Sequence[str] = ("png", "pdf")) 
 
 def precision_note(result) -> str | None:
     """"trained in float32" when the result's config says so (``dtype`` at its top, in its ``params`` or
-    its ``model``); ``None`` for float64 (the default) and for results without a precision."""
+    its ``model``); ``None`` for float64 (the default) and for results without a precision.
+
+    Parameters
+    ----------
+    result : RunResult
+        A run's result (its ``config``, ``arrays``, ``status``).
+    """
     config = getattr(result, "config", {}) or {}
     places = (config, config.get("params"), config.get("model"))
     if any(isinstance(c, dict) and c.get("dtype") == "float32" for c in places):
@@ -137,7 +203,13 @@ def precision_note(result) -> str | None:
 
 def divergence_note(result) -> str | None:
     """"diverged: k of n paths (first at step s)" / "diverged: k of n cells" / the message of a diverged
-    status; ``None`` when nothing diverged."""
+    status; ``None`` when nothing diverged.
+
+    Parameters
+    ----------
+    result : RunResult
+        A run's result (its ``config``, ``arrays``, ``status``).
+    """
     arrays = getattr(result, "arrays", {})
     if "diverged_at" in arrays and np.asarray(arrays["diverged_at"]).dtype.kind in "iu":
         div = np.asarray(arrays["diverged_at"]).ravel()

@@ -90,7 +90,20 @@ def prove(claims: Claim | Iterable[Claim], *, timeout: float | None = None) -> P
     """Run ``claims`` (one :class:`Claim` or an iterable of them) and return a :class:`ProofReport`.
 
     Each claim runs under its own budget (``Claim.timeout``, else ``timeout``, else 60 s); a claim
-    whose derivation raises is *inconclusive* with the error as its reason."""
+    whose derivation raises is *inconclusive* with the error as its reason.
+
+    Parameters
+    ----------
+    claims : Claim or iterable of Claim
+        The claims to run.
+    timeout : float, optional
+        The budget in seconds of a claim without its own.
+
+    Returns
+    -------
+    ProofReport
+        One verdict per claim (verified, refuted with a counterexample, or inconclusive with a reason).
+    """
     if isinstance(claims, Claim):
         claims = [claims]
     claims = list(claims)

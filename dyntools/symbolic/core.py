@@ -323,6 +323,38 @@ class Claim:
     (``beta < 1``) — and restricts the counterexample search (together with the symbols' own
     sympy assumptions such as ``positive=True``). ``timeout`` is the claim's budget in seconds
     (default: the runner's, :data:`DEFAULT_TIMEOUT`).
+
+    Parameters
+    ----------
+    name : str
+        A unique non-empty name.
+    title : str
+        One line for the report.
+    statement : str
+        The statement in words.
+    latex : str
+        The statement in LaTeX.
+    prove : callable
+        ``prove(proof)``: the derivation, which records its steps on the :class:`Proof`.
+    assumptions : dict of str to str, optional
+        For the reader: symbol → assumption.
+    source : str, default ""
+        Where the statement comes from.
+    expected : {"verified", "refuted"}, default "verified"
+        The verdict the statement deserves ("refuted": a false control).
+    family : str, default ""
+        The family it belongs to (a module of ``proofs/``).
+    domains : dict, optional
+        Symbol → sympy set or relation, for the counterexample search.
+    timeout : float, optional
+        The claim's budget in seconds.
+
+    Raises
+    ------
+    ValueError
+        For an empty name, an unknown ``expected`` or a domain that is not a set or relation of its symbol.
+    TypeError
+        When ``prove`` is not callable.
     """
 
     name: str

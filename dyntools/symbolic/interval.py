@@ -178,6 +178,21 @@ class IntervalCheck:
     """``expr <relation> bound`` for every point of ``box`` (a dict symbol → (lo, hi)).
 
     Bounds of the box and ``bound`` may be exact sympy numbers, ints or decimal strings.
+
+    Parameters
+    ----------
+    expr : sympy expression
+        The function f of the box's symbols.
+    box : dict
+        Symbol → ``(lo, hi)``.
+    relation : {">", "<", ">=", "<="}
+        How ``expr`` compares with ``bound``.
+    bound : number, default 0
+        The bound.
+    max_boxes : int, default 20000
+        The budget of sub-boxes; beyond it the check is inconclusive.
+    name : str, default "f"
+        The expression's name in the report.
     """
 
     expr: Any

@@ -32,7 +32,25 @@ def _to_user(model, expr):
 
 def gradient_claim(model, name: str, derivative: dict, *, of: str = "predictor", **kwargs) -> Claim:
     """``derivative[θ_m] = ∂h/∂θ_m`` (or ``∂ℓ/∂θ_m``) for every parameter symbol given (the user's symbols;
-    coordinatewise models: the per-coordinate symbols, e.g. ``∂(uvwx)/∂u = v w x``)."""
+    coordinatewise models: the per-coordinate symbols, e.g. ``∂(uvwx)/∂u = v w x``).
+
+    Parameters
+    ----------
+    model : SymbolicModel
+        The user's model.
+    name : str
+        The claim's name.
+    derivative : dict
+        Parameter symbol → the hand-written derivative (a sympy expression).
+    of : {"predictor", "loss"}, default "predictor"
+        Differentiate the predictor h or the loss ℓ.
+    **kwargs
+        Passed to the :class:`~dyntools.symbolic.core.Claim` (``title``, ``source``, ``domains``, …).
+
+    Returns
+    -------
+    Claim
+    """
     if of not in ("predictor", "loss"):
         raise ValueError(f"Invalid of: {of!r} (expected 'predictor' or 'loss')")
     der = model.derivation
@@ -60,7 +78,15 @@ def _exact(value):
 
 def full_predictor(model, x_row) -> sp.Expr:
     """``h_θ(x)`` with the inputs replaced by ``x_row`` and every parameter an explicit user symbol
-    (coordinatewise: ``u_j`` for coordinate j)."""
+    (coordinatewise: ``u_j`` for coordinate j).
+
+    Parameters
+    ----------
+    model : SymbolicModel
+        The user's model.
+    x_row : sequence
+        The values (or symbols) of the inputs.
+    """
     der = model.derivation
     if der.mode == "dense":
         return _to_user(model, der.outputs[0].xreplace(dict(zip(der.inputs, x_row))))
@@ -73,7 +99,13 @@ def full_predictor(model, x_row) -> sp.Expr:
 
 
 def parameter_symbols(model) -> list:
-    """The user symbols of θ in its layout (coordinatewise: ``u_0 … u_{d−1}, v_0 …``)."""
+    """The user symbols of θ in its layout (coordinatewise: ``u_0 … u_{d−1}, v_0 …``).
+
+    Parameters
+    ----------
+    model : SymbolicModel
+        The user's model.
+    """
     der = model.derivation
     if der.mode == "dense":
         return [model.user_symbols[t] for t in der.theta]
@@ -83,7 +115,25 @@ def parameter_symbols(model) -> list:
 def fixed_point_claim(model, name: str, point: dict, X, y, **kwargs) -> Claim:
     """``θ* − η ∇L(θ*) = θ*`` for every η, with ``L = (1/n) Σ s (h(x_i) − y_i)²`` on the data ``X, y``
     (floats taken exactly as rationals); ``point`` maps parameter symbols (see :func:`parameter_symbols`)
-    to values; the others stay symbolic."""
+    to values; the others stay symbolic.
+
+    Parameters
+    ----------
+    model : SymbolicModel
+        The user's model.
+    name : str
+        The claim's name.
+    point : dict
+        Parameter symbol → value at the claimed fixed point.
+    X, y : array_like
+        The data (taken exactly as rationals).
+    **kwargs
+        Passed to the :class:`~dyntools.symbolic.core.Claim` (``title``, ``source``, ``domains``, …).
+
+    Returns
+    -------
+    Claim
+    """
     if model.head != "regression":
         raise ValueError("Invalid model: fixed_point_claim needs the regression head")
     rows = [[_exact(v) for v in row] for row in X]
@@ -105,7 +155,23 @@ def fixed_point_claim(model, name: str, point: dict, X, y, **kwargs) -> Claim:
 
 def sde_drift_claim(model, name: str, n: int = 2, **kwargs) -> Claim:
     """The label-noise SDE's drift built from the derived Jacobian equals ``−∇L`` (see the module docstring),
-    on ``n`` symbolic samples (coordinatewise models: ``d`` must be small)."""
+    on ``n`` symbolic samples (coordinatewise models: ``d`` must be small).
+
+    Parameters
+    ----------
+    model : SymbolicModel
+        The user's model.
+    name : str
+        The claim's name.
+    n : int, default 2
+        The number of symbolic samples.
+    **kwargs
+        Passed to the :class:`~dyntools.symbolic.core.Claim` (``title``, ``source``, ``domains``, …).
+
+    Returns
+    -------
+    Claim
+    """
     if model.head != "regression":
         raise ValueError("Invalid model: the label-noise SDE needs the regression head")
     width = model.n_inputs

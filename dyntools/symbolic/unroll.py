@@ -163,6 +163,30 @@ def unroll(
     ``grads(theta, t)`` of the current iterate (e.g. the gradient of a loss, so that the L2
     penalty can be added by hand: ``lambda th, t: g[t] + lam * th``), or None for free symbols
     ``g_t`` / ``g_{t,j}``. ``multipliers`` are the schedule factors m_t (default 1).
+
+    Parameters
+    ----------
+    optimizer : Optimizer
+        A :mod:`dyntools.optim` optimizer.
+    steps : int
+        The number of steps (≥ 0).
+    params : sequence, optional
+        θ₀.
+    grads : callable or sequence, optional
+        The gradients g_t.
+    dim : int, default 1
+        The length of θ when ``params`` is not given.
+    symbols : dict, optional
+        Field name → symbol or value for the lifted hyperparameters (e.g. ``{"eps": 0}``).
+    exact : bool, default False
+        Turn every float hyperparameter into its exact rational instead of a symbol.
+    multipliers : sequence, optional
+        The schedule's factors m_t.
+
+    Returns
+    -------
+    Unrolled
+        The iterates and the symbols used.
     """
     if not isinstance(steps, int) or steps < 0:
         raise ValueError(f"Invalid steps: {steps!r} (must be an integer >= 0)")

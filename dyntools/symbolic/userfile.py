@@ -31,7 +31,17 @@ def load_model(path):
 
 
 def load_claims(path) -> list[Claim]:
-    """Execute ``path`` and return its claims (see the module docstring)."""
+    """Execute ``path`` and return its claims (see the module docstring).
+
+    Parameters
+    ----------
+    path : path
+        A Python file that defines claims.
+
+    Returns
+    -------
+    list of Claim
+    """
     path = Path(path)
     namespace = run_file(path, "--file")
     if "CLAIMS" in namespace:
