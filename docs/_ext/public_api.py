@@ -33,7 +33,7 @@ GROUPS: dict[str, tuple[str, tuple[str, ...]]] = {
                  ("train", "toy_data", "trajectories")),
     "Models": ("Parameter layouts with compiled loss-and-gradient kernels and their NumPy twins.",
                ("Model", "SymbolicModel", "DiagNet", "MLP", "QuadraticToy", "ToyModel", "VoronoiLadder",
-                "VoronoiMLP", "ResNet", "Surface", "models")),
+                "VoronoiMLP", "ResNet", "Transformer", "Surface", "models")),
     "Optimizers and schedules": ("PyTorch's update rules as chains of transforms, and learning-rate schedules.",
                                  ("Optimizer", "sgd", "sgdw", "adam", "adamw", "adamw_l1", "adamw_l1l2", "adagrad",
                                   "rmsprop", "rmsprop_bc", "adamw_decay", "optim", "schedules")),

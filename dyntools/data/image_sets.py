@@ -54,7 +54,21 @@ def assemble(train: tuple[np.ndarray, np.ndarray], test: tuple[np.ndarray, np.nd
 
 def image_set(name: str, data_dir, **kwargs) -> ClassificationData:
     """The image data set ``name`` (a key of :data:`IMAGE_SETS`) read from ``data_dir``; ``kwargs`` go to
-    its reader (``n_train``, ``n_test``, ``seed``, ``dtype``)."""
+    its reader (``n_train``, ``n_test``, ``seed``, ``dtype``).
+
+    Parameters
+    ----------
+    name : {"mnist", "fashion-mnist", "cifar10"}
+        The data set, by its command-line name.
+    data_dir : str or path-like
+        The folder holding its files.
+    **kwargs
+        Passed to the reader: ``n_train``, ``n_test``, ``seed``, ``dtype`` (:func:`~dyntools.data.mnist`).
+
+    Returns
+    -------
+    ClassificationData
+    """
     import importlib
 
     validation.one_of("dataset", name, tuple(IMAGE_SETS))

@@ -71,7 +71,26 @@ def modular_arithmetic(p: int = 23, op: str = "+", train_fraction: float = 0.5, 
     :class:`~dyntools.data.containers.ClassificationData` with ``n_classes = p`` (``X_val``/``y_val`` the
     held-out pairs).
 
-    >>> d = modular_arithmetic(7, "+", 0.5, seed=0)
+    Parameters
+    ----------
+    p : int, default 23
+        The modulus, p ≥ 2 (a prime makes every nonzero residue invertible under "*"); classes 0…p−1.
+    op : {"+", "-", "*"}, default "+"
+        The operation ∘.
+    train_fraction : float in (0, 1), default 0.5
+        The share of the p² pairs in the training set (rounded; each part keeps at least one pair).
+    encoding : {"one-hot", "tokens"}, default "one-hot"
+        ``X`` as two one-hot blocks (2p columns, for an MLP) or as the token ids (a, b, p) — p standing for
+        "=" — (for the transformer).
+    seed : int, default 0
+        Root seed of the ``data.modular`` stream the split is drawn from.
+    index : int, default 0
+        Sub-stream of the split (one per replicate).
+
+    Examples
+    --------
+    >>> import dyntools as dt
+    >>> d = dt.data.modular_arithmetic(7, "+", 0.5, seed=0)
     >>> d.X.shape, d.X_val.shape, d.n_classes
     ((24, 14), (25, 14), 7)
     """

@@ -396,12 +396,22 @@ class Transformer(Model):
 
     Parameters
     ----------
-    vocab : V, the number of token ids
-    seq_len : T, the length of every sequence (the columns of X)
-    n_classes : K ≥ 2
-    d_model : d, the embedding width; heads : H dividing d; layers : L pre-norm blocks (1 or 2)
-    mlp_ratio : the MLP's width m = mlp_ratio · d
-    init_stream, sampling_stream : stream purposes of the initialization and of the trainer's sampling
+    vocab : int
+        V, the number of token ids.
+    seq_len : int
+        T, the length of every sequence (the columns of X).
+    n_classes : int
+        K ≥ 2.
+    d_model : int, default 32
+        d, the embedding width.
+    heads : int, default 4
+        H, the attention heads (dividing d).
+    layers : int, default 1
+        L, the pre-norm blocks (1 or 2).
+    mlp_ratio : int, default 4
+        The MLP's width m = mlp_ratio · d.
+    init_stream, sampling_stream : str
+        Stream purposes of the initialization and of the trainer's sampling.
     """
 
     name = "transformer"
