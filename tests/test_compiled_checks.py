@@ -282,3 +282,76 @@ def test_a_sweep_refuses_a_forgetful_kernel_before_its_first_cell(tmp_path):
                    "--lr-grid", "1e-3:1e-2:2", "--wd-grid", "1e-3:1e-1:2", "--epochs", "1", "--out", out,
                    env={"PYTHONPATH": str(root)}, cwd=tmp_path)
     assert_usage_error(proc, "Invalid transform", "compiled() kernel does not step like its update()", out_dir=out)
+
+
+# ------------------------------------------------------------------ a commutative-noise Milstein term against diffusion
+
+@njit
+def _gbm_general_diffusion(t, x, args, out):
+    out[0, 0] = args[1] * x[0]
+
+
+@njit
+def _gbm_milstein(t, x, args, dw, h, out):
+    out[0] = 0.5 * args[1] * args[1] * x[0] * (dw[0] * dw[0] - h)
+
+
+@njit
+def _gbm_milstein_without_h(t, x, args, dw, h, out):
+    out[0] = 0.5 * args[1] * args[1] * x[0] * dw[0] * dw[0]          # the −h part forgotten (the planted defect)
+
+
+@njit
+def _two_noise_diffusion(t, x, args, out):
+    """σ = [[x0, 1], [0, x1]]: columns σ¹ = (x0, 0), σ² = (1, x1); L¹σ² = 0, L²σ¹ = (1, 0) — not commutative, so
+    a term built from the j1 = j2 part only misses ½(L²σ¹)ΔW₁ΔW₂ in coordinate 0."""
+    out[0, 0] = x[0]
+    out[0, 1] = 1.0
+    out[1, 0] = 0.0
+    out[1, 1] = x[1]
+
+
+@njit
+def _two_dim_drift(t, x, args, out):
+    out[0] = -x[0]
+    out[1] = -x[1]
+
+
+@njit
+def _two_noise_diagonal_only(t, x, args, dw, h, out):
+    out[0] = 0.5 * x[0] * (dw[0] * dw[0] - h)
+    out[1] = 0.5 * x[1] * (dw[1] * dw[1] - h)
+
+
+def _commutative(diffusion, milstein, dim, noise_dim):
+    from dyntools.dynamics.sde import SDE
+
+    return SDE(_gbm_drift if dim == 1 else _two_dim_drift, diffusion, dim=dim, noise_dim=noise_dim, noise="commutative", milstein=milstein,
+               args=[0.5, 0.3])
+
+
+def test_a_milstein_term_that_forgets_h_is_refused_before_it_runs():
+    with pytest.raises(KernelMismatch) as err:
+        dt.solve(_commutative(_gbm_general_diffusion, _gbm_milstein_without_h, 1, 1), x0=2.0, t1=1.0, h=0.01,
+                 paths=4, scheme="milstein")
+    message = str(err.value)
+    assert message.startswith("Invalid milstein: it is not ½ Σ (L^j1 σ^j2)") and "coordinate 0:" in message
+    assert "\n" not in message
+    res = dt.solve(_commutative(_gbm_general_diffusion, _gbm_milstein, 1, 1), x0=2.0, t1=1.0, h=0.01, paths=4,
+                   scheme="milstein")
+    assert res.status == "completed"
+
+
+def test_a_milstein_term_missing_a_cross_term_is_refused_naming_its_coordinate():
+    with pytest.raises(KernelMismatch, match=r"Invalid milstein: .* coordinate 0: .*1 of 2 coordinates disagree"):
+        dt.solve(_commutative(_two_noise_diffusion, _two_noise_diagonal_only, 2, 2), x0=[1.0, 2.0], t1=0.1, h=0.01,
+                 paths=2, scheme="milstein")
+
+
+def test_the_finite_difference_milstein_term_matches_the_closed_form():
+    from dyntools.dynamics.sde import milstein_term_fd
+
+    sde = _commutative(_gbm_general_diffusion, _gbm_milstein, 1, 1)
+    dw = np.array([0.7])
+    term, _ = milstein_term_fd(sde, np.array([2.0]), 0.0, dw, 0.01)
+    assert term[0] == pytest.approx(0.5 * 0.3**2 * 2.0 * (0.49 - 0.01), rel=1e-7)
