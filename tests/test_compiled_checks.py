@@ -326,7 +326,8 @@ def _two_noise_diagonal_only(t, x, args, dw, h, out):
 def _commutative(diffusion, milstein, dim, noise_dim):
     from dyntools.dynamics.sde import SDE
 
-    return SDE(_gbm_drift if dim == 1 else _two_dim_drift, diffusion, dim=dim, noise_dim=noise_dim, noise="commutative", milstein=milstein,
+    drift = _gbm_drift if dim == 1 else _two_dim_drift
+    return SDE(drift, diffusion, dim=dim, noise_dim=noise_dim, noise="commutative", milstein=milstein,
                args=[0.5, 0.3])
 
 
@@ -355,3 +356,65 @@ def test_the_finite_difference_milstein_term_matches_the_closed_form():
     dw = np.array([0.7])
     term, _ = milstein_term_fd(sde, np.array([2.0]), 0.0, dw, 0.01)
     assert term[0] == pytest.approx(0.5 * 0.3**2 * 2.0 * (0.49 - 0.01), rel=1e-7)
+
+
+# ------------------------------------------------------------------ a SymbolicModel's generated kernel against its twin
+
+def _forget_generated_modules(monkeypatch, tmp_path):
+    """A fresh code cache in ``tmp_path``, with no generated module already imported from another."""
+    import sys
+
+    monkeypatch.setenv("DYNTOOLS_SYMBOLIC_CACHE", str(tmp_path))
+    for name in [m for m in sys.modules if m.startswith("dyntools_generated_")]:
+        monkeypatch.delitem(sys.modules, name)
+
+
+def _tiny_symbolic():
+    import sympy as sp
+
+    from dyntools.models.symbolic import SymbolicModel
+
+    a, c, x = sp.symbols("a c x")
+    return SymbolicModel(a * sp.tanh(c * x), params=[a, c], inputs=x, name="tiny-tanh")
+
+
+def _reload_after_edit(model, old: str, new: str):
+    """Edit the generated kernel file of ``model`` (the planted defect: a stale or hand-edited cache entry) and
+    declare the model again, so that it loads the edited code."""
+    import sys
+
+    path = Path(model.code_paths["kernel"])
+    source = path.read_text()
+    assert source.count(old) == 1
+    path.write_text(source.replace(old, new))
+    sys.modules.pop(f"dyntools_generated_kernel_{model.key}", None)
+    return _tiny_symbolic()
+
+
+def test_an_edited_generated_kernel_is_refused_even_after_a_clean_run_was_stamped(tmp_path, monkeypatch):
+    from dyntools.dynamics import kernel_check
+
+    _forget_generated_modules(monkeypatch, tmp_path)
+    data = Data(X[:, :1], np.tanh(0.7 * X[:, 0]))
+    model = _tiny_symbolic()
+    calls = []
+    real = kernel_check.check_twin
+    monkeypatch.setattr(kernel_check, "check_twin", lambda *a, **k: calls.append(1) or real(*a, **k))
+    for _ in range(2):                       # clean: checked on the first run, stamped, not checked again
+        assert dt.train(model, data, dt.sgd(0.1), steps=20, batch=4, seed=0).status in ("completed", "converged")
+    assert len(calls) == 1 and model.twin_checked()
+    bad = _reload_after_edit(model, "(-t0*x0*(a0**2 - 1))", "(-t0*x0*(a0**2 - 1.5))")
+    assert not bad.twin_checked()            # another file: another stamp
+    with pytest.raises(KernelMismatch) as err:
+        dt.train(bad, data, dt.sgd(0.1), steps=20, batch=4, seed=0)
+    message = str(err.value)
+    assert message.startswith("Invalid model 'tiny-tanh': its generated loss_grad does not compute what its "
+                              "generated NumPy twin computes") and "label noise, grad[1] is " in message
+    assert str(tmp_path) in message and "\n" not in message
+
+
+def test_a_generated_kernel_that_forgets_the_label_noise_is_refused(tmp_path, monkeypatch):
+    _forget_generated_modules(monkeypatch, tmp_path)
+    bad = _reload_after_edit(_tiny_symbolic(), "r = h0 - (y[i] + noise[q])", "r = h0 - y[i]")
+    with pytest.raises(KernelMismatch, match=r"label noise, the loss is .* by the kernel but .* by the twin"):
+        dt.train(bad, Data(X[:, :1], X[:, 0]), dt.sgd(0.1), steps=20, batch=4, seed=0)

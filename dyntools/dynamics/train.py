@@ -283,6 +283,8 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
     if not builtin:
         kernel_check.check_kernel(model, kernel_fn, thetas[0], Xs[0], ys[0], b, iargs, fargs, ws_size,
                                   gradient=bool(check_gradient))
+    elif kernel == "numba" and hasattr(model, "twin_checked"):      # generated from a user's expression
+        kernel_check.check_generated(model, thetas[0], Xs[0], ys[0], b, iargs, fargs, ws_size)
     cached = loops.for_kernel(model.loss_grad)
     if cached is None and kernel == "numba" and getattr(model, "loop_by_pointer", False):
         cached = path_loop.by_pointer(model.loss_grad, args)      # one compiled loop for every such kernel

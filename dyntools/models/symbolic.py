@@ -456,6 +456,28 @@ class SymbolicModel(Model):
                        np.zeros(self.n_params), np.zeros(self.workspace_size(1)), iargs, fargs)
         return time.perf_counter() - t0
 
+    # ---------------------------------------------------------------- the generated kernel held to its twin
+    def twin_check_stamp(self) -> str | None:
+        """The name of the stamp that says this model's generated kernel was checked against its generated NumPy
+        twin on this installation: the cache key, the SHA-256 of both generated files and numba's version (None
+        while the twin is not generated yet). A file edited since, or another numba, means another name."""
+        import numba
+
+        kernel, twin = codecache.fingerprint("kernel", self.key), codecache.fingerprint("numpy", self.key)
+        if kernel is None or twin is None:
+            return None
+        return f"twin-checked_{self.key}_{kernel}_{twin}_numba{numba.__version__}"
+
+    def twin_checked(self) -> bool:
+        """Whether :func:`dyntools.dynamics.kernel_check.check_generated` passed for this code already."""
+        name = self.twin_check_stamp()
+        return name is not None and codecache.stamped(name)
+
+    def mark_twin_checked(self) -> None:
+        name = self.twin_check_stamp()
+        if name is not None:
+            codecache.stamp(name)
+
     # ---------------------------------------------------------------- the model protocol
     @property
     def n_params(self) -> int:
