@@ -418,3 +418,66 @@ def test_a_generated_kernel_that_forgets_the_label_noise_is_refused(tmp_path, mo
     bad = _reload_after_edit(_tiny_symbolic(), "r = h0 - (y[i] + noise[q])", "r = h0 - y[i]")
     with pytest.raises(KernelMismatch, match=r"label noise, the loss is .* by the kernel but .* by the twin"):
         dt.train(bad, Data(X[:, :1], X[:, 0]), dt.sgd(0.1), steps=20, batch=4, seed=0)
+
+
+# ------------------------------------------------------------------ a user's tuned loop against the generic loop
+
+def _registered(monkeypatch, skip_first_step: bool):
+    """A DiagNet subclass whose registered tuned loop wraps the built-in one — faithfully, or skipping the first
+    step of every chunk (the planted defect)."""
+    from dyntools.dynamics import fast
+    from dyntools.dynamics.fast import probe
+
+    monkeypatch.setattr(fast, "TUNED", dict(fast.TUNED))
+    monkeypatch.setattr(probe, "_probed", set())
+    calls = []
+
+    class MyNet(dt.DiagNet):
+        pass
+
+    def select(model, setting):
+        inner = fast.select(dt.DiagNet(model.d), setting)
+        if inner is None:
+            return None
+
+        def my_loop(*args, workers=None):
+            calls.append(args[21:23])
+            args = list(args)
+            args[21] += int(skip_first_step and args[21] < args[22])
+            return inner(*args, workers=workers)
+
+        return my_loop
+
+    fast.register(MyNet, select)
+    return MyNet(30), calls
+
+
+def test_a_tuned_loop_that_skips_a_step_is_refused_before_training(monkeypatch):
+    model, calls = _registered(monkeypatch, skip_first_step=True)
+    data = dt.data.sparse_regression(20, 30, 3, seed=0)
+    with pytest.raises(KernelMismatch) as err:
+        dt.train(model, data, dt.sgd(0.05), steps=200, chunks=4)
+    message = str(err.value)
+    assert message.startswith("Invalid tuned loop _registered.<locals>.select.<locals>.my_loop registered for MyNet: it does not compute "
+                              "what the generic loop computes — after 5 steps from the same θ and the same indices, "
+                              "theta[(0, ") and "\n" not in message
+    assert calls == [(0, 5)]                          # the probe only: no chunk of the run started
+
+
+def test_a_faithful_tuned_loop_is_probed_once_and_runs(monkeypatch):
+    model, calls = _registered(monkeypatch, skip_first_step=False)
+    data = dt.data.sparse_regression(20, 30, 3, seed=0)
+    for _ in range(2):
+        res = dt.train(model, data, dt.sgd(0.05), steps=200, chunks=4)
+        assert res.config["path"] == "tuned"
+    assert calls == [(0, 5)] + [(0, 50), (50, 100), (100, 150), (150, 200)] * 2
+    ref = dt.train(dt.DiagNet(30), data, dt.sgd(0.05), steps=200, fast=False)      # the generic loop
+    np.testing.assert_allclose(res["final_theta"], ref["final_theta"], rtol=1e-12)
+
+
+def test_a_built_in_tuned_loop_is_not_probed(monkeypatch):
+    from dyntools.dynamics.fast import probe
+
+    monkeypatch.setattr(probe, "check_tuned_loop", lambda *a, **k: pytest.fail("probed a built-in loop"))
+    res = dt.train(dt.DiagNet(30), dt.data.sparse_regression(20, 30, 3, seed=0), dt.sgd(0.05), steps=20)
+    assert res.config["path"] == "tuned"
