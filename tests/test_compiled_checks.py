@@ -458,9 +458,9 @@ def test_a_tuned_loop_that_skips_a_step_is_refused_before_training(monkeypatch):
     with pytest.raises(KernelMismatch) as err:
         dt.train(model, data, dt.sgd(0.05), steps=200, chunks=4)
     message = str(err.value)
-    assert message.startswith("Invalid tuned loop _registered.<locals>.select.<locals>.my_loop registered for MyNet: it does not compute "
-                              "what the generic loop computes — after 5 steps from the same θ and the same indices, "
-                              "theta[(0, ") and "\n" not in message
+    assert message.startswith("Invalid tuned loop _registered.<locals>.select.<locals>.my_loop registered for MyNet: "
+                              "it does not compute what the generic loop computes — after 5 steps from the same θ "
+                              "and the same indices, theta[(0, ") and "\n" not in message
     assert calls == [(0, 5)]                          # the probe only: no chunk of the run started
 
 
