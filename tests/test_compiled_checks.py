@@ -481,3 +481,29 @@ def test_a_built_in_tuned_loop_is_not_probed(monkeypatch):
     monkeypatch.setattr(probe, "check_tuned_loop", lambda *a, **k: pytest.fail("probed a built-in loop"))
     res = dt.train(dt.DiagNet(30), dt.data.sparse_regression(20, 30, 3, seed=0), dt.sgd(0.05), steps=20)
     assert res.config["path"] == "tuned"
+
+
+def test_the_probe_leaves_no_steps_in_a_loop_that_keeps_state(monkeypatch):
+    """A loop object counting its steps across chunks (as the toy's counters do) counts the run's steps only."""
+    from dyntools.dynamics import fast
+    from dyntools.dynamics.fast import probe
+
+    monkeypatch.setattr(fast, "TUNED", dict(fast.TUNED))
+    monkeypatch.setattr(probe, "_probed", set())
+
+    class Counting:
+        def __init__(self, inner):
+            self.inner, self.steps = inner, 0
+
+        def __call__(self, *args, workers=None):
+            self.steps += args[22] - args[21]
+            return self.inner(*args, workers=workers)
+
+    class CountedNet(dt.DiagNet):
+        pass
+
+    loops = []
+    fast.register(CountedNet, lambda model, s: loops.append(Counting(fast.select(dt.DiagNet(model.d), s)))
+                  or loops[-1])
+    res = dt.train(CountedNet(30), dt.data.sparse_regression(20, 30, 3, seed=0), dt.sgd(0.05), steps=40)
+    assert res.config["path"] == "tuned" and len(loops) == 1 and loops[0].steps == 40

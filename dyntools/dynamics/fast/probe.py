@@ -4,7 +4,8 @@ A tuned loop is compiled code that replaces the generic loop of :mod:`dyntools.d
 model class and setting; the built-in ones are tested equal to it by the suite, a user's is not. So before
 the first chunk of a run, :func:`check_tuned_loop` runs both from the same state for ``k = min(steps,``
 :data:`PROBE_STEPS` ``)`` steps — private copies of θ, the optimizer states, the sampler's streams,
-permutations and positions, so the same indices and label noise are drawn — and compares what they leave:
+permutations and positions, so the same indices and label noise are drawn; the tuned loop itself deep-copied,
+so that counters it keeps across chunks do not see the probe — and compares what they leave:
 
     θ (P × p), the optimizer states, the recorded θ, the per-step losses, the divergence steps,
     and the sampler's state (streams, permutations, positions),
@@ -17,6 +18,8 @@ and setting (sampler, batch, label noise, optimizers, kernel, per-step losses) i
 """
 
 from __future__ import annotations
+
+import copy
 
 import numpy as np
 
@@ -40,6 +43,15 @@ def setting_key(model_type: type, selector, setting: dict) -> tuple:
             setting["kernel"], bool(setting["step_loss"]))
 
 
+def _private(loop):
+    """A deep copy of a loop that keeps state across chunks (counters, extras: the probe must not leave its steps
+    in them); a plain function is its own copy. A loop that cannot be copied is probed itself."""
+    try:
+        return copy.deepcopy(loop)
+    except Exception:  # noqa: BLE001 - locks, open files, ...: nothing to keep private then
+        return loop
+
+
 def _copies(args: tuple) -> tuple:
     return tuple(a.copy() if k in WRITTEN else a for k, a in enumerate(args))
 
@@ -59,7 +71,7 @@ def check_tuned_loop(name: str, tuned, generic, args: tuple, record_steps, theta
         rec = np.full(theta_rec_shape, np.nan)
         diverged = np.full(P, guard.NEVER, dtype=np.int64)
         if label == "tuned":
-            tuned(*a, 0, k, record_steps, rec, bound, diverged, False, workers=workers)
+            _private(tuned)(*a, 0, k, record_steps, rec, bound, diverged, False, workers=workers)
         else:
             generic(a, 0, k, rec, diverged)
         left[label] = [(WRITTEN[0], a[0]), (WRITTEN[1], a[1]), ("recorded theta", rec),
