@@ -403,6 +403,8 @@ def test_an_edited_generated_kernel_is_refused_even_after_a_clean_run_was_stampe
     for _ in range(2):                       # clean: checked on the first run, stamped, not checked again
         assert dt.train(model, data, dt.sgd(0.1), steps=20, batch=4, seed=0).status in ("completed", "converged")
     assert len(calls) == 1 and model.twin_checked()
+    assert (tmp_path / f"twin_{model.key}.py").is_file() and not (tmp_path / f"numpy_{model.key}.py").exists()
+    assert not hasattr(model, "_hv")         # the cheapest twin: no Hessian–vector expressions derived
     bad = _reload_after_edit(model, "(-t0*x0*(a0**2 - 1))", "(-t0*x0*(a0**2 - 1.5))")
     assert not bad.twin_checked()            # another file: another stamp
     with pytest.raises(KernelMismatch) as err:

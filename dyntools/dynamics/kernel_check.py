@@ -27,11 +27,12 @@ references by the test suite, and the check would cost every run a few hundred k
 A :class:`~dyntools.models.symbolic.SymbolicModel` is the library's code, but its kernel is generated from the
 user's expression (and loaded from an on-disk cache anyone can edit): :func:`check_generated` holds it to the
 generated NumPy twin (step 3, at ``GENERATED_RTOL``: the kernel is compiled with ``fastmath`` reassociation, the
-twin is not) on the first batch at first use, *once per model per installation*: a stamp in the code cache,
-named by the SHA-256 of both generated files and numba's version, records that the check passed. Why once: the
-twin needs the Hessian–vector expressions, which for a dense model of p ≈ 1000 parameters take seconds to derive
-(the kernel itself about as long); a later run of the same model reads them from disk, and its check would be
-the same comparison of the same code. A file changed since (or another numba) has another stamp: checked again.
+twin is not) on the first batch at first use. Two choices keep the cost small (for a dense model of p ≈ 1000
+parameters the full NumPy module takes seconds to derive): the twin is the loss-and-gradient one
+(:attr:`~dyntools.models.symbolic.SymbolicModel.twin_module`: outputs and Jacobian, no Hessian–vector
+expressions), and the check runs *once per model per installation*: a stamp in the code cache, named by the
+SHA-256 of both generated files and numba's version, records that it passed. A file changed since (or another
+numba) has another stamp: checked again.
 """
 
 from __future__ import annotations
