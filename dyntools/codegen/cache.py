@@ -10,6 +10,9 @@ internal symbols, its head, the code generator's version). A file is never rewri
 (numba invalidates its cache when a source file's time stamp changes); it is written to a temporary
 name and renamed, so that concurrent processes never import half a file.
 
+Beside the modules, empty stamp files ``<name>.ok`` record checks that passed on this installation
+(:func:`stamp`; the generated kernel against its twin, named by both files' :func:`fingerprint`).
+
 The directory is ``$DYNTOOLS_SYMBOLIC_CACHE`` when set, else ``$XDG_CACHE_HOME/dyntools/symbolic``
 (default ``~/.cache/dyntools/symbolic``). Deleting it is always safe.
 """
