@@ -282,3 +282,230 @@ def test_a_sweep_refuses_a_forgetful_kernel_before_its_first_cell(tmp_path):
                    "--lr-grid", "1e-3:1e-2:2", "--wd-grid", "1e-3:1e-1:2", "--epochs", "1", "--out", out,
                    env={"PYTHONPATH": str(root)}, cwd=tmp_path)
     assert_usage_error(proc, "Invalid transform", "compiled() kernel does not step like its update()", out_dir=out)
+
+
+# ------------------------------------------------------------------ a commutative-noise Milstein term against diffusion
+
+@njit
+def _gbm_general_diffusion(t, x, args, out):
+    out[0, 0] = args[1] * x[0]
+
+
+@njit
+def _gbm_milstein(t, x, args, dw, h, out):
+    out[0] = 0.5 * args[1] * args[1] * x[0] * (dw[0] * dw[0] - h)
+
+
+@njit
+def _gbm_milstein_without_h(t, x, args, dw, h, out):
+    out[0] = 0.5 * args[1] * args[1] * x[0] * dw[0] * dw[0]          # the −h part forgotten (the planted defect)
+
+
+@njit
+def _two_noise_diffusion(t, x, args, out):
+    """σ = [[x0, 1], [0, x1]]: columns σ¹ = (x0, 0), σ² = (1, x1); L¹σ² = 0, L²σ¹ = (1, 0) — not commutative, so
+    a term built from the j1 = j2 part only misses ½(L²σ¹)ΔW₁ΔW₂ in coordinate 0."""
+    out[0, 0] = x[0]
+    out[0, 1] = 1.0
+    out[1, 0] = 0.0
+    out[1, 1] = x[1]
+
+
+@njit
+def _two_dim_drift(t, x, args, out):
+    out[0] = -x[0]
+    out[1] = -x[1]
+
+
+@njit
+def _two_noise_diagonal_only(t, x, args, dw, h, out):
+    out[0] = 0.5 * x[0] * (dw[0] * dw[0] - h)
+    out[1] = 0.5 * x[1] * (dw[1] * dw[1] - h)
+
+
+def _commutative(diffusion, milstein, dim, noise_dim):
+    from dyntools.dynamics.sde import SDE
+
+    drift = _gbm_drift if dim == 1 else _two_dim_drift
+    return SDE(drift, diffusion, dim=dim, noise_dim=noise_dim, noise="commutative", milstein=milstein,
+               args=[0.5, 0.3])
+
+
+def test_a_milstein_term_that_forgets_h_is_refused_before_it_runs():
+    with pytest.raises(KernelMismatch) as err:
+        dt.solve(_commutative(_gbm_general_diffusion, _gbm_milstein_without_h, 1, 1), x0=2.0, t1=1.0, h=0.01,
+                 paths=4, scheme="milstein")
+    message = str(err.value)
+    assert message.startswith("Invalid milstein: it is not ½ Σ (L^j1 σ^j2)") and "coordinate 0:" in message
+    assert "\n" not in message
+    res = dt.solve(_commutative(_gbm_general_diffusion, _gbm_milstein, 1, 1), x0=2.0, t1=1.0, h=0.01, paths=4,
+                   scheme="milstein")
+    assert res.status == "completed"
+
+
+def test_a_milstein_term_missing_a_cross_term_is_refused_naming_its_coordinate():
+    with pytest.raises(KernelMismatch, match=r"Invalid milstein: .* coordinate 0: .*1 of 2 coordinates disagree"):
+        dt.solve(_commutative(_two_noise_diffusion, _two_noise_diagonal_only, 2, 2), x0=[1.0, 2.0], t1=0.1, h=0.01,
+                 paths=2, scheme="milstein")
+
+
+def test_the_finite_difference_milstein_term_matches_the_closed_form():
+    from dyntools.dynamics.sde import milstein_term_fd
+
+    sde = _commutative(_gbm_general_diffusion, _gbm_milstein, 1, 1)
+    dw = np.array([0.7])
+    term, _ = milstein_term_fd(sde, np.array([2.0]), 0.0, dw, 0.01)
+    assert term[0] == pytest.approx(0.5 * 0.3**2 * 2.0 * (0.49 - 0.01), rel=1e-7)
+
+
+# ------------------------------------------------------------------ a SymbolicModel's generated kernel against its twin
+
+def _forget_generated_modules(monkeypatch, tmp_path):
+    """A fresh code cache in ``tmp_path``, with no generated module already imported from another."""
+    import sys
+
+    monkeypatch.setenv("DYNTOOLS_SYMBOLIC_CACHE", str(tmp_path))
+    for name in [m for m in sys.modules if m.startswith("dyntools_generated_")]:
+        monkeypatch.delitem(sys.modules, name)
+
+
+def _tiny_symbolic():
+    import sympy as sp
+
+    from dyntools.models.symbolic import SymbolicModel
+
+    a, c, x = sp.symbols("a c x")
+    return SymbolicModel(a * sp.tanh(c * x), params=[a, c], inputs=x, name="tiny-tanh")
+
+
+def _reload_after_edit(model, old: str, new: str):
+    """Edit the generated kernel file of ``model`` (the planted defect: a stale or hand-edited cache entry) and
+    declare the model again, so that it loads the edited code."""
+    import sys
+
+    path = Path(model.code_paths["kernel"])
+    source = path.read_text()
+    assert source.count(old) == 1
+    path.write_text(source.replace(old, new))
+    sys.modules.pop(f"dyntools_generated_kernel_{model.key}", None)
+    return _tiny_symbolic()
+
+
+def test_an_edited_generated_kernel_is_refused_even_after_a_clean_run_was_stamped(tmp_path, monkeypatch):
+    from dyntools.dynamics import kernel_check
+
+    _forget_generated_modules(monkeypatch, tmp_path)
+    data = Data(X[:, :1], np.tanh(0.7 * X[:, 0]))
+    model = _tiny_symbolic()
+    calls = []
+    real = kernel_check.check_twin
+    monkeypatch.setattr(kernel_check, "check_twin", lambda *a, **k: calls.append(1) or real(*a, **k))
+    for _ in range(2):                       # clean: checked on the first run, stamped, not checked again
+        assert dt.train(model, data, dt.sgd(0.1), steps=20, batch=4, seed=0).status in ("completed", "converged")
+    assert len(calls) == 1 and model.twin_checked()
+    assert (tmp_path / f"twin_{model.key}.py").is_file() and not (tmp_path / f"numpy_{model.key}.py").exists()
+    assert not hasattr(model, "_hv")         # the cheapest twin: no Hessian–vector expressions derived
+    bad = _reload_after_edit(model, "(-t0*x0*(a0**2 - 1))", "(-t0*x0*(a0**2 - 1.5))")
+    assert not bad.twin_checked()            # another file: another stamp
+    with pytest.raises(KernelMismatch) as err:
+        dt.train(bad, data, dt.sgd(0.1), steps=20, batch=4, seed=0)
+    message = str(err.value)
+    assert message.startswith("Invalid model 'tiny-tanh': its generated loss_grad does not compute what its "
+                              "generated NumPy twin computes") and "label noise, grad[1] is " in message
+    assert str(tmp_path) in message and "\n" not in message
+
+
+def test_a_generated_kernel_that_forgets_the_label_noise_is_refused(tmp_path, monkeypatch):
+    _forget_generated_modules(monkeypatch, tmp_path)
+    bad = _reload_after_edit(_tiny_symbolic(), "r = h0 - (y[i] + noise[q])", "r = h0 - y[i]")
+    with pytest.raises(KernelMismatch, match=r"label noise, the loss is .* by the kernel but .* by the twin"):
+        dt.train(bad, Data(X[:, :1], X[:, 0]), dt.sgd(0.1), steps=20, batch=4, seed=0)
+
+
+# ------------------------------------------------------------------ a user's tuned loop against the generic loop
+
+def _registered(monkeypatch, skip_first_step: bool):
+    """A DiagNet subclass whose registered tuned loop wraps the built-in one — faithfully, or skipping the first
+    step of every chunk (the planted defect)."""
+    from dyntools.dynamics import fast
+    from dyntools.dynamics.fast import probe
+
+    monkeypatch.setattr(fast, "TUNED", dict(fast.TUNED))
+    monkeypatch.setattr(probe, "_probed", set())
+    calls = []
+
+    class MyNet(dt.DiagNet):
+        pass
+
+    def select(model, setting):
+        inner = fast.select(dt.DiagNet(model.d), setting)
+        if inner is None:
+            return None
+
+        def my_loop(*args, workers=None):
+            calls.append(args[21:23])
+            args = list(args)
+            args[21] += int(skip_first_step and args[21] < args[22])
+            return inner(*args, workers=workers)
+
+        return my_loop
+
+    fast.register(MyNet, select)
+    return MyNet(30), calls
+
+
+def test_a_tuned_loop_that_skips_a_step_is_refused_before_training(monkeypatch):
+    model, calls = _registered(monkeypatch, skip_first_step=True)
+    data = dt.data.sparse_regression(20, 30, 3, seed=0)
+    with pytest.raises(KernelMismatch) as err:
+        dt.train(model, data, dt.sgd(0.05), steps=200, chunks=4)
+    message = str(err.value)
+    assert message.startswith("Invalid tuned loop _registered.<locals>.select.<locals>.my_loop registered for MyNet: "
+                              "it does not compute what the generic loop computes — after 5 steps from the same θ "
+                              "and the same indices, theta[(0, ") and "\n" not in message
+    assert calls == [(0, 5)]                          # the probe only: no chunk of the run started
+
+
+def test_a_faithful_tuned_loop_is_probed_once_and_runs(monkeypatch):
+    model, calls = _registered(monkeypatch, skip_first_step=False)
+    data = dt.data.sparse_regression(20, 30, 3, seed=0)
+    for _ in range(2):
+        res = dt.train(model, data, dt.sgd(0.05), steps=200, chunks=4)
+        assert res.config["path"] == "tuned"
+    assert calls == [(0, 5)] + [(0, 50), (50, 100), (100, 150), (150, 200)] * 2
+    ref = dt.train(dt.DiagNet(30), data, dt.sgd(0.05), steps=200, fast=False)      # the generic loop
+    np.testing.assert_allclose(res["final_theta"], ref["final_theta"], rtol=1e-12)
+
+
+def test_a_built_in_tuned_loop_is_not_probed(monkeypatch):
+    from dyntools.dynamics.fast import probe
+
+    monkeypatch.setattr(probe, "check_tuned_loop", lambda *a, **k: pytest.fail("probed a built-in loop"))
+    res = dt.train(dt.DiagNet(30), dt.data.sparse_regression(20, 30, 3, seed=0), dt.sgd(0.05), steps=20)
+    assert res.config["path"] == "tuned"
+
+
+def test_the_probe_leaves_no_steps_in_a_loop_that_keeps_state(monkeypatch):
+    """A loop object counting its steps across chunks (as the toy's counters do) counts the run's steps only."""
+    from dyntools.dynamics import fast
+    from dyntools.dynamics.fast import probe
+
+    monkeypatch.setattr(fast, "TUNED", dict(fast.TUNED))
+    monkeypatch.setattr(probe, "_probed", set())
+
+    class Counting:
+        def __init__(self, inner):
+            self.inner, self.steps = inner, 0
+
+        def __call__(self, *args, workers=None):
+            self.steps += args[22] - args[21]
+            return self.inner(*args, workers=workers)
+
+    class CountedNet(dt.DiagNet):
+        pass
+
+    loops = []
+    fast.register(CountedNet, lambda model, s: loops.append(Counting(fast.select(dt.DiagNet(model.d), s)))
+                  or loops[-1])
+    res = dt.train(CountedNet(30), dt.data.sparse_regression(20, 30, 3, seed=0), dt.sgd(0.05), steps=40)
+    assert res.config["path"] == "tuned" and len(loops) == 1 and loops[0].steps == 40

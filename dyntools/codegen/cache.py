@@ -10,6 +10,9 @@ internal symbols, its head, the code generator's version). A file is never rewri
 (numba invalidates its cache when a source file's time stamp changes); it is written to a temporary
 name and renamed, so that concurrent processes never import half a file.
 
+Beside the modules, empty stamp files ``<name>.ok`` record checks that passed on this installation
+(:func:`stamp`; the generated kernel against its twin, named by both files' :func:`fingerprint`).
+
 The directory is ``$DYNTOOLS_SYMBOLIC_CACHE`` when set, else ``$XDG_CACHE_HOME/dyntools/symbolic``
 (default ``~/.cache/dyntools/symbolic``). Deleting it is always safe.
 """
@@ -73,3 +76,23 @@ def load(kind: str, key: str, make_source=None):
         del sys.modules[name]
         raise
     return module
+
+
+def fingerprint(kind: str, key: str) -> str | None:
+    """The first 16 hex digits of the SHA-256 of the file ``<kind>_<key>.py`` (None when absent): what a stamp
+    of a check done on that file's code is keyed by, so that a file changed since is checked again."""
+    path = path_of(kind, key)
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16] if path.is_file() else None
+
+
+def stamped(name: str) -> bool:
+    """Whether the empty stamp file ``<name>.ok`` exists (a check passed on this installation)."""
+    return (cache_dir() / f"{name}.ok").is_file()
+
+
+def stamp(name: str) -> None:
+    """Write the stamp ``<name>.ok`` (a check passed; best effort: a read-only cache just checks again)."""
+    try:
+        (cache_dir() / f"{name}.ok").touch()
+    except OSError:
+        pass

@@ -395,7 +395,8 @@ def _numpy_function(name, args, der, exprs, show, assemble, extra_loads=()):
 
 
 def numpy_source(der: Derivation, jac, hess_dir, name_of, *, name: str, key: str) -> str:
-    """The NumPy module of the model (see the module docstring)."""
+    """The NumPy module of the model (see the module docstring); ``hess_dir=None``: without the Hessian
+    direction (its ``hessian_direction`` raises), the twin of the loss and gradient only."""
     show = _printer("array", name_of)
     dense = der.mode == "dense"
     shape = "(n,)" if dense else "(n, d)"
@@ -416,14 +417,18 @@ def numpy_source(der: Derivation, jac, hess_dir, name_of, *, name: str, key: str
         return "numpy.concatenate([" + ", ".join(f"_full({t}, (n, d))" for t in rows[0]) + "], axis=1)[:, None, :]"
 
     flat_jac = [e for row in jac for e in row]
-    flat_hv = [e for row in hess_dir for e in row]
+    flat_hv = [e for row in hess_dir for e in row] if hess_dir is not None else []
     vs = direction_symbols(p)
     vloads = ([f"    {v} = V[{m}]" for m, v in enumerate(vs)] if dense
               else [f"    {v} = V[{m} * d:{m + 1} * d]" for m, v in enumerate(vs)])
     out = _NUMPY_PREAMBLE.format(version=VERSION, name=name, key=key)
     out += "\n" + _numpy_function("outputs", "theta, X", der, der.outputs, show, stack_outputs)
     out += "\n\n" + _numpy_function("jacobian", "theta, X", der, flat_jac, show, stack_rows)
-    out += "\n\n" + _numpy_function("hessian_direction", "theta, X, V", der, flat_hv, show, stack_rows, vloads)
+    if hess_dir is None:                # the loss-and-gradient twin: no Hessian–vector expressions derived
+        out += ("\n\ndef hessian_direction(theta, X, V):\n    raise NotImplementedError(\"the loss-and-gradient twin "
+                "has no Hessian direction (see SymbolicModel.numpy_module)\")\n")
+    else:
+        out += "\n\n" + _numpy_function("hessian_direction", "theta, X, V", der, flat_hv, show, stack_rows, vloads)
     feats = list(der.features.items())
     sizes = [len(v) for _, v in feats]
     flat_feats = [e for _, v in feats for e in v]

@@ -50,7 +50,9 @@ Python source: a term that indexes outside its output, or leaves part of it unwr
 "wrong shape" error naming the term. Then each compiled term is held to its readable version at ``x0``
 (:func:`check_terms_readable`): its own Python source run by the interpreter (``term.py_func``; a numba
 global frozen at compile time, or arithmetic numba does differently, differs there), and for Milstein with
-diagonal noise ``diffusion_dx`` to central finite differences of ``diffusion``; a mismatch is one
+diagonal noise ``diffusion_dx`` to central finite differences of ``diffusion``, for commutative noise the
+``milstein`` term to the same double sum computed from finite differences of ``diffusion``
+(:func:`check_milstein_term`); a mismatch is one
 :class:`~dyntools.validation.KernelMismatch` naming the term and the first differing entry.
 
 **Brownian increments** come from one xoshiro256** stream per path (:func:`dyntools.engine.streams.path_states`)
@@ -564,6 +566,7 @@ def check_terms(sde: SDE, x0: np.ndarray, t0: float, scheme: str) -> None:
         if np.isnan(out).any():
             raise ValueError(f"Invalid milstein: {int(np.isnan(out).sum())} of {sde.dim} entries of its output "
                              "were not written (or are non-finite) at x0")
+        check_milstein_term(sde, x, float(t0))
 
 
 #: Relative tolerance of ``diffusion_dx`` against central finite differences of ``diffusion`` (as a model
@@ -617,6 +620,66 @@ def check_terms_readable(sde: SDE, terms, x: np.ndarray, t0: float) -> None:
         raise KernelMismatch(f"Invalid diffusion_dx: it is not ∂σ_i/∂x_i of diffusion — at x0, coordinate {i}: "
                              f"diffusion_dx gives {dx[i]:.6g}, central finite differences of diffusion {fd[k]:.6g} "
                              f"(relative error {abs(dx[i] - fd[k]) / scale[k]:.2g} > {DX_RTOL:g})")
+
+
+#: Relative tolerance of the commutative-noise ``milstein`` term against finite differences of ``diffusion``.
+MILSTEIN_RTOL = 1e-4
+
+
+def milstein_term_fd(sde: SDE, x: np.ndarray, t0: float, dw: np.ndarray, h: float) -> tuple[np.ndarray, np.ndarray]:
+    """The readable commutative-noise Milstein term at ``x`` from ``diffusion`` alone, and the size of its parts::
+
+        ½ Σ_{j1,j2} (L^{j1}σ^{j2})(dw_{j1}dw_{j2} − δ_{j1j2} h) = ½ Σ_{j1} D_{j1} (dw_{j1} dw − h e_{j1}),
+
+    ``D_j = ∂σ/∂x · σ^j`` (p × m: the derivative of σ along its column j) by central differences
+    ``(σ(x + εσ^j) − σ(x − εσ^j)) / 2ε``, ``ε = 1e-6 (1 + ‖x‖∞) / ‖σ^j‖∞`` (2m calls of ``diffusion``).
+    The second array is ``½ Σ_{j1} |D_{j1}| |dw_{j1} dw − h e_{j1}|``, the scale cancellations are measured on."""
+    p, m = sde.dim, sde.noise_dim
+    sigma = np.empty((p, m))
+    sde.diffusion(t0, x.copy(), sde.args, sigma)
+    term, size = np.zeros(p), np.zeros(p)
+    for j in range(m):
+        v = sigma[:, j]
+        norm = float(np.max(np.abs(v)))
+        if norm == 0.0:
+            continue                                     # L^j σ = 0: column j moves nothing
+        eps = 1e-6 * (1.0 + float(np.max(np.abs(x)))) / norm
+        up, down = np.empty((p, m)), np.empty((p, m))
+        sde.diffusion(t0, x + eps * v, sde.args, up)
+        sde.diffusion(t0, x - eps * v, sde.args, down)
+        D = (up - down) / (2.0 * eps)
+        weights = dw[j] * dw
+        weights[j] -= h
+        term += 0.5 * (D @ weights)
+        size += 0.5 * (np.abs(D) @ np.abs(weights))
+    return term, size
+
+
+def check_milstein_term(sde: SDE, x: np.ndarray, t0: float) -> None:
+    """The compiled ``milstein`` term against :func:`milstein_term_fd` at ``x``, for one fixed draw ``dw ~ N(0, 1)``
+    (seed 36) and ``h = 1``; entry i is wrong when ``|c_i − r_i| > MILSTEIN_RTOL · max(|c_i|, size_i,
+    1e-3 max size, 1e-10)`` — finite differences of a smooth σ are good to ~1e-8 relative, so a term that drops
+    the ``−h`` part, a factor ½ or a cross term ``j1 ≠ j2`` is far outside. One :class:`KernelMismatch` names
+    the first wrong coordinate with both values."""
+    from dyntools.validation import KernelMismatch
+
+    dw = np.random.default_rng(36).standard_normal(sde.noise_dim)
+    h = 1.0
+    compiled = np.full(sde.dim, np.nan)
+    sde.milstein(t0, x.copy(), sde.args, dw.copy(), h, compiled)
+    readable, size = milstein_term_fd(sde, x, t0, dw, h)
+    if not np.all(np.isfinite(readable)):
+        return                                           # a kink or a domain edge within ε: no readable value
+    floor = max(1e-3 * float(np.max(size)), 1e-10)
+    tol = MILSTEIN_RTOL * np.maximum(np.maximum(np.abs(compiled), size), floor)
+    with np.errstate(invalid="ignore"):
+        bad = np.flatnonzero(~(np.abs(compiled - readable) <= tol))
+    if bad.size:
+        i = int(bad[0])
+        raise KernelMismatch(f"Invalid milstein: it is not ½ Σ (L^j1 σ^j2)(ΔW_j1 ΔW_j2 − δ h) of diffusion — at x0, "
+                             f"with ΔW ~ N(0, 1) and h = 1, coordinate {i}: milstein gives {compiled[i]:.6g}, central "
+                             f"finite differences of diffusion {readable[i]:.6g} ({bad.size} of {sde.dim} "
+                             f"coordinates disagree beyond {MILSTEIN_RTOL:g} relative)")
 
 
 # ------------------------------------------------------------------------------------ the solver

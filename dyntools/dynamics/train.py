@@ -45,6 +45,7 @@ import numpy as np
 from dyntools import validation
 from dyntools.dynamics import fast as tuned_loops
 from dyntools.dynamics import kernel_check, loops, path_loop
+from dyntools.dynamics.fast import probe as tuned_probe
 from dyntools.dynamics.path_loop import advance_path_numpy, advance_paths
 from dyntools.engine import drive, guard, record, samplers, streams
 from dyntools.engine.result import RunResult, timed
@@ -296,6 +297,8 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
     if not builtin:
         kernel_check.check_kernel(model, kernel_fn, thetas[0], Xs[0], ys[0], b, iargs, fargs, ws_size,
                                   gradient=bool(check_gradient))
+    elif kernel == "numba" and hasattr(model, "twin_checked"):      # generated from a user's expression
+        kernel_check.check_generated(model, thetas[0], Xs[0], ys[0], b, iargs, fargs, ws_size)
     cached = loops.for_kernel(model.loss_grad)
     if cached is None and kernel == "numba" and getattr(model, "loop_by_pointer", False):
         cached = path_loop.by_pointer(model.loss_grad, args)      # one compiled loop for every such kernel
@@ -305,6 +308,23 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
 
     steppers = [chain_step.ChainStepper(opts[run_of[p]], thetas[p]) for p in range(P)] if by_chain else None
 
+    def generic(arrays, t0, t1, rec, diverged, last=False):
+        """The generic loop (compiled, or the NumPy twin) on ``arrays``."""
+        if kernel == "numba" and cached is not None:
+            drive.on_threads(cached, P, workers, arrays, t0, t1, record_steps, rec, float(bound), diverged, last)
+        elif kernel == "numba":
+            drive.on_threads(advance_paths, P, workers, model.loss_grad, arrays, t0, t1, record_steps, rec,
+                             float(bound), diverged, last)
+        else:
+            for p in range(P):
+                advance_path_numpy(model.loss_grad_np, p, *arrays, t0, t1, record_steps, rec, bound, diverged, last)
+
+    selector = tuned_loops.user_selector(model) if tuned is not None else None
+    if selector is not None:                # a user's tuned loop: run beside the generic loop before it trains
+        tuned_probe.check_tuned_loop(type(model).__name__, tuned, generic, args, record_steps, theta_rec.shape,
+                                     float(bound), steps, workers=workers,
+                                     key=tuned_probe.setting_key(type(model), selector, setting))
+
     def advance(t0, t1, last):
         if by_chain:                       # the optimizers' own chains, stepped from Python
             for p in range(P):
@@ -312,16 +332,8 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
                                    last, stepper=steppers[p])
         elif tuned is not None:
             tuned(*args, t0, t1, record_steps, theta_rec, bound, diverged_at, last, workers=workers)
-        elif kernel == "numba" and cached is not None:
-            drive.on_threads(cached, P, workers, args, t0, t1, record_steps, theta_rec, float(bound), diverged_at,
-                             last)
-        elif kernel == "numba":
-            drive.on_threads(advance_paths, P, workers, model.loss_grad, args, t0, t1, record_steps, theta_rec,
-                             float(bound), diverged_at, last)
         else:
-            for p in range(P):
-                advance_path_numpy(model.loss_grad_np, p, *args, t0, t1, record_steps, theta_rec, bound,
-                                   diverged_at, last)
+            generic(args, t0, t1, theta_rec, diverged_at, last)
 
     bounds = None
     if reactive:

@@ -315,7 +315,8 @@ class SymbolicModel(Model):
                     for k, v in (features or {}).items()}
         self._declare(blocks, user_inputs, outputs, features)
         self.init_specs = _check_init(blocks, init)
-        self._numpy = None
+        self._numpy = self._twin = None
+        self._twin_kind = "twin"
         self._kernel = self._load_kernel()
         self.loss_grad = self._kernel.loss_grad
 
@@ -441,6 +442,22 @@ class SymbolicModel(Model):
         return self._numpy
 
     @property
+    def twin_module(self):
+        """The generated NumPy module :meth:`loss_grad_np` evaluates: :attr:`numpy_module` when it exists (in this
+        process or on disk), else the loss-and-gradient twin (``outputs``, ``jacobian``, ``features``; no
+        Hessian–vector expressions, whose derivation is most of the twin's cost for a large dense model)."""
+        if self._twin is None:
+            if self._numpy is not None or codecache.exists("numpy", self.key):
+                self._twin, self._twin_kind = self.numpy_module, "numpy"
+            else:
+                def make():
+                    return codegen.numpy_source(self.derivation, self._jacobian_exprs(), None, self._name_of,
+                                                name=self.name, key=self.key)
+
+                self._twin, self._twin_kind = codecache.load("twin", self.key, make), "twin"
+        return self._twin
+
+    @property
     def code_paths(self) -> dict:
         """Where the generated sources are (the numba cache is in ``__pycache__`` beside them)."""
         return {kind: str(codecache.path_of(kind, self.key)) for kind in ("kernel", "numpy")}
@@ -455,6 +472,33 @@ class SymbolicModel(Model):
         self.loss_grad(np.zeros(self.n_params), X, y, np.zeros(1, dtype=np.int64), 1, np.zeros(1),
                        np.zeros(self.n_params), np.zeros(self.workspace_size(1)), iargs, fargs)
         return time.perf_counter() - t0
+
+    # ---------------------------------------------------------------- the generated kernel held to its twin
+    def twin_check_stamp(self) -> str | None:
+        """The name of the stamp that says this model's generated kernel was checked against its generated NumPy
+        twin (:attr:`twin_module`) on this installation: the cache key, the SHA-256 of both generated files and
+        numba's version (None while the twin is not generated yet). A file edited since, or another numba, means
+        another name."""
+        import numba
+
+        if self._twin is not None:
+            kind = self._twin_kind
+        else:                               # the module twin_module will pick (without generating it)
+            kind = "numpy" if self._numpy is not None or codecache.exists("numpy", self.key) else "twin"
+        kernel, twin = codecache.fingerprint("kernel", self.key), codecache.fingerprint(kind, self.key)
+        if kernel is None or twin is None:
+            return None
+        return f"twin-checked_{self.key}_{kernel}_{kind}{twin}_numba{numba.__version__}"
+
+    def twin_checked(self) -> bool:
+        """Whether :func:`dyntools.dynamics.kernel_check.check_generated` passed for this code already."""
+        name = self.twin_check_stamp()
+        return name is not None and codecache.stamped(name)
+
+    def mark_twin_checked(self) -> None:
+        name = self.twin_check_stamp()
+        if name is not None:
+            codecache.stamp(name)
 
     # ---------------------------------------------------------------- the model protocol
     @property
@@ -591,9 +635,10 @@ class SymbolicModel(Model):
         """NumPy twin of the generated kernel: the same expressions evaluated on whole arrays."""
         rows = np.asarray(idx[:b])
         Xb = X[rows]
+        twin = self.twin_module
         with np.errstate(over="ignore", invalid="ignore"):
-            H = self.numpy_module.outputs(theta, Xb)
-            J = self.numpy_module.jacobian(theta, Xb)
+            H = twin.outputs(theta, Xb)
+            J = twin.jacobian(theta, Xb)
             if self.head == "regression":
                 r = H[:, 0] - (y[rows] + noise[:b])
                 grad[:] = ((2.0 * self.loss_scale) * r) @ J[:, 0, :] / b

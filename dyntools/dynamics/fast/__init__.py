@@ -20,7 +20,8 @@ model                                       tuned loop
 Each tuned loop is tested equal to the generic loop (bitwise where its arithmetic is the kernel's, at a
 stated tolerance where it re-associates). A model knows nothing of its tuned loop: the models sit a floor
 below this package (``tests/test_layering.py``). A user's own model gets one with
-``register(MyModel, selector)``.
+``register(MyModel, selector)``; such a loop is run side by side with the generic loop for a few steps
+before its first run (:mod:`.probe`), and a difference is an error.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ from dyntools.models.quadratic_toy import ToyModel
 
 #: model class → ``selector(model, setting)`` returning the tuned loop for the setting, or None.
 TUNED: dict[type, Callable] = {DiagNet: diag_net.select, MLP: mlp.select, ToyModel: quadratic_toy.select}
+#: the library's own entries (tested equal to the generic loop by the suite; a user's are probed at first use)
+BUILT_IN: dict[type, Callable] = dict(TUNED)
 
 
 def register(model_type: type, selector: Callable) -> None:
@@ -52,4 +55,12 @@ def select(model, setting: dict):
     for cls in type(model).__mro__:
         if cls in TUNED:
             return TUNED[cls](model, setting)
+    return None
+
+
+def user_selector(model):
+    """The selector deciding for ``type(model)`` when a user registered it (not a built-in entry), else None."""
+    for cls in type(model).__mro__:
+        if cls in TUNED:
+            return None if BUILT_IN.get(cls) is TUNED[cls] else TUNED[cls]
     return None
