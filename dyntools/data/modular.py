@@ -74,9 +74,9 @@ def modular_arithmetic(p: int = 23, op: str = "+", train_fraction: float = 0.5, 
     Parameters
     ----------
     p : int, default 23
-        The modulus, p ≥ 2 (a prime makes every nonzero residue invertible under "*"); classes 0…p−1.
-    op : {"+", "-", "*"}, default "+"
-        The operation ∘.
+        The modulus, p ≥ 2 (a prime makes every nonzero residue invertible under ``"*"``); classes 0…p−1.
+    op : str, default "+"
+        The operation ∘: ``"+"``, ``"-"`` or ``"*"``.
     train_fraction : float in (0, 1), default 0.5
         The share of the p² pairs in the training set (rounded; each part keeps at least one pair).
     encoding : {"one-hot", "tokens"}, default "one-hot"

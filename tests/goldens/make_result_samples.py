@@ -48,6 +48,8 @@ RUNS: dict[str, list[str]] = {
                      "--frames", "3", "--start=-2,0.5"],
     "universal-approximation": ["simulate", "universal-approximation", "--max-width-1d", "4", "--max-width-2d", "4",
                                 "--seeds", "1"],
+    "label-noise-band": ["simulate", "label-noise-band", "--etas", "0.01,0.02", "--deltas", "0.004,0.016", "--tau", "4",
+                         "--records", "4", "--seeds", "2", "--n", "10", "--d", "20", "--r", "2"],
     "grokking": ["simulate", "grokking", "--p", "5", "--steps", "20", "--seeds", "2", "--records", "4", "--width", "8",
                  "--phase-fractions", "0.6", "--phase-seeds", "1", "--workers", "1"],
     "voronoi": ["simulate", "voronoi", "--seeds", "2", *VOR],
