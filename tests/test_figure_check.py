@@ -383,3 +383,24 @@ def test_gif_axes_that_move_between_frames_are_found(tmp_path, monkeypatch):
         seen.append(check.axes_positions(fig))
     assert "px between frame 0 and frame 1" in check.motion_problems(seen)[0]
     animate.write_gif(fig, draw, 6, tmp_path / "m.gif")     # the writer freezes the first frame's layout: passes
+
+
+def test_save_places_a_best_legend_on_no_drawn_pixel(tmp_path, monkeypatch):
+    """A band across the top and a segment across the middle: matplotlib's 'best' (vertices) may sit on
+    them; save() moves the legend to a free place, and a panel full of data gets it outside."""
+    monkeypatch.setenv(check.ENV, "strict")
+    fig, ax = _panel()
+    x = np.array([0.0, 1.0])
+    ax.axhspan(0.7, 1.0, alpha=0.2, label="band")
+    ax.plot(x, [0.5, 0.5], label="level")
+    ax.set_ylim(0, 1)
+    ax.legend()                                               # loc="best" by default
+    plots.save(fig, tmp_path, "placed", ("png",))
+    assert ax.get_legend()._loc != 0
+    full, ax2 = _panel()
+    ax2.imshow(np.random.default_rng(0).random((8, 8)), aspect="auto")
+    ax2.plot([1, 2], [1, 2], "o", label="best cell")
+    ax2.legend(loc="best")
+    plots.save(full, tmp_path, "outside", ("png",))           # every inside place covers pixels: outside
+    box, frame = ax2.get_legend().get_window_extent(), ax2.get_window_extent()
+    assert box.x0 >= frame.x1

@@ -3,7 +3,8 @@
 ``PLOTTERS`` maps a result ``kind`` to the module whose ``plot_result(result, out_dir, formats)``
 draws every figure of that kind and returns the written paths. Shared style lives here:
 :func:`figure` (a fresh ``Figure``, not pyplot's global state), :data:`PALETTE` (Okabe–Ito,
-colour-blind safe) and :func:`save` (PNG and PDF).
+colour-blind safe) and :func:`save` (PNG and PDF; a legend left at ``loc="best"`` is first moved where it
+covers no drawn pixel, :mod:`dyntools.plots.legends`).
 
 A figure of a run that diverged says so: :func:`plot_result` finds the divergence in the result
 (:func:`divergence_note`: ``diverged_at`` per path, a ``diverged`` mask of cells, or the status) and every
@@ -69,6 +70,11 @@ def figure(ncols: int = 1, nrows: int = 1, width: float = 4.2, height: float = 3
     return fig, axes
 
 
+def count(n: int, noun: str) -> str:
+    """``"1 seed"``, ``"5 seeds"``: a count with its noun in the right number (``noun`` singular)."""
+    return f"{n} {noun}" if int(n) == 1 else f"{n} {noun}s"
+
+
 def save(fig: Figure, out_dir: Path, name: str, formats: Sequence[str] = ("png", "pdf")) -> list[Path]:
     """Write ``fig`` as ``out_dir/name.<fmt>`` for each format; return the paths.
 
@@ -85,7 +91,9 @@ def save(fig: Figure, out_dir: Path, name: str, formats: Sequence[str] = ("png",
     out_dir.mkdir(parents=True, exist_ok=True)
     stamp_note(fig)
     from dyntools.plots import check
+    from dyntools.plots.legends import place_legends
 
+    place_legends(fig)                      # legends left at loc="best" go where they cover no drawn pixel
     check.enforce(lambda: check.figure_problems(fig), name)
     paths = []
     with matplotlib.rc_context(RC):

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+from matplotlib.lines import Line2D
 
 from dyntools import plots
 
@@ -22,7 +23,7 @@ PANELS = (("train_loss", "train loss  ‖Xβ − y‖²/2n", True),
           ("test_loss", "test loss", True),
           ("rank", "rank of φ(X) = [X⊙v, X⊙u]", False),
           ("l0", "feature sparsity ‖β‖₀", False),
-          ("edge", "η_t · λ_max(∇²L) / 2", True))
+          ("edge", r"$\eta_t\,\lambda_{\max}(\nabla^2 L)\,/\,2$", True))
 
 
 def eta_at_records(result, g: int) -> np.ndarray:
@@ -102,17 +103,23 @@ def plot_result(result, out_dir: Path, formats: Sequence[str] = ("png", "pdf"),
         axes[3].text(1, r, " r = ‖β*‖₀", va="bottom", color="0.4", fontsize=7)
     if drawn[4]:
         axes[4].axhline(1.0, color="0.5", lw=0.8, ls="--")
-        axes[4].text(1, 1.0, " η = 2/λ_max", va="bottom", color="0.4", fontsize=7)
+        axes[4].text(1, 1.0, r" $\eta = 2/\lambda_{\max}$", va="bottom", color="0.4", fontsize=7)
     all_diverged = bool(np.all(result["diverged_at"] >= 0))
     for i, ax in enumerate(axes):
         if not drawn[i]:                # an empty panel says why it is empty
             why = ("every seed diverged\nbefore a value was recorded" if all_diverged else
                    "not recorded in this run" if PANELS[i][0] == "edge" else "no positive value to draw")
-            ax.text(0.5, 0.5, why, ha="center", va="center", transform=ax.transAxes, color="0.3")
-    axes[0].legend(loc="best", fontsize=6.5, frameon=False)
+            ax.set_axis_off()           # no ticks around nothing; the note names the quantity
+            ax.text(0.5, 0.5, f"{PANELS[i][1]}:\n{why}", ha="center", va="center", transform=ax.transAxes,
+                    color="0.3")
+    handles, labels = axes[0].get_legend_handles_labels()
+    if any(ln.get_linestyle() == ":" for ln in axes[0].lines):
+        handles.append(Line2D([], [], color="0.4", ls=":", lw=0.9))
+        labels.append("step decay (schedule's colour)")
+    axes[0].legend(handles, labels, loc="best", fontsize=6.5, frameon=False)
     method = cfg["method"].upper() + (f" (batch {cfg['batch']})" if cfg["method"] != "gd" else "")
     fig.suptitle(f"Diagonal linear network, {method}: n={cfg['n']}, d={cfg['d']}, r={r}, "
-                 f"{cfg['seeds']} seeds (median, 10–90% band over non-diverged seeds)", fontsize=9)
+                 f"{plots.count(cfg['seeds'], 'seed')} (median, 10–90% band over non-diverged seeds)", fontsize=9)
     return plots.save(fig, out_dir, stem, formats)
 
 
@@ -139,7 +146,7 @@ def plot_scan(scan, out_dir: Path, formats: Sequence[str] = ("png", "pdf"),
     cfg = first.config
     axes[0].set_ylabel("final feature sparsity ‖β‖₀")
     if cfg.get("r"):
-        axes[0].axhline(cfg["r"], color="0.5", lw=0.8, ls="--")
+        axes[0].axhline(cfg["r"], color="0.5", lw=0.8, ls="--", label="r = ‖β*‖₀")
     axes[1].set_ylabel("final test loss")
     axes[1].set_yscale("log")
     axes[2].set_ylabel("fraction of seeds diverged")
@@ -149,5 +156,5 @@ def plot_scan(scan, out_dir: Path, formats: Sequence[str] = ("png", "pdf"),
         ax.set_xlabel(f"step-size multiplier c  (small step η = {base:.3g}·c)")
     axes[0].legend(fontsize=6.5, frameon=False)
     fig.suptitle(f"Step-size scan, diagonal network {cfg['method'].upper()}: n={cfg['n']}, d={cfg['d']}, "
-                 f"{cfg['steps']} steps, {cfg['seeds']} seeds per point", fontsize=9)
+                 f"{cfg['steps']} steps, {plots.count(cfg['seeds'], 'seed')} per point", fontsize=9)
     return plots.save(fig, out_dir, stem, formats)
