@@ -53,6 +53,11 @@ _NOTE: contextvars.ContextVar[str | None] = contextvars.ContextVar("divergence_n
 #: Okabe & Ito (2008) colour-blind safe palette.
 PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"]
 
+#: Dash patterns for curves that may coincide over long stretches (schedules equal until a decay): a curve
+#: drawn over another with gaps in it leaves the one below visible. Cycle with the colours.
+DASHES = ["-", (0, (5, 2)), (0, (1, 1.5)), (0, (6, 2, 1, 2)), (0, (3, 1, 1, 1, 1, 1)), (0, (9, 3)),
+          (0, (2, 3)), (0, (4, 1, 1, 1))]
+
 RC = {
     "font.size": 9, "axes.titlesize": 10, "axes.labelsize": 9, "legend.fontsize": 8,
     "xtick.labelsize": 8, "ytick.labelsize": 8, "axes.spines.top": False, "axes.spines.right": False,

@@ -26,8 +26,8 @@ pixels) of its axes, texts and legends. It reports, one sentence per defect:
   the same data drawn twice, or a curve under a thicker one;
 * **literal ``_`` or ``^``** — a visible text with ``eta_t``, ``phi_theta`` or ``10^3`` outside ``$…$``:
   mathtext (``$\\eta_t$``) or Unicode (η_t → ηₜ) was meant;
-* **an unused canvas** — panels (their frames, ticks, labels, titles and legends, and figure legends)
-  covering less than :data:`CANVAS_FRACTION` of the saved canvas;
+* **an unused canvas** — the panels' frames (where the data is drawn) covering less than
+  :data:`CANVAS_FRACTION` of the saved canvas (a legend or a note wider than the plot, a tiny panel);
 * **coarse contours** — a contour set computed on a grid coarser than :data:`MIN_CONTOUR_GRID` ² points
   (contours through the cell centres of a 4×6 grid are drawn guesses: show the cells instead);
 * **styles without a legend entry** — where a panel or the figure has a legend, a line style (dashes,
@@ -396,7 +396,7 @@ def _texts(fig) -> list[tuple[str, str]]:
 
 
 #: A letter or digit, ``_`` or ``^``, and a letter, digit, brace, backslash or signed digit: a sub/superscript.
-_LITERAL_SCRIPT = re.compile(r"[^\W_][_^](?:[{\\]|[-+−]?\d|[^\W_])")
+_LITERAL_SCRIPT = re.compile(r"[^\W_][\u0300-\u036f]*[_^](?:[{\\]|[-+−]?\d|[^\W_])")
 
 
 def _mathtext_problems(fig) -> list[str]:
@@ -411,7 +411,7 @@ def _mathtext_problems(fig) -> list[str]:
 
 
 def _canvas_problems(fig, renderer, cropped: bool) -> list[str]:
-    """Panels (with their decorations) and figure legends covering less than CANVAS_FRACTION of the canvas."""
+    """Panels (their frames: where the data is drawn) covering less than CANVAS_FRACTION of the canvas."""
     if cropped:
         canvas = fig.get_tightbbox(renderer).transformed(fig.dpi_scale_trans)
     else:
@@ -421,8 +421,7 @@ def _canvas_problems(fig, renderer, cropped: bool) -> list[str]:
     cell = 4.0
     nx, ny = int(np.ceil(canvas.width / cell)), int(np.ceil(canvas.height / cell))
     used = np.zeros((ny, nx), dtype=bool)
-    parts = [ax.get_tightbbox(renderer) for ax in fig.axes if ax.get_visible()]
-    parts += [leg.get_window_extent(renderer) for leg in fig.legends if leg.get_visible()]
+    parts = [ax.get_window_extent(renderer) for ax in fig.axes if ax.get_visible() and ax.axison]
     for box in parts:
         if box is None:
             continue

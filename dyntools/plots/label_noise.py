@@ -9,7 +9,8 @@ import numpy as np
 
 from dyntools.plots import PALETTE, figure, save
 
-PANELS = (("train_loss", "train loss", True), ("sparsity", None, False), ("rank", "rank of φ_θ(X)", False),
+PANELS = (("train_loss", "train loss", True), ("sparsity", None, False),
+          ("rank", r"rank of $\varphi_\theta(X)$", False),
           ("test_loss", "test loss", True))
 
 

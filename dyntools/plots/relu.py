@@ -77,11 +77,11 @@ def plot_curves(result, out_dir: Path, formats) -> list[Path]:
         ax_te.set_title("test loss")
     ax_sp.set_ylabel("feature sparsity coefficient")
     ax_sp.set_title("feature sparsity" + (" (solid: last layer, dashed: first)" if sp.shape[2] > 1 else ""))
-    ax_rk.set_ylabel(f"rank φ_θ(X) (rel. threshold {result.config['rank_threshold']:g})")
+    ax_rk.set_ylabel(r"rank $\varphi_\theta(X)$" + f" (rel. threshold {result.config['rank_threshold']:g})")
     ax_rk.set_title("Jacobian rank")
     ax_rk.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax_eta.set_yscale("log")
-    ax_eta.set_ylabel("step size η_t")
+    ax_eta.set_ylabel(r"step size $\eta_t$")
     ax_eta.set_title("schedules")
     fig.legend(*ax_tr.get_legend_handles_labels(), loc="lower center", ncol=min(4, len(labels)),
                bbox_to_anchor=(0.5, -0.12), frameon=False)
@@ -117,7 +117,7 @@ def plot_predictor_1d(result, out_dir: Path, formats) -> list[Path]:
             ax.plot(loc, layout.predict(th, loc[:, None]), "o", mfc="none", color=c, ms=6)
         ax.set_title(lab, fontsize=8)
         ax.set_xlabel("x")
-        ax.set_ylabel("h_θ(x)  (circles: distinct kinks in the data range)")
+        ax.set_ylabel(r"$h_\theta(x)$  (circles: distinct kinks in the data range)")
     axes[0][0].legend(loc="best", fontsize=7)
     return plots.save(fig, out_dir, "relu_predictor", formats)
 
@@ -158,9 +158,10 @@ def plot_predictor_paper_1d(result, out_dir: Path, formats, snapshots=None) -> l
         ax.set_title(f"iteration {int(steps[k])}")
         ax.set_xlabel("x")
         ax.legend(loc="best", fontsize=6)
-    axes[0][0].set_ylabel("h_θ(x)  (circles: distinct kinks)")
+    axes[0][0].set_ylabel(r"$h_\theta(x)$  (circles: distinct kinks)")
     runs = [Line2D([], [], color=plots.PALETTE[r % len(plots.PALETTE)], lw=1.6, label=lab)
             for r, lab in enumerate(labels)]
+    runs.append(Line2D([], [], ls="none", marker="o", mfc="none", color="0.3", ms=6, label="a distinct kink"))
     fig.legend(handles=runs, loc="outside lower center", ncols=1, frameon=False, fontsize=7)
     fig.suptitle(f"setting {result.config['setting']}: predictors at the iterations of the paper's figure")
     return plots.save(fig, out_dir, "relu_predictor_paper", formats)
@@ -186,9 +187,9 @@ def plot_neurons_2d(result, out_dir: Path, formats) -> list[Path]:
             (W, _), (a, _) = layout.unpack(th)
             v = W * np.abs(a[0])[:, None]
             pos = a[0] >= 0
-            ax.scatter(v[pos, 0], v[pos, 1], color=plots.PALETTE[0], s=18, label="student, a_j > 0")
+            ax.scatter(v[pos, 0], v[pos, 1], color=plots.PALETTE[0], s=18, label=r"student, $a_j > 0$")
             ax.scatter(v[~pos, 0], v[~pos, 1], color=plots.PALETTE[1], s=18, marker="s",
-                       label="student, a_j < 0")
+                       label=r"student, $a_j < 0$")
         else:
             ax.text(0.5, 0.5, f"diverged at step {int(result['diverged_at'][r])}", ha="center",
                     transform=ax.transAxes)
@@ -196,10 +197,10 @@ def plot_neurons_2d(result, out_dir: Path, formats) -> list[Path]:
         ax.set_title(lab, fontsize=8)
         ax.set_xlabel("first coordinate")
         ax.set_ylabel("second coordinate")
-    axes[0][0].plot([], [], color="0.3", label="teacher w_j (arrows, colour = sign of a_j)")
+    axes[0][0].plot([], [], color="0.3", label=r"teacher $w_j$ (arrows, colour = sign of $a_j$)")
     handles, names = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, names, loc="outside lower center", ncols=3, frameon=False, fontsize=7)
-    fig.suptitle("student neurons |a_j| w_j at the end of training vs the teacher's neurons")
+    fig.suptitle(r"student neurons $|a_j|\,w_j$ at the end of training vs the teacher's neurons")
     return plots.save(fig, out_dir, "relu_neurons", formats)
 
 
