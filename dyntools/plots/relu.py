@@ -118,7 +118,10 @@ def plot_predictor_1d(result, out_dir: Path, formats) -> list[Path]:
         ax.set_title(lab, fontsize=8)
         ax.set_xlabel("x")
         ax.set_ylabel(r"$h_\theta(x)$  (circles: distinct kinks in the data range)")
-    axes[0][0].legend(loc="best", fontsize=7)
+    handles, names = axes[0][0].get_legend_handles_labels()
+    handles.append(Line2D([], [], ls="none", marker="o", mfc="none", color="0.3", ms=6))
+    names.append("a distinct kink")
+    axes[0][0].legend(handles, names, loc="best", fontsize=7)
     return plots.save(fig, out_dir, "relu_predictor", formats)
 
 
