@@ -26,8 +26,9 @@ pixels) of its axes, texts and legends. It reports, one sentence per defect:
   the same data drawn twice, or a curve under a thicker one;
 * **literal ``_`` or ``^``** — a visible text with ``eta_t``, ``phi_theta`` or ``10^3`` outside ``$…$``:
   mathtext (``$\\eta_t$``) or Unicode (η_t → ηₜ) was meant;
-* **an unused canvas** — the panels' frames (where the data is drawn) covering less than
-  :data:`CANVAS_FRACTION` of the saved canvas (a legend or a note wider than the plot, a tiny panel);
+* **an unused canvas** — the panels (frames, ticks, axis labels, titles; not their legends or notes)
+  covering less than :data:`CANVAS_FRACTION` of the saved canvas (a legend or note larger than the plot,
+  a tiny panel);
 * **coarse contours** — a contour set computed on a grid coarser than :data:`MIN_CONTOUR_GRID` ² points
   (contours through the cell centres of a 4×6 grid are drawn guesses: show the cells instead);
 * **styles without a legend entry** — where a panel or the figure has a legend, a line style (dashes,
@@ -411,7 +412,8 @@ def _mathtext_problems(fig) -> list[str]:
 
 
 def _canvas_problems(fig, renderer, cropped: bool) -> list[str]:
-    """Panels (their frames: where the data is drawn) covering less than CANVAS_FRACTION of the canvas."""
+    """Panels (frames, ticks, axis labels and titles; not legends or notes) covering less than CANVAS_FRACTION
+    of the canvas."""
     if cropped:
         canvas = fig.get_tightbbox(renderer).transformed(fig.dpi_scale_trans)
     else:
@@ -421,7 +423,7 @@ def _canvas_problems(fig, renderer, cropped: bool) -> list[str]:
     cell = 4.0
     nx, ny = int(np.ceil(canvas.width / cell)), int(np.ceil(canvas.height / cell))
     used = np.zeros((ny, nx), dtype=bool)
-    parts = [ax.get_window_extent(renderer) for ax in fig.axes if ax.get_visible() and ax.axison]
+    parts = [ax.get_tightbbox(renderer, bbox_extra_artists=[]) for ax in fig.axes if ax.get_visible() and ax.axison]
     for box in parts:
         if box is None:
             continue

@@ -5,9 +5,11 @@ between two vertices, a filled band or a reference span can still run under it, 
 (:mod:`dyntools.plots.check`) counts drawn pixels. :func:`place_legends` (called by
 :func:`dyntools.plots.save` before the check) gives every panel legend left at ``loc="best"`` the first
 of :data:`PLACES` whose box, grown by :data:`CLEARANCE` pixels, covers none of the panel's drawn pixels
-(lines, markers, bands, images, rasterized alone with the Agg renderer), and puts it outside the panel,
-to its right, when every place covers something. A legend placed by hand is left where it is (the check
-judges it).
+(lines, markers, bands, images, rasterized alone with the Agg renderer). When every place covers
+something the legend leaves the panel: to its right in a one-panel figure; in a figure of several panels
+(where a legend to the right of one panel pushes its neighbours away) it becomes the figure's legend
+under the panels, if the figure has none yet, else it goes to the right of its panel. A legend placed by
+hand is left where it is (the check judges it).
 """
 
 from __future__ import annotations
@@ -42,12 +44,21 @@ def _covered(alpha, box: Bbox) -> int:
 def _place(leg, renderer) -> str:
     """Move ``leg`` to the first free place of its panel (or outside); return where it went."""
     ax = leg.axes
-    alpha = check._raster(ax.figure, check._drawn_data(ax))
+    fig = ax.figure
+    alpha = check._raster(fig, check._drawn_data(ax))
     leg.set_bbox_to_anchor(None)
     for loc in PLACES:
         leg.set_loc(loc)
         if _covered(alpha, leg.get_window_extent(renderer)) == 0:
             return loc
+    panels = [a for a in fig.axes if a.get_visible() and not check._is_colorbar(a)]
+    if len(panels) > 1 and not fig.legends:
+        handles, texts = list(leg.legend_handles), [t.get_text() for t in leg.get_texts()]
+        size = leg.get_texts()[0].get_fontsize() if texts else None
+        leg.remove()
+        fig.legend(handles, texts, loc="outside lower center", ncols=min(len(texts), 4), fontsize=size,
+                   frameon=False)
+        return "figure"
     leg.set_loc("upper left")
     leg.set_bbox_to_anchor((1.01, 1.0), transform=ax.transAxes)
     return "outside"
@@ -61,7 +72,7 @@ def place_legends(fig) -> None:
     where = [None] * len(legends)
     for _ in range(PASSES):
         renderer = check._renderer(fig)
-        now = [_place(leg, renderer) for leg in legends]
+        now = [_place(leg, renderer) if w != "figure" else w for leg, w in zip(legends, where)]
         if now == where:
             return
         where = now
