@@ -75,6 +75,16 @@ def figure(ncols: int = 1, nrows: int = 1, width: float = 4.2, height: float = 3
     return fig, axes
 
 
+def math_label(text: str) -> str:
+    """A label read from a result with its plain-text sub/superscripts as mathtext: ``"rising as t^0.5"`` →
+    ``"rising as $t^{0.5}$"``, ``"v from ∇f_t"`` → ``"v from ∇$f_{t}$"`` (text already in ``$…$`` is kept)."""
+    import re
+
+    parts = re.split(r"(\$[^$]*\$)", str(text))
+    pattern = r"(?<![\w$])([A-Za-z])([_^])([-+]?[0-9.]*[0-9]|[A-Za-z]\b)"
+    return "".join(p if p.startswith("$") else re.sub(pattern, r"$\1\2{\3}$", p) for p in parts)
+
+
 def count(n: int, noun: str) -> str:
     """``"1 seed"``, ``"5 seeds"``: a count with its noun in the right number (``noun`` singular)."""
     return f"{n} {noun}" if int(n) == 1 else f"{n} {noun}s"

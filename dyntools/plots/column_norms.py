@@ -22,10 +22,10 @@ from dyntools import plots
 def _runs(result, seed: int):
     """(labels, steps, train loss (R, K), col quantiles (R, K, Q), grad quantiles (R, K, Q))."""
     if result.kind == "diag-net":
-        labels = [r["label"] for r in result.config["runs"]]
+        labels = [plots.math_label(r["label"]) for r in result.config["runs"]]
         pick = (slice(None), seed)
     else:
-        labels = list(result.config["labels"])
+        labels = [plots.math_label(lab) for lab in result.config["labels"]]
         pick = (slice(None),)
     return (labels, result["steps"], result["train_loss"][pick], result["col_norm_q"][pick],
             result["grad_norm_q"][pick])

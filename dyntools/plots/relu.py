@@ -37,7 +37,7 @@ def _steps_axis(steps):
 
 
 def plot_curves(result, out_dir: Path, formats) -> list[Path]:
-    labels = result.config["labels"]
+    labels = [plots.math_label(lab) for lab in result.config["labels"]]
     steps = _steps_axis(result["steps"])
     sp = result["sparsity"]
     has_test = bool(np.isfinite(result["test_loss"]).any())      # 1-D regression has no test set: no panel
@@ -69,7 +69,7 @@ def plot_curves(result, out_dir: Path, formats) -> list[Path]:
         ax.set_xscale("log")
         ax.set_xlabel("iteration")
     ax_tr.set_yscale("log")
-    ax_tr.set_ylabel("train loss (1/n) Σ (h(x_i) − y_i)²")
+    ax_tr.set_ylabel(r"train loss $\frac{1}{n}\sum_i (h(x_i) - y_i)^2$")
     ax_tr.set_title("train loss")
     if has_test:
         ax_te.set_yscale("log")
@@ -97,7 +97,7 @@ def plot_predictor_1d(result, out_dir: Path, formats) -> list[Path]:
     X, y = result["X"][:, 0], result["y"]
     grid = np.linspace(X.min() - 0.25, X.max() + 0.25, 600)[:, None]
     steps = result["steps"]
-    labels = result.config["labels"]
+    labels = [plots.math_label(lab) for lab in result.config["labels"]]
     moments = [int(v) for v in np.geomspace(max(steps[-1] // 30, 1), steps[-1], 4)]
     picks = np.unique(np.searchsorted(steps, moments).clip(0, steps.size - 1))
     fig, axes = plots.figure(ncols=len(labels), nrows=1, width=4.2, height=3.4)
@@ -140,7 +140,7 @@ def plot_predictor_paper_1d(result, out_dir: Path, formats, snapshots=None) -> l
         if snapshots is None:
             snapshots = steps[np.linspace(0, steps.size - 1, 6).astype(int)]
     picks = [int(np.searchsorted(steps, t)) for t in snapshots if t in set(steps.tolist())]
-    labels = result.config["labels"]
+    labels = [plots.math_label(lab) for lab in result.config["labels"]]
     grid = np.linspace(X.min() - 0.05, X.max() + 0.05, 600)[:, None]
     lo, hi = 1.3 * float(y.min()), 1.2 * float(y.max())
     fig, axes = plots.figure(ncols=len(picks), nrows=1, width=3.0, height=2.9, sharey=True)
@@ -174,7 +174,7 @@ def plot_neurons_2d(result, out_dir: Path, formats) -> list[Path]:
     from dyntools.models.mlp import MLP
 
     layout = _layout(result)
-    labels = result.config["labels"]
+    labels = [plots.math_label(lab) for lab in result.config["labels"]]
     teacher_layout = MLP((2, *result.config["teacher"], 1), biases=False)
     (Wt, _), (at, _) = teacher_layout.unpack(result["teacher"])
     fig, axes = plots.figure(ncols=len(labels), nrows=1, width=3.4, height=3.4)
