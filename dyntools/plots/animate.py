@@ -41,15 +41,19 @@ def write_gif(fig, draw: Callable[[int], None], frames: int, path: Path, *, fps:
     plots.stamp_note(fig, inside=True)
     looked_at = {0, frames // 2, frames - 1}
     writer = PillowWriter(fps=fps)
-    positions = []
-    with writer.saving(fig, path, dpi):
-        for i in range(frames):
-            draw(i)
-            writer.grab_frame()
-            if i == 0:
-                fig.set_layout_engine("none")           # the first frame's layout holds for every frame
-            positions.append(check.axes_positions(fig))
-            if i in looked_at:
-                check.enforce(lambda i=i: check.frame_problems(fig, i, dpi, content=checked), path.name)
+    positions, engine = [], fig.get_layout_engine()
+    try:
+        with writer.saving(fig, path, dpi):
+            for i in range(frames):
+                draw(i)
+                writer.grab_frame()
+                if i == 0 and engine is not None:
+                    fig.set_layout_engine("none")       # the first frame's layout holds for every frame
+                positions.append(check.axes_positions(fig))
+                if i in looked_at:
+                    check.enforce(lambda i=i: check.frame_problems(fig, i, dpi, content=checked), path.name)
+    finally:
+        if engine is not None:
+            fig.set_layout_engine(engine)               # a still drawn after the GIF gets its own layout
     check.enforce(lambda: check.motion_problems(positions), path.name)
     return path

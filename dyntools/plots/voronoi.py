@@ -155,14 +155,17 @@ def centers_animation(result, out_dir: Path, formats=("png", "pdf"), stem: str =
     ax, ax2 = axes[0]
     Wf = W[np.isfinite(W).all(axis=(1, 2))]
     lo, hi = (float(Wf.min()), float(Wf.max())) if Wf.size else (-1.0, 1.0)
+    every = np.concatenate([model.current_centers(th) for th in result["theta"][0] if np.all(np.isfinite(th))]
+                           or [np.zeros((1, 2))])
+    reach = max(1.5 * box, 1.05 * float(np.abs(every).max()))     # every centre of every frame in view
 
     def draw(i):
         ax.clear()
         ax2.clear()
         cen = model.current_centers(result["theta"][0, i])
         sc = ax.scatter(cen[:, 0], cen[:, 1], c=margin[i], cmap="coolwarm", vmin=-lim, vmax=lim, s=8)
-        ax.set_xlim(-1.5 * box, 1.5 * box)
-        ax.set_ylim(-1.5 * box, 1.5 * box)
+        ax.set_xlim(-reach, reach)
+        ax.set_ylim(-reach, reach)
         ax.set_aspect("equal")
         ax.set_title(f"centers, colour = {'W₁ − W₀' if C == 2 else 'max logit'} (step {int(steps[i])})")
         ax.set_xlabel("c₁")
@@ -174,7 +177,7 @@ def centers_animation(result, out_dir: Path, formats=("png", "pdf"), stem: str =
             ax2.plot(np.sort(W[i, c])[::-1], color=plots.PALETTE[c % 8], lw=1.2, label=f"class {c}")
         ax2.set_ylim(lo - 0.05 * (hi - lo), hi + 0.05 * (hi - lo))
         ax2.set_xlabel("center (sorted by logit)")
-        ax2.set_ylabel("per-center logit W_cj")
+        ax2.set_ylabel(r"per-center logit $W_{cj}$")
         ax2.legend(loc="upper right")
         ax2.set_title(f"{p['decay']} decay")
 
