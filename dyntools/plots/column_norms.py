@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 from matplotlib.lines import Line2D
+from matplotlib.ticker import LogLocator, NullFormatter
 
 from dyntools import plots
 
@@ -62,9 +63,15 @@ def plot_column_norms(result, out_dir: Path, formats=("png", "pdf"), *, runs=Non
     ax_c.set_title(r"column norms of $\varphi_\theta(X)$")
     ax_g.set_ylabel(r"$\|\nabla_\theta h_\theta(x_i)\|_2$ over the n examples")
     ax_g.set_title("per-example gradient norms")
+    for ax in axes[0]:
+        low, high = ax.get_ylim()
+        ax.yaxis.set_minor_formatter(NullFormatter())    # minor labels crowd a short log axis
+        if 0 < low and high / low < 100:            # under two decades: 1-2-5 ticks keep it readable
+            ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
     handles, names = ax_l.get_legend_handles_labels()
     handles += [Line2D([], [], color="0.3", lw=1.5), Line2D([], [], color="0.3", ls=":", lw=1)]
     names += ["median", "maximum"]
-    fig.legend(handles, names, loc="outside lower center", ncol=min(6, len(names)), frameon=False)
+    wide = max(len(n) for n in names) > 30
+    fig.legend(handles, names, loc="outside lower center", ncol=min(2 if wide else 6, len(names)), frameon=False)
     fig.suptitle(title or "median (solid), 10–90 % band, maximum (dotted) over columns / examples")
     return plots.save(fig, out_dir, stem, formats)

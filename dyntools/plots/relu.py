@@ -48,19 +48,20 @@ def plot_curves(result, out_dir: Path, formats) -> list[Path]:
         (ax_tr, ax_sp, ax_rk, ax_eta), ax_te = axes[0], None
     for r, lab in enumerate(labels):
         c = plots.PALETTE[r % len(plots.PALETTE)]
-        ax_tr.plot(steps, result["train_loss"][r], color=c, label=lab)
+        lw = 1.0 + 0.8 * (len(labels) - 1 - r)          # later runs thinner: runs equal until a decay stay visible
+        ax_tr.plot(steps, result["train_loss"][r], color=c, lw=lw, label=lab)
         if has_test and np.isfinite(result["test_loss"][r]).any():
-            ax_te.plot(steps, result["test_loss"][r], color=c)
+            ax_te.plot(steps, result["test_loss"][r], color=c, lw=lw)
         for l in range(sp.shape[2]):
-            ax_sp.plot(steps, sp[r, :, l], color=c, ls="-" if l == sp.shape[2] - 1 else "--")
+            ax_sp.plot(steps, sp[r, :, l], color=c, lw=lw, ls="-" if l == sp.shape[2] - 1 else "--")
         rank = result["jac_rank"][r].astype(float)
         rank[rank < 0] = np.nan
-        ax_rk.plot(steps, rank, color=c)
+        ax_rk.plot(steps, rank, color=c, lw=lw)
         etas = result["etas"][r]
         jumps = np.flatnonzero(np.abs(np.diff(etas)) > 0.01 * etas[:-1]) + 1     # decays, not the ramp
         at = np.unique(np.concatenate([np.geomspace(1, etas.size, 400).astype(np.int64), jumps, jumps + 1]))
         at = at[(at >= 1) & (at <= etas.size)]
-        ax_eta.plot(at, etas[at - 1], color=c)          # step t (1-based) uses etas[t − 1]; jumps kept
+        ax_eta.plot(at, etas[at - 1], color=c, lw=lw)   # step t (1-based) uses etas[t − 1]; jumps kept
         div = int(result["diverged_at"][r])
         if div >= 0:
             for ax in (ax_tr, ax_rk):
@@ -69,22 +70,29 @@ def plot_curves(result, out_dir: Path, formats) -> list[Path]:
         ax.set_xscale("log")
         ax.set_xlabel("iteration")
     ax_tr.set_yscale("log")
-    ax_tr.set_ylabel(r"train loss $\frac{1}{n}\sum_i (h(x_i) - y_i)^2$")
+    ax_tr.set_ylabel(r"train loss $\sum_i (h(x_i) - y_i)^2 / n$")
     ax_tr.set_title("train loss")
     if has_test:
         ax_te.set_yscale("log")
         ax_te.set_ylabel("test loss (1000 points)")
         ax_te.set_title("test loss")
     ax_sp.set_ylabel("feature sparsity coefficient")
-    ax_sp.set_title("feature sparsity" + (" (solid: last layer, dashed: first)" if sp.shape[2] > 1 else ""))
-    ax_rk.set_ylabel(r"rank $\varphi_\theta(X)$" + f" (rel. threshold {result.config['rank_threshold']:g})")
-    ax_rk.set_title("Jacobian rank")
+    ax_sp.set_title("feature sparsity")
+    ax_rk.set_ylabel(r"rank $\varphi_\theta(X)$")
+    ax_rk.set_title(f"Jacobian rank (rel. thr. {result.config['rank_threshold']:g})")
     ax_rk.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax_eta.set_yscale("log")
     ax_eta.set_ylabel(r"step size $\eta_t$")
     ax_eta.set_title("schedules")
-    fig.legend(*ax_tr.get_legend_handles_labels(), loc="lower center", ncol=min(4, len(labels)),
-               bbox_to_anchor=(0.5, -0.12), frameon=False)
+    handles, names = ax_tr.get_legend_handles_labels()
+    if sp.shape[2] > 1:
+        handles += [Line2D([], [], color="0.3"), Line2D([], [], color="0.3", ls="--")]
+        names += ["sparsity: last layer", "sparsity: first layer"]
+    if np.any(result["diverged_at"] >= 0):
+        handles.append(Line2D([], [], color="0.3", ls=":", lw=1))
+        names.append("step where the run diverged")
+    wide = max(len(n) for n in names) > 30
+    fig.legend(handles, names, loc="outside lower center", ncol=min(2 if wide else 4, len(names)), frameon=False)
     fig.suptitle(f"setting {result.config['setting']}: {result.config['steps']} iterations of "
                  f"{result.config['method'].upper()} (batch {result.config['batch']}), seed {result.seed}")
     return plots.save(fig, out_dir, "relu_curves", formats)
