@@ -465,13 +465,13 @@ def _style_problems(fig) -> list[str]:
     from matplotlib.lines import Line2D
 
     problems = []
-    figure_handles = [h for leg in fig.legends if leg.get_visible() for h in leg.legend_handles]
+    figure_handles = [h for leg in fig.legends if leg.get_visible() for h in leg.findobj(Line2D)]
     for ax in _panel_axes(fig):
         leg = ax.get_legend()
-        handles = figure_handles + (list(leg.legend_handles) if leg is not None and leg.get_visible() else [])
+        handles = figure_handles + (leg.findobj(Line2D) if leg is not None and leg.get_visible() else [])
         if not handles:
             continue
-        shown = {_style(h) for h in handles if isinstance(h, Line2D)}
+        shown = {_style(h) for h in handles}           # every line the legends draw (errorbar handles too)
         missing = set()
         for line in ax.lines:
             style = _style(line)
