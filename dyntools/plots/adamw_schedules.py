@@ -26,7 +26,8 @@ def plot_result(result, out_dir: Path, formats=("png", "pdf")) -> list[Path]:
                 ax.plot(epochs, np.nanmedian(values, axis=0), color=color, label=sched)
                 ax.fill_between(epochs, np.nanmin(values, axis=0), np.nanmax(values, axis=0), color=color,
                                 alpha=0.2, lw=0)
-        axes[0, o].set_title(f"{LABELS.get(name, name)}: anytime curves ({result.config['seeds']} seeds)")
+        seeds = plots.count(result.config["seeds"], "seed")
+        axes[0, o].set_title(f"{LABELS.get(name, name)}: anytime curves ({seeds})")
         axes[0, o].set_ylabel("validation error (1 − accuracy)")
         axes[1, o].set_ylabel("validation cross-entropy")
         axes[1, o].set_xlabel("epoch")

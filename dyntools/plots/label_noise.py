@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dyntools.plots import PALETTE, figure, save
+from dyntools.plots import PALETTE, count, figure, save
 
 PANELS = (("train_loss", "train loss", True), ("sparsity", None, False),
           ("rank", r"rank of $\varphi_\theta(X)$", False),
@@ -43,5 +43,5 @@ def plot_result(result, out_dir: Path, formats=("png", "pdf"), stem: str = "sgd_
                        label="window of the level")
     axes[0][0].legend(loc="best")
     fig.suptitle(f"{cfg['model']}: SGD vs label-noise GD / SDE at the matched δ (η = {cfg['eta']:g}; median, "
-                 f"25–75 % over the {int(kept.sum())} of {cfg['seeds']} seeds where SGD did not diverge)")
+                 f"25–75 % over the {int(kept.sum())} of {count(cfg['seeds'], 'seed')} where SGD did not diverge)")
     return save(fig, out_dir, stem, formats)

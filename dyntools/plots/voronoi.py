@@ -248,7 +248,8 @@ def curves(result, out_dir: Path, formats=("png", "pdf"), stem: str = "voronoi_c
     ax.legend(loc="best")
     axes[0, 0].set_yscale("log")
     axes[0, 0].legend(loc="best")
-    fig.suptitle(f"rung {p['rung']}, AdamW {p['decay']} decay, {p['seeds']} seed(s): median and min–max band")
+    seeds = plots.count(p["seeds"], "seed")
+    fig.suptitle(f"rung {p['rung']}, AdamW {p['decay']} decay, {seeds}: median and min–max band")
     return plots.save(fig, out_dir, stem, formats)
 
 
