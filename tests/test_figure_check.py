@@ -404,3 +404,27 @@ def test_save_places_a_best_legend_on_no_drawn_pixel(tmp_path, monkeypatch):
     plots.save(full, tmp_path, "outside", ("png",))           # every inside place covers pixels: outside
     box, frame = ax2.get_legend().get_window_extent(), ax2.get_window_extent()
     assert box.x0 >= frame.x1
+
+
+def test_helpers_that_pass_the_check():
+    assert plots.count(1, "seed") == "1 seed" and plots.count(3, "seed") == "3 seeds"
+    assert plots.math_label("rising as t^0.5 to 3") == "rising as $t^{0.5}$ to 3"
+    assert plots.math_label("v from ∇f_t (both)") == "v from ∇$f_{t}$ (both)"
+    assert plots.math_label("sgd_own, $a_b$") == "sgd_own, $a_b$"           # identifiers and mathtext kept
+
+
+def test_the_threshold_outline_follows_the_cell_edges():
+    """Cells (0, 1), (1, 0), (1, 1) of a 2×2 grid pass: the outline is the L-shaped boundary, 8 unit edges,
+    and drawing it instead of a contour passes the coarse-grid rule."""
+    from dyntools.plots.adamw_heatmaps import cell_outline
+
+    good = np.array([[False, True], [True, True]])
+    xs, ys = cell_outline(good, np.array([0.0, 1.0, 2.0]), np.array([0.0, 1.0, 2.0]))
+    segments = {tuple(map(tuple, np.c_[xs, ys][k:k + 2])) for k in range(0, xs.size, 3)}
+    assert len(segments) == 8
+    assert ((1.0, 0.0), (1.0, 1.0)) in segments and ((0.0, 1.0), (1.0, 1.0)) in segments   # the notch
+    assert ((0.0, 0.0), (1.0, 0.0)) not in segments                                       # the failing cell
+    fig, ax = _panel()
+    ax.pcolormesh(np.array([0.0, 1.0, 2.0]), np.array([0.0, 1.0, 2.0]), good.astype(float))
+    ax.plot(xs, ys, color="black")
+    assert check.figure_problems(fig) == []
