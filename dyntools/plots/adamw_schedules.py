@@ -33,7 +33,9 @@ def plot_result(result, out_dir: Path, formats=("png", "pdf")) -> list[Path]:
         axes[1, o].set_xlabel("epoch")
         for row in range(2):
             axes[row, o].set_yscale("log")
-        axes[0, o].legend(title="schedule (median, band min–max)", framealpha=0.85)
+    handles, labels = axes[0, 0].get_legend_handles_labels()          # the same schedules in every panel
+    fig.legend(handles, labels, title="schedule (median, band min–max)", loc="outside lower center",
+               ncols=min(len(labels), 4), frameon=False)
     paths = plots.save(fig, out_dir, "adamw_schedules_anytime", formats)
 
     fig, axes = plots.figure(ncols=1, nrows=1, width=1.2 + 1.1 * len(names) * len(schedules), height=3.2)
