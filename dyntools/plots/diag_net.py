@@ -70,6 +70,7 @@ def plot_result(result, out_dir: Path, formats: Sequence[str] = ("png", "pdf"),
     axes = axes[0]
     T = result.config["steps"]
     drawn = np.zeros(len(PANELS), dtype=bool)          # a panel with a positive value to draw
+    decays = []                                        # (colour, steps where the schedule decays)
     for g, spec in enumerate(runs):
         colour = plots.PALETTE[g % len(plots.PALETTE)]
         alive = result["diverged_at"][g] < 0
@@ -83,10 +84,11 @@ def plot_result(result, out_dir: Path, formats: Sequence[str] = ("png", "pdf"),
         etas = result["etas"][g]
         if etas.size > 1:
             changes = np.flatnonzero(np.diff(etas) < 0) + 1
-            changes = changes[etas[changes - 1] / etas[changes] > 1.01]   # decays, not a warm-up ramp
-            for c in changes:
-                for ax in axes:
-                    ax.axvline(c, color=colour, ls=":", lw=0.9, alpha=0.8)
+            decays.append((colour, changes[etas[changes - 1] / etas[changes] > 1.01]))   # not a warm-up ramp
+    for colour, changes in decays:                  # in the panels with data only: an empty panel stays blank
+        for c in changes:
+            for ax in axes[drawn]:
+                ax.axvline(c, color=colour, ls=":", lw=0.9, alpha=0.8)
     for i, (ax, (_key, ylabel, logy)) in enumerate(zip(axes, PANELS)):
         ax.set_xscale("log")
         ax.set_xlim(0.5, T * 1.05)
