@@ -55,8 +55,8 @@ PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F
 
 #: Dash patterns for curves that may coincide over long stretches (schedules equal until a decay): a curve
 #: drawn over another with gaps in it leaves the one below visible. Cycle with the colours.
-DASHES = ["-", (0, (5, 2)), (0, (1, 1.5)), (0, (6, 2, 1, 2)), (0, (3, 1, 1, 1, 1, 1)), (0, (9, 3)),
-          (0, (2, 3)), (0, (4, 1, 1, 1))]
+DASHES = ["-", (0, (5, 2)), (0, (6, 2, 1, 2)), (0, (2, 2)), (0, (9, 3)), (0, (3, 1, 1, 1, 1, 1)),
+          (0, (4, 1, 1, 1)), (0, (1, 1.5))]
 
 RC = {
     "font.size": 9, "axes.titlesize": 10, "axes.labelsize": 9, "legend.fontsize": 8,

@@ -61,6 +61,16 @@ def band(values: np.ndarray, alive: np.ndarray):
     return med, q10, q90
 
 
+def level_note(ax, y: float, text: str) -> None:
+    """Name a reference level at the left of ``ax``: above the line in the lower half of the view, below it
+    in the upper half (a note at the top of the view would sit on the frame)."""
+    low, high = ax.get_ylim()
+    scale = ax.get_yscale() == "log" and low > 0
+    middle = np.sqrt(low * high) if scale else (low + high) / 2
+    ax.text(0.01, y, text, va="bottom" if y <= middle else "top", color="0.3", fontsize=7, zorder=6,
+            transform=ax.get_yaxis_transform(), bbox={"facecolor": "white", "alpha": 0.7, "lw": 0, "pad": 1})
+
+
 def plot_result(result, out_dir: Path, formats: Sequence[str] = ("png", "pdf"),
                 stem: str = "diag_net") -> list[Path]:
     steps = result["steps"].astype(float)
@@ -72,14 +82,14 @@ def plot_result(result, out_dir: Path, formats: Sequence[str] = ("png", "pdf"),
     drawn = np.zeros(len(PANELS), dtype=bool)          # a panel with a positive value to draw
     decays = []                                        # (colour, steps where the schedule decays)
     for g, spec in enumerate(runs):
-        colour = plots.PALETTE[g % len(plots.PALETTE)]
+        colour = plots.PALETTE[g % len(plots.PALETTE)]       # and a dash pattern: runs may coincide
         alive = result["diverged_at"][g] < 0
         n_div = int((~alive).sum())
         label = spec["label"] + (f" ({n_div}/{alive.size} diverged)" if n_div else "")
         for i, (ax, (key, _, _)) in enumerate(zip(axes, PANELS)):
             med, lo, hi = band(panel_values(result, g, key), alive)
             drawn[i] |= bool(np.any(np.isfinite(med) & (med > 0)))
-            ax.plot(x, med, color=colour, lw=1.3, label=label)
+            ax.plot(x, med, color=colour, ls=plots.DASHES[g % len(plots.DASHES)], lw=1.3, label=label)
             ax.fill_between(x, lo, hi, color=colour, alpha=0.18, lw=0)
         etas = result["etas"][g]
         if etas.size > 1:
@@ -98,14 +108,14 @@ def plot_result(result, out_dir: Path, formats: Sequence[str] = ("png", "pdf"),
             ax.set_yscale("log")
     cfg = result.config
     axes[2].axhline(min(cfg["n"], cfg["d"]), color="0.5", lw=0.8, ls="--")
-    axes[2].text(1, min(cfg["n"], cfg["d"]), " n", va="bottom", color="0.4", fontsize=7)
+    level_note(axes[2], min(cfg["n"], cfg["d"]), " n")
     r = cfg.get("r")
     if r:
         axes[3].axhline(r, color="0.5", lw=0.8, ls="--")
-        axes[3].text(1, r, " r = ‖β*‖₀", va="bottom", color="0.4", fontsize=7)
+        level_note(axes[3], r, " r = ‖β*‖₀")
     if drawn[4]:
         axes[4].axhline(1.0, color="0.5", lw=0.8, ls="--")
-        axes[4].text(1, 1.0, r" $\eta = 2/\lambda_{\max}$", va="bottom", color="0.4", fontsize=7)
+        level_note(axes[4], 1.0, r" $\eta = 2/\lambda_{\max}$")
     all_diverged = bool(np.all(result["diverged_at"] >= 0))
     for i, ax in enumerate(axes):
         if not drawn[i]:                # an empty panel says why it is empty
@@ -118,6 +128,8 @@ def plot_result(result, out_dir: Path, formats: Sequence[str] = ("png", "pdf"),
     if any(ln.get_linestyle() == ":" for ln in axes[0].lines):
         handles.append(Line2D([], [], color="0.4", ls=":", lw=0.9))
         labels.append("step decay (schedule's colour)")
+    handles.append(Line2D([], [], color="0.5", ls="--", lw=0.8))
+    labels.append("reference level (n, r, 1: named beside it)")
     axes[0].legend(handles, labels, loc="best", fontsize=6.5, frameon=False)
     method = cfg["method"].upper() + (f" (batch {cfg['batch']})" if cfg["method"] != "gd" else "")
     fig.suptitle(f"Diagonal linear network, {method}: n={cfg['n']}, d={cfg['d']}, r={r}, "
