@@ -475,7 +475,9 @@ def _style_problems(fig) -> list[str]:
         missing = set()
         for line in ax.lines:
             style = _style(line)
-            if line.get_visible() and style not in (("-", "None"), ("None", "None")) and style not in shown:
+            split = (style[0], "None") in shown and ("None", style[1]) in shown     # errorbar handles: two lines
+            if line.get_visible() and style not in (("-", "None"), ("None", "None")) and style not in shown \
+                    and not split:
                 missing.add(style)
         for ls, marker in sorted(missing):
             what = " with ".join(w for w in (None if ls == "None" else f"linestyle {ls!r}",

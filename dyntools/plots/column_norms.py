@@ -59,8 +59,8 @@ def plot_column_norms(result, out_dir: Path, formats=("png", "pdf"), *, runs=Non
     ax_l.set_ylabel("train loss")
     ax_l.set_title("train loss")
     p = 2 * int(result.config["d"]) if result.kind == "diag-net" and "d" in result.config else None
-    ax_c.set_ylabel(r"$\|\varphi_\theta(X)_{:,j}\|_2$ over the " + (f"p = 2d = {p}" if p else "p") + " columns")
-    ax_c.set_title(r"column norms of $\varphi_\theta(X)$")
+    ax_c.set_ylabel(r"$\|\varphi_\theta(X)_{:,j}\|_2$ over its columns")
+    ax_c.set_title(r"column norms of $\varphi_\theta(X)$" + (f" (p = 2d = {p})" if p else ""))
     ax_g.set_ylabel(r"$\|\nabla_\theta h_\theta(x_i)\|_2$ over the n examples")
     ax_g.set_title("per-example gradient norms")
     for ax in axes[0]:

@@ -30,7 +30,8 @@ def plot_result(result, out_dir: Path, formats=("png", "pdf"), stem: str = "sgd_
                     continue
                 lo, med, hi = (np.nanquantile(v[:, ok], q, axis=0) for q in (0.25, 0.5, 0.75))
             color = PALETTE[m % len(PALETTE)]
-            ax.plot(steps[ok], med, color=color, ls=styles[m % len(styles)], lw=1.4, label=name)
+            width = 1.0 + 0.6 * (len(cfg["methods"]) - 1 - m)     # a stack: methods that coincide stay visible
+            ax.plot(steps[ok], med, color=color, ls=styles[m % len(styles)], lw=width, label=name)
             ax.fill_between(steps[ok], lo, hi, color=color, alpha=0.15, lw=0)
         ax.set_xscale("log")
         if log:

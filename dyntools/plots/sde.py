@@ -72,7 +72,7 @@ def convergence_figure(result, out_dir, formats):
 
     ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("step h")
-    ax.set_ylabel("strong error E|X_h(T) − X(T)|")
+    ax.set_ylabel(r"strong error $E|X_h(T) - X(T)|$")
     if "strong_em_ou" in result.arrays:
         ax.loglog(result["h_ou"], result["strong_em_ou"], "^-", color=plots.PALETTE[2],
                   label=f"OU, EM = Milstein (fitted {s['strong_em_ou']:.2f})")
@@ -90,7 +90,7 @@ def convergence_figure(result, out_dir, formats):
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("step h")
-    ax.set_ylabel("weak error |E X_h(T) − E X(T)|")
+    ax.set_ylabel(r"weak error $|E X_h(T) - E X(T)|$")
     ax.set_title("weak order of Euler–Maruyama")
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize=7)
     return plots.save(fig, out_dir, "sde_convergence", formats)
