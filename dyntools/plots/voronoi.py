@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 from matplotlib.colors import ListedColormap
+from matplotlib.lines import Line2D
 
 from dyntools import plots
 from dyntools.data.voronoi import label_points
@@ -221,13 +222,13 @@ def scalars_animation(result, out_dir: Path, formats=("png", "pdf"), stem: str =
     return out + plots.save(fig, out_dir, stem, formats)
 
 
-def _band(ax, x, v, colour, label, ls="-"):
+def _band(ax, x, v, colour, label, ls="-", lw=1.3):
     v = np.asarray(v, dtype=float)
     ok = np.isfinite(v).any(axis=0)
     if not ok.any():
         return
     med = np.nanmedian(v[:, ok], axis=0)
-    ax.plot(x[ok], med, color=colour, lw=1.3, ls=ls, label=label)
+    ax.plot(x[ok], med, color=colour, lw=lw, ls=ls, label=label)
     if v.shape[0] > 1:
         ax.fill_between(x[ok], np.nanmin(v[:, ok], axis=0), np.nanmax(v[:, ok], axis=0), color=colour,
                         alpha=0.15, lw=0)
@@ -269,25 +270,32 @@ def ladder_curves(result, out_dir: Path, formats=("png", "pdf"), stem: str = "vo
     for col, i in enumerate(trained):
         for j, d in enumerate(decays):
             colour = plots.PALETTE[j % 8]
-            _band(axes[0, col], x, result["test_acc"][i, j], colour, f"{d} eval")
-            _band(axes[0, col], x, result["train_acc"][i, j], colour, None, "--")
-            _band(axes[1, col], x, result["test_loss"][i, j], colour, f"{d}")
+            width = 1.0 + 0.8 * (len(decays) - 1 - j)             # a stack: decays that coincide stay visible
+            _band(axes[0, col], x, result["test_acc"][i, j], colour, f"{d} eval", lw=width)
+            _band(axes[0, col], x, result["train_acc"][i, j], colour, None, "--", lw=width)
+            _band(axes[1, col], x, result["test_loss"][i, j], colour, f"{d}", lw=width)
         axes[0, col].axhline(np.nanmedian(result["majority"]), color="grey", ls=":", lw=1)
         if exact is not None:
             axes[0, col].axhline(np.nanmedian(result["final_test_acc"][exact]), color="black", ls="-.", lw=1)
         if mlp is not None and rungs[i] != "mlp" and np.isfinite(mlp):
             axes[0, col].axhline(mlp, color="black", ls=(0, (6, 2)), lw=1.3)
         axes[0, col].set_title("mlp (baseline)" if rungs[i] == "mlp" else rungs[i])
-        axes[0, col].set_ylabel("accuracy (eval solid, train dashed)")
+        axes[0, col].set_ylabel("accuracy")
         axes[1, col].set_ylabel("eval cross-entropy")
         axes[1, col].set_yscale("log")
         axes[1, col].set_xlabel("step")
-    if trained:
-        axes[0, 0].legend(loc="best")
-    lines = "dotted: majority class; dash-dot: exact rule"
+    handles = [Line2D([], [], color=plots.PALETTE[j % 8], lw=1.0 + 0.8 * (len(decays) - 1 - j), label=f"{d} decay")
+               for j, d in enumerate(decays)]
+    handles += [Line2D([], [], color="0.3", lw=1.3, label="eval"), Line2D([], [], color="0.3", ls="--", lw=1.3,
+                                                                          label="train"),
+                Line2D([], [], color="grey", ls=":", lw=1, label="majority class")]
+    if exact is not None:
+        handles.append(Line2D([], [], color="black", ls="-.", lw=1, label="exact rule"))
     if mlp is not None:
-        lines += f"; black dashed: the MLP baseline's final eval accuracy ({mlp_decay})"
-    fig.suptitle(f"Voronoi ladder: median and min–max band over seeds ({lines})")
+        handles.append(Line2D([], [], color="black", ls=(0, (6, 2)), lw=1.3,
+                              label=f"MLP baseline's final eval accuracy ({mlp_decay})"))
+    fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 4), frameon=False)
+    fig.suptitle("Voronoi ladder: median and min–max band over seeds")
     return plots.save(fig, out_dir, stem, formats)
 
 
