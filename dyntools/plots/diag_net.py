@@ -89,7 +89,8 @@ def plot_result(result, out_dir: Path, formats: Sequence[str] = ("png", "pdf"),
         for i, (ax, (key, _, _)) in enumerate(zip(axes, PANELS)):
             med, lo, hi = band(panel_values(result, g, key), alive)
             drawn[i] |= bool(np.any(np.isfinite(med) & (med > 0)))
-            ax.plot(x, med, color=colour, ls=plots.DASHES[g % len(plots.DASHES)], lw=1.3, label=label)
+            ax.plot(x, med, color=colour, ls=plots.DASHES[g % len(plots.DASHES)], lw=1.1 + 0.5 * (len(runs) - 1 - g),
+                    label=label)
             ax.fill_between(x, lo, hi, color=colour, alpha=0.18, lw=0)
         etas = result["etas"][g]
         if etas.size > 1:
