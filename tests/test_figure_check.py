@@ -428,3 +428,21 @@ def test_the_threshold_outline_follows_the_cell_edges():
     ax.pcolormesh(np.array([0.0, 1.0, 2.0]), np.array([0.0, 1.0, 2.0]), good.astype(float))
     ax.plot(xs, ys, color="black")
     assert check.figure_problems(fig) == []
+
+
+def test_an_errorbar_legend_entry_shows_its_line_and_marker():
+    """matplotlib draws an errorbar's legend entry as two lines (the stroke, the marker): both count."""
+    fig, ax = _panel()
+    x = np.array([1.0, 2.0, 3.0])
+    ax.errorbar(x, x, yerr=0.1, fmt="^-", label="weak error")
+    ax.legend(loc="upper left")
+    assert _defects(fig, "no legend entry") == []
+    ax.plot(x, x + 1, "s-")                                   # a second marker style, unexplained
+    assert _defects(fig, "marker 's'"), check.figure_problems(fig)
+
+
+def test_a_mathtext_suptitle_passes():
+    fig, ax = _panel()
+    ax.plot([0, 1], [0, 1])
+    fig.suptitle(r"Universal approximation: $g(x) = A + \sum_i v_i\,\sigma(w_i^T x + b_i)$")
+    assert check.figure_problems(fig) == []

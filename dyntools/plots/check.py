@@ -455,10 +455,9 @@ def _contour_problems(fig) -> list[str]:
 
 
 def _style(line) -> tuple[str, str]:
-    ls = line.get_linestyle()
-    ls = "None" if ls in (None, "None", "", " ") or line.get_linewidth() <= 0 else ls
-    marker = line.get_marker()
-    return ls, "None" if marker in (None, "None", "", " ") else str(marker)
+    ls, marker = line.get_linestyle(), line.get_marker()
+    ls = "None" if ls is None or str(ls).strip().lower() in ("none", "") or line.get_linewidth() <= 0 else ls
+    return ls, "None" if marker is None or str(marker).strip().lower() in ("none", "") else str(marker)
 
 
 def _style_problems(fig) -> list[str]:
