@@ -142,7 +142,8 @@ def losses(result, out_dir: Path, formats: Sequence[str] = ("png", "pdf")) -> li
         keep = thin(a["steps"].size)
         for g, name in enumerate(result.config["optimizers"]):
             gap = np.maximum(a["loss"][g, keep] - spec_of(s).f_min, GAP_FLOOR)
-            ax.plot(a["steps"][keep] + 1, gap, color=plots.PALETTE[g % 8], lw=1.0, label=labels[name])
+            width = 0.9 + 0.45 * (len(result.config["optimizers"]) - 1 - g)    # a stack, as on the surfaces
+            ax.plot(a["steps"][keep] + 1, gap, color=plots.PALETTE[g % 8], lw=width, label=labels[name])
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("step t + 1")

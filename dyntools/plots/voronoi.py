@@ -175,7 +175,8 @@ def centers_animation(result, out_dir: Path, formats=("png", "pdf"), stem: str =
             fig._voronoi_cbar = fig.colorbar(sc, ax=ax, shrink=0.8,
                                              label="logit margin W₁ − W₀" if C == 2 else "largest logit")
         for c in range(C):
-            ax2.plot(np.sort(W[i, c])[::-1], color=plots.PALETTE[c % 8], lw=1.2, label=f"class {c}")
+            ax2.plot(np.sort(W[i, c])[::-1], color=plots.PALETTE[c % 8], lw=1.2 + 0.8 * (C - 1 - c),
+                     label=f"class {c}")                   # a stack: equal logits (at the start) stay visible
         ax2.set_ylim(lo - 0.05 * (hi - lo), hi + 0.05 * (hi - lo))
         ax2.set_xlabel("center (sorted by logit)")
         ax2.set_ylabel(r"per-center logit $W_{cj}$")
