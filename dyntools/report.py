@@ -230,8 +230,10 @@ def figure_check_text(checked: list[tuple[str, list[str]]]) -> str:
     every defect it found."""
     bad = [(name, problems) for name, problems in checked if problems]
     lines = ["", "## Figure check", "",
-             f"Figures and animation frames checked by `dyntools.plots.check` (empty panels, unlabelled axes, "
-             f"clipped or overlapping text, legends over data, GIF width): {len(checked)}; "
+             f"Figures and animation frames checked by `dyntools.plots.check` (empty panels and their ticks, "
+             f"unlabelled axes, clipped, overlapping or on-spine text, legends over drawn pixels, hidden curves, "
+             f"literal `_`/`^`, unused canvas, coarse contours, unexplained line styles, title counts, moving GIF "
+             f"axes, GIF width): {len(checked)}; "
              + (f"{len(bad)} with defects:" if bad else "no defect found.")]
     lines += [f"- `{name}`: " + protect("; ".join(problems)) for name, problems in bad]
     return "\n".join(lines) + "\n"

@@ -116,12 +116,13 @@ def reproduce(ctx):
     fig, axes = plots.figure(width=5.6, height=3.4)
     ax = axes[0, 0]
     for k, (name, r) in enumerate(res.items()):
-        ax.semilogy(range(1, len(r["curve"]) + 1), r["curve"] + 1e-18, color=plots.PALETTE[k], label=name)
+        ax.semilogy(range(1, len(r["curve"]) + 1), r["curve"] + 1e-18, color=plots.PALETTE[k],
+                    label=plots.math_label(name))
     ax.axhline(ROUND_OFF, color="0.4", ls=":", lw=0.8, label="round-off bound 1e-12")
     ax.set_xlabel("step t")
-    ax.set_ylabel("‖θ_t − θ_t^AdamW‖ / ‖θ_t^AdamW‖")
-    ax.set_title("Adam on the iteration-dependent loss f_t against AdamW")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7)
+    ax.set_ylabel(r"$\|\theta_t - \theta_t^{\mathrm{AdamW}}\| / \|\theta_t^{\mathrm{AdamW}}\|$")
+    ax.set_title("Adam on the iteration-dependent loss $f_t$ against AdamW")
+    ax.legend(loc="best", fontsize=7)
     figs = plots.save(fig, ctx.figure_dir, "iteration_dependent_l2", ("png",))
     first = next(iter(res.values()))["max_relative_gap"]
     holds = first <= ROUND_OFF

@@ -3,7 +3,8 @@
 ``PLOTTERS`` maps a result ``kind`` to the module whose ``plot_result(result, out_dir, formats)``
 draws every figure of that kind and returns the written paths. Shared style lives here:
 :func:`figure` (a fresh ``Figure``, not pyplot's global state), :data:`PALETTE` (Okabe–Ito,
-colour-blind safe) and :func:`save` (PNG and PDF).
+colour-blind safe) and :func:`save` (PNG and PDF; a legend left at ``loc="best"`` is first moved where it
+covers no drawn pixel, :mod:`dyntools.plots.legends`).
 
 A figure of a run that diverged says so: :func:`plot_result` finds the divergence in the result
 (:func:`divergence_note`: ``diverged_at`` per path, a ``diverged`` mask of cells, or the status) and every
@@ -54,6 +55,11 @@ _NOTE: contextvars.ContextVar[str | None] = contextvars.ContextVar("divergence_n
 #: Okabe & Ito (2008) colour-blind safe palette.
 PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"]
 
+#: Dash patterns for curves that may coincide over long stretches (schedules equal until a decay): a curve
+#: drawn over another with gaps in it leaves the one below visible. Cycle with the colours.
+DASHES = ["-", (0, (5, 2)), (0, (6, 2, 1, 2)), (0, (2, 2)), (0, (9, 3)), (0, (3, 1, 1, 1, 1, 1)),
+          (0, (4, 1, 1, 1)), (0, (1, 1.5))]
+
 RC = {
     "font.size": 9, "axes.titlesize": 10, "axes.labelsize": 9, "legend.fontsize": 8,
     "xtick.labelsize": 8, "ytick.labelsize": 8, "axes.spines.top": False, "axes.spines.right": False,
@@ -84,6 +90,21 @@ def figure(ncols: int = 1, nrows: int = 1, width: float = 4.2, height: float = 3
         fig = Figure(figsize=(width * ncols, height * nrows), layout="constrained")
         axes = fig.subplots(nrows, ncols, squeeze=False, **kwargs)
     return fig, axes
+
+
+def math_label(text: str) -> str:
+    """A label read from a result with its plain-text sub/superscripts as mathtext: ``"rising as t^0.5"`` →
+    ``"rising as $t^{0.5}$"``, ``"v from ∇f_t"`` → ``"v from ∇$f_{t}$"`` (text already in ``$…$`` is kept)."""
+    import re
+
+    parts = re.split(r"(\$[^$]*\$)", str(text))
+    pattern = r"(?<![\w$])([A-Za-z])([_^])([-+]?[0-9.]*[0-9]|[A-Za-z]\b)"
+    return "".join(p if p.startswith("$") else re.sub(pattern, r"$\1\2{\3}$", p) for p in parts)
+
+
+def count(n: int, noun: str) -> str:
+    """``"1 seed"``, ``"5 seeds"``: a count with its noun in the right number (``noun`` singular)."""
+    return f"{n} {noun}" if int(n) == 1 else f"{n} {noun}s"
 
 
 def save(fig: Figure, out_dir: Path, name: str, formats: Sequence[str] = ("png", "pdf")) -> list[Path]:
@@ -119,7 +140,9 @@ def save(fig: Figure, out_dir: Path, name: str, formats: Sequence[str] = ("png",
     out_dir.mkdir(parents=True, exist_ok=True)
     stamp_note(fig)
     from dyntools.plots import check
+    from dyntools.plots.legends import place_legends
 
+    place_legends(fig)                      # legends left at loc="best" go where they cover no drawn pixel
     check.enforce(lambda: check.figure_problems(fig), name)
     paths = []
     with matplotlib.rc_context(RC):

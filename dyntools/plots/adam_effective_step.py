@@ -21,13 +21,13 @@ def plot(runs: dict, out_dir: Path, formats=("png", "pdf"), stem: str = "adam_ef
         ax.fill_between(distance[ok], q10[ok], q90[ok], color=plots.PALETTE[0], alpha=0.2, lw=0,
                         label="10–90 % over coordinates")
         ax.plot(distance[ok], med[ok], color=plots.PALETTE[0], lw=1.3, label="median over coordinates")
-        ax.axhline(1.0, color="0.4", ls="--", lw=0.8)
+        ax.axhline(1.0, color="0.4", ls="--", lw=0.8, label="1: a step of size α")
         ax.set_xscale("log")
         ax.set_ylim(0, 1.05)
         ax.invert_xaxis()                          # time runs left to right: far → near
         ax.set_xlabel("distance to the optimum (decreasing →)")
-        ax.set_ylabel("|m̂_t| / √v̂_t")
+        ax.set_ylabel(r"$|\hat m_t|\,/\sqrt{\hat v_t}$")
         ax.set_title(name)
         ax.legend(loc="best", fontsize=7)
-    fig.suptitle("|m̂|/√v̂ along two Adam runs (dashed: 1, a step of size α)")
+    fig.suptitle(r"$|\hat m|/\sqrt{\hat v}$ along two Adam runs")
     return plots.save(fig, out_dir, stem, formats)

@@ -12,6 +12,9 @@ from matplotlib.colors import LogNorm, Normalize
 from dyntools import plots
 from dyntools.plots.adamw_heatmaps import _edges
 
+#: The normalized decay in mathtext.
+LAMBDA_NORM = r"$\lambda_{\mathrm{norm}}$"
+
 
 def plot_result(result, out_dir: Path, formats=("png", "pdf")) -> list[Path]:
     budgets, lrs = result["budgets"], result["lrs"]
@@ -22,7 +25,7 @@ def plot_result(result, out_dir: Path, formats=("png", "pdf")) -> list[Path]:
     finite = result["val_loss"][np.isfinite(result["val_loss"]) & (result["val_loss"] > 0)]
     norm = (LogNorm(finite.min(), finite.max()) if by_loss and finite.size else Normalize(0.5, 1.0))
     mesh = None
-    for a, label in enumerate(("raw λ", "λ_norm  (λ = λ_norm √(b/(B·T)))")):
+    for a, label in enumerate(("raw λ", LAMBDA_NORM + r"  ($\lambda = \lambda_{\mathrm{norm}}\sqrt{b/(BT)}$)")):
         wds = result["wds"][a]
         for k in range(nb):
             ax = axes[a, k]
@@ -45,9 +48,9 @@ def plot_result(result, out_dir: Path, formats=("png", "pdf")) -> list[Path]:
     fig, axes = plots.figure(ncols=2, nrows=1, width=4.6, height=3.4)
     ax = axes[0, 0]
     ax.plot(budgets, result["best_wd"][0], "o-", color=plots.PALETTE[0], label="best raw λ (raw grid)")
-    ax.plot(budgets, result["best_wd"][1], "s-", color=plots.PALETTE[1], label="best λ_norm (normalized grid)")
+    ax.plot(budgets, result["best_wd"][1], "s-", color=plots.PALETTE[1], label=f"best {LAMBDA_NORM} (normalized grid)")
     ax.plot(budgets, result["best_raw_lambda"][1], "s:", color=plots.PALETTE[1],
-            label="λ used at the best λ_norm")
+            label=f"$\\lambda$ used at the best {LAMBDA_NORM}")
     best_raw = np.asarray(result["best_wd"][0], dtype=float)
     ok = np.isfinite(best_raw) & (best_raw > 0)
     if ok.any():                   # the normalization's prediction, λ ∝ T^(−1/2), through the measured points'
@@ -67,7 +70,7 @@ def plot_result(result, out_dir: Path, formats=("png", "pdf")) -> list[Path]:
         ax.plot(result["wds"][0], np.nanmin(result["val_loss"][0, k], axis=0), "-", color=color,
                 label=f"{budget:g} epochs, raw grid")
         ax.plot(result["wds"][1] * scale[k], np.nanmin(result["val_loss"][1, k], axis=0), "--", color=color,
-                label=f"{budget:g} epochs, λ_norm grid")
+                label=f"{budget:g} epochs, {LAMBDA_NORM} grid")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("weight decay λ actually used")

@@ -1,7 +1,7 @@
 """Heatmaps of a ``adamw-grid`` result: validation accuracy and loss over (learning rate, weight decay).
 
 One panel per optimizer side by side on one shared colour scale; the best cell is starred, the
-cells reaching the accuracy threshold are outlined by a contour, and diverged cells are crossed.
+cells reaching the accuracy threshold are outlined along their edges, and diverged cells are crossed.
 Results that carry them also get the final training accuracy, the fraction of (near-)zero weights
 (``w_small``) and the learning curves of the best and the chosen cell (``lc_*``, against epochs).
 """
@@ -28,10 +28,28 @@ def _edges(values: np.ndarray) -> np.ndarray:
     return 10 ** np.concatenate([[2 * logs[0] - mid[0]], mid, [2 * logs[-1] - mid[-1]]])
 
 
+def cell_outline(good: np.ndarray, x_edges: np.ndarray, y_edges: np.ndarray):
+    """The boundary of the cells where ``good`` (rows: y, columns: x) holds, along the cells' edges: the
+    (x, y) vertices of its unit segments, NaN between segments. A contour through the cell centres of a
+    coarse grid would draw a guessed curve; the outline draws exactly the cells that pass."""
+    padded = np.pad(np.asarray(good, dtype=bool), 1)
+    xs, ys = [], []
+    rows, cols = np.nonzero(padded[1:-1, 1:] != padded[1:-1, :-1])        # vertical edges: x_edges[c]
+    for r, c in zip(rows, cols):
+        xs += [x_edges[c], x_edges[c], np.nan]
+        ys += [y_edges[r], y_edges[r + 1], np.nan]
+    rows, cols = np.nonzero(padded[1:, 1:-1] != padded[:-1, 1:-1])        # horizontal edges: y_edges[r]
+    for r, c in zip(rows, cols):
+        xs += [x_edges[c], x_edges[c + 1], np.nan]
+        ys += [y_edges[r], y_edges[r], np.nan]
+    return np.array(xs, dtype=float), np.array(ys, dtype=float)
+
+
 def _panel_row(fig, axes, result, key, title, norm, cmap, colorbar_label):
     """One heatmap per optimizer over (λ, lr) on a shared colour scale. The view is exactly the grid's
     cells (edges halfway between grid points in log space, so the first and last columns are whole), the
-    best cell's star is not clipped at the border, and the legend (best cell, the accuracy contour,
+    best cell's star is not clipped at the border, the cells reaching the accuracy threshold are outlined
+    along their edges (:func:`cell_outline`), and the legend (best cell, the outline,
     diverged cells) sits under the panel, where it covers no cell."""
     from matplotlib.lines import Line2D
 
@@ -52,10 +70,9 @@ def _panel_row(fig, axes, result, key, title, norm, cmap, colorbar_label):
         handles = []
         acc = result["val_acc"][o]
         if np.sum(np.isfinite(acc)) and min(acc.shape) > 1 and np.nanmax(acc) >= threshold:
-            ax.contour(wds, lrs, np.nan_to_num(acc, nan=0.0), levels=[threshold], colors="white",
-                       linewidths=1.5)
-            ax.contour(wds, lrs, np.nan_to_num(acc, nan=0.0), levels=[threshold], colors="black",
-                       linewidths=0.6, linestyles="--")
+            xs, ys = cell_outline(np.nan_to_num(acc, nan=0.0) >= threshold, x_edges, y_edges)
+            ax.plot(xs, ys, color="white", lw=1.5, clip_on=False)
+            ax.plot(xs, ys, color="black", lw=0.6, ls="--", clip_on=False)
             handles.append(Line2D([], [], color="black", ls="--", lw=0.8,
                                   label=f"validation accuracy ≥ {threshold:.0%} inside"))
         finite = np.where(np.isfinite(acc), acc, -1)

@@ -26,13 +26,16 @@ def plot_result(result, out_dir: Path, formats=("png", "pdf")) -> list[Path]:
                 ax.plot(epochs, np.nanmedian(values, axis=0), color=color, label=sched)
                 ax.fill_between(epochs, np.nanmin(values, axis=0), np.nanmax(values, axis=0), color=color,
                                 alpha=0.2, lw=0)
-        axes[0, o].set_title(f"{LABELS.get(name, name)}: anytime curves ({result.config['seeds']} seeds)")
+        seeds = plots.count(result.config["seeds"], "seed")
+        axes[0, o].set_title(f"{LABELS.get(name, name)}: anytime curves ({seeds})")
         axes[0, o].set_ylabel("validation error (1 − accuracy)")
         axes[1, o].set_ylabel("validation cross-entropy")
         axes[1, o].set_xlabel("epoch")
         for row in range(2):
             axes[row, o].set_yscale("log")
-        axes[0, o].legend(title="schedule (median, band min–max)", framealpha=0.85)
+    handles, labels = axes[0, 0].get_legend_handles_labels()          # the same schedules in every panel
+    fig.legend(handles, labels, title="schedule (median, band min–max)", loc="outside lower center",
+               ncols=min(len(labels), 4), frameon=False)
     paths = plots.save(fig, out_dir, "adamw_schedules_anytime", formats)
 
     fig, axes = plots.figure(ncols=1, nrows=1, width=1.2 + 1.1 * len(names) * len(schedules), height=3.2)

@@ -6,7 +6,9 @@
 title of every frame. Frames are not cropped to their contents, so the figure check
 (:mod:`dyntools.plots.check`, when ``DYNTOOLS_FIGURE_CHECK`` is set) looks at the first, the middle and
 the last frame as they are written: a title cut by the edge, a panel without data or an unlabelled axis
-in any of them is a defect.
+in any of them is a defect; and the axes of every frame must stay where they are in the first
+(:func:`dyntools.plots.check.motion_problems`). The layout (``constrained``) is computed once, on the first
+frame, then frozen: a tick label growing in a later frame would otherwise shift the panels under the eye.
 """
 
 from __future__ import annotations
@@ -39,10 +41,19 @@ def write_gif(fig, draw: Callable[[int], None], frames: int, path: Path, *, fps:
     plots.stamp_note(fig, inside=True)
     looked_at = {0, frames // 2, frames - 1}
     writer = PillowWriter(fps=fps)
-    with writer.saving(fig, path, dpi):
-        for i in range(frames):
-            draw(i)
-            writer.grab_frame()
-            if i in looked_at:
-                check.enforce(lambda i=i: check.frame_problems(fig, i, dpi, content=checked), path.name)
+    positions, engine = [], fig.get_layout_engine()
+    try:
+        with writer.saving(fig, path, dpi):
+            for i in range(frames):
+                draw(i)
+                writer.grab_frame()
+                if i == 0 and engine is not None:
+                    fig.set_layout_engine("none")       # the first frame's layout holds for every frame
+                positions.append(check.axes_positions(fig))
+                if i in looked_at:
+                    check.enforce(lambda i=i: check.frame_problems(fig, i, dpi, content=checked), path.name)
+    finally:
+        if engine is not None:
+            fig.set_layout_engine(engine)               # a still drawn after the GIF gets its own layout
+    check.enforce(lambda: check.motion_problems(positions), path.name)
     return path

@@ -14,6 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+from matplotlib.lines import Line2D
+from matplotlib.ticker import LogLocator, NullFormatter
 
 from dyntools import plots
 
@@ -21,10 +23,10 @@ from dyntools import plots
 def _runs(result, seed: int):
     """(labels, steps, train loss (R, K), col quantiles (R, K, Q), grad quantiles (R, K, Q))."""
     if result.kind == "diag-net":
-        labels = [r["label"] for r in result.config["runs"]]
+        labels = [plots.math_label(r["label"]) for r in result.config["runs"]]
         pick = (slice(None), seed)
     else:
-        labels = list(result.config["labels"])
+        labels = [plots.math_label(lab) for lab in result.config["labels"]]
         pick = (slice(None),)
     return (labels, result["steps"], result["train_loss"][pick], result["col_norm_q"][pick],
             result["grad_norm_q"][pick])
@@ -56,11 +58,20 @@ def plot_column_norms(result, out_dir: Path, formats=("png", "pdf"), *, runs=Non
         ax.set_yscale("log")
     ax_l.set_ylabel("train loss")
     ax_l.set_title("train loss")
-    ax_c.set_ylabel("‖φ_θ(X)[:, j]‖₂ over the p columns")
-    ax_c.set_title("column norms of φ_θ(X)")
-    ax_g.set_ylabel("‖∇_θ h_θ(x_i)‖₂ over the n examples")
+    p = 2 * int(result.config["d"]) if result.kind == "diag-net" and "d" in result.config else None
+    ax_c.set_ylabel(r"$\|\varphi_\theta(X)_{:,j}\|_2$ over its columns")
+    ax_c.set_title(r"column norms of $\varphi_\theta(X)$" + (f" (p = 2d = {p})" if p else ""))
+    ax_g.set_ylabel(r"$\|\nabla_\theta h_\theta(x_i)\|_2$ over the n examples")
     ax_g.set_title("per-example gradient norms")
-    fig.legend(*ax_l.get_legend_handles_labels(), loc="lower center", ncol=min(4, len(list(runs))),
-               bbox_to_anchor=(0.5, -0.1), frameon=False)
+    for ax in axes[0]:
+        low, high = ax.get_ylim()
+        ax.yaxis.set_minor_formatter(NullFormatter())    # minor labels crowd a short log axis
+        if 0 < low and high / low < 100:            # under two decades: 1-2-5 ticks keep it readable
+            ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    handles, names = ax_l.get_legend_handles_labels()
+    handles += [Line2D([], [], color="0.3", lw=1.5), Line2D([], [], color="0.3", ls=":", lw=1)]
+    names += ["median", "maximum"]
+    wide = max(len(n) for n in names) > 30
+    fig.legend(handles, names, loc="outside lower center", ncol=min(2 if wide else 6, len(names)), frameon=False)
     fig.suptitle(title or "median (solid), 10–90 % band, maximum (dotted) over columns / examples")
     return plots.save(fig, out_dir, stem, formats)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dyntools.plots import PALETTE, figure, save
+from dyntools.plots import PALETTE, count, figure, save
 
 PANELS = (("train_loss", "train loss", True), ("test_acc", "test error (%)", False),
           ("fsc_middle", "feature sparsity, middle layer", False), ("fsc_last", "feature sparsity, last layer", False))
@@ -47,5 +47,6 @@ def plot_result(result, out_dir: Path, formats=("png", "pdf"), stem: str = "deep
         net = f"conv ResNet ({cfg.get('channels', '?')} channels, {cfg.get('blocks', '?')} blocks)"
     else:
         net = "MLP " + "-".join(str(w) for w in cfg["widths"])
-    fig.suptitle(f"{net} on {cfg.get('dataset', 'digits')}, batch {cfg['batch']}, {cfg['seeds']} seeds (mean, min–max)")
+    fig.suptitle(f"{net} on {cfg.get('dataset', 'digits')}, batch {cfg['batch']}, {count(cfg['seeds'], 'seed')} "
+                 "(mean, min–max)")
     return save(fig, out_dir, stem, formats)

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+from matplotlib.lines import Line2D
 
 from dyntools import plots
 
@@ -22,7 +23,7 @@ PANELS = (("train_loss", "train loss  ‖Xβ − y‖²/2n", True),
           ("test_loss", "test loss", True),
           ("rank", "rank of φ(X) = [X⊙v, X⊙u]", False),
           ("l0", "feature sparsity ‖β‖₀", False),
-          ("edge", "η_t · λ_max(∇²L) / 2", True))
+          ("edge", r"$\eta_t\,\lambda_{\max}(\nabla^2 L)\,/\,2$", True))
 
 
 def eta_at_records(result, g: int) -> np.ndarray:
@@ -60,6 +61,16 @@ def band(values: np.ndarray, alive: np.ndarray):
     return med, q10, q90
 
 
+def level_note(ax, y: float, text: str) -> None:
+    """Name a reference level at the left of ``ax``: above the line in the lower half of the view, below it
+    in the upper half (a note at the top of the view would sit on the frame)."""
+    low, high = ax.get_ylim()
+    scale = ax.get_yscale() == "log" and low > 0
+    middle = np.sqrt(low * high) if scale else (low + high) / 2
+    ax.text(0.01, y, text, va="bottom" if y <= middle else "top", color="0.3", fontsize=7, zorder=6,
+            transform=ax.get_yaxis_transform(), bbox={"facecolor": "white", "alpha": 0.7, "lw": 0, "pad": 1})
+
+
 def plot_result(result, out_dir: Path, formats: Sequence[str] = ("png", "pdf"),
                 stem: str = "diag_net") -> list[Path]:
     steps = result["steps"].astype(float)
@@ -69,23 +80,26 @@ def plot_result(result, out_dir: Path, formats: Sequence[str] = ("png", "pdf"),
     axes = axes[0]
     T = result.config["steps"]
     drawn = np.zeros(len(PANELS), dtype=bool)          # a panel with a positive value to draw
+    decays = []                                        # (colour, steps where the schedule decays)
     for g, spec in enumerate(runs):
-        colour = plots.PALETTE[g % len(plots.PALETTE)]
+        colour = plots.PALETTE[g % len(plots.PALETTE)]       # and a dash pattern: runs may coincide
         alive = result["diverged_at"][g] < 0
         n_div = int((~alive).sum())
         label = spec["label"] + (f" ({n_div}/{alive.size} diverged)" if n_div else "")
         for i, (ax, (key, _, _)) in enumerate(zip(axes, PANELS)):
             med, lo, hi = band(panel_values(result, g, key), alive)
             drawn[i] |= bool(np.any(np.isfinite(med) & (med > 0)))
-            ax.plot(x, med, color=colour, lw=1.3, label=label)
+            ax.plot(x, med, color=colour, ls=plots.DASHES[g % len(plots.DASHES)], lw=1.1 + 0.5 * (len(runs) - 1 - g),
+                    label=label)
             ax.fill_between(x, lo, hi, color=colour, alpha=0.18, lw=0)
         etas = result["etas"][g]
         if etas.size > 1:
             changes = np.flatnonzero(np.diff(etas) < 0) + 1
-            changes = changes[etas[changes - 1] / etas[changes] > 1.01]   # decays, not a warm-up ramp
-            for c in changes:
-                for ax in axes:
-                    ax.axvline(c, color=colour, ls=":", lw=0.9, alpha=0.8)
+            decays.append((colour, changes[etas[changes - 1] / etas[changes] > 1.01]))   # not a warm-up ramp
+    for colour, changes in decays:                  # in the panels with data only: an empty panel stays blank
+        for c in changes:
+            for ax in axes[drawn]:
+                ax.axvline(c, color=colour, ls=":", lw=0.9, alpha=0.8)
     for i, (ax, (_key, ylabel, logy)) in enumerate(zip(axes, PANELS)):
         ax.set_xscale("log")
         ax.set_xlim(0.5, T * 1.05)
@@ -95,24 +109,32 @@ def plot_result(result, out_dir: Path, formats: Sequence[str] = ("png", "pdf"),
             ax.set_yscale("log")
     cfg = result.config
     axes[2].axhline(min(cfg["n"], cfg["d"]), color="0.5", lw=0.8, ls="--")
-    axes[2].text(1, min(cfg["n"], cfg["d"]), " n", va="bottom", color="0.4", fontsize=7)
+    level_note(axes[2], min(cfg["n"], cfg["d"]), " n")
     r = cfg.get("r")
     if r:
         axes[3].axhline(r, color="0.5", lw=0.8, ls="--")
-        axes[3].text(1, r, " r = ‖β*‖₀", va="bottom", color="0.4", fontsize=7)
+        level_note(axes[3], r, " r = ‖β*‖₀")
     if drawn[4]:
         axes[4].axhline(1.0, color="0.5", lw=0.8, ls="--")
-        axes[4].text(1, 1.0, " η = 2/λ_max", va="bottom", color="0.4", fontsize=7)
+        level_note(axes[4], 1.0, r" $\eta = 2/\lambda_{\max}$")
     all_diverged = bool(np.all(result["diverged_at"] >= 0))
     for i, ax in enumerate(axes):
         if not drawn[i]:                # an empty panel says why it is empty
             why = ("every seed diverged\nbefore a value was recorded" if all_diverged else
                    "not recorded in this run" if PANELS[i][0] == "edge" else "no positive value to draw")
-            ax.text(0.5, 0.5, why, ha="center", va="center", transform=ax.transAxes, color="0.3")
-    axes[0].legend(loc="best", fontsize=6.5, frameon=False)
+            ax.set_axis_off()           # no ticks around nothing; the note names the quantity
+            ax.text(0.5, 0.5, f"{PANELS[i][1]}:\n{why}", ha="center", va="center", transform=ax.transAxes,
+                    color="0.3")
+    handles, labels = axes[0].get_legend_handles_labels()
+    if any(ln.get_linestyle() == ":" for ln in axes[0].lines):
+        handles.append(Line2D([], [], color="0.4", ls=":", lw=0.9))
+        labels.append("step decay (schedule's colour)")
+    handles.append(Line2D([], [], color="0.5", ls="--", lw=0.8))
+    labels.append("reference level (n, r, 1: named beside it)")
+    axes[0].legend(handles, labels, loc="best", fontsize=6.5, frameon=False)
     method = cfg["method"].upper() + (f" (batch {cfg['batch']})" if cfg["method"] != "gd" else "")
     fig.suptitle(f"Diagonal linear network, {method}: n={cfg['n']}, d={cfg['d']}, r={r}, "
-                 f"{cfg['seeds']} seeds (median, 10–90% band over non-diverged seeds)", fontsize=9)
+                 f"{plots.count(cfg['seeds'], 'seed')} (median, 10–90% band over non-diverged seeds)", fontsize=9)
     return plots.save(fig, out_dir, stem, formats)
 
 
@@ -139,7 +161,7 @@ def plot_scan(scan, out_dir: Path, formats: Sequence[str] = ("png", "pdf"),
     cfg = first.config
     axes[0].set_ylabel("final feature sparsity ‖β‖₀")
     if cfg.get("r"):
-        axes[0].axhline(cfg["r"], color="0.5", lw=0.8, ls="--")
+        axes[0].axhline(cfg["r"], color="0.5", lw=0.8, ls="--", label="r = ‖β*‖₀")
     axes[1].set_ylabel("final test loss")
     axes[1].set_yscale("log")
     axes[2].set_ylabel("fraction of seeds diverged")
@@ -149,5 +171,5 @@ def plot_scan(scan, out_dir: Path, formats: Sequence[str] = ("png", "pdf"),
         ax.set_xlabel(f"step-size multiplier c  (small step η = {base:.3g}·c)")
     axes[0].legend(fontsize=6.5, frameon=False)
     fig.suptitle(f"Step-size scan, diagonal network {cfg['method'].upper()}: n={cfg['n']}, d={cfg['d']}, "
-                 f"{cfg['steps']} steps, {cfg['seeds']} seeds per point", fontsize=9)
+                 f"{cfg['steps']} steps, {plots.count(cfg['seeds'], 'seed')} per point", fontsize=9)
     return plots.save(fig, out_dir, stem, formats)

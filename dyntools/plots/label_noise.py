@@ -7,9 +7,10 @@ from pathlib import Path
 
 import numpy as np
 
-from dyntools.plots import PALETTE, figure, save
+from dyntools.plots import PALETTE, count, figure, save
 
-PANELS = (("train_loss", "train loss", True), ("sparsity", None, False), ("rank", "rank of φ_θ(X)", False),
+PANELS = (("train_loss", "train loss", True), ("sparsity", None, False),
+          ("rank", r"rank of $\varphi_\theta(X)$", False),
           ("test_loss", "test loss", True))
 
 
@@ -29,7 +30,8 @@ def plot_result(result, out_dir: Path, formats=("png", "pdf"), stem: str = "sgd_
                     continue
                 lo, med, hi = (np.nanquantile(v[:, ok], q, axis=0) for q in (0.25, 0.5, 0.75))
             color = PALETTE[m % len(PALETTE)]
-            ax.plot(steps[ok], med, color=color, ls=styles[m % len(styles)], lw=1.4, label=name)
+            width = 1.0 + 0.6 * (len(cfg["methods"]) - 1 - m)     # a stack: methods that coincide stay visible
+            ax.plot(steps[ok], med, color=color, ls=styles[m % len(styles)], lw=width, label=name)
             ax.fill_between(steps[ok], lo, hi, color=color, alpha=0.15, lw=0)
         ax.set_xscale("log")
         if log:
@@ -42,5 +44,5 @@ def plot_result(result, out_dir: Path, formats=("png", "pdf"), stem: str = "sgd_
                        label="window of the level")
     axes[0][0].legend(loc="best")
     fig.suptitle(f"{cfg['model']}: SGD vs label-noise GD / SDE at the matched δ (η = {cfg['eta']:g}; median, "
-                 f"25–75 % over the {int(kept.sum())} of {cfg['seeds']} seeds where SGD did not diverge)")
+                 f"25–75 % over the {int(kept.sum())} of {count(cfg['seeds'], 'seed')} where SGD did not diverge)")
     return save(fig, out_dir, stem, formats)

@@ -37,7 +37,7 @@ def _steps_axis(steps):
 
 
 def plot_curves(result, out_dir: Path, formats) -> list[Path]:
-    labels = result.config["labels"]
+    labels = [plots.math_label(lab) for lab in result.config["labels"]]
     steps = _steps_axis(result["steps"])
     sp = result["sparsity"]
     has_test = bool(np.isfinite(result["test_loss"]).any())      # 1-D regression has no test set: no panel
@@ -48,19 +48,20 @@ def plot_curves(result, out_dir: Path, formats) -> list[Path]:
         (ax_tr, ax_sp, ax_rk, ax_eta), ax_te = axes[0], None
     for r, lab in enumerate(labels):
         c = plots.PALETTE[r % len(plots.PALETTE)]
-        ax_tr.plot(steps, result["train_loss"][r], color=c, label=lab)
+        lw = 1.0 + 0.8 * (len(labels) - 1 - r)          # later runs thinner: runs equal until a decay stay visible
+        ax_tr.plot(steps, result["train_loss"][r], color=c, lw=lw, label=lab)
         if has_test and np.isfinite(result["test_loss"][r]).any():
-            ax_te.plot(steps, result["test_loss"][r], color=c)
+            ax_te.plot(steps, result["test_loss"][r], color=c, lw=lw)
         for l in range(sp.shape[2]):
-            ax_sp.plot(steps, sp[r, :, l], color=c, ls="-" if l == sp.shape[2] - 1 else "--")
+            ax_sp.plot(steps, sp[r, :, l], color=c, lw=lw, ls="-" if l == sp.shape[2] - 1 else "--")
         rank = result["jac_rank"][r].astype(float)
         rank[rank < 0] = np.nan
-        ax_rk.plot(steps, rank, color=c)
+        ax_rk.plot(steps, rank, color=c, lw=lw)
         etas = result["etas"][r]
         jumps = np.flatnonzero(np.abs(np.diff(etas)) > 0.01 * etas[:-1]) + 1     # decays, not the ramp
         at = np.unique(np.concatenate([np.geomspace(1, etas.size, 400).astype(np.int64), jumps, jumps + 1]))
         at = at[(at >= 1) & (at <= etas.size)]
-        ax_eta.plot(at, etas[at - 1], color=c)          # step t (1-based) uses etas[t − 1]; jumps kept
+        ax_eta.plot(at, etas[at - 1], color=c, lw=lw)   # step t (1-based) uses etas[t − 1]; jumps kept
         div = int(result["diverged_at"][r])
         if div >= 0:
             for ax in (ax_tr, ax_rk):
@@ -69,22 +70,29 @@ def plot_curves(result, out_dir: Path, formats) -> list[Path]:
         ax.set_xscale("log")
         ax.set_xlabel("iteration")
     ax_tr.set_yscale("log")
-    ax_tr.set_ylabel("train loss (1/n) Σ (h(x_i) − y_i)²")
+    ax_tr.set_ylabel(r"train loss $\sum_i (h(x_i) - y_i)^2 / n$")
     ax_tr.set_title("train loss")
     if has_test:
         ax_te.set_yscale("log")
         ax_te.set_ylabel("test loss (1000 points)")
         ax_te.set_title("test loss")
     ax_sp.set_ylabel("feature sparsity coefficient")
-    ax_sp.set_title("feature sparsity" + (" (solid: last layer, dashed: first)" if sp.shape[2] > 1 else ""))
-    ax_rk.set_ylabel(f"rank φ_θ(X) (rel. threshold {result.config['rank_threshold']:g})")
-    ax_rk.set_title("Jacobian rank")
+    ax_sp.set_title("feature sparsity")
+    ax_rk.set_ylabel(r"rank $\varphi_\theta(X)$")
+    ax_rk.set_title(f"Jacobian rank (rel. thr. {result.config['rank_threshold']:g})")
     ax_rk.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax_eta.set_yscale("log")
-    ax_eta.set_ylabel("step size η_t")
+    ax_eta.set_ylabel(r"step size $\eta_t$")
     ax_eta.set_title("schedules")
-    fig.legend(*ax_tr.get_legend_handles_labels(), loc="lower center", ncol=min(4, len(labels)),
-               bbox_to_anchor=(0.5, -0.12), frameon=False)
+    handles, names = ax_tr.get_legend_handles_labels()
+    if sp.shape[2] > 1:
+        handles += [Line2D([], [], color="0.3"), Line2D([], [], color="0.3", ls="--")]
+        names += ["sparsity: last layer", "sparsity: first layer"]
+    if np.any(result["diverged_at"] >= 0):
+        handles.append(Line2D([], [], color="0.3", ls=":", lw=1))
+        names.append("step where the run diverged")
+    wide = max(len(n) for n in names) > 30
+    fig.legend(handles, names, loc="outside lower center", ncol=min(2 if wide else 4, len(names)), frameon=False)
     fig.suptitle(f"setting {result.config['setting']}: {result.config['steps']} iterations of "
                  f"{result.config['method'].upper()} (batch {result.config['batch']}), seed {result.seed}")
     return plots.save(fig, out_dir, "relu_curves", formats)
@@ -97,7 +105,7 @@ def plot_predictor_1d(result, out_dir: Path, formats) -> list[Path]:
     X, y = result["X"][:, 0], result["y"]
     grid = np.linspace(X.min() - 0.25, X.max() + 0.25, 600)[:, None]
     steps = result["steps"]
-    labels = result.config["labels"]
+    labels = [plots.math_label(lab) for lab in result.config["labels"]]
     moments = [int(v) for v in np.geomspace(max(steps[-1] // 30, 1), steps[-1], 4)]
     picks = np.unique(np.searchsorted(steps, moments).clip(0, steps.size - 1))
     fig, axes = plots.figure(ncols=len(labels), nrows=1, width=4.2, height=3.4)
@@ -117,8 +125,11 @@ def plot_predictor_1d(result, out_dir: Path, formats) -> list[Path]:
             ax.plot(loc, layout.predict(th, loc[:, None]), "o", mfc="none", color=c, ms=6)
         ax.set_title(lab, fontsize=8)
         ax.set_xlabel("x")
-        ax.set_ylabel("h_θ(x)  (circles: distinct kinks in the data range)")
-    axes[0][0].legend(loc="best", fontsize=7)
+        ax.set_ylabel(r"$h_\theta(x)$  (circles: distinct kinks in the data range)")
+    handles, names = axes[0][0].get_legend_handles_labels()
+    handles.append(Line2D([], [], ls="none", marker="o", mfc="none", color="0.3", ms=6))
+    names.append("a distinct kink")
+    axes[0][0].legend(handles, names, loc="best", fontsize=7)
     return plots.save(fig, out_dir, "relu_predictor", formats)
 
 
@@ -137,7 +148,7 @@ def plot_predictor_paper_1d(result, out_dir: Path, formats, snapshots=None) -> l
         if snapshots is None:
             snapshots = steps[np.linspace(0, steps.size - 1, 6).astype(int)]
     picks = [int(np.searchsorted(steps, t)) for t in snapshots if t in set(steps.tolist())]
-    labels = result.config["labels"]
+    labels = [plots.math_label(lab) for lab in result.config["labels"]]
     grid = np.linspace(X.min() - 0.05, X.max() + 0.05, 600)[:, None]
     lo, hi = 1.3 * float(y.min()), 1.2 * float(y.max())
     fig, axes = plots.figure(ncols=len(picks), nrows=1, width=3.0, height=2.9, sharey=True)
@@ -158,9 +169,10 @@ def plot_predictor_paper_1d(result, out_dir: Path, formats, snapshots=None) -> l
         ax.set_title(f"iteration {int(steps[k])}")
         ax.set_xlabel("x")
         ax.legend(loc="best", fontsize=6)
-    axes[0][0].set_ylabel("h_θ(x)  (circles: distinct kinks)")
+    axes[0][0].set_ylabel(r"$h_\theta(x)$  (circles: distinct kinks)")
     runs = [Line2D([], [], color=plots.PALETTE[r % len(plots.PALETTE)], lw=1.6, label=lab)
             for r, lab in enumerate(labels)]
+    runs.append(Line2D([], [], ls="none", marker="o", mfc="none", color="0.3", ms=6, label="a distinct kink"))
     fig.legend(handles=runs, loc="outside lower center", ncols=1, frameon=False, fontsize=7)
     fig.suptitle(f"setting {result.config['setting']}: predictors at the iterations of the paper's figure")
     return plots.save(fig, out_dir, "relu_predictor_paper", formats)
@@ -170,7 +182,7 @@ def plot_neurons_2d(result, out_dir: Path, formats) -> list[Path]:
     from dyntools.models.mlp import MLP
 
     layout = _layout(result)
-    labels = result.config["labels"]
+    labels = [plots.math_label(lab) for lab in result.config["labels"]]
     teacher_layout = MLP((2, *result.config["teacher"], 1), biases=False)
     (Wt, _), (at, _) = teacher_layout.unpack(result["teacher"])
     fig, axes = plots.figure(ncols=len(labels), nrows=1, width=3.4, height=3.4)
@@ -186,9 +198,9 @@ def plot_neurons_2d(result, out_dir: Path, formats) -> list[Path]:
             (W, _), (a, _) = layout.unpack(th)
             v = W * np.abs(a[0])[:, None]
             pos = a[0] >= 0
-            ax.scatter(v[pos, 0], v[pos, 1], color=plots.PALETTE[0], s=18, label="student, a_j > 0")
+            ax.scatter(v[pos, 0], v[pos, 1], color=plots.PALETTE[0], s=18, label=r"student, $a_j > 0$")
             ax.scatter(v[~pos, 0], v[~pos, 1], color=plots.PALETTE[1], s=18, marker="s",
-                       label="student, a_j < 0")
+                       label=r"student, $a_j < 0$")
         else:
             ax.text(0.5, 0.5, f"diverged at step {int(result['diverged_at'][r])}", ha="center",
                     transform=ax.transAxes)
@@ -196,10 +208,10 @@ def plot_neurons_2d(result, out_dir: Path, formats) -> list[Path]:
         ax.set_title(lab, fontsize=8)
         ax.set_xlabel("first coordinate")
         ax.set_ylabel("second coordinate")
-    axes[0][0].plot([], [], color="0.3", label="teacher w_j (arrows, colour = sign of a_j)")
+    axes[0][0].plot([], [], color="0.3", label=r"teacher $w_j$ (arrows, colour = sign of $a_j$)")
     handles, names = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, names, loc="outside lower center", ncols=3, frameon=False, fontsize=7)
-    fig.suptitle("student neurons |a_j| w_j at the end of training vs the teacher's neurons")
+    fig.suptitle(r"student neurons $|a_j|\,w_j$ at the end of training vs the teacher's neurons")
     return plots.save(fig, out_dir, "relu_neurons", formats)
 
 

@@ -72,7 +72,7 @@ def convergence_figure(result, out_dir, formats):
 
     ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("step h")
-    ax.set_ylabel("strong error E|X_h(T) − X(T)|")
+    ax.set_ylabel(r"strong error $E|X_h(T) - X(T)|$")
     if "strong_em_ou" in result.arrays:
         ax.loglog(result["h_ou"], result["strong_em_ou"], "^-", color=plots.PALETTE[2],
                   label=f"OU, EM = Milstein (fitted {s['strong_em_ou']:.2f})")
@@ -90,7 +90,7 @@ def convergence_figure(result, out_dir, formats):
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("step h")
-    ax.set_ylabel("weak error |E X_h(T) − E X(T)|")
+    ax.set_ylabel(r"weak error $|E X_h(T) - E X(T)|$")
     ax.set_title("weak order of Euler–Maruyama")
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize=7)
     return plots.save(fig, out_dir, "sde_convergence", formats)
@@ -123,7 +123,7 @@ def diag_net_figure(result, out_dir, formats):
         ax.plot([], [], color=plots.PALETTE[1], label="on the support of β*")
         ax.plot([], [], color=plots.PALETTE[5], label="off the support (≤ 40 shown)")
         ax.set_xlabel("SDE time τ")
-        ax.set_ylabel("|β_j| (path 0)")
+        ax.set_ylabel(r"$|\beta_j|$ (path 0)")
         ax.legend()
     if cfg.get("method") not in ("sgd", "sde"):
         raise ValueError(f"Invalid result: config.method {cfg.get('method')!r} is not sgd or sde")
@@ -156,7 +156,9 @@ def sgd_vs_sde_figure(result, out_dir, formats):
             axes[1, 0].plot(tau, mean, style, color=c, lw=1.2 if kind == "sde" else 0.9)
             if kind == "sde":
                 axes[1, 0].fill_between(tau, mean - sd, mean + sd, color=c, alpha=0.12)
-    axes[1, 0].axhline(result["beta_star"][j], color="0.3", ls=":", lw=1.0, label="β*_j")
+    axes[1, 0].axhline(result["beta_star"][j], color="0.3", ls=":", lw=1.0, label=r"$\beta^*_j$")
+    axes[1, 0].plot([], [], color="0.3", lw=1.2, label="SDE: mean, ± sd band")
+    axes[1, 0].plot([], [], "--", color="0.3", lw=0.9, label="label-noise GD: mean")
     axes[0, 0].set_xlabel("SDE time τ = tη")
     axes[0, 0].set_ylabel("E L (mean over paths)")
     axes[0, 0].legend(fontsize=6, ncol=1)
@@ -164,14 +166,18 @@ def sgd_vs_sde_figure(result, out_dir, formats):
     axes[0, 1].set_xlabel("SDE time τ = tη")
     axes[0, 1].set_ylabel("Var L over paths")
     axes[0, 1].set_title("variance of the loss: GD dashed, SDE solid")
+    axes[0, 1].plot([], [], color="0.3", lw=1.4, label="SDE")
+    axes[0, 1].plot([], [], "--", color="0.3", lw=1.0, label="label-noise GD")
+    axes[0, 1].legend(fontsize=6)
     axes[1, 0].set_xlabel("SDE time τ = tη")
-    axes[1, 0].set_ylabel(f"β_{j}: mean (lines) ± sd (SDE, band)")
+    axes[1, 0].set_ylabel(f"$\\beta_{{{j}}}$: mean (lines) ± sd (SDE, band)")
     axes[1, 0].set_title("largest coordinate of β*: GD dashed, SDE solid")
     axes[1, 0].legend(fontsize=7)
     ax = axes[1, 1]
     ax.errorbar(etas, result["gap_loss"], yerr=2 * result["gap_se"], fmt="o-", color=plots.PALETTE[0],
-                label="max_τ |E L_GD − E L_SDE| (± 2 s.e.)")
-    ax.loglog(etas, result["gap_beta"], "s-", color=plots.PALETTE[1], label="max_τ ‖E β_GD − E β_SDE‖∞")
+                label=r"$\max_\tau |E L_{GD} - E L_{SDE}|$ (± 2 s.e.)")
+    ax.loglog(etas, result["gap_beta"], "s-", color=plots.PALETTE[1],
+              label=r"$\max_\tau \|E \beta_{GD} - E \beta_{SDE}\|_\infty$")
     ax.loglog(etas, result["gap_loss"][-1] * etas / etas[-1], "--", color="0.4", lw=0.9,
               label="slope 1 (weak order)")
     ax.set_xscale("log")
@@ -194,9 +200,9 @@ def sparsity_figure(result, out_dir, formats):
     fig, axes = plots.figure(3, 1, width=4.0)
     ax = axes[0, 0]
     ax.semilogy(tau, np.nanmedian(result["off"], axis=0), color=plots.PALETTE[0], lw=1.6,
-                label="label-noise SDE: mean |β_j| off supp β*")
+                label=r"label-noise SDE: mean $|\beta_j|$ off supp $\beta^*$")
     ax.semilogy(tau, np.nanmedian(result["on"], axis=0), color=plots.PALETTE[1], lw=1.6,
-                label="label-noise SDE: mean |β_j − β*_j| on supp")
+                label=r"label-noise SDE: mean $|\beta_j - \beta^*_j|$ on supp")
     ax.semilogy(tau, result["off_gd"][0], "--", color=plots.PALETTE[0], lw=1.0,
                 label="gradient flow (δ = 0): off supp")
     ax.semilogy(tau, result["on_gd"][0], "--", color=plots.PALETTE[1], lw=1.0, label="gradient flow: on supp")
@@ -228,7 +234,7 @@ def sparsity_figure(result, out_dir, formats):
     ax.plot(j, result["beta_final"][0], "o", ms=2.5, color=plots.PALETTE[0], label="label-noise SDE, final")
     ax.plot(j, result["beta_final_gd"], "x", ms=2.5, color=plots.PALETTE[3], label="gradient flow, final")
     ax.set_xlabel("coordinate j")
-    ax.set_ylabel("β_j")
+    ax.set_ylabel(r"$\beta_j$")
     ax.set_title("final predictors")
     ax.legend(fontsize=7)
     return plots.save(fig, out_dir, "sde_sparsity", formats)

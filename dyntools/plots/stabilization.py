@@ -31,7 +31,7 @@ def loss_curves(result: RunResult, ax, max_paths: int = 8) -> None:
     ax.set_xlabel("step $t$")
     ax.set_ylabel(r"$F(\theta_t)$")
     cfg = result.config
-    ax.set_title(f"{cfg['method'].upper()}, $\\eta$ = {cfg['eta']:g}, {cfg['paths']} paths")
+    ax.set_title(f"{cfg['method'].upper()}, $\\eta$ = {cfg['eta']:g}, {plots.count(cfg['paths'], 'path')}")
     ax.legend(loc="best")
 
 

@@ -33,12 +33,12 @@ def plot_result(result, out_dir: Path, formats=("png", "pdf")) -> list[Path]:
     if has_jac:
         ax_r, ax_c = axes[0][1], axes[0][2]
         ax_r.plot(x, result["jacobian_rank"], color=plots.PALETTE[2], drawstyle="steps-post")
-        ax_r.set_ylabel("rank φ_θ(X)")
+        ax_r.set_ylabel(r"rank $\varphi_\theta(X)$")
         ax_r.set_title("Jacobian rank (seed 0)")
         ax_c.plot(x, result["column_norm_median"], color=plots.PALETTE[3])
         ax_c.set_yscale("log")
-        ax_c.set_ylabel("median ‖φ_θ(X)[:, j]‖₂")
-        ax_c.set_title("column norms of φ_θ(X)")
+        ax_c.set_ylabel(r"median $\|\varphi_\theta(X)_{:,j}\|_2$")
+        ax_c.set_title(r"column norms of $\varphi_\theta(X)$")
         for a in (ax_r, ax_c):
             a.set_xscale("symlog", linthresh=10)
             a.set_xlabel("iteration")

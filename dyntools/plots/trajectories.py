@@ -84,7 +84,8 @@ def _draw_paths(ax, result, surface: str, upto: int | None = None):
     keep = thin(a["path"].shape[1])
     for g, name in enumerate(result.config["optimizers"]):
         path = a["path"][g, keep] if upto is None else a["path"][g, :upto + 1]
-        (ln,) = ax.plot(path[:, 0], path[:, 1], color=plots.PALETTE[g % 8], lw=1.1, alpha=0.9,
+        width = 0.9 + 0.45 * (len(result.config["optimizers"]) - 1 - g)     # a stack: shared paths stay visible
+        (ln,) = ax.plot(path[:, 0], path[:, 1], color=plots.PALETTE[g % 8], lw=width, alpha=0.9,
                         label=f"{labels[name]} (lr {a['lrs'][g]:g})")
         lines.append(ln)
     if "flow" in a:
@@ -115,10 +116,12 @@ def gallery(result, out_dir: Path, formats: Sequence[str] = ("png", "pdf")) -> l
         _draw_paths(ax, result, s)
     for j in range(len(surfaces), nrows * ncols):
         axes[j // ncols, j % ncols].set_visible(False)
-    handles, names = axes[0, 0].get_legend_handles_labels()
-    fig.legend([h for h, n in zip(handles, names) if "lr" in n],
-               [n.split(" (lr")[0] for n in names if "lr" in n], loc="outside lower center",
-               ncols=min(8, len(result.config["optimizers"])), frameon=False)
+    entries = {}                                  # every optimizer and marker of any panel, once (lr per panel)
+    for ax in axes.flat:
+        for h, n in zip(*ax.get_legend_handles_labels()):
+            entries.setdefault(n.split(" (lr")[0], h)
+    fig.legend(list(entries.values()), list(entries), loc="outside lower center",
+               ncols=min(6, len(entries)), frameon=False)
     noise = result.config["noise"]
     fig.suptitle(f"{result.config['steps']} steps" + (f", gradient noise σ = {noise:g}" if noise else ""))
     return plots.save(fig, out_dir, "trajectories_gallery", formats)
@@ -139,11 +142,12 @@ def losses(result, out_dir: Path, formats: Sequence[str] = ("png", "pdf")) -> li
         keep = thin(a["steps"].size)
         for g, name in enumerate(result.config["optimizers"]):
             gap = np.maximum(a["loss"][g, keep] - spec_of(s).f_min, GAP_FLOOR)
-            ax.plot(a["steps"][keep] + 1, gap, color=plots.PALETTE[g % 8], lw=1.0, label=labels[name])
+            width = 0.9 + 0.45 * (len(result.config["optimizers"]) - 1 - g)    # a stack, as on the surfaces
+            ax.plot(a["steps"][keep] + 1, gap, color=plots.PALETTE[g % 8], lw=width, label=labels[name])
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("step t + 1")
-        ax.set_ylabel("f(θ_t) − f*")
+        ax.set_ylabel(r"$f(\theta_t) - f^*$")
         ax.set_title(s)
     for j in range(len(surfaces), nrows * ncols):
         axes[j // ncols, j % ncols].set_visible(False)

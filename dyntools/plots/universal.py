@@ -47,7 +47,7 @@ def plot_result(result, out_dir: Path, formats: Sequence[str] = ("png", "pdf")) 
     ax.set_ylabel("y")
     ax.set_title(f"error of the widest fit on [0, 1]², n = {int(result['widths_2d'][-1])}")
     ax.grid(False)
-    fig.suptitle("Universal approximation, illustrated (not proved): g(x) = A + Σ v_i σ(w_iᵀx + b_i)")
+    fig.suptitle(r"Universal approximation, illustrated (not proved): $g(x) = A + \sum_i v_i\,\sigma(w_i^T x + b_i)$")
     paths = plots.save(fig, out_dir, "universal_approximation", formats)
     if "few_ls_train_1d" in result.arrays:
         paths += plot_caveats(result, out_dir, formats)

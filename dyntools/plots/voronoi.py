@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 from matplotlib.colors import ListedColormap
+from matplotlib.lines import Line2D
 
 from dyntools import plots
 from dyntools.data.voronoi import label_points
@@ -155,14 +156,17 @@ def centers_animation(result, out_dir: Path, formats=("png", "pdf"), stem: str =
     ax, ax2 = axes[0]
     Wf = W[np.isfinite(W).all(axis=(1, 2))]
     lo, hi = (float(Wf.min()), float(Wf.max())) if Wf.size else (-1.0, 1.0)
+    every = np.concatenate([model.current_centers(th) for th in result["theta"][0] if np.all(np.isfinite(th))]
+                           or [np.zeros((1, 2))])
+    reach = max(1.5 * box, 1.05 * float(np.abs(every).max()))     # every centre of every frame in view
 
     def draw(i):
         ax.clear()
         ax2.clear()
         cen = model.current_centers(result["theta"][0, i])
         sc = ax.scatter(cen[:, 0], cen[:, 1], c=margin[i], cmap="coolwarm", vmin=-lim, vmax=lim, s=8)
-        ax.set_xlim(-1.5 * box, 1.5 * box)
-        ax.set_ylim(-1.5 * box, 1.5 * box)
+        ax.set_xlim(-reach, reach)
+        ax.set_ylim(-reach, reach)
         ax.set_aspect("equal")
         ax.set_title(f"centers, colour = {'W₁ − W₀' if C == 2 else 'max logit'} (step {int(steps[i])})")
         ax.set_xlabel("c₁")
@@ -171,10 +175,11 @@ def centers_animation(result, out_dir: Path, formats=("png", "pdf"), stem: str =
             fig._voronoi_cbar = fig.colorbar(sc, ax=ax, shrink=0.8,
                                              label="logit margin W₁ − W₀" if C == 2 else "largest logit")
         for c in range(C):
-            ax2.plot(np.sort(W[i, c])[::-1], color=plots.PALETTE[c % 8], lw=1.2, label=f"class {c}")
+            ax2.plot(np.sort(W[i, c])[::-1], color=plots.PALETTE[c % 8], lw=1.2 + 0.8 * (C - 1 - c),
+                     label=f"class {c}")                   # a stack: equal logits (at the start) stay visible
         ax2.set_ylim(lo - 0.05 * (hi - lo), hi + 0.05 * (hi - lo))
         ax2.set_xlabel("center (sorted by logit)")
-        ax2.set_ylabel("per-center logit W_cj")
+        ax2.set_ylabel(r"per-center logit $W_{cj}$")
         ax2.legend(loc="upper right")
         ax2.set_title(f"{p['decay']} decay")
 
@@ -218,13 +223,13 @@ def scalars_animation(result, out_dir: Path, formats=("png", "pdf"), stem: str =
     return out + plots.save(fig, out_dir, stem, formats)
 
 
-def _band(ax, x, v, colour, label, ls="-"):
+def _band(ax, x, v, colour, label, ls="-", lw=1.3):
     v = np.asarray(v, dtype=float)
     ok = np.isfinite(v).any(axis=0)
     if not ok.any():
         return
     med = np.nanmedian(v[:, ok], axis=0)
-    ax.plot(x[ok], med, color=colour, lw=1.3, ls=ls, label=label)
+    ax.plot(x[ok], med, color=colour, lw=lw, ls=ls, label=label)
     if v.shape[0] > 1:
         ax.fill_between(x[ok], np.nanmin(v[:, ok], axis=0), np.nanmax(v[:, ok], axis=0), color=colour,
                         alpha=0.15, lw=0)
@@ -245,7 +250,8 @@ def curves(result, out_dir: Path, formats=("png", "pdf"), stem: str = "voronoi_c
     ax.legend(loc="best")
     axes[0, 0].set_yscale("log")
     axes[0, 0].legend(loc="best")
-    fig.suptitle(f"rung {p['rung']}, AdamW {p['decay']} decay, {p['seeds']} seed(s): median and min–max band")
+    seeds = plots.count(p["seeds"], "seed")
+    fig.suptitle(f"rung {p['rung']}, AdamW {p['decay']} decay, {seeds}: median and min–max band")
     return plots.save(fig, out_dir, stem, formats)
 
 
@@ -265,25 +271,32 @@ def ladder_curves(result, out_dir: Path, formats=("png", "pdf"), stem: str = "vo
     for col, i in enumerate(trained):
         for j, d in enumerate(decays):
             colour = plots.PALETTE[j % 8]
-            _band(axes[0, col], x, result["test_acc"][i, j], colour, f"{d} eval")
-            _band(axes[0, col], x, result["train_acc"][i, j], colour, None, "--")
-            _band(axes[1, col], x, result["test_loss"][i, j], colour, f"{d}")
+            width = 1.0 + 0.8 * (len(decays) - 1 - j)             # a stack: decays that coincide stay visible
+            _band(axes[0, col], x, result["test_acc"][i, j], colour, f"{d} eval", lw=width)
+            _band(axes[0, col], x, result["train_acc"][i, j], colour, None, "--", lw=width)
+            _band(axes[1, col], x, result["test_loss"][i, j], colour, f"{d}", lw=width)
         axes[0, col].axhline(np.nanmedian(result["majority"]), color="grey", ls=":", lw=1)
         if exact is not None:
             axes[0, col].axhline(np.nanmedian(result["final_test_acc"][exact]), color="black", ls="-.", lw=1)
         if mlp is not None and rungs[i] != "mlp" and np.isfinite(mlp):
             axes[0, col].axhline(mlp, color="black", ls=(0, (6, 2)), lw=1.3)
         axes[0, col].set_title("mlp (baseline)" if rungs[i] == "mlp" else rungs[i])
-        axes[0, col].set_ylabel("accuracy (eval solid, train dashed)")
+        axes[0, col].set_ylabel("accuracy")
         axes[1, col].set_ylabel("eval cross-entropy")
         axes[1, col].set_yscale("log")
         axes[1, col].set_xlabel("step")
-    if trained:
-        axes[0, 0].legend(loc="best")
-    lines = "dotted: majority class; dash-dot: exact rule"
+    handles = [Line2D([], [], color=plots.PALETTE[j % 8], lw=1.0 + 0.8 * (len(decays) - 1 - j), label=f"{d} decay")
+               for j, d in enumerate(decays)]
+    handles += [Line2D([], [], color="0.3", lw=1.3, label="eval"), Line2D([], [], color="0.3", ls="--", lw=1.3,
+                                                                          label="train"),
+                Line2D([], [], color="grey", ls=":", lw=1, label="majority class")]
+    if exact is not None:
+        handles.append(Line2D([], [], color="black", ls="-.", lw=1, label="exact rule"))
     if mlp is not None:
-        lines += f"; black dashed: the MLP baseline's final eval accuracy ({mlp_decay})"
-    fig.suptitle(f"Voronoi ladder: median and min–max band over seeds ({lines})")
+        handles.append(Line2D([], [], color="black", ls=(0, (6, 2)), lw=1.3,
+                              label=f"MLP baseline's final eval accuracy ({mlp_decay})"))
+    fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 4), frameon=False)
+    fig.suptitle("Voronoi ladder: median and min–max band over seeds")
     return plots.save(fig, out_dir, stem, formats)
 
 
