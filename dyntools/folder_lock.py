@@ -16,16 +16,14 @@ import socket
 import time
 from pathlib import Path
 
-from dyntools.store import StoreError
-
-LOCK_FILE = ".dyntools.lock"
+from dyntools.store import LOCK_FILE, StoreError
 
 
 class FolderBusy(StoreError):
     """Another live process holds the folder's lock."""
 
 
-def _describe(info: dict | None) -> str:
+def describe(info: dict | None) -> str:
     if not info:
         return "another process"
     started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(float(info.get("start", 0))))
@@ -92,7 +90,7 @@ class FolderLock:
                 info = _read(fd)
                 os.close(fd)
                 raise FolderBusy(f"Invalid {self.option}: {self.path.parent} is being written by another sweep "
-                                 f"({_describe(info)}); wait for it to finish or choose another {self.option}") \
+                                 f"({describe(info)}); wait for it to finish or choose another {self.option}") \
                     from None
             except OSError:               # a file system without flock: unlocked, as before locks existed
                 os.close(fd)

@@ -151,12 +151,19 @@ def check_backend(workers: int | None, dask_local: int | None, scheduler: str | 
 
 
 def check_out(out: str | os.PathLike) -> Path:
-    """A new directory, a finished or partial sweep, or any result directory dyntools wrote."""
+    """A new directory, a finished or partial sweep, or any result directory dyntools wrote — and not a
+    folder another live sweep is writing (:mod:`dyntools.folder_lock`: refused in one line naming it)."""
+    from dyntools.folder_lock import LOCK_FILE, FolderBusy, describe, holder
+
     out = Path(out)
     try:
         resumed = (out / SPEC_FILE).is_file()
+        busy = holder(out) if (out / LOCK_FILE).is_file() else None
     except OSError:                     # a name too long, a link loop …: check_writable says which
-        resumed = False
+        resumed, busy = False, None
+    if busy is not None:
+        raise FolderBusy(f"Invalid --out: {out} is being written by another sweep ({describe(busy)}); wait for "
+                         "it to finish or choose another --out")
     if resumed:
         if not os.access(out, os.W_OK | os.X_OK):
             raise store.StoreError(f"Invalid --out: {out} is not writable")

@@ -126,6 +126,8 @@ class AdamWGridParams:
                                    help="run on a Dask LocalCluster of N worker processes")
     scheduler: str | None = param(None, kind="str", metavar="tcp://HOST:PORT", help="run on an existing Dask cluster")
     connect_timeout: float = param(10.0, low=0.0, low_open=True, help="seconds to reach --scheduler")
+    retries: int = param(2, low=0, high=100, help="times a cell is submitted again after its worker died or it "
+                                                 "failed (Dask), or the local pool restarted after a process died")
 
 
 _P = AdamWGridParams()          # GridConfig's defaults are the command's
@@ -405,11 +407,11 @@ def summarize(cfg: GridConfig, arrays: dict) -> dict:
 
 
 def run_grid(cfg: GridConfig, out, *, seed: int = 0, workers=None, dask_local=None, scheduler=None,
-             connect_timeout: float = 10.0, progress: bool = False) -> RunResult:
+             connect_timeout: float = 10.0, retries: int = 2, progress: bool = False) -> RunResult:
     """Run (or resume) the sweep into ``out`` and write the assembled result there."""
     spec = build_spec(cfg, seed)
     outcome = sweep.run_sweep(spec, out, workers=workers, dask_local=dask_local, scheduler=scheduler,
-                              connect_timeout=connect_timeout, progress=progress)
+                              connect_timeout=connect_timeout, retries=retries, progress=progress)
     result = assemble(cfg, spec, outcome)
     if cfg.learning_curve_points:
         add_learning_curves(cfg, spec, result)
@@ -562,7 +564,8 @@ def check(p: AdamWGridParams) -> None:
 
 def run(p: AdamWGridParams, ctx: RunContext) -> RunResult:
     return run_grid(grid_config(p), ctx.out, seed=ctx.seed, workers=p.workers, dask_local=p.dask_local,
-                    scheduler=p.scheduler, connect_timeout=p.connect_timeout, progress=ctx.progress)
+                    scheduler=p.scheduler, connect_timeout=p.connect_timeout, retries=p.retries,
+                    progress=ctx.progress)
 
 
 def summary(p: AdamWGridParams, result) -> dict:

@@ -22,6 +22,8 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
+from dyntools.store import StoreError
+
 PLOTTERS: dict[str, str] = {
     "stabilization": "dyntools.plots.stabilization",
     "stabilization-phase": "dyntools.plots.stabilization",
@@ -82,16 +84,20 @@ def save(fig: Figure, out_dir: Path, name: str, formats: Sequence[str] = ("png",
     if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}", name) or ".." in name:
         raise ValueError(f"Invalid figure name {name!r}: not a plain file name (a damaged or crafted result?)")
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
     stamp_note(fig)
     from dyntools.plots import check
 
     check.enforce(lambda: check.figure_problems(fig), name)
     paths = []
     with matplotlib.rc_context(RC):
-        for fmt in formats:
+        for fmt in dict.fromkeys(formats):
             path = out_dir / f"{name}.{fmt}"
-            fig.savefig(path, bbox_inches="tight")
+            try:
+                out_dir.mkdir(parents=True, exist_ok=True)
+                fig.savefig(path, bbox_inches="tight")
+            except OSError as exc:          # a full disk, a quota: one line, no half-written figure left
+                path.unlink(missing_ok=True)
+                raise StoreError(f"Cannot write {path}: {exc.strerror or exc}") from None
             paths.append(path)
     return paths
 
