@@ -102,6 +102,8 @@ _LOGGERS = ("distributed", "distributed.client", "distributed.core", "distribute
 @contextlib.contextmanager
 def quiet_logs():
     """Distributed's log records below CRITICAL silenced while the block runs (levels restored after)."""
+    with contextlib.suppress(ImportError):
+        import distributed  # noqa: F401 - its import configures these loggers: first, so that it cannot undo this
     saved = {name: logging.getLogger(name).level for name in _LOGGERS}
     for name in _LOGGERS:
         logging.getLogger(name).setLevel(logging.CRITICAL)

@@ -670,9 +670,9 @@ def _run_dask(client, spec, todo, sink, retries, where, lost_after):
                 fut.release()
                 failures[i] += 1
                 if failures[i] > retries:
-                    what = "killed the workers that ran it" if type(error).__name__ == "KilledWorker" else "failed"
-                    raise SweepError(f"{_cell_text(spec, i)} {what} {failures[i]} times (--retries {retries}; "
-                                     f"last: {_first_line(error)}); {sink.on_disk()}")
+                    attempts = f"{failures[i]} attempt{'s' if failures[i] > 1 else ''}"
+                    raise SweepError(f"{_cell_text(spec, i)} failed on {attempts} (--retries {retries}; last: "
+                                     f"{_first_line(error)}); {sink.on_disk()}")
                 new = submit(i)
                 futures[new] = i
                 pending.add(new)
@@ -698,12 +698,17 @@ def finalize(result, out: str | os.PathLike) -> Path:
 
 def demo_cell(config: dict, cell: dict, seed: int, index: int) -> dict:
     """A tiny cell function for checking a cluster: ``config["size"]`` normals from the cell's
-    own stream, after sleeping ``cell["sleep"]`` seconds; ``cell["diverge"]`` marks it diverged."""
+    own stream, after sleeping ``cell["sleep"]`` seconds; ``cell["diverge"]`` marks it diverged.
+    With ``config["log"]`` (a file name) each computation appends ``"index pid"`` to it as it ends: a test
+    can count how often each cell was computed."""
     from dyntools.engine import streams
 
     gen = streams.path_generators(seed, 1, streams.KEYS["sweep.demo"], index)[0]
     x = gen.standard_normal(int(config.get("size", 4)))
     time.sleep(float(cell.get("sleep", 0.0)))
+    if config.get("log"):
+        with open(config["log"], "a", encoding="utf-8") as fh:
+            fh.write(f"{index} {os.getpid()}\n")
     if cell.get("diverge"):
         return {"x": np.full_like(x, np.nan), "pid": os.getpid(), "status": "diverged",
                 "message": "diverged at step 0"}
