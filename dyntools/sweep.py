@@ -603,7 +603,8 @@ def _run_local(spec, todo, sink, workers, retries):
         except BaseException:                       # Ctrl-C or a failing cell: do not run the rest
             pool.shutdown(wait=False, cancel_futures=True)
             raise
-    raise SweepError(f"a worker process of the local pool died {retries + 1} times (killed, or out of memory; "
+    times = f"{retries + 1} time{'s' if retries else ''}"
+    raise SweepError(f"a worker process of the local pool died {times} (killed, or out of memory; "
                      f"--retries {retries}); {sink.on_disk()}: run the same command again to resume")
 
 
