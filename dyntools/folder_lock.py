@@ -82,6 +82,14 @@ class FolderLock:
         self.stale: dict | None = None
 
     def acquire(self) -> FolderLock:
+        try:
+            return self._acquire()
+        except FolderBusy:
+            raise
+        except OSError as exc:            # a full disk, a read-only folder: one line naming the option
+            raise StoreError(f"Invalid {self.option}: cannot write {self.path} ({exc.strerror or exc})") from None
+
+    def _acquire(self) -> FolderLock:
         for _ in range(100):
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
             try:
@@ -105,10 +113,14 @@ class FolderLock:
         else:  # pragma: no cover - a hundred holders in a row
             raise FolderBusy(f"Invalid {self.option}: cannot lock {self.path.parent} (contended)")
         self.stale = _read(fd)
-        mine = json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "start": time.time()}).encode()
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, mine, 0)
         self.fd = fd
+        mine = json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "start": time.time()}).encode()
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, mine, 0)
+        except OSError:
+            self.release()                # the lock file removed again: nothing left behind
+            raise
         return self
 
     def release(self) -> None:

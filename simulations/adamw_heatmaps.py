@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
 import numpy as np
 
@@ -239,9 +238,10 @@ class GridConfig:
 
     @property
     def steps(self) -> int:
+        if not self.epochs * self.n / self.batch_size >= 1:      # not rounded up: 1e-300 epochs is no run
+            raise ValueError(f"Invalid --epochs: {self.epochs:g} epochs × --n {self.n} / --batch-size "
+                             f"{self.batch_size} is fewer than one step")
         steps = int(math.ceil(self.epochs * self.n / self.batch_size))
-        if steps < 1:
-            raise ValueError("Invalid epochs: fewer than one step")
         return steps
 
     def lr_range_of(self, name: str) -> tuple[float, float]:
@@ -263,6 +263,10 @@ class GridConfig:
         for key in ("milestones", "curve_at"):
             d[key] = None if d[key] is None else list(d[key])
         return d
+
+
+#: The largest learning rate of a grid: beyond it the updates overflow float64 (RuntimeWarnings, no result).
+LR_MAX = 1e6
 
 
 def check_range(name: str, rng) -> tuple[float, float]:
@@ -535,9 +539,14 @@ def reproduce(ctx):
 def grid_config(p: AdamWGridParams) -> GridConfig:
     """The sweep's :class:`GridConfig` from the command's parameters (checked by GridConfig)."""
     lr = check_grid("lr-grid", p.lr_grid) if p.lr_grid is not None else (None, None, GridConfig.n_lr)
+    if lr[1] is not None and lr[1] > LR_MAX:
+        raise ValueError(f"Invalid --lr-grid: HIGH {lr[1]:g} is above {LR_MAX:g} (float arithmetic overflows; "
+                         "every cell diverges far below it)")
     wd = check_grid("wd-grid", p.wd_grid)
-    if p.optimizer_file is not None and not Path(p.optimizer_file).is_file():
-        raise ValueError(f"Invalid --optimizer-file: {p.optimizer_file} (no such file)")
+    if p.optimizer_file is not None:                    # a missing file, a device (/dev/zero), a directory …
+        from dyntools.user_code import compiled
+
+        compiled(p.optimizer_file, "--optimizer-file")
     names = tuple(user_factories.absolute(n, p.optimizer_file) for n in p.optimizers)
     return GridConfig(optimizers=names, lr_range=None if lr[0] is None else lr[:2], n_lr=lr[2],
                       wd_range=wd[:2], n_wd=wd[2], n=p.n, n_val=p.n_val, classes=p.classes, turns=p.turns,

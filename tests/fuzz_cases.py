@@ -641,10 +641,10 @@ def full_disk_mid_sweep(base: Path, mnt: Path) -> list[tuple[Case, str]]:
                     note=f"disk full before cell {k}" if k < MID_SWEEP_CELLS else "disk full after the last cell")
         real = sweep.write_cell
 
-        def filling(out_, index, result, k=k, real=real):
+        def filling(out_, index, result, sweep_id=None, k=k, real=real):
             if index == k:
                 fill(mnt)
-            written = real(out_, index, result)
+            written = real(out_, index, result, sweep_id)
             if index == k - 1 == MID_SWEEP_CELLS - 1:
                 fill(mnt)
             return written
