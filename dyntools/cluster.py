@@ -78,7 +78,7 @@ def handshake(client, timeout: float, scheduler: str) -> dict[str, dict]:
 
     thread = threading.Thread(target=ask, name="dyntools-handshake", daemon=True)
     thread.start()
-    thread.join(timeout + 1.0)
+    thread.join(timeout)
     if "answers" not in box:
         what = "no worker joined" if "error" in box and "Timeout" in type(box["error"]).__name__ else \
             "the workers did not answer the version handshake"

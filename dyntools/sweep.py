@@ -199,7 +199,7 @@ def connect(scheduler: str, timeout: float):
 
     thread = threading.Thread(target=attempt, name="dyntools-connect", daemon=True)
     thread.start()
-    thread.join(timeout + 1.0)
+    thread.join(timeout)                          # the deadline is the user's: no grace added to it
     if "client" in box:
         return box["client"]
     reason = type(box["error"]).__name__ if "error" in box else "no Dask answer"

@@ -187,7 +187,7 @@ def test_bad_backend_arguments(tmp_path, kwargs, match):
 @pytest.mark.parametrize("mode", ["silent", "http", "garbage", "binary"])
 def test_a_foreign_server_fails_within_the_timeout_with_one_line(tmp_path, mode):
     """A TCP server on 127.0.0.1 that is silent, speaks HTTP, or sends garbage: the connection fails
-    within --connect-timeout (+1 s) with one ValueError naming --scheduler; nothing is written."""
+    within --connect-timeout with one ValueError naming --scheduler; nothing is written."""
     import time
 
     from tests.fuzz_cases import fake_server
@@ -197,7 +197,7 @@ def test_a_foreign_server_fails_within_the_timeout_with_one_line(tmp_path, mode)
         start = time.perf_counter()
         with pytest.raises(ValueError, match="Invalid --scheduler: cannot reach"):
             sweep.run_sweep(demo_spec(), tmp_path / "f", scheduler=f"tcp://127.0.0.1:{port}", connect_timeout=1.5)
-        assert time.perf_counter() - start < 1.5 + 2.0
+        assert time.perf_counter() - start < 1.5 + 1.0          # D10: no grace beyond the timeout (a guard)
         assert not (tmp_path / "f").exists()
     finally:
         close()

@@ -14,6 +14,7 @@ figures are not mistaken for the float64 ones.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import importlib
 from collections.abc import Sequence
@@ -89,6 +90,7 @@ def save(fig: Figure, out_dir: Path, name: str, formats: Sequence[str] = ("png",
 
     check.enforce(lambda: check.figure_problems(fig), name)
     paths = []
+    made = not out_dir.exists()
     with matplotlib.rc_context(RC):
         for fmt in dict.fromkeys(formats):
             path = out_dir / f"{name}.{fmt}"
@@ -97,6 +99,9 @@ def save(fig: Figure, out_dir: Path, name: str, formats: Sequence[str] = ("png",
                 fig.savefig(path, bbox_inches="tight")
             except OSError as exc:          # a full disk, a quota: one line, no half-written figure left
                 path.unlink(missing_ok=True)
+                if made:
+                    with contextlib.suppress(OSError):
+                        out_dir.rmdir()     # made here and empty: removed (rmdir never removes content)
                 raise StoreError(f"Cannot write {path}: {exc.strerror or exc}") from None
             paths.append(path)
     return paths
