@@ -1,0 +1,81 @@
+"""dyntools.memory: a run's peak estimated from its arrays holds against the measured peak resident size, and
+a run above the available memory is refused in one line naming the option to change."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dyntools import memory
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: (paths, records, n, steps) of ``simulate stabilization``: allocations from ~20 MB to ~700 MB.
+CONFIGS = [(5000, 100, 1000, 2000), (10000, 200, 1000, 2000), (20000, 200, 1000, 2000), (20000, 500, 1000, 2000),
+           (40000, 200, 100, 2000), (20000, 200, 2000, 2000), (30000, 300, 500, 2000), (10000, 1000, 200, 2000),
+           (50000, 100, 1000, 2000), (8000, 400, 3000, 2000)]
+
+#: In one process: for each configuration, the peak resident size is reset (``/proc/self/clear_refs``), the
+#: command's own check computes the estimate (captured), the command runs, and ``VmHWM`` is the measured peak.
+MEASURE = """
+import contextlib, io, json, sys, tempfile
+from dyntools import cli, memory
+configs = json.loads(sys.argv[1])
+seen = []
+require = memory.require
+def spy(arrays, flag, available=None):
+    seen.append(require(arrays, flag, available))
+    return seen[-1]
+memory.require = spy
+out = tempfile.mkdtemp()
+rows = []
+for k, (paths, records, n, steps) in enumerate(configs):
+    with open("/proc/self/clear_refs", "w") as fh:
+        fh.write("5")
+    with contextlib.redirect_stdout(io.StringIO()):
+        code = cli.main(["simulate", "stabilization", "--paths", str(paths), "--records", str(records), "--n", str(n),
+                         "--steps", str(steps), "--out", f"{out}/r{k}", "--json"])
+    rows.append({"config": [paths, records, n, steps], "code": code, "estimate": seen[-1],
+                 "measured": memory.peak_rss_bytes()})
+print(json.dumps(rows))
+"""
+
+
+@pytest.mark.skipif(not os.access("/proc/self/clear_refs", os.W_OK), reason="needs /proc/self/clear_refs")
+def test_the_estimated_peak_holds_on_ten_configurations():
+    proc = subprocess.run([sys.executable, "-c", MEASURE, json.dumps(CONFIGS)], capture_output=True, text=True,
+                          timeout=900, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(proc.stdout)
+    assert len(rows) == len(CONFIGS) >= 10
+    for row in rows:
+        assert row["code"] == 0, row
+        ratio = row["estimate"] / row["measured"]
+        print(f"{row['config']}: estimate {row['estimate'] / 2**20:.0f} MiB, measured {row['measured'] / 2**20:.0f} "
+              f"MiB, ratio {ratio:.2f}")
+        assert 1.0 <= ratio <= 2.0, row
+
+
+def test_a_run_above_the_available_memory_is_one_line_naming_the_option(tmp_path, monkeypatch):
+    from tests import fuzz_cases as F
+
+    monkeypatch.setattr(memory, "available_bytes", lambda: 256 * 2**20)
+    (tmp_path / "w").mkdir()
+    outcome = F.invoke(["simulate", "stabilization", "--paths", "100000", "--records", "200", "--out", "../o"],
+                       tmp_path / "w")
+    assert outcome.code == 2, outcome
+    lines = outcome.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("dyntools: error: Invalid --paths: the run needs about "), lines
+    assert "GiB are available; lower --paths" in lines[0]
+    assert not (tmp_path / "o").exists()
+
+
+def test_require_counts_the_process_and_every_array():
+    arrays = {"a": 3 * 2**20, "b": 5 * 2**20}
+    need = memory.require(arrays, "--x", available=2**50)
+    assert need == max(memory.rss_bytes(), memory.RUNTIME_FLOOR) + 8 * 2**20
+    with pytest.raises(ValueError, match=r"Invalid --x: the run needs about .* \(b: 0.00488 GiB\) and 0.001 GiB"):
+        memory.require(arrays, "--x", available=2**30 // 1000)
