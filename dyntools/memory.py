@@ -63,12 +63,15 @@ def _gib(n: int) -> str:
     return f"{n / 2**30:.3g} GiB"
 
 
-def require(arrays: dict[str, int], flag: str, available: int | None = None) -> int:
-    """The estimated peak (:func:`peak`); ``ValueError`` naming ``flag`` when it exceeds the available memory."""
+def require(arrays: dict[str, int], flag: str, available: int | None = None,
+            flags: dict[str, str] | None = None) -> int:
+    """The estimated peak (:func:`peak`); ``ValueError`` when it exceeds the available memory, naming the
+    option to lower: the one of the largest array in ``flags`` (``{what: option}``), else ``flag``."""
     need = peak(arrays)
     free = available_bytes() if available is None else available
     if free is not None and need > free:
         biggest = max(arrays, key=arrays.get)
-        raise ValueError(f"Invalid {flag}: the run needs about {_gib(need)} of memory at its peak ({biggest}: "
-                         f"{_gib(arrays[biggest])}) and {_gib(free)} are available; lower {flag}")
+        option = (flags or {}).get(biggest, flag)
+        raise ValueError(f"Invalid {option}: the run needs about {_gib(need)} of memory at its peak ({biggest}: "
+                         f"{_gib(arrays[biggest])}) and {_gib(free)} are available; lower {option}")
     return need

@@ -13,12 +13,16 @@ from dyntools import memory
 
 ROOT = Path(__file__).resolve().parents[1]
 
-#: (paths, records, n, steps) of ``simulate stabilization``: allocations from ~20 MB to ~700 MB.
-CONFIGS = [(5000, 100, 1000, 2000), (10000, 200, 1000, 2000), (20000, 200, 1000, 2000), (20000, 500, 1000, 2000),
-           (40000, 200, 100, 2000), (20000, 200, 2000, 2000), (30000, 300, 500, 2000), (10000, 1000, 200, 2000),
-           (50000, 100, 1000, 2000), (8000, 400, 3000, 2000)]
+#: ``simulate stabilization`` (paths, records, n, steps: allocations from ~20 MB to ~700 MB) and ``simulate
+#: diag-net`` (steps: the per-step learning rates).
+STAB = [(5000, 100, 1000, 2000), (10000, 200, 1000, 2000), (20000, 200, 1000, 2000), (20000, 500, 1000, 2000),
+        (40000, 200, 100, 2000), (20000, 200, 2000, 2000), (30000, 300, 500, 2000), (10000, 1000, 200, 2000),
+        (50000, 100, 1000, 2000), (8000, 400, 3000, 2000)]
+CONFIGS = [["simulate", "stabilization", "--paths", str(p), "--records", str(r), "--n", str(n), "--steps", str(t)]
+           for p, r, n, t in STAB] + [["simulate", "diag-net", "--seeds", "1", "--steps", str(t)]
+                                      for t in (500_000, 1_500_000)]
 
-#: In one process: for each configuration, the peak resident size is reset (``/proc/self/clear_refs``), the
+#: In one process: for each command line, the peak resident size is reset (``/proc/self/clear_refs``), the
 #: command's own check computes the estimate (captured), the command runs, and ``VmHWM`` is the measured peak.
 MEASURE = """
 import contextlib, io, json, sys, tempfile
@@ -26,26 +30,24 @@ from dyntools import cli, memory
 configs = json.loads(sys.argv[1])
 seen = []
 require = memory.require
-def spy(arrays, flag, available=None):
-    seen.append(require(arrays, flag, available))
+def spy(*args, **kwargs):
+    seen.append(require(*args, **kwargs))
     return seen[-1]
 memory.require = spy
 out = tempfile.mkdtemp()
 rows = []
-for k, (paths, records, n, steps) in enumerate(configs):
+for k, argv in enumerate(configs):
     with open("/proc/self/clear_refs", "w") as fh:
         fh.write("5")
     with contextlib.redirect_stdout(io.StringIO()):
-        code = cli.main(["simulate", "stabilization", "--paths", str(paths), "--records", str(records), "--n", str(n),
-                         "--steps", str(steps), "--out", f"{out}/r{k}", "--json"])
-    rows.append({"config": [paths, records, n, steps], "code": code, "estimate": seen[-1],
-                 "measured": memory.peak_rss_bytes()})
+        code = cli.main([*argv, "--out", f"{out}/r{k}", "--json"])
+    rows.append({"config": argv, "code": code, "estimate": seen[-1], "measured": memory.peak_rss_bytes()})
 print(json.dumps(rows))
 """
 
 
 @pytest.mark.skipif(not os.access("/proc/self/clear_refs", os.W_OK), reason="needs /proc/self/clear_refs")
-def test_the_estimated_peak_holds_on_ten_configurations():
+def test_the_estimated_peak_holds_on_twelve_configurations():
     proc = subprocess.run([sys.executable, "-c", MEASURE, json.dumps(CONFIGS)], capture_output=True, text=True,
                           timeout=900, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert proc.returncode == 0, proc.stderr
@@ -54,8 +56,8 @@ def test_the_estimated_peak_holds_on_ten_configurations():
     for row in rows:
         assert row["code"] == 0, row
         ratio = row["estimate"] / row["measured"]
-        print(f"{row['config']}: estimate {row['estimate'] / 2**20:.0f} MiB, measured {row['measured'] / 2**20:.0f} "
-              f"MiB, ratio {ratio:.2f}")
+        print(f"{' '.join(row['config'][1:])}: estimate {row['estimate'] / 2**20:.0f} MiB, measured "
+              f"{row['measured'] / 2**20:.0f} MiB, ratio {ratio:.2f}")
         assert 1.0 <= ratio <= 2.0, row
 
 
@@ -71,6 +73,19 @@ def test_a_run_above_the_available_memory_is_one_line_naming_the_option(tmp_path
     assert len(lines) == 1 and lines[0].startswith("dyntools: error: Invalid --paths: the run needs about "), lines
     assert "GiB are available; lower --paths" in lines[0]
     assert not (tmp_path / "o").exists()
+
+
+def test_a_billion_step_diag_net_is_refused_naming_steps(tmp_path):
+    """D8: ``simulate diag-net --steps 1000000000`` used to start and grow ~88 B per step until the machine ran
+    out; its learning rates alone need ~90 GB: refused above the available memory, naming --steps."""
+    from tests import fuzz_cases as F
+
+    (tmp_path / "w").mkdir()
+    outcome = F.invoke(["simulate", "diag-net", "--steps", "1000000000", "--out", "../o"], tmp_path / "w")
+    if (memory.available_bytes() or 0) > 200 * 2**30:      # pragma: no cover - a very large machine
+        pytest.skip("this machine could hold it")
+    assert outcome.code == 2 and "Invalid --steps: the run needs about" in outcome.stderr, outcome
+    assert len(outcome.stderr.strip().splitlines()) == 1 and not (tmp_path / "o").exists()
 
 
 def test_require_counts_the_process_and_every_array():
