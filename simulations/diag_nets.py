@@ -757,6 +757,7 @@ def check(p: DiagNetParams) -> None:
     validation.entries("--seeds × schedules × --records" + (" × 2 --d" if p.keep_params else ""),
                        p.seeds * len(runs) * (p.records + p.dense_start) * (2 * p.d if p.keep_params else 8))
     memory.require(*peak_arrays(p, len(runs)))
+    given_arrays(p)
 
 
 def peak_arrays(p: DiagNetParams, schedules: int) -> tuple[dict[str, int], str, None, dict[str, str]]:
@@ -771,7 +772,6 @@ def peak_arrays(p: DiagNetParams, schedules: int) -> tuple[dict[str, int], str, 
               "the data sets (2 × --seeds × (--n + --n-test) × --d)": 16 * p.seeds * (p.n + p.n_test) * p.d}
     flags = dict(zip(arrays, ("--steps", "--records", "--seeds")))
     return arrays, "--steps", None, flags
-    given_arrays(p)
 
 
 def run(p: DiagNetParams, ctx: RunContext):
