@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from dyntools import data, sweep, validation
+from dyntools import data, memory, sweep, validation
 from dyntools.classifier_cell import (  # noqa: F401 - train_cell is the sweep's cell function (by name)
     CELL_VALUES,
     DATASETS,
@@ -569,6 +569,33 @@ def check(p: AdamWGridParams) -> None:
         raise ValueError(f"Invalid --epochs: {cfg.steps:.3g} steps per cell (epochs × n / batch-size; at most 1e9)")
     validation.entries("(--n + --n-val) × widest layer", (cfg.n + cfg.n_val) * max(*cfg.hidden, cfg.classes))
     sweep.check_backend(p.workers, p.dask_local, p.scheduler)
+    if p.scheduler is None:                     # a remote cluster's memory is its own
+        import os
+
+        workers = p.dask_local or p.workers or os.cpu_count() or 1
+        memory.require(*cell_peak_arrays(cfg, min(workers, cells)))
+
+
+def cell_peak_arrays(cfg: GridConfig, workers: int) -> tuple[dict[str, int], str]:
+    """The arrays ``workers`` cells running at once hold at their peak (bytes), for
+    :func:`dyntools.memory.require`. Per cell (float64): the network's p parameters 24 times (θ, its gradient,
+    two optimizer moments, the initial, recorded and final θ, the fused step's and the evaluation's copies,
+    the weight statistics' temporaries: measured ≈ 20 at the peak of a cell for 0.8–4 M parameters), the GEMM scratch of a training batch and of a 256-row evaluation chunk, three values per step (learning
+    rates, multipliers, mini-batch losses) and the data twice; with more than one worker, each worker process
+    also holds the loaded runtime (:data:`dyntools.memory.RUNTIME_FLOOR`)."""
+    from dyntools.models import mlp_gemm
+
+    dim = 64 if cfg.dataset == "digits" else 2
+    widths = (dim, *cfg.hidden, cfg.classes)
+    params = sum(a * b + b for a, b in zip(widths[:-1], widths[1:]))
+    L, maxw = len(widths) - 1, max(widths)
+    scratch = mlp_gemm.ws_size(L, maxw, cfg.batch_size) + mlp_gemm.ws_size(L, maxw, 256)
+    per_cell = {"parameters and optimizer state (24 × p)": 24 * 8 * params, "scratch": 8 * scratch,
+                "per-step values (3 × steps)": 24 * cfg.steps, "data": 16 * (cfg.n + cfg.n_val) * (dim + 1)}
+    arrays = {f"{k}, × {workers} workers" if workers > 1 else k: v * workers for k, v in per_cell.items()}
+    if workers > 1:
+        arrays["the worker processes' runtime"] = workers * memory.RUNTIME_FLOOR
+    return arrays, "--hidden"
 
 
 def run(p: AdamWGridParams, ctx: RunContext) -> RunResult:

@@ -13,14 +13,17 @@ from dyntools import memory
 
 ROOT = Path(__file__).resolve().parents[1]
 
-#: ``simulate stabilization`` (paths, records, n, steps: allocations from ~20 MB to ~700 MB) and ``simulate
-#: diag-net`` (steps: the per-step learning rates).
+#: ``simulate stabilization`` (paths, records, n, steps: allocations from ~20 MB to ~700 MB), ``simulate
+#: diag-net`` (steps: the per-step learning rates) and ``sweep adamw-grid`` cells (0.8–4 M parameters).
 STAB = [(5000, 100, 1000, 2000), (10000, 200, 1000, 2000), (20000, 200, 1000, 2000), (20000, 500, 1000, 2000),
         (40000, 200, 100, 2000), (20000, 200, 2000, 2000), (30000, 300, 500, 2000), (10000, 1000, 200, 2000),
         (50000, 100, 1000, 2000), (8000, 400, 3000, 2000)]
 CONFIGS = [["simulate", "stabilization", "--paths", str(p), "--records", str(r), "--n", str(n), "--steps", str(t)]
            for p, r, n, t in STAB] + [["simulate", "diag-net", "--seeds", "1", "--steps", str(t)]
-                                      for t in (500_000, 1_500_000)]
+                                      for t in (500_000, 1_500_000)] + \
+    [["sweep", "adamw-grid", "--optimizers", "adam", "--lr-grid", "1e-3:1e-2:2", "--wd-grid", "1e-6:1e-5:1", "--n",
+      "512", "--n-val", "256", "--hidden", h, "--batch-size", "64", "--epochs", "1", "--workers", "1"]
+     for h in ("512,512,512,512", "1024,1024,1024", "2048,2048")]
 
 #: In one process: for each command line, the peak resident size is reset (``/proc/self/clear_refs``), the
 #: command's own check computes the estimate (captured), the command runs, and ``VmHWM`` is the measured peak.
@@ -47,7 +50,7 @@ print(json.dumps(rows))
 
 
 @pytest.mark.skipif(not os.access("/proc/self/clear_refs", os.W_OK), reason="needs /proc/self/clear_refs")
-def test_the_estimated_peak_holds_on_twelve_configurations():
+def test_the_estimated_peak_holds_on_fifteen_configurations():
     proc = subprocess.run([sys.executable, "-c", MEASURE, json.dumps(CONFIGS)], capture_output=True, text=True,
                           timeout=900, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert proc.returncode == 0, proc.stderr
@@ -73,6 +76,24 @@ def test_a_run_above_the_available_memory_is_one_line_naming_the_option(tmp_path
     assert len(lines) == 1 and lines[0].startswith("dyntools: error: Invalid --paths: the run needs about "), lines
     assert "GiB are available; lower --paths" in lines[0]
     assert not (tmp_path / "o").exists()
+
+
+def test_a_sweep_of_huge_networks_is_refused_naming_hidden(tmp_path):
+    """D8: 16 hidden layers of 4096 units (268 M parameters per cell, on every local worker) used to pass the
+    (data × widest layer) check and reach 8 GB before failing: refused up front naming --hidden."""
+    from tests import fuzz_cases as F
+
+    monkey_free = 64 * 2**30
+    (tmp_path / "w").mkdir()
+    original = memory.available_bytes
+    memory.available_bytes = lambda: monkey_free
+    try:
+        outcome = F.invoke(["sweep", "adamw-grid", "--hidden", ",".join(["4096"] * 16), "--n", "30000", "--workers",
+                            "2", "--out", "../o"], tmp_path / "w")
+    finally:
+        memory.available_bytes = original
+    assert outcome.code == 2 and "Invalid --hidden: the run needs about 9" in outcome.stderr, outcome
+    assert "× 2 workers" in outcome.stderr and not (tmp_path / "o").exists()
 
 
 def test_a_billion_step_diag_net_is_refused_naming_steps(tmp_path):
