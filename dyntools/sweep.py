@@ -630,16 +630,20 @@ def _workers(client) -> int:
 def _run_dask(client, spec, todo, sink, retries, where, lost_after):
     """The cells ``todo`` on a Dask cluster. Each future is released as soon as its cell is on disk (the
     scheduler then never recomputes it when a worker holding it is lost). A cell whose future fails
-    (its worker died, or it raised) is submitted again under a new key, at most ``retries`` times; a lost
-    scheduler, or no worker left for ``lost_after`` seconds, stops the sweep: one :class:`SweepError` line."""
+    (its worker died, or it raised) is submitted again under a new key, at most ``retries`` times, then given
+    up: the other cells finish and one :class:`SweepError` line names it. A result lost with its worker before
+    it reached the driver is computed again (not a failure). A lost scheduler, or no worker left for
+    ``lost_after`` seconds, stops the sweep at once: one :class:`SweepError` line."""
     from distributed import as_completed as dask_completed
 
     token = f"{spec.kind}-{os.getpid()}-{time.time_ns()}"
     failures = dict.fromkeys(todo, 0)
+    resubmits = dict.fromkeys(todo, 0)
+    given_up: list[str] = []
 
     def submit(i):
         return client.submit(run_cell, spec.cell_fn, spec.config, spec.cells[i], spec.seed, i,
-                             key=f"{token}-cell-{i}-{failures[i]}", pure=False)
+                             key=f"{token}-cell-{i}-{failures[i]}-{resubmits[i]}", pure=False)
 
     futures = {submit(i): i for i in todo}
     lost = (f"lost the Dask scheduler at {where}", "start it (and its workers) again")
@@ -662,21 +666,39 @@ def _run_dask(client, spec, todo, sink, retries, where, lost_after):
             for fut in pending.next_batch(block=False):
                 i = futures.pop(fut)
                 if fut.status == "finished":
-                    sink.write(i, fut.result())          # written once, by the driver, on arrival
-                    fut.release()                        # nothing holds it any more: never recomputed
-                    continue
+                    try:
+                        result = fut.result(timeout=lost_after)
+                    except Exception:  # noqa: BLE001 - its worker died after finishing it: computed again
+                        result = None
+                    if result is not None:
+                        sink.write(i, result)            # written once, by the driver, on arrival
+                        fut.release()                    # nothing holds it any more: never recomputed
+                        continue
                 if fut.status == "cancelled":
                     raise SweepError(f"{lost[0]}; {sink.on_disk()}: {lost[1]} and run the same command to resume")
-                error = fut.exception()
+                error = fut.exception() if fut.status == "error" else None
                 fut.release()
+                if error is None:                        # lost with its worker before it reached us: no failure
+                    resubmits[i] += 1
+                    if resubmits[i] > 10:
+                        raise SweepError(f"{_cell_text(spec, i)}: its result was lost with its worker 10 times; "
+                                         f"{sink.on_disk()}: run the same command again to resume")
+                    new = submit(i)
+                    futures[new] = i
+                    pending.add(new)
+                    continue
                 failures[i] += 1
-                if failures[i] > retries:
+                if failures[i] > retries:                # given up; the other cells still finish
                     attempts = f"{failures[i]} attempt{'s' if failures[i] > 1 else ''}"
-                    raise SweepError(f"{_cell_text(spec, i)} failed on {attempts} (--retries {retries}; last: "
-                                     f"{_first_line(error)}); {sink.on_disk()}")
+                    given_up.append(f"{_cell_text(spec, i)} failed on {attempts} (--retries {retries}; last: "
+                                    f"{_first_line(error)})")
+                    continue
                 new = submit(i)
                 futures[new] = i
                 pending.add(new)
+    if given_up:
+        more = f" (and {len(given_up) - 1} more cells)" if len(given_up) > 1 else ""
+        raise SweepError(f"{given_up[0]}{more}; {sink.on_disk()}")
 
 
 def finalize(result, out: str | os.PathLike) -> Path:
