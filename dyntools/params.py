@@ -131,10 +131,18 @@ def coerce(name: str, p: Param, text: str, flag: str | None = None):
         if p.choices is not None and text in p.choices:
             return text
         path = Path(text)
-        if not path.is_file() or not os.access(path, os.R_OK):
-            raise ValueError(f"Invalid {where}: {text} is not a readable file")
+        if not _readable_file(path):
+            raise ValueError(f"Invalid {where}: {text[:80]} is not a readable file")
         return path
     return text
+
+
+def _readable_file(path: Path) -> bool:
+    """A regular file this process may read (``False`` also for a name the system refuses: too long, a loop)."""
+    try:
+        return path.is_file() and os.access(path, os.R_OK)
+    except OSError:
+        return False
 
 
 def check_value(name: str, p: Param, value):
@@ -148,8 +156,8 @@ def check_value(name: str, p: Param, value):
     if p.kind == "file":
         if p.choices is not None and isinstance(value, str) and value in p.choices:
             return value
-        if not Path(value).is_file() or not os.access(value, os.R_OK):
-            raise ValueError(f"Invalid {name}: {value} is not a readable file")
+        if not _readable_file(Path(value)):
+            raise ValueError(f"Invalid {name}: {str(value)[:80]} is not a readable file")
         return Path(value)
     if p.kind == "str":
         if p.choices is not None:

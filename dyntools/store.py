@@ -22,6 +22,8 @@ from dyntools.engine.result import RunResult
 SCHEMA = "dyntools.result/1"
 META_FILE = "result.json"
 ARRAYS_FILE = "arrays.npz"
+#: A sweep's lock file (:mod:`dyntools.folder_lock`): not content of its own — a folder holding only it is empty.
+LOCK_FILE = ".dyntools.lock"
 
 
 class StoreError(ValueError):
@@ -71,11 +73,15 @@ def check_writable(path: str | os.PathLike) -> Path:
         if path.exists():
             if not path.is_dir():
                 raise StoreError(f"Invalid --out: {path} exists and is not a directory")
-            if any(path.iterdir()) and not (path / META_FILE).exists() and not (path / "report.md").exists():
+            if any(p.name != LOCK_FILE for p in path.iterdir()) and not (path / META_FILE).exists() \
+                    and not (path / "report.md").exists():
                 raise StoreError(f"Invalid --out: {path} is a non-empty directory that dyntools did not write")
-        probe_dir = resolved.parent
-        while not probe_dir.exists():
-            probe_dir = probe_dir.parent
+            _probe(path, path, "--out")     # an existing directory must itself take new entries (a sweep
+            probe_dir = resolved.parent     # writes into it) and its parent too (a result replaces it)
+        else:
+            probe_dir = resolved.parent
+            while not probe_dir.exists():
+                probe_dir = probe_dir.parent
     except (OSError, RuntimeError) as exc:      # a link loop, a permission error on the way …
         raise StoreError(f"Invalid --out: cannot use {path} ({getattr(exc, 'strerror', None) or exc})") from None
     if not probe_dir.is_dir():
@@ -242,7 +248,12 @@ def save(result: RunResult, directory: str | os.PathLike) -> Path:
 
 
 def is_result_dir(directory: str | os.PathLike) -> bool:
-    return (Path(directory) / META_FILE).is_file()
+    """Whether ``directory`` holds a ``result.json`` (``False`` also for a path the system refuses: a name
+    too long, a link loop)."""
+    try:
+        return (Path(directory) / META_FILE).is_file()
+    except OSError:
+        return False
 
 
 #: The declared schema of ``result.json``: field → (JSON type(s), required).

@@ -35,7 +35,10 @@ bitwise reproducible on its own target; across targets within the stated toleran
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import importlib
+import io
 import json
 import os
 import re
@@ -148,12 +151,19 @@ def check_backend(workers: int | None, dask_local: int | None, scheduler: str | 
 
 
 def check_out(out: str | os.PathLike) -> Path:
-    """A new directory, a finished or partial sweep, or any result directory dyntools wrote."""
+    """A new directory, a finished or partial sweep, or any result directory dyntools wrote — and not a
+    folder another live sweep is writing (:mod:`dyntools.folder_lock`: refused in one line naming it)."""
+    from dyntools.folder_lock import LOCK_FILE, FolderBusy, describe, holder
+
     out = Path(out)
     try:
         resumed = (out / SPEC_FILE).is_file()
+        busy = holder(out) if (out / LOCK_FILE).is_file() else None
     except OSError:                     # a name too long, a link loop …: check_writable says which
-        resumed = False
+        resumed, busy = False, None
+    if busy is not None:
+        raise FolderBusy(f"Invalid --out: {out} is being written by another sweep ({describe(busy)}); wait for "
+                         "it to finish or choose another --out")
     if resumed:
         if not os.access(out, os.W_OK | os.X_OK):
             raise store.StoreError(f"Invalid --out: {out} is not writable")
@@ -189,7 +199,7 @@ def connect(scheduler: str, timeout: float):
 
     thread = threading.Thread(target=attempt, name="dyntools-connect", daemon=True)
     thread.start()
-    thread.join(timeout + 1.0)
+    thread.join(timeout)                          # the deadline is the user's: no grace added to it
     if "client" in box:
         return box["client"]
     reason = type(box["error"]).__name__ if "error" in box else "no Dask answer"
@@ -199,26 +209,38 @@ def connect(scheduler: str, timeout: float):
 
 # --------------------------------------------------------------------------------- cell files
 
+def sweep_id(identity: dict) -> str:
+    """A short fingerprint of a sweep's identity, stored in each of its cell files: a cell can then be
+    recognised as this sweep's even when ``sweep.json`` is damaged."""
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
+
+
 def cell_path(out: Path, index: int) -> Path:
     return out / CELLS_DIR / f"cell_{index:05d}.npz"
 
 
-def write_cell(out: Path, index: int, result: dict) -> bool:
-    """Write one finished cell atomically; ``False`` (nothing written) if it already exists."""
+def write_cell(out: Path, index: int, result: dict, sweep: str | None = None) -> str | None:
+    """Write one finished cell atomically; return the SHA-256 of the file written (``None``: nothing
+    written, the cell exists). ``sweep`` is the sweep's :func:`sweep_id`, kept in the cell's metadata."""
     path = cell_path(out, index)
     if path.exists():
-        return False
+        return None
     arrays = {k: np.asarray(v) for k, v in result.items() if k not in ("status", "message", TARGET_KEY)}
     meta = {"index": index, "status": str(result["status"]), "message": str(result["message"])}
     if TARGET_KEY in result:
         meta[TARGET_KEY] = result[TARGET_KEY]
+    if sweep is not None:
+        meta["sweep"] = sweep
+    buffer = io.BytesIO()
+    np.savez(buffer, _meta=np.array(json.dumps(meta)), **arrays)
+    data = buffer.getvalue()
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".npz", dir=path.parent)
     except OSError as exc:
         raise store.StoreError(f"Cannot write {path}: {exc.strerror or exc}") from None
     try:
         with os.fdopen(fd, "wb") as fh:
-            np.savez(fh, _meta=np.array(json.dumps(meta)), **arrays)
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -228,7 +250,7 @@ def write_cell(out: Path, index: int, result: dict) -> bool:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    return True
+    return hashlib.sha256(data).hexdigest()
 
 
 class CellError(ValueError):
@@ -240,20 +262,29 @@ def read_cell(out: Path, index: int, finite: tuple[str, ...] = ()) -> dict:
     return _read_cell(out, index, finite)[0]
 
 
-def _read_cell(out: Path, index: int, finite: tuple[str, ...] = ()) -> tuple[dict, dict | None]:
-    """(the finished cell ``index``, its compile target or ``None`` when the file predates them)."""
+def _read_cell(out: Path, index: int, finite: tuple[str, ...] = (), checksum: str | None = None,
+               sweep: str | None = None, require_sweep: bool = False) -> tuple[dict, dict | None, str]:
+    """(the finished cell ``index``, its compile target or ``None`` when the file predates them, the file's
+    SHA-256). Damaged (:class:`CellError`) also when the file's SHA-256 differs from ``checksum`` (the one
+    ``sweep.json`` recorded), or its metadata names another sweep than ``sweep`` (or none, if ``require_sweep``)."""
     from dyntools.engine.result import STATUSES
 
     path = cell_path(out, index)
     try:
-        with open(path, "rb") as fh, np.load(fh, allow_pickle=False) as npz:
+        data = path.read_bytes()
+        with np.load(io.BytesIO(data), allow_pickle=False) as npz:
             meta = json.loads(str(npz["_meta"]))
             result = {k: npz[k] for k in npz.files if k != "_meta"}
     except (OSError, EOFError, KeyError, ValueError, zipfile.BadZipFile) as exc:
         raise CellError(f"{path}: unreadable ({type(exc).__name__}: {str(exc)[:80]})") from None
+    digest = hashlib.sha256(data).hexdigest()
+    if checksum is not None and digest != checksum:
+        raise CellError(f"{path}: its SHA-256 differs from the one in {SPEC_FILE} (changed after it was written)")
     if not (isinstance(meta, dict) and meta.get("index") == index and meta.get("status") in STATUSES
             and isinstance(meta.get("message"), str)):
         raise CellError(f"{path}: its metadata is damaged")
+    if sweep is not None and meta.get("sweep", None if require_sweep else sweep) != sweep:
+        raise CellError(f"{path}: not a cell of this sweep")
     result = {k: (v.item() if v.ndim == 0 else v) for k, v in result.items()}
     for key in finite:
         if key not in result:
@@ -263,7 +294,7 @@ def _read_cell(out: Path, index: int, finite: tuple[str, ...] = ()) -> tuple[dic
             raise CellError(f"{path}: {key!r} is not finite although the cell did not diverge")
     result.update(status=meta["status"], message=meta["message"])
     target = meta.get(TARGET_KEY)
-    return result, (target if isinstance(target, dict) else None)
+    return result, (target if isinstance(target, dict) else None), digest
 
 
 def scan_cells(out: Path, n: int, finite: tuple[str, ...] = ()) -> tuple[set[int], list[str]]:
@@ -290,22 +321,83 @@ def finished_cells(out: Path, n: int) -> set[int]:
     return done
 
 
-def prepare(spec: SweepSpec, out: Path) -> tuple[set[int], list[str]]:
-    """Create or reopen the sweep directory; return the indices already finished and the damaged cells
-    (their files removed, so that they are computed again)."""
+class Ledger:
+    """``sweep.json``: the sweep's identity and the SHA-256 of each finished cell file (``"checksums"``,
+    by cell index). Rewritten atomically at most every ``period`` seconds while cells arrive, and at the
+    end: a cell written after the last rewrite (the driver killed) has no checksum yet; a resume checks it
+    like any cell file and records it."""
+
+    def __init__(self, out: Path, identity: dict, checksums: dict[int, str] | None = None, period: float = 2.0):
+        self.path = out / SPEC_FILE
+        self.identity = identity
+        self.checksums = dict(checksums or {})
+        self.period = period
+        self.written = -float("inf")
+        self.dirty = True
+
+    def record(self, index: int, digest: str | None) -> None:
+        if digest is not None:
+            self.checksums[index] = digest
+            self.dirty = True
+        if time.monotonic() - self.written >= self.period:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.dirty:
+            return
+        doc = {**self.identity, "checksums": {str(i): self.checksums[i] for i in sorted(self.checksums)}}
+        store.atomic_write_text(self.path, json.dumps(doc, indent=1) + "\n")
+        self.written = time.monotonic()
+        self.dirty = False
+
+
+_IDENTITY_KEYS = ("kind", "cell_fn", "config", "cells", "seed")
+
+
+def _load_ledger(path: Path) -> tuple[dict | None, dict[int, str], str]:
+    """(the identity in ``sweep.json`` or ``None`` if damaged, its checksums, why it is damaged)."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        return None, {}, f"{type(exc).__name__}: {str(exc)[:60]}"
+    if not isinstance(doc, dict) or any(k not in doc for k in _IDENTITY_KEYS):
+        return None, {}, "not a sweep description"
+    sums = doc.get("checksums", {})
+    try:
+        checksums = {int(k): str(v) for k, v in sums.items()}
+    except (AttributeError, TypeError, ValueError):
+        return None, {}, "its checksums are damaged"
+    return {k: v for k, v in doc.items() if k != "checksums"}, checksums, ""
+
+
+def prepare(spec: SweepSpec, out: Path) -> tuple[set[int], list[str], Ledger]:
+    """Create or reopen the sweep directory; return the indices already finished, the damaged cells (their
+    files removed, so that they are computed again) and the sweep's :class:`Ledger`.
+
+    A damaged ``sweep.json`` (unreadable, not a sweep description) is reported among the damaged files and
+    rebuilt from the cells that carry this sweep's :func:`sweep_id` and read back whole; the others are
+    recomputed. A valid ``sweep.json`` of another sweep means a new sweep here: it starts afresh."""
     identity = spec.identity()
+    sid = sweep_id(identity)
     spec_path = out / SPEC_FILE
     if spec_path.is_file():
-        try:
-            same = json.loads(spec_path.read_text(encoding="utf-8")) == identity
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            same = False
-        if same:
+        found, checksums, why = _load_ledger(spec_path)
+        if found is None or found == identity:
+            damaged = [] if found is not None else \
+                [f"{spec_path}: damaged ({why}); rebuilt from the valid cells of this sweep"]
             (out / CELLS_DIR).mkdir(exist_ok=True)
-            done, damaged = scan_cells(out, len(spec.cells), spec.finite)
-            for i in set(finished_cells(out, len(spec.cells))) - done:
-                cell_path(out, i).unlink()
-            return done, damaged
+            done, verified = set(), {}
+            for i in sorted(finished_cells(out, len(spec.cells))):
+                try:
+                    verified[i] = _read_cell(out, i, spec.finite, checksums.get(i), sid,
+                                             require_sweep=found is None)[2]
+                    done.add(i)
+                except CellError as exc:
+                    damaged.append(str(exc))
+                    cell_path(out, i).unlink()
+            ledger = Ledger(out, identity, verified)
+            ledger.flush()
+            return done, damaged, ledger
     if out.exists():                                   # a different sweep / an older result: start afresh
         for name in (CELLS_DIR, SPEC_FILE, store.META_FILE, store.ARRAYS_FILE):
             target = out / name
@@ -315,68 +407,143 @@ def prepare(spec: SweepSpec, out: Path) -> tuple[set[int], list[str]]:
                 target.unlink()
     out.mkdir(parents=True, exist_ok=True)
     (out / CELLS_DIR).mkdir()
-    store.atomic_write_text(spec_path, json.dumps(identity, indent=1) + "\n")
-    return set(), []
+    ledger = Ledger(out, identity)
+    ledger.flush()
+    return set(), [], ledger
 
 
 # --------------------------------------------------------------------------------- running
 
+class SweepError(store.StoreError):
+    """A sweep stopped by its cluster (a lost scheduler, workers lost or killed, a cell that keeps failing):
+    one line saying what happened, how many cells are on disk, and that the same command resumes it."""
+
+
 def run_sweep(spec: SweepSpec, out: str | os.PathLike, *, workers: int | None = None,
               dask_local: int | None = None, scheduler: str | None = None, connect_timeout: float = 10.0,
-              progress: bool = False) -> SweepOutcome:
-    """Run (or resume) ``spec`` into ``out``; return every cell's result in index order."""
+              retries: int = 2, progress: bool = False) -> SweepOutcome:
+    """Run (or resume) ``spec`` into ``out``; return every cell's result in index order.
+
+    ``retries``: how many times a cell is submitted again after its worker died or it raised (Dask), or
+    the local pool is restarted after one of its processes died; then :class:`SweepError` names the cell."""
+    from dyntools.cluster import handshake, quiet_logs
+    from dyntools.folder_lock import FolderLock
+
     backend = check_backend(workers, dask_local, scheduler)
+    retries = validation.count("--retries", retries, minimum=0)
     out = check_out(out)
     start = time.perf_counter()
     client = cluster = None
-    if backend == "dask":
-        client = connect(scheduler, connect_timeout)      # fails before anything is written
-    created = _first_missing(out)                       # what to remove if nothing gets finished
-    try:
-        done, damaged = prepare(spec, out)
-        todo = [i for i in range(len(spec.cells)) if i not in done]
-        with progress_bar(len(spec.cells), spec.kind, enabled=progress, unit="cell") as bar:
-            bar.update(len(done))
-            if todo:
-                if backend == "dask-local":
+    with contextlib.ExitStack() as stack:
+        if backend != "local":
+            stack.enter_context(quiet_logs())
+        if backend == "dask":
+            client = connect(scheduler, connect_timeout)      # fails before anything is written
+            stack.callback(_close, client)
+            handshake(client, connect_timeout, scheduler)
+        created = _make_dirs(out)                           # the directories this sweep made (outermost first)
+        try:
+            lock = FolderLock(out).acquire()
+        except BaseException:
+            _remove_empty(created)
+            raise
+        try:
+            done, damaged, ledger = prepare(spec, out)
+            todo = [i for i in range(len(spec.cells)) if i not in done]
+            with progress_bar(len(spec.cells), spec.kind, enabled=progress, unit="cell") as bar:
+                bar.update(len(done))
+                if todo and backend == "dask-local":
                     from distributed import Client, LocalCluster
 
                     cluster = LocalCluster(n_workers=dask_local, threads_per_worker=1, processes=True,
-                                           host="127.0.0.1", dashboard_address=None)
+                                           host="127.0.0.1", dashboard_address=None, silence_logs=50)
+                    stack.callback(_close, cluster)
                     client = Client(cluster, set_as_default=False)
-                if client is not None:
-                    _run_dask(client, spec, out, todo, bar)
-                elif (workers or os.cpu_count() or 1) == 1 or len(todo) == 1:
-                    for i in todo:
-                        write_cell(out, i, run_cell(spec.cell_fn, spec.config, spec.cells[i], spec.seed, i))
-                        bar.update(1)
-                else:
-                    _run_local(spec, out, todo, bar, workers or os.cpu_count() or 1)
-    except BaseException:
-        if created is not None and (not (out / CELLS_DIR).is_dir() or not finished_cells(out, len(spec.cells))):
-            shutil.rmtree(created, ignore_errors=True)   # nothing finished: leave nothing behind
-        raise
-    finally:
-        if client is not None:
-            client.close()
-        if cluster is not None:
-            cluster.close()
+                    stack.callback(_close, client)
+                sink = _Sink(out, spec, ledger, bar, sweep_id(spec.identity()))
+                try:
+                    if not todo:
+                        pass
+                    elif client is not None:
+                        _run_dask(client, spec, todo, sink, retries, scheduler or "the local Dask cluster",
+                                  max(30.0, 3 * connect_timeout))
+                    elif (workers or os.cpu_count() or 1) == 1 or len(todo) == 1:
+                        for i in todo:
+                            sink.write(i, run_cell(spec.cell_fn, spec.config, spec.cells[i], spec.seed, i))
+                    else:
+                        _run_local(spec, todo, sink, workers or os.cpu_count() or 1, retries)
+                finally:
+                    ledger.flush()
+        except BaseException:
+            if created and not finished_cells(out, len(spec.cells)):   # nothing finished: leave nothing behind
+                shutil.rmtree(out / CELLS_DIR, ignore_errors=True)
+                (out / SPEC_FILE).unlink(missing_ok=True)
+                lock.release()
+                _remove_empty(created)
+            raise
+        finally:
+            lock.release()
     try:
         read = [_read_cell(out, i, spec.finite) for i in range(len(spec.cells))]
     except CellError as exc:                 # written in this run and already damaged: a broken disk
         raise store.StoreError(f"Damaged sweep cell {exc}") from None
-    return SweepOutcome([c for c, _ in read], len(todo), len(done), backend, time.perf_counter() - start,
-                        damaged=damaged, targets=[t for _, t in read])
+    outcome = SweepOutcome([c for c, _, _ in read], len(todo), len(done), backend, time.perf_counter() - start,
+                           damaged=damaged, targets=[t for _, t, _ in read])
+    if lock.stale:
+        outcome.extra["stale_lock"] = lock.stale
+    return outcome
 
 
-def _first_missing(path: Path) -> Path | None:
-    """The outermost directory of ``path`` that does not exist yet (``None``: ``path`` exists)."""
-    path = Path(os.path.abspath(path))
-    if path.exists():
-        return None
-    while not path.parent.exists():
+class _Sink:
+    """Where finished cells go: the cell file, its checksum in the ledger, the progress bar."""
+
+    def __init__(self, out, spec, ledger, bar, sid):
+        self.out, self.spec, self.ledger, self.bar, self.sid = out, spec, ledger, bar, sid
+
+    def write(self, index: int, result: dict) -> None:
+        self.ledger.record(index, write_cell(self.out, index, result, self.sid))
+        self.bar.update(1)
+
+    def on_disk(self) -> str:
+        n = len(finished_cells(self.out, len(self.spec.cells)))
+        return f"{n} of {len(self.spec.cells)} cells are on disk in {self.out}"
+
+
+def _close(resource) -> None:
+    """Close a Dask client or cluster that may have lost its scheduler: quietly, without waiting long."""
+    try:
+        resource.close(timeout=5) if "Client" in type(resource).__name__ else resource.close()
+    except Exception:  # noqa: BLE001 - a lost scheduler cannot be closed cleanly; nothing is lost
+        pass
+
+
+def _make_dirs(out: Path) -> list[Path]:
+    """Create ``out`` and its missing parents; return those this call created (outermost first): only they
+    may be removed again — a directory another process made at the same moment is not ours."""
+    missing = []
+    path = Path(os.path.abspath(out))
+    while not path.exists():
+        missing.append(path)
         path = path.parent
-    return path
+    created = []
+    for path in reversed(missing):
+        try:
+            path.mkdir()
+            created.append(path)
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            raise store.StoreError(f"Invalid --out: cannot create {path} ({exc.strerror or exc})") from None
+    return created
+
+
+def _remove_empty(created: list[Path]) -> None:
+    """Remove the directories of ``created`` that are empty, innermost first (``rmdir`` never removes content)."""
+    for path in reversed(created):
+        try:
+            path.rmdir()
+        except OSError:
+            pass
 
 
 def _exit_with_parent(parent: int, period: float = 0.5) -> None:
@@ -412,32 +579,126 @@ def _start_worker(parent: int, cell_fn: str, config: dict) -> None:
     warm_up(cell_fn, config)
 
 
-def _run_local(spec, out, todo, bar, workers):
-    pool = ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=get_context("spawn"),
-                               initializer=_start_worker, initargs=(os.getpid(), spec.cell_fn, spec.config))
+def _run_local(spec, todo, sink, workers, retries):
+    """The cells ``todo`` on a pool of ``workers`` spawned processes. A pool process that dies (killed, out
+    of memory) breaks the pool: the finished cells are on disk, the pool is started again for the others,
+    at most ``retries`` times; then one :class:`SweepError` line."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    todo = list(todo)
+    for _attempt in range(retries + 1):
+        pool = ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=get_context("spawn"),
+                                   initializer=_start_worker, initargs=(os.getpid(), spec.cell_fn, spec.config))
+        try:
+            futures = {pool.submit(run_cell, spec.cell_fn, spec.config, spec.cells[i], spec.seed, i): i
+                       for i in todo}
+            for fut in as_completed(futures):
+                i = futures.pop(fut)
+                sink.write(i, fut.result())
+                todo.remove(i)
+            pool.shutdown(wait=True)
+            return
+        except BrokenProcessPool:
+            pool.shutdown(wait=True, cancel_futures=True)
+        except BaseException:                       # Ctrl-C or a failing cell: do not run the rest
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+    times = f"{retries + 1} time{'s' if retries else ''}"
+    raise SweepError(f"a worker process of the local pool died {times} (killed, or out of memory; "
+                     f"--retries {retries}); {sink.on_disk()}: run the same command again to resume")
+
+
+def _cell_text(spec, i) -> str:
+    cell = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in spec.cells[i].items())
+    return f"cell {i} ({cell[:120]})"
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0][:160]}" if text else type(exc).__name__
+
+
+def _workers(client) -> int:
+    """How many workers the scheduler has (a scheduler that does not answer counts as having some: its loss
+    is seen through the cancelled futures)."""
     try:
-        futures = {pool.submit(run_cell, spec.cell_fn, spec.config, spec.cells[i], spec.seed, i): i
-                   for i in todo}
-        for fut in as_completed(futures):
-            write_cell(out, futures[fut], fut.result())
-            bar.update(1)
-    except BaseException:                       # Ctrl-C or a failing cell: do not run the rest
-        pool.shutdown(wait=False, cancel_futures=True)
-        raise
-    pool.shutdown(wait=True)
+        return len(client.scheduler_info(n_workers=-1).get("workers", {}))
+    except Exception:  # noqa: BLE001
+        return 1
 
 
-def _run_dask(client, spec, out, todo, bar):
+def _run_dask(client, spec, todo, sink, retries, where, lost_after):
+    """The cells ``todo`` on a Dask cluster. Each future is released as soon as its cell is on disk (the
+    scheduler then never recomputes it when a worker holding it is lost). A cell whose future fails
+    (its worker died, or it raised) is submitted again under a new key, at most ``retries`` times, then given
+    up: the other cells finish and one :class:`SweepError` line names it. A result lost with its worker before
+    it reached the driver is computed again (not a failure). A lost scheduler, or no worker left for
+    ``lost_after`` seconds, stops the sweep at once: one :class:`SweepError` line."""
     from distributed import as_completed as dask_completed
 
     token = f"{spec.kind}-{os.getpid()}-{time.time_ns()}"
-    futures = {client.submit(run_cell, spec.cell_fn, spec.config, spec.cells[i], spec.seed, i,
-                             key=f"{token}-cell-{i}", pure=False, retries=2): i for i in todo}
+    failures = dict.fromkeys(todo, 0)
+    resubmits = dict.fromkeys(todo, 0)
+    given_up: list[str] = []
+
+    def submit(i):
+        return client.submit(run_cell, spec.cell_fn, spec.config, spec.cells[i], spec.seed, i,
+                             key=f"{token}-cell-{i}-{failures[i]}-{resubmits[i]}", pure=False)
+
+    futures = {submit(i): i for i in todo}
+    lost = (f"lost the Dask scheduler at {where}", "start it (and its workers) again")
     with client.as_current():
-        for fut in dask_completed(list(futures)):
-            i = futures[fut]
-            write_cell(out, i, fut.result())              # written once, by the driver, on arrival
-            bar.update(1)
+        pending = dask_completed(list(futures))
+        since = checked = time.monotonic()
+        while not pending.is_empty():
+            if not pending.has_ready():
+                time.sleep(0.05)
+                if client.status in ("closed", "closing", "failed"):
+                    raise SweepError(f"{lost[0]}; {sink.on_disk()}: {lost[1]} and run the same command to resume")
+                if client.status == "running" and time.monotonic() - checked > 2.0:     # any worker left?
+                    checked = time.monotonic()
+                    if _workers(client):
+                        since = checked
+                    elif checked - since > lost_after:
+                        raise SweepError(f"no Dask worker left at {where} for {lost_after:g} s; {sink.on_disk()}: "
+                                         "start workers and run the same command again to resume")
+                continue
+            for fut in pending.next_batch(block=False):
+                i = futures.pop(fut)
+                if fut.status == "finished":
+                    try:
+                        result = fut.result(timeout=lost_after)
+                    except Exception:  # noqa: BLE001 - its worker died after finishing it: computed again
+                        result = None
+                    if result is not None:
+                        sink.write(i, result)            # written once, by the driver, on arrival
+                        fut.release()                    # nothing holds it any more: never recomputed
+                        continue
+                if fut.status == "cancelled":
+                    raise SweepError(f"{lost[0]}; {sink.on_disk()}: {lost[1]} and run the same command to resume")
+                error = fut.exception() if fut.status == "error" else None
+                fut.release()
+                if error is None:                        # lost with its worker before it reached us: no failure
+                    resubmits[i] += 1
+                    if resubmits[i] > 10:
+                        raise SweepError(f"{_cell_text(spec, i)}: its result was lost with its worker 10 times; "
+                                         f"{sink.on_disk()}: run the same command again to resume")
+                    new = submit(i)
+                    futures[new] = i
+                    pending.add(new)
+                    continue
+                failures[i] += 1
+                if failures[i] > retries:                # given up; the other cells still finish
+                    attempts = f"{failures[i]} attempt{'s' if failures[i] > 1 else ''}"
+                    given_up.append(f"{_cell_text(spec, i)} failed on {attempts} (--retries {retries}; last: "
+                                    f"{_first_line(error)})")
+                    continue
+                new = submit(i)
+                futures[new] = i
+                pending.add(new)
+    if given_up:
+        more = f" (and {len(given_up) - 1} more cells)" if len(given_up) > 1 else ""
+        raise SweepError(f"{given_up[0]}{more}; {sink.on_disk()}")
 
 
 def finalize(result, out: str | os.PathLike) -> Path:
@@ -460,12 +721,17 @@ def finalize(result, out: str | os.PathLike) -> Path:
 
 def demo_cell(config: dict, cell: dict, seed: int, index: int) -> dict:
     """A tiny cell function for checking a cluster: ``config["size"]`` normals from the cell's
-    own stream, after sleeping ``cell["sleep"]`` seconds; ``cell["diverge"]`` marks it diverged."""
+    own stream, after sleeping ``cell["sleep"]`` seconds; ``cell["diverge"]`` marks it diverged.
+    With ``config["log"]`` (a file name) each computation appends ``"index pid"`` to it as it ends: a test
+    can count how often each cell was computed."""
     from dyntools.engine import streams
 
     gen = streams.path_generators(seed, 1, streams.KEYS["sweep.demo"], index)[0]
     x = gen.standard_normal(int(config.get("size", 4)))
     time.sleep(float(cell.get("sleep", 0.0)))
+    if config.get("log"):
+        with open(config["log"], "a", encoding="utf-8") as fh:
+            fh.write(f"{index} {os.getpid()}\n")
     if cell.get("diverge"):
         return {"x": np.full_like(x, np.nan), "pid": os.getpid(), "status": "diverged",
                 "message": "diverged at step 0"}

@@ -28,8 +28,12 @@ def compiled(path, option: str = "--file"):
     """The code object of ``path`` — read and compiled, not executed (so a command can refuse a missing,
     unreadable or malformed file before it starts any work); the same one-line errors as :func:`run_file`."""
     path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"{option} {path}: no such file" if not path.exists() else f"{option} {path}: not a file")
+    try:
+        is_file, exists = path.is_file(), path.exists()
+    except OSError as exc:                      # a name too long, a link loop …
+        raise ValueError(f"{option} {str(path)[:80]}: cannot use it ({exc.strerror or type(exc).__name__})") from None
+    if not is_file:
+        raise ValueError(f"{option} {path}: no such file" if not exists else f"{option} {path}: not a file")
     try:
         source = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:

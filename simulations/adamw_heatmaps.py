@@ -20,11 +20,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
 import numpy as np
 
-from dyntools import data, sweep, validation
+from dyntools import data, memory, sweep, validation
 from dyntools.classifier_cell import (  # noqa: F401 - train_cell is the sweep's cell function (by name)
     CELL_VALUES,
     DATASETS,
@@ -130,6 +129,8 @@ class AdamWGridParams:
                                    help="run on a Dask LocalCluster of N worker processes")
     scheduler: str | None = param(None, kind="str", metavar="tcp://HOST:PORT", help="run on an existing Dask cluster")
     connect_timeout: float = param(10.0, low=0.0, low_open=True, help="seconds to reach --scheduler")
+    retries: int = param(2, low=0, high=100, help="times a cell is submitted again after its worker died or it "
+                                                 "failed (Dask), or the local pool restarted after a process died")
 
 
 _P = AdamWGridParams()          # GridConfig's defaults are the command's
@@ -251,9 +252,10 @@ class GridConfig:
 
     @property
     def steps(self) -> int:
+        if not self.epochs * self.n / self.batch_size >= 1:      # not rounded up: 1e-300 epochs is no run
+            raise ValueError(f"Invalid --epochs: {self.epochs:g} epochs × --n {self.n} / --batch-size "
+                             f"{self.batch_size} is fewer than one step")
         steps = int(math.ceil(self.epochs * self.n / self.batch_size))
-        if steps < 1:
-            raise ValueError("Invalid epochs: fewer than one step")
         return steps
 
     def lr_range_of(self, name: str) -> tuple[float, float]:
@@ -275,6 +277,10 @@ class GridConfig:
         for key in ("milestones", "curve_at"):
             d[key] = None if d[key] is None else list(d[key])
         return d
+
+
+#: The largest learning rate of a grid: beyond it the updates overflow float64 (RuntimeWarnings, no result).
+LR_MAX = 1e6
 
 
 def check_range(name: str, rng) -> tuple[float, float]:
@@ -419,11 +425,11 @@ def summarize(cfg: GridConfig, arrays: dict) -> dict:
 
 
 def run_grid(cfg: GridConfig, out, *, seed: int = 0, workers=None, dask_local=None, scheduler=None,
-             connect_timeout: float = 10.0, progress: bool = False) -> RunResult:
+             connect_timeout: float = 10.0, retries: int = 2, progress: bool = False) -> RunResult:
     """Run (or resume) the sweep into ``out`` and write the assembled result there."""
     spec = build_spec(cfg, seed)
     outcome = sweep.run_sweep(spec, out, workers=workers, dask_local=dask_local, scheduler=scheduler,
-                              connect_timeout=connect_timeout, progress=progress)
+                              connect_timeout=connect_timeout, retries=retries, progress=progress)
     result = assemble(cfg, spec, outcome)
     if cfg.learning_curve_points:
         add_learning_curves(cfg, spec, result)
@@ -576,9 +582,14 @@ def reproduce(ctx):
 def grid_config(p: AdamWGridParams) -> GridConfig:
     """The sweep's :class:`GridConfig` from the command's parameters (checked by GridConfig)."""
     lr = check_grid("lr-grid", p.lr_grid) if p.lr_grid is not None else (None, None, GridConfig.n_lr)
+    if lr[1] is not None and lr[1] > LR_MAX:
+        raise ValueError(f"Invalid --lr-grid: HIGH {lr[1]:g} is above {LR_MAX:g} (float arithmetic overflows; "
+                         "every cell diverges far below it)")
     wd = check_grid("wd-grid", p.wd_grid)
-    if p.optimizer_file is not None and not Path(p.optimizer_file).is_file():
-        raise ValueError(f"Invalid --optimizer-file: {p.optimizer_file} (no such file)")
+    if p.optimizer_file is not None:                    # a missing file, a device (/dev/zero), a directory …
+        from dyntools.user_code import compiled
+
+        compiled(p.optimizer_file, "--optimizer-file")
     names = tuple(user_factories.absolute(n, p.optimizer_file) for n in p.optimizers)
     return GridConfig(optimizers=names, lr_range=None if lr[0] is None else lr[:2], n_lr=lr[2],
                       wd_range=wd[:2], n_wd=wd[2], n=p.n, n_val=p.n_val, classes=p.classes, turns=p.turns,
@@ -602,11 +613,39 @@ def check(p: AdamWGridParams) -> None:
         raise ValueError(f"Invalid --epochs: {cfg.steps:.3g} steps per cell (epochs × n / batch-size; at most 1e9)")
     validation.entries("(--n + --n-val) × widest layer", (cfg.n + cfg.n_val) * max(*cfg.hidden, cfg.classes))
     sweep.check_backend(p.workers, p.dask_local, p.scheduler)
+    if p.scheduler is None:                     # a remote cluster's memory is its own
+        import os
+
+        workers = p.dask_local or p.workers or os.cpu_count() or 1
+        memory.require(*cell_peak_arrays(cfg, min(workers, cells)))
+
+
+def cell_peak_arrays(cfg: GridConfig, workers: int) -> tuple[dict[str, int], str]:
+    """The arrays ``workers`` cells running at once hold at their peak (bytes), for
+    :func:`dyntools.memory.require`. Per cell (float64): the network's p parameters 24 times (θ, its gradient,
+    two optimizer moments, the initial, recorded and final θ, the fused step's and the evaluation's copies,
+    the weight statistics' temporaries: measured ≈ 20 at the peak of a cell for 0.8–4 M parameters), the GEMM scratch of a training batch and of a 256-row evaluation chunk, three values per step (learning
+    rates, multipliers, mini-batch losses) and the data twice; with more than one worker, each worker process
+    also holds the loaded runtime (:data:`dyntools.memory.RUNTIME_FLOOR`)."""
+    from dyntools.models import mlp_gemm
+
+    dim = 64 if cfg.dataset == "digits" else 2
+    widths = (dim, *cfg.hidden, cfg.classes)
+    params = sum(a * b + b for a, b in zip(widths[:-1], widths[1:]))
+    L, maxw = len(widths) - 1, max(widths)
+    scratch = mlp_gemm.ws_size(L, maxw, cfg.batch_size) + mlp_gemm.ws_size(L, maxw, 256)
+    per_cell = {"parameters and optimizer state (24 × p)": 24 * 8 * params, "scratch": 8 * scratch,
+                "per-step values (3 × steps)": 24 * cfg.steps, "data": 16 * (cfg.n + cfg.n_val) * (dim + 1)}
+    arrays = {f"{k}, × {workers} workers" if workers > 1 else k: v * workers for k, v in per_cell.items()}
+    if workers > 1:
+        arrays["the worker processes' runtime"] = workers * memory.RUNTIME_FLOOR
+    return arrays, "--hidden"
 
 
 def run(p: AdamWGridParams, ctx: RunContext) -> RunResult:
     return run_grid(grid_config(p), ctx.out, seed=ctx.seed, workers=p.workers, dask_local=p.dask_local,
-                    scheduler=p.scheduler, connect_timeout=p.connect_timeout, progress=ctx.progress)
+                    scheduler=p.scheduler, connect_timeout=p.connect_timeout, retries=p.retries,
+                    progress=ctx.progress)
 
 
 def summary(p: AdamWGridParams, result) -> dict:

@@ -123,6 +123,8 @@ class LadderParams(_Common):
     scheduler: str | None = param(None, kind="str", metavar="tcp://HOST:PORT", group=RUN,
                                   help="run on an existing Dask cluster")
     connect_timeout: float = param(10.0, low=0.0, low_open=True, group=RUN, help="seconds to reach --scheduler")
+    retries: int = param(2, low=0, high=100, group=RUN, help="times a cell is submitted again after its worker "
+                                                            "died or it failed, or the local pool restarted")
 
 
 def check(p) -> None:
@@ -424,13 +426,14 @@ def ladder_spec(p: VoronoiParams, rungs=LADDER_RUNGS, decays=DECAYS, seeds: int 
 
 
 def run_ladder(p: VoronoiParams, out, *, rungs=LADDER_RUNGS, decays=DECAYS, seeds: int = 5, seed: int = 0,
-               workers=None, dask_local=None, scheduler=None, connect_timeout: float = 10.0, progress=False):
+               workers=None, dask_local=None, scheduler=None, connect_timeout: float = 10.0, retries: int = 2,
+               progress=False):
     """Run (or resume) the ladder sweep into ``out`` → a ``voronoi-ladder`` result, also written there."""
     from dyntools import sweep
 
     spec = ladder_spec(p, rungs, decays, seeds, seed)
     outcome = sweep.run_sweep(spec, out, workers=workers, dask_local=dask_local, scheduler=scheduler,
-                              connect_timeout=connect_timeout, progress=progress)
+                              connect_timeout=connect_timeout, retries=retries, progress=progress)
     result = assemble_ladder(spec, outcome.cells)
     result.summary.update({"computed": outcome.computed, "reused": outcome.reused, "backend": outcome.backend,
                            "damaged_cells": outcome.damaged})
@@ -791,7 +794,7 @@ def run_simulate(p: VoronoiParams, ctx):
 def run_sweep(p: LadderParams, ctx):
     return run_ladder(common_params(p), ctx.out, rungs=p.rungs, decays=p.decays, seeds=p.seeds, seed=ctx.seed,
                       workers=p.workers, dask_local=p.dask_local, scheduler=p.scheduler,
-                      connect_timeout=p.connect_timeout, progress=ctx.progress)
+                      connect_timeout=p.connect_timeout, retries=p.retries, progress=ctx.progress)
 
 
 def summary(p, result) -> dict:

@@ -535,15 +535,7 @@ def output_cases() -> list[Case]:
     for argv, flag in writing_commands():
         for why, path, setup, names in odd_outputs():
             cases.append(Case("outputs", [*argv, flag, path], (flag, "--out", *names), setup=setup, note=why))
-    def result(root):
-        import numpy as np
-
-        from dyntools.engine.result import RunResult
-        from dyntools.store import save
-
-        arrays = {"t": np.linspace(0, 1, 5), "x": np.ones((2, 5, 1))}
-        save(RunResult("sde", {"model": "gbm", "h": 0.1, "scheme": "em", "args": [0.0]}, arrays, "completed", ""),
-             root / "res")
+    result = _sde_result
 
     for why, path, setup, names in odd_outputs():
         def both(root, setup=setup):
@@ -576,8 +568,45 @@ def full_disk_cases(mnt: Path) -> list[Case]:
              Case("full disk", ["sweep", "adamw-grid", "--optimizers", "adam", "--lr-grid", "1e-3:1e-2:2",
                                 "--wd-grid", "1e-6:1e-5:1", "--n", "40", "--n-val", "20", "--hidden", "4",
                                 "--batch-size", "20", "--epochs", "1", "--workers", "1", "--out", out],
-                  ("No space left", "--out", out), block_run=False)]
+                  ("No space left", "--out", out), block_run=False),
+             Case("full disk", ["plot", "../res", "--out", str(mnt / "figures")], ("No space left",),
+                  setup=plottable_result, block_run=False, note="issue 39 D6")]
     return cases
+
+
+def _sde_result(root: Path) -> None:
+    """A small finished ``sde`` result at ``root/res`` (something to plot)."""
+    import numpy as np
+
+    from dyntools.engine.result import RunResult
+    from dyntools.store import save
+
+    arrays = {"t": np.linspace(0, 1, 5), "x": np.ones((2, 5, 1))}
+    save(RunResult("sde", {"model": "gbm", "h": 0.1, "scheme": "em", "args": [0.0]}, arrays, "completed", ""),
+         root / "res")
+
+
+def plottable_result(root: Path) -> None:
+    """A real small ``sde`` result at ``root/res`` (made by the command itself)."""
+    done = invoke(["simulate", "sde", "--model", "gbm", "--paths", "4", "--records", "11", "--out", root / "res"],
+                  root, block_run=False)
+    assert done.code == 0, done
+
+
+def issue39_cases() -> list[Case]:
+    """The inputs of issue 39 that are refused before any work (D7: a 300-byte path component; D11: values
+    that used to be accepted as nonsense): one line naming the option, exit 2."""
+    long = "x" * 300
+    grid = ["sweep", "adamw-grid", "--optimizers", "adam", "--lr-grid", "1e-3:1e-2:2", "--wd-grid", "1e-6:1e-5:1",
+            "--n", "40", "--n-val", "20", "--hidden", "4", "--batch-size", "20", "--workers", "1"]
+    return [Case("issue 39", ["plot", long], ("Invalid DIR",), note="D7: a 300-byte DIR"),
+            Case("issue 39", ["plot", f"{long}/sub"], ("Invalid DIR",), note="D7: below a 300-byte name"),
+            Case("issue 39", ["prove", "--file", f"{long}.py"], ("--file",), note="D7: a 300-byte --file"),
+            Case("issue 39", [*grid, "--epochs", "1e-300"], ("--epochs",), note="D11: fewer than one step"),
+            Case("issue 39", [*grid[:5], "1e300:1e308:2", *grid[6:]], ("--lr-grid",),
+                 note="D11: learning rates that overflow"),
+            Case("issue 39", [*grid, "--optimizer-file", "/dev/zero"], ("--optimizer-file", "not a file"),
+                 all_names=("not a file",), note="D11: a device as --optimizer-file")]
 
 
 def tmpfs(mnt: Path, size: str):
@@ -643,10 +672,10 @@ def full_disk_mid_sweep(base: Path, mnt: Path) -> list[tuple[Case, str]]:
                     note=f"disk full before cell {k}" if k < MID_SWEEP_CELLS else "disk full after the last cell")
         real = sweep.write_cell
 
-        def filling(out_, index, result, k=k, real=real):
+        def filling(out_, index, result, sweep_id=None, k=k, real=real):
             if index == k:
                 fill(mnt)
-            written = real(out_, index, result)
+            written = real(out_, index, result, sweep_id)
             if index == k - 1 == MID_SWEEP_CELLS - 1:
                 fill(mnt)
             return written

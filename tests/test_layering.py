@@ -37,15 +37,17 @@ COMMAND_LINE = ("dyntools/cli.py", "dyntools/commands/", "dyntools/__init__.py")
 #: dyntools/, ``"__init__"`` for the package's own ``__init__.py``). A file imports its own floor or lower.
 FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("helpers", ("validation", "tables", "user_code", "version", "verdicts", "time_budget", "child",
-                 "markdown_text")),
+                 "markdown_text", "memory")),
     ("low level", ("lowlevel",)),            # numba/LLVM internals (fma panels, vector transposes, flat views)
     ("engine", ("engine", "params", "arrays_io")),
     ("code generation", ("codegen",)),      # sympy → derivatives → numba/NumPy source (the symbolic model's)
-    ("declarations, storage, measures, optimizers", ("result_schema", "store", "metrics", "model_metrics", "optim")),
+    ("declarations, storage, measures, optimizers", ("result_schema", "store", "folder_lock", "metrics",
+                                                     "model_metrics", "optim")),
     ("models", ("models",)),
     ("data", ("data",)),                     # data sets may be labelled by a model (the ReLU teacher)
     ("dynamics", ("dynamics",)),             # the trainer, its generic and tuned loops, the SDEs
-    ("experiments, sweeps, proofs, grading", ("spec", "sweep", "classifier_cell", "symbolic", "autograder")),
+    ("experiments, sweeps, proofs, grading", ("spec", "sweep", "cluster", "classifier_cell", "symbolic",
+                                              "autograder")),
     ("plots and the report", ("plots", "report")),   # the report checks the figures it writes
     ("benchmarks", ("bench",)),
     ("command line", ("commands", "cli", "__main__", "__init__")),

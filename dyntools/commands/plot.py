@@ -16,7 +16,11 @@ FORMATS = ("png", "pdf", "svg")
 def _result_dirs(root: Path) -> list[Path]:
     if store.is_result_dir(root):
         return [root]
-    if not root.is_dir():
+    try:
+        is_dir = root.is_dir()
+    except OSError as exc:                      # a name too long, a link loop …
+        raise store.StoreError(f"Invalid DIR: cannot use {str(root)[:80]} ({exc.strerror or exc})") from None
+    if not is_dir:
         raise store.StoreError(f"Invalid DIR: {root} does not exist")
     found = sorted(p.parent for p in root.rglob(store.META_FILE))
     if not found:
@@ -47,7 +51,7 @@ def check_out(out) -> Path | None:
 def run(args, progress: bool) -> CommandOutput:
     from dyntools import plots  # matplotlib only when drawing (keeps `dyntools --help` fast)
 
-    formats = tuple(f.strip() for f in args.format.split(",") if f.strip())
+    formats = tuple(dict.fromkeys(f.strip() for f in args.format.split(",") if f.strip()))   # each drawn once
     bad = [f for f in formats if f not in FORMATS]
     if not formats or bad:
         raise ValueError(f"Invalid --format: {args.format!r} (choose from {', '.join(FORMATS)})")

@@ -15,6 +15,7 @@ figures are not mistaken for the float64 ones.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import importlib
 from collections.abc import Sequence
@@ -22,6 +23,8 @@ from pathlib import Path
 
 import numpy as np
 from matplotlib.figure import Figure
+
+from dyntools.store import StoreError
 
 PLOTTERS: dict[str, str] = {
     "stabilization": "dyntools.plots.stabilization",
@@ -137,7 +140,6 @@ def save(fig: Figure, out_dir: Path, name: str, formats: Sequence[str] = ("png",
     if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}", name) or ".." in name:
         raise ValueError(f"Invalid figure name {name!r}: not a plain file name (a damaged or crafted result?)")
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
     stamp_note(fig)
     from dyntools.plots import check
     from dyntools.plots.legends import place_legends
@@ -145,10 +147,19 @@ def save(fig: Figure, out_dir: Path, name: str, formats: Sequence[str] = ("png",
     place_legends(fig)                      # legends left at loc="best" go where they cover no drawn pixel
     check.enforce(lambda: check.figure_problems(fig), name)
     paths = []
+    made = not out_dir.exists()
     with matplotlib.rc_context(RC):
-        for fmt in formats:
+        for fmt in dict.fromkeys(formats):
             path = out_dir / f"{name}.{fmt}"
-            fig.savefig(path, bbox_inches="tight")
+            try:
+                out_dir.mkdir(parents=True, exist_ok=True)
+                fig.savefig(path, bbox_inches="tight")
+            except OSError as exc:          # a full disk, a quota: one line, no half-written figure left
+                path.unlink(missing_ok=True)
+                if made:
+                    with contextlib.suppress(OSError):
+                        out_dir.rmdir()     # made here and empty: removed (rmdir never removes content)
+                raise StoreError(f"Cannot write {path}: {exc.strerror or exc}") from None
             paths.append(path)
     return paths
 

@@ -1,0 +1,118 @@
+"""dyntools.memory: a run's peak estimated from its arrays holds against the measured peak resident size, and
+a run above the available memory is refused in one line naming the option to change."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dyntools import memory
+from tests.conftest import HANG_GUARD
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: ``simulate stabilization`` (paths, records, n, steps: allocations from ~20 MB to ~700 MB), ``simulate
+#: diag-net`` (steps: the per-step learning rates) and ``sweep adamw-grid`` cells (0.8–4 M parameters).
+STAB = [(5000, 100, 1000, 2000), (10000, 200, 1000, 2000), (20000, 200, 1000, 2000), (20000, 500, 1000, 2000),
+        (40000, 200, 100, 2000), (20000, 200, 2000, 2000), (30000, 300, 500, 2000), (10000, 1000, 200, 2000),
+        (50000, 100, 1000, 2000), (8000, 400, 3000, 2000)]
+CONFIGS = [["simulate", "stabilization", "--paths", str(p), "--records", str(r), "--n", str(n), "--steps", str(t)]
+           for p, r, n, t in STAB] + [["simulate", "diag-net", "--seeds", "1", "--steps", str(t)]
+                                      for t in (500_000, 1_500_000)] + \
+    [["sweep", "adamw-grid", "--optimizers", "adam", "--lr-grid", "1e-3:1e-2:2", "--wd-grid", "1e-6:1e-5:1", "--n",
+      "512", "--n-val", "256", "--hidden", h, "--batch-size", "64", "--epochs", "1", "--workers", "1"]
+     for h in ("512,512,512,512", "1024,1024,1024", "2048,2048")]
+
+#: In one process: for each command line, the peak resident size is reset (``/proc/self/clear_refs``), the
+#: command's own check computes the estimate (captured), the command runs, and ``VmHWM`` is the measured peak.
+MEASURE = """
+import contextlib, io, json, sys, tempfile
+from dyntools import cli, memory
+configs = json.loads(sys.argv[1])
+seen = []
+require = memory.require
+def spy(*args, **kwargs):
+    seen.append(require(*args, **kwargs))
+    return seen[-1]
+memory.require = spy
+out = tempfile.mkdtemp()
+rows = []
+for k, argv in enumerate(configs):
+    with open("/proc/self/clear_refs", "w") as fh:
+        fh.write("5")
+    with contextlib.redirect_stdout(io.StringIO()):
+        code = cli.main([*argv, "--out", f"{out}/r{k}", "--json"])
+    rows.append({"config": argv, "code": code, "estimate": seen[-1], "measured": memory.peak_rss_bytes()})
+print(json.dumps(rows))
+"""
+
+
+@pytest.mark.skipif(not os.access("/proc/self/clear_refs", os.W_OK), reason="needs /proc/self/clear_refs")
+def test_the_estimated_peak_holds_on_fifteen_configurations():
+    proc = subprocess.run([sys.executable, "-c", MEASURE, json.dumps(CONFIGS)], capture_output=True, text=True,
+                          timeout=HANG_GUARD, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(proc.stdout)
+    assert len(rows) == len(CONFIGS) >= 10
+    for row in rows:
+        assert row["code"] == 0, row
+        ratio = row["estimate"] / row["measured"]
+        print(f"{' '.join(row['config'][1:])}: estimate {row['estimate'] / 2**20:.0f} MiB, measured "
+              f"{row['measured'] / 2**20:.0f} MiB, ratio {ratio:.2f}")
+        assert 1.0 <= ratio <= 2.0, row
+
+
+def test_a_run_above_the_available_memory_is_one_line_naming_the_option(tmp_path, monkeypatch):
+    from tests import fuzz_cases as F
+
+    monkeypatch.setattr(memory, "available_bytes", lambda: 256 * 2**20)
+    (tmp_path / "w").mkdir()
+    outcome = F.invoke(["simulate", "stabilization", "--paths", "100000", "--records", "200", "--out", "../o"],
+                       tmp_path / "w")
+    assert outcome.code == 2, outcome
+    lines = outcome.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("dyntools: error: Invalid --paths: the run needs about "), lines
+    assert "GiB are available; lower --paths" in lines[0]
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_sweep_of_huge_networks_is_refused_naming_hidden(tmp_path):
+    """D8: 16 hidden layers of 4096 units (268 M parameters per cell, on every local worker) used to pass the
+    (data × widest layer) check and reach 8 GB before failing: refused up front naming --hidden."""
+    from tests import fuzz_cases as F
+
+    monkey_free = 64 * 2**30
+    (tmp_path / "w").mkdir()
+    original = memory.available_bytes
+    memory.available_bytes = lambda: monkey_free
+    try:
+        outcome = F.invoke(["sweep", "adamw-grid", "--hidden", ",".join(["4096"] * 16), "--n", "30000", "--workers",
+                            "2", "--out", "../o"], tmp_path / "w")
+    finally:
+        memory.available_bytes = original
+    assert outcome.code == 2 and "Invalid --hidden: the run needs about 9" in outcome.stderr, outcome
+    assert "× 2 workers" in outcome.stderr and not (tmp_path / "o").exists()
+
+
+def test_a_billion_step_diag_net_is_refused_naming_steps(tmp_path):
+    """D8: ``simulate diag-net --steps 1000000000`` used to start and grow ~88 B per step until the machine ran
+    out; its learning rates alone need ~90 GB: refused above the available memory, naming --steps."""
+    from tests import fuzz_cases as F
+
+    (tmp_path / "w").mkdir()
+    outcome = F.invoke(["simulate", "diag-net", "--steps", "1000000000", "--out", "../o"], tmp_path / "w")
+    if (memory.available_bytes() or 0) > 200 * 2**30:      # pragma: no cover - a very large machine
+        pytest.skip("this machine could hold it")
+    assert outcome.code == 2 and "Invalid --steps: the run needs about" in outcome.stderr, outcome
+    assert len(outcome.stderr.strip().splitlines()) == 1 and not (tmp_path / "o").exists()
+
+
+def test_require_counts_the_process_and_every_array():
+    arrays = {"a": 3 * 2**20, "b": 5 * 2**20}
+    need = memory.require(arrays, "--x", available=2**50)
+    assert need == max(memory.rss_bytes(), memory.RUNTIME_FLOOR) + 8 * 2**20
+    with pytest.raises(ValueError, match=r"Invalid --x: the run needs about .* \(b: 0.00488 GiB\) and 0.001 GiB"):
+        memory.require(arrays, "--x", available=2**30 // 1000)

@@ -1,0 +1,246 @@
+"""A real Dask cluster on 127.0.0.1: ``dask scheduler`` and ``dask worker`` processes started here.
+
+A worker killed mid-sweep: the sweep finishes, every cell computed exactly once (futures are released once
+their cell is on disk, so the scheduler recomputes nothing), bitwise equal to the local run. The scheduler
+killed mid-sweep: one line, exit 2; a new cluster resumes it and computes only the cells that were missing.
+Workers that cannot run dyntools cells (no dyntools, another version) are refused by the version handshake
+before anything is written. Every process started here is stopped; hang guards are generous timeouts.
+"""
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from dyntools import sweep
+from tests.conftest import HANG_GUARD
+
+pytest.importorskip("distributed")
+
+ROOT = Path(__file__).resolve().parents[1]
+DASK = shutil.which("dask", path=os.path.dirname(sys.executable)) or shutil.which("dask")
+pytestmark = pytest.mark.skipif(DASK is None, reason="the dask command is not installed")
+
+#: The driver: a sweep of demo cells; errors as the command line prints them (one line, exit 2).
+DRIVER = """
+import json, sys
+from dyntools import sweep
+from dyntools.store import StoreError
+out, scheduler, log, n, sleep = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5])
+cells = [{"sleep": sleep, "diverge": False} for _ in range(n)]
+spec = sweep.SweepSpec("demo", "dyntools.sweep:demo_cell", {"size": 4, "log": log}, cells, 3)
+try:
+    o = sweep.run_sweep(spec, out, scheduler=scheduler, connect_timeout=20, retries=2)
+except (ValueError, TypeError, StoreError) as exc:
+    print(f"dyntools: error: {exc}", file=sys.stderr)
+    sys.exit(2)
+print(json.dumps({"computed": o.computed, "reused": o.reused}))
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Cluster:
+    """A scheduler and ``workers`` single-threaded workers on 127.0.0.1 (``env`` for the workers)."""
+
+    def __init__(self, tmp: Path, workers: int = 2, env: dict | None = None, nanny: bool = False):
+        self.port = free_port()
+        self.address = f"tcp://127.0.0.1:{self.port}"
+        base = {**os.environ, "PYTHONPATH": str(ROOT)}
+        logs = open(tmp / f"cluster-{self.port}.log", "wb")
+        self.logs = logs
+        self.scheduler = subprocess.Popen([DASK, "scheduler", "--host", "127.0.0.1", "--port", str(self.port),
+                                           "--no-dashboard"], env=base, stdout=logs, stderr=logs)
+        self.workers = [subprocess.Popen([DASK, "worker", self.address, "--nthreads", "1",
+                                          "--nanny" if nanny else "--no-nanny", "--host", "127.0.0.1",
+                                          "--no-dashboard"],
+                                         env=env or base, stdout=logs, stderr=logs) for _ in range(workers)]
+
+    def wait_for_workers(self, n: int, timeout: float = 600) -> None:
+        from distributed import Client
+
+        with Client(self.address, timeout="60s", set_as_default=False) as client:
+            client.wait_for_workers(n, timeout=timeout)
+
+    def stop(self) -> None:
+        for proc in [*self.workers, self.scheduler]:
+            if proc.poll() is None:
+                proc.terminate()          # a nanny stops its worker on SIGTERM
+        for proc in [*self.workers, self.scheduler]:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=30)
+        self.logs.close()
+
+
+@pytest.fixture
+def clusters(tmp_path):
+    started = []
+
+    def start(**kwargs):
+        started.append(Cluster(tmp_path, **kwargs))
+        return started[-1]
+
+    yield start
+    for c in started:
+        c.stop()
+
+
+def driver(out, address, log, n=16, sleep=0.4):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen([sys.executable, "-c", DRIVER, str(out), address, str(log), str(n), str(sleep)],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def on_disk(out) -> set[int]:
+    cells = Path(out) / sweep.CELLS_DIR
+    return {int(p.stem.split("_")[1]) for p in cells.glob("cell_*.npz")} if cells.is_dir() else set()
+
+
+def wait_until(predicate, timeout=HANG_GUARD):
+    deadline = time.time() + timeout
+    while time.time() < deadline and not predicate():
+        time.sleep(0.05)
+    assert predicate(), "timed out"
+
+
+def computations(log) -> Counter:
+    return Counter(int(line.split()[0]) for line in Path(log).read_text().splitlines())
+
+
+def reference(tmp_path, n=16):
+    cells = [{"sleep": 0.0, "diverge": False} for _ in range(n)]
+    spec = sweep.SweepSpec("demo", "dyntools.sweep:demo_cell", {"size": 4}, cells, 3)
+    return sweep.run_sweep(spec, tmp_path / "ref", workers=1).cells
+
+
+def same_arrays(out, ref):
+    for i, cell in enumerate(ref):
+        assert (sweep.read_cell(Path(out), i)["x"] == cell["x"]).all()
+
+
+def test_a_worker_killed_mid_sweep_every_cell_computed_once_and_bitwise_equal(tmp_path, clusters):
+    cluster = clusters()
+    cluster.wait_for_workers(2)
+    out, log = tmp_path / "s", tmp_path / "log"
+    proc = driver(out, cluster.address, log)
+    wait_until(lambda: len(on_disk(out)) >= 4)
+    cluster.workers[0].kill()
+    stdout, stderr = proc.communicate(timeout=HANG_GUARD)
+    assert proc.returncode == 0, stderr
+    assert "Traceback" not in stderr
+    assert on_disk(out) == set(range(16))
+    counts = computations(log)
+    assert set(counts) == set(range(16)) and max(counts.values()) == 1, counts    # nothing computed twice
+    same_arrays(out, reference(tmp_path))
+
+
+def test_the_scheduler_killed_is_one_line_and_a_new_cluster_resumes_only_the_missing_cells(tmp_path, clusters):
+    cluster = clusters()
+    cluster.wait_for_workers(2)
+    out, log = tmp_path / "s", tmp_path / "log"
+    proc = driver(out, cluster.address, log, n=16, sleep=0.5)
+    wait_until(lambda: len(on_disk(out)) >= 3)
+    cluster.scheduler.kill()
+    stdout, stderr = proc.communicate(timeout=HANG_GUARD)
+    assert proc.returncode == 2, (stdout, stderr)
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("dyntools: error: lost the Dask scheduler at"), stderr
+    assert "run the same command to resume" in lines[0]
+    kept = on_disk(out)
+    assert 3 <= len(kept) < 16 and f"{len(kept)} of 16 cells are on disk" in lines[0]
+    cluster.stop()
+    again = clusters()
+    again.wait_for_workers(2)
+    proc = driver(out, again.address, log, n=16, sleep=0.5)
+    stdout, stderr = proc.communicate(timeout=HANG_GUARD)
+    assert proc.returncode == 0, stderr
+    assert f'"computed": {16 - len(kept)}' in stdout and f'"reused": {len(kept)}' in stdout
+    counts = computations(log)
+    assert all(counts[i] == 1 for i in kept), counts             # nothing recomputed that was on disk
+    assert on_disk(out) == set(range(16))
+    same_arrays(out, reference(tmp_path))
+
+
+def test_workers_without_dyntools_are_refused_by_the_handshake_naming_the_worker(tmp_path, clusters):
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    cluster = clusters(workers=1, env={**env, "PYTHONPATH": str(tmp_path / "empty")})
+    cluster.wait_for_workers(1)
+    out = tmp_path / "s"
+    proc = driver(out, cluster.address, tmp_path / "log", n=4, sleep=0.0)
+    stdout, stderr = proc.communicate(timeout=HANG_GUARD)
+    assert proc.returncode == 2
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1 and "Invalid --scheduler: worker tcp://127.0.0.1:" in lines[0], stderr
+    assert "cannot import dyntools" in lines[0] and "No module named 'dyntools'" in lines[0]
+    assert not out.exists()
+
+
+def test_a_worker_with_another_dyntools_version_is_refused(tmp_path, clusters):
+    fake = tmp_path / "fake" / "dyntools"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("__version__ = '0.0.1'\n")
+    cluster = clusters(workers=1, env={**os.environ, "PYTHONPATH": str(fake.parent)})
+    cluster.wait_for_workers(1)
+    out = tmp_path / "s"
+    proc = driver(out, cluster.address, tmp_path / "log", n=4, sleep=0.0)
+    stdout, stderr = proc.communicate(timeout=HANG_GUARD)
+    assert proc.returncode == 2
+    assert "runs dyntools 0.0.1, this command 0.1.0" in stderr and len(stderr.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+def test_a_scheduler_without_workers_is_one_line_within_the_timeout(tmp_path, clusters):
+    cluster = clusters(workers=0)
+    out = tmp_path / "s"
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match="no worker joined at tcp://127.0.0.1:.* within 3 s"):
+        sweep.run_sweep(sweep.SweepSpec("demo", "dyntools.sweep:demo_cell", {}, [{}], 3), out,
+                        scheduler=cluster.address, connect_timeout=3)
+    assert time.perf_counter() - start < 60           # a hang guard, not a speed figure
+    assert not out.exists()
+
+
+def test_a_cell_that_keeps_killing_workers_is_named(tmp_path, clusters):
+    """A cell whose worker dies each time it runs (nannies restart the workers): after the scheduler's own
+    allowed failures and ``--retries 0`` resubmissions, one line names the cell; the other cells are on disk."""
+    cluster = clusters(workers=2, nanny=True)
+    cluster.wait_for_workers(2)
+    code = f"""
+import sys
+from dyntools import sweep
+from dyntools.store import StoreError
+cells = [{{"sleep": 0.0, "diverge": False}} for _ in range(3)] + [{{"kill": True}}]
+spec = sweep.SweepSpec("demo", "tests.test_sweep_cluster:killer_cell", {{}}, cells, 3)
+try:
+    sweep.run_sweep(spec, sys.argv[1], scheduler={cluster.address!r}, connect_timeout=20, retries=0)
+except (ValueError, StoreError) as exc:
+    print(f"dyntools: error: {{exc}}", file=sys.stderr)
+    sys.exit(2)
+"""
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "k")], capture_output=True, text=True,
+                          timeout=HANG_GUARD, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "cell 3 (kill=True) failed on 1 attempt (--retries 0; last: KilledWorker" in lines[0]
+    assert on_disk(tmp_path / "k") == {0, 1, 2}
+
+
+def killer_cell(config, cell, seed, index):
+    """A cell function whose cell ``kill`` kills the process running it (a segfaulting kernel, an OOM kill)."""
+    if cell.get("kill"):
+        os.kill(os.getpid(), signal.SIGKILL)
+    return sweep.demo_cell(config, cell, seed, index)
