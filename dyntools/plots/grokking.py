@@ -13,14 +13,14 @@ import numpy as np
 from dyntools import plots
 
 
-def _curve(ax, x, values, color, label, ls="-"):
+def _curve(ax, x, values, color, label, ls="-", lw=1.4):
     """Median over the seeds (line) and min–max band of ``values`` (S, K) against ``x``; NaN ignored."""
     import warnings
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)      # a recording where every seed diverged
         med, lo, hi = np.nanmedian(values, axis=0), np.nanmin(values, axis=0), np.nanmax(values, axis=0)
-    ax.plot(x, med, ls=ls, color=color, lw=1.4, label=label)
+    ax.plot(x, med, ls=ls, color=color, lw=lw, label=label)
     ax.fill_between(x, lo, hi, color=color, alpha=0.15, lw=0)
 
 
@@ -40,16 +40,19 @@ def plot_result(result, out_dir: Path, formats: Sequence[str] = ("png", "pdf")) 
     x = steps[keep]
     fig, axes = plots.figure(ncols=2, nrows=2, width=4.6, height=3.3)
     ax_acc, ax_loss, ax_norm, ax_phase = axes[0, 0], axes[0, 1], axes[1, 0], axes[1, 1]
+    groups = len(c["labels"])
     for g, lab in enumerate(c["labels"]):
-        color = plots.PALETTE[g]
-        _curve(ax_acc, x, 100 * result["train_acc"][g][:, keep], color, f"{lab} train", ls="--")
-        _curve(ax_acc, x, 100 * result["test_acc"][g][:, keep], color, f"{lab} test")
-        _curve(ax_loss, x, result["train_loss"][g][:, keep], color, f"{lab} train", ls="--")
-        _curve(ax_loss, x, result["test_loss"][g][:, keep], color, f"{lab} test")
-        _curve(ax_norm, x, result["weight_norm"][g][:, keep], color, lab)
+        # curves that coincide (an optimizer that never fits: train = test; several that memorize alike) stay
+        # visible as a stack of widths: earlier optimizers wider, each test curve wider than its train curve
+        color, lw = plots.PALETTE[g], 1.0 + 0.7 * (groups - 1 - g)
+        _curve(ax_acc, x, 100 * result["test_acc"][g][:, keep], color, f"{lab} test", lw=lw + 1.0)
+        _curve(ax_acc, x, 100 * result["train_acc"][g][:, keep], color, f"{lab} train", ls="--", lw=lw)
+        _curve(ax_loss, x, result["test_loss"][g][:, keep], color, f"{lab} test", lw=lw + 1.0)
+        _curve(ax_loss, x, result["train_loss"][g][:, keep], color, f"{lab} train", ls="--", lw=lw)
+        _curve(ax_norm, x, result["weight_norm"][g][:, keep], color, lab, lw=lw)
     _marks(ax_acc, result, keep)
     ax_acc.set_ylabel("accuracy (%)")
-    ax_acc.set_title(f"a {c['op']} b mod {c['p']}: accuracy ({c['seeds']} seeds, median and range)")
+    ax_acc.set_title(f"a {c['op']} b mod {c['p']}: accuracy ({plots.count(c['seeds'], 'seed')}, median and range)")
     ax_loss.set_yscale("log")
     ax_loss.set_ylabel("cross-entropy loss")
     ax_loss.set_title("loss")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dyntools.plots import PALETTE, figure, save
+from dyntools.plots import PALETTE, count, figure, save
 
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 
@@ -43,7 +43,7 @@ def plot_result(result, out_dir: Path, formats=("png", "pdf"), stem: str = "labe
     ax.set_yscale("log")
     ax.set_xlabel("ηδ (step × SDE intensity)")
     ax.set_ylabel("distance to M = {u ⊙ v = β*} (RMS)")
-    ax.legend(loc="lower right")
+    ax.legend(loc="best")     # placed by save() where it covers no drawn pixel
     ax.set_title(f"label-noise SGD, diagonal net (n = {cfg['n']}, d = {cfg['d']}, r = {cfg['r']}; "
-                 f"{cfg['seeds']} seeds, median, q10–q90)", fontsize=8)
+                 f"{count(cfg['seeds'], 'seed')}, median, q10–q90)", fontsize=8)
     return save(fig, out_dir, stem, formats)
