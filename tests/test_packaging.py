@@ -29,7 +29,25 @@ def test_ci_runs_the_readme_test_command_verbatim():
     test_cmd = quickstart_commands()[1]
     ci_lines = [ln.strip() for ln in (ROOT / ".ci/run").read_text().splitlines()]
     assert test_cmd in ci_lines
-    assert [ln for ln in ci_lines if ln][-1] == test_cmd, "the README's test command is .ci/run's last line"
+    runs = [ln for ln in ci_lines if "-m pytest" in ln and not ln.startswith("#")]
+    assert runs[0] == test_cmd, "the README's test command is .ci/run's first test run"
+
+
+def test_ci_runs_the_suite_again_under_the_newest_python_in_the_classifiers():
+    """Issue 43: a second run in a fresh venv outside the clone, under the newest Python that pyproject's
+    classifiers list, with the newest dependencies and dyntools' own deprecations as errors."""
+    text = (ROOT / ".ci/run").read_text()
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    classifiers = set(re.findall(r'"([^"]+)"', pyproject))
+    assert {f"Programming Language :: Python :: 3.{m}" for m in (11, 12, 13)} <= classifiers
+    assert "requires-python = \">=3.11\"" in pyproject
+    second = text[text.find(quickstart_commands()[1]) + len(quickstart_commands()[1]):]
+    assert "Programming Language :: Python :: 3" in text and "mktemp -d" in second
+    assert re.search(r'pip" install -q --upgrade "\.\[test\]" numpy scipy sympy matplotlib', second)
+    assert re.search(r'-m pytest -q -W "error::DeprecationWarning:\$own"', second)
+    own = re.search(r"own='([^']+)'", second).group(1)
+    assert all(re.match(own, m) for m in ("dyntools", "dyntools.store", "dyntools.simulations.sde"))
+    assert not any(re.match(own, m) for m in ("numpy", "numba.core.errors", "dyntools_user_loop_1", "sympy"))
 
 
 def test_ci_installs_chromium_before_the_tests():
