@@ -44,8 +44,14 @@ def test_ci_runs_the_suite_again_under_the_newest_python_in_the_classifiers():
     second = text[text.find(quickstart_commands()[1]) + len(quickstart_commands()[1]):]
     assert "Programming Language :: Python :: 3" in text and "mktemp -d" in second
     assert re.search(r'pip" install -q --upgrade "\.\[test\]" numpy scipy sympy matplotlib', second)
-    assert re.search(r'-m pytest -q -W "error::DeprecationWarning:\$own"', second)
-    own = re.search(r"own='([^']+)'", second).group(1)
+    assert re.search(r'\nDYNTOOLS_OWN_DEPRECATIONS_AS_ERRORS=1 "\$venv/bin/python" -m pytest -q\n', second)
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("ci_conftest", ROOT / "tests" / "conftest.py")
+    conftest = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(conftest)
+    AS_ERRORS, own = conftest.AS_ERRORS, conftest.OWN_MODULES
+    assert {"DeprecationWarning", "FutureWarning"} <= set(AS_ERRORS)
     assert all(re.match(own, m) for m in ("dyntools", "dyntools.store", "dyntools.simulations.sde"))
     assert not any(re.match(own, m) for m in ("numpy", "numba.core.errors", "dyntools_user_loop_1", "sympy"))
 
