@@ -56,6 +56,32 @@ def test_ci_runs_the_suite_again_under_the_newest_python_in_the_classifiers():
     assert not any(re.match(own, m) for m in ("numpy", "numba.core.errors", "dyntools_user_loop_1", "sympy"))
 
 
+def test_ci_picks_the_newest_python_that_the_classifiers_list(tmp_path):
+    """.ci/run's interpreter search: the highest 3.N of pyproject's classifiers among ~/.pyenv/versions/*; a
+    newer unsupported one (3.99) and one that refuses to run (a pre-release, a free-threaded build) are passed
+    over; none present means an empty answer (the step is skipped)."""
+    text = (ROOT / ".ci/run").read_text()
+    function = text[text.index("newest_supported_python() {"):]
+    function = function[:function.index("\n}\n") + 3]
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python3").symlink_to(sys.executable)
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path / "home")}
+
+    def newest():
+        script = f"cd {ROOT}\n{function}newest_supported_python\n"
+        return subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env).stdout.strip()
+
+    assert newest() in ("", *(f"/usr/bin/python3.{m}" for m in (11, 12, 13)))   # no pyenv: what PATH has
+    for version, answer in (("3.12.1", "print(12)"), ("3.13.0", "print(13)"), ("3.99.0", "print(99)"),
+                            ("3.13.1t", "raise SystemExit(1)")):
+        fake = tmp_path / "home" / ".pyenv" / "versions" / version / "bin" / "python3"
+        fake.parent.mkdir(parents=True)
+        fake.write_text(f"#!/bin/sh\n{sys.executable} -c '{answer}'\n")
+        fake.chmod(0o755)
+    assert newest() == str(tmp_path / "home" / ".pyenv" / "versions" / "3.13.0" / "bin" / "python3")
+
+
 def test_ci_installs_chromium_before_the_tests():
     """tests/test_docs.py needs a browser: .ci/run installs Debian's chromium quietly when it is missing."""
     text = (ROOT / ".ci/run").read_text()
