@@ -20,6 +20,7 @@ included); each entry should stay within ~20 s at ``quick``.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ProcessPoolExecutor
@@ -255,7 +256,7 @@ def render_html(markdown: str, base: Path, title: str = "dyntools: reproduced re
 
     def embed(match):
         src = html.unescape(match.group(1))
-        path = (base / src).resolve()
+        path = Path(os.path.realpath(base / src))     # never raises (a link loop is simply not a file)
         if src.startswith(("http:", "https:", "data:")) or not path.is_file() or base.resolve() not in path.parents:
             return match.group(0)
         kind = mimetypes.guess_type(path.name)[0] or "application/octet-stream"

@@ -49,6 +49,21 @@ def to_json(value: Any, **kwargs) -> str:
     return json.dumps(_jsonable(value), **kwargs)
 
 
+def resolve_path(path: str | os.PathLike) -> Path:
+    """``Path(path).resolve()`` (new names allowed) that raises ``OSError`` (ELOOP) for a symbolic-link loop on
+    every Python: 3.11 and 3.12's ``resolve`` raised ``RuntimeError`` there, 3.13's returns the path unresolved.
+
+    ``os.path.realpath`` resolves every link it can follow; a link that is still on its answer could not be
+    followed, so the deepest existing entry of the answer is ``stat``-ed and the kernel names the loop.
+    """
+    real = Path(os.path.realpath(path))
+    for entry in (real, *real.parents):
+        if os.path.lexists(entry):
+            os.stat(entry)                          # a link loop (ELOOP), a dangling link on the way …
+            break
+    return real
+
+
 def check_writable(path: str | os.PathLike) -> Path:
     """Fail early (before any work) if ``path`` cannot become a result directory.
 
@@ -61,7 +76,7 @@ def check_writable(path: str | os.PathLike) -> Path:
         raise StoreError("Invalid --out: empty path (name a directory to write)")
     path = Path(path)
     try:
-        resolved = path.resolve()
+        resolved = resolve_path(path)
         if resolved == Path.cwd().resolve() or resolved.parent == resolved:
             raise StoreError(f"Invalid --out: {str(path)!r} is the current directory or a root; name a new "
                              "directory inside it")
@@ -109,12 +124,12 @@ def check_output_file(path: str | os.PathLike, option: str) -> Path:
     try:
         if path.is_symlink() or (path.exists() and not path.is_file()):
             raise StoreError(f"Invalid {option}: {path} is a link, a device or a directory (never replaced)")
-        parent = path.resolve().parent
+        parent = resolve_path(path).parent
         if len(os.fsencode(path.name)) > 255:
             raise StoreError(f"Invalid {option}: the name {path.name[:20]}… is longer than 255 bytes")
         if not parent.is_dir():
             raise StoreError(f"Invalid {option}: cannot write {path} (directory {parent} does not exist)")
-    except (OSError, RuntimeError) as exc:          # a link loop, a permission error on the way …
+    except OSError as exc:                          # a link loop, a permission error on the way …
         raise StoreError(f"Invalid {option}: cannot use {path} ({getattr(exc, 'strerror', None) or exc})") from None
     _probe(parent, path, option)
     return path
@@ -133,8 +148,8 @@ class _AtomicDirectory:
         self.target = target
 
     def __enter__(self) -> Path:
-        parent = self.target.resolve().parent
         try:
+            parent = resolve_path(self.target).parent
             parent.mkdir(parents=True, exist_ok=True)
             self.tmp = Path(tempfile.mkdtemp(prefix=f".{self.target.name}.tmp-", dir=parent))
         except OSError as exc:

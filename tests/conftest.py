@@ -57,3 +57,16 @@ def pytest_collection_modifyitems(config, items):
         if item.path.name in NOTEBOOKS_THEN_DOCS:
             item.add_marker(pytest.mark.xdist_group("notebooks-then-docs"))
     items.sort(key=lambda item: (item.path.name == "test_docs.py", item.get_closest_marker("slow") is None))
+
+
+#: ``DYNTOOLS_OWN_DEPRECATIONS_AS_ERRORS=1`` (set by .ci/run for its run under the newest Python with the newest
+#: dependencies): a deprecation raised *from* dyntools' own modules fails the test that meets it (pytest's ``-W``
+#: matches one module name exactly; an ini ``filterwarnings`` line takes this regex)
+OWN_MODULES = r"(dyntools|simulations|proofs)(\..*)?$"
+AS_ERRORS = ("DeprecationWarning", "PendingDeprecationWarning", "FutureWarning")
+
+
+def pytest_configure(config):
+    if os.environ.get("DYNTOOLS_OWN_DEPRECATIONS_AS_ERRORS") == "1":
+        for category in AS_ERRORS:
+            config.addinivalue_line("filterwarnings", f"error::{category}:{OWN_MODULES}")

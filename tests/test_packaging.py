@@ -29,7 +29,57 @@ def test_ci_runs_the_readme_test_command_verbatim():
     test_cmd = quickstart_commands()[1]
     ci_lines = [ln.strip() for ln in (ROOT / ".ci/run").read_text().splitlines()]
     assert test_cmd in ci_lines
-    assert [ln for ln in ci_lines if ln][-1] == test_cmd, "the README's test command is .ci/run's last line"
+    runs = [ln for ln in ci_lines if "-m pytest" in ln and not ln.startswith("#")]
+    assert runs[0] == test_cmd, "the README's test command is .ci/run's first test run"
+
+
+def test_ci_runs_the_suite_again_under_the_newest_python_in_the_classifiers():
+    """Issue 43: a second run in a fresh venv outside the clone, under the newest Python that pyproject's
+    classifiers list, with the newest dependencies and dyntools' own deprecations as errors."""
+    text = (ROOT / ".ci/run").read_text()
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    classifiers = set(re.findall(r'"([^"]+)"', pyproject))
+    assert {f"Programming Language :: Python :: 3.{m}" for m in (11, 12, 13)} <= classifiers
+    assert "requires-python = \">=3.11\"" in pyproject
+    second = text[text.find(quickstart_commands()[1]) + len(quickstart_commands()[1]):]
+    assert "Programming Language :: Python :: 3" in text and "mktemp -d" in second
+    assert re.search(r'pip" install -q --upgrade "\.\[test\]" numpy scipy sympy matplotlib', second)
+    assert re.search(r'\nDYNTOOLS_OWN_DEPRECATIONS_AS_ERRORS=1 "\$venv/bin/python" -m pytest -q\n', second)
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("ci_conftest", ROOT / "tests" / "conftest.py")
+    conftest = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(conftest)
+    AS_ERRORS, own = conftest.AS_ERRORS, conftest.OWN_MODULES
+    assert {"DeprecationWarning", "FutureWarning"} <= set(AS_ERRORS)
+    assert all(re.match(own, m) for m in ("dyntools", "dyntools.store", "dyntools.simulations.sde"))
+    assert not any(re.match(own, m) for m in ("numpy", "numba.core.errors", "dyntools_user_loop_1", "sympy"))
+
+
+def test_ci_picks_the_newest_python_that_the_classifiers_list(tmp_path):
+    """.ci/run's interpreter search: the highest 3.N of pyproject's classifiers among ~/.pyenv/versions/*; a
+    newer unsupported one (3.99) and one that refuses to run (a pre-release, a free-threaded build) are passed
+    over; none present means an empty answer (the step is skipped)."""
+    text = (ROOT / ".ci/run").read_text()
+    function = text[text.index("newest_supported_python() {"):]
+    function = function[:function.index("\n}\n") + 3]
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python3").symlink_to(sys.executable)
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path / "home")}
+
+    def newest():
+        script = f"cd {ROOT}\n{function}newest_supported_python\n"
+        return subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env).stdout.strip()
+
+    assert newest() in ("", *(f"/usr/bin/python3.{m}" for m in (11, 12, 13)))   # no pyenv: what PATH has
+    for version, answer in (("3.12.1", "print(12)"), ("3.13.0", "print(13)"), ("3.99.0", "print(99)"),
+                            ("3.13.1t", "raise SystemExit(1)")):
+        fake = tmp_path / "home" / ".pyenv" / "versions" / version / "bin" / "python3"
+        fake.parent.mkdir(parents=True)
+        fake.write_text(f"#!/bin/sh\n{sys.executable} -c '{answer}'\n")
+        fake.chmod(0o755)
+    assert newest() == str(tmp_path / "home" / ".pyenv" / "versions" / "3.13.0" / "bin" / "python3")
 
 
 def test_ci_installs_chromium_before_the_tests():

@@ -1,5 +1,6 @@
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -186,6 +187,30 @@ def test_a_full_disk_is_one_line_and_leaves_nothing(tmp_path):
         assert list(mnt.iterdir()) == []                  # no temporary left behind
     finally:
         subprocess.run(["umount", str(mnt)], capture_output=True)
+
+
+def test_a_link_loop_is_refused_the_same_way_on_every_python(tmp_path):
+    """Python 3.13's ``Path.resolve()`` returns a looping path unchanged (3.11/3.12 raised RuntimeError):
+    ``resolve_path`` raises ELOOP on each, and both output checks refuse with their one line."""
+    import errno
+    import os
+
+    from dyntools.store import StoreError, check_output_file, check_writable, resolve_path
+
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "via").symlink_to(tmp_path / "dir")
+    for looping in (tmp_path / "a", tmp_path / "a" / "run", tmp_path / "dir" / ".." / "b" / "x" / "y"):
+        with pytest.raises(OSError) as info:
+            resolve_path(looping)
+        assert info.value.errno == errno.ELOOP
+        with pytest.raises(StoreError, match=r"^Invalid --out: cannot use .*\(Too many levels of symbolic links\)$"):
+            check_writable(looping)
+    with pytest.raises(StoreError, match="^Invalid --table: cannot use .*symbolic links"):
+        check_output_file(tmp_path / "a" / "table.md", "--table")
+    assert resolve_path(tmp_path / "via" / "new" / "run") == Path(os.path.realpath(tmp_path)) / "dir" / "new" / "run"
+    assert resolve_path("relative-name") == Path.cwd().resolve() / "relative-name"
 
 
 def test_text_outputs_never_replace_a_link_or_a_device(tmp_path):

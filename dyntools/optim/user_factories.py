@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 import sys
 from pathlib import Path
 
@@ -32,7 +33,7 @@ def absolute(name: str, optimizer_file=None) -> str:
     if is_reference(name):
         where, _, attr = str(name).rpartition(":")
         if where.endswith(".py"):
-            return f"{Path(where).expanduser().resolve()}:{attr}"
+            return f"{os.path.realpath(Path(where).expanduser())}:{attr}"   # a link loop: 'no file' later
     return str(name)
 
 
