@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from dyntools import cli, data
@@ -43,6 +43,7 @@ def _kernel(model, fn, theta, X, y, idx, dtype):
 @settings(max_examples=15, deadline=None)
 @given(st.lists(st.sampled_from([3, 8, 17, 32]), min_size=1, max_size=3), st.integers(2, 4), st.integers(1, 40),
        st.booleans(), st.integers(0, 10_000))
+@example([17, 32, 17], 2, 1, True, 187)      # the deepest case hypothesis found: 1.5e-5 relative in float32
 def test_float32_cross_entropy_kernel_equals_twin_and_float64(hidden, classes, batch, bias, seed):
     model = MLP((2, *hidden, classes), biases=bias, head="cross-entropy", dtype="float32")
     rng = np.random.default_rng(seed)
@@ -54,8 +55,12 @@ def test_float32_cross_entropy_kernel_equals_twin_and_float64(hidden, classes, b
     l64, g64 = _kernel(model, model.loss_grad, theta, X, y, idx, np.float64)
     assert g32.dtype == np.float32 and h32.dtype == np.float32
     scale = max(np.abs(g64).max(), 1e-3)
-    assert np.abs(g32 - g64).max() <= 1e-5 * scale and abs(l32 - l64) <= 1e-5 * max(1.0, l64)
-    assert np.abs(g32 - h32).max() <= 1e-5 * scale and abs(l32 - t32) <= 1e-5 * max(1.0, l64)
+    # float32 rounding (eps 1.2e-7) accumulated through up to three hidden layers of width ≤ 32 and their
+    # backward pass: measured up to 1.5e-5 of the largest gradient entry (the example above); 1e-4 leaves that
+    # a margin while a wrong kernel (a dropped term, a transposed weight) errs by 1e-2 or more
+    tol = 1e-4
+    assert np.abs(g32 - g64).max() <= tol * scale and abs(l32 - l64) <= 1e-5 * max(1.0, l64)
+    assert np.abs(g32 - h32).max() <= tol * scale and abs(l32 - t32) <= 1e-5 * max(1.0, l64)
 
 
 @pytest.fixture(scope="module")
