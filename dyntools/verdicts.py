@@ -47,6 +47,8 @@ the rule's name, the ensemble size ``n``, the survivors (finite values used) and
 * :func:`magnitude` — a source's "about ``x``" against an ensemble's median, within a stated factor.
 * :func:`fraction_larger` — "fraction ``k1/n1`` larger than ``k2/n2``": *shown* when their Wilson
   intervals are disjoint the claimed way.
+* :func:`grid_fraction_larger` — the same on the cells of one sweep's grids, with last-bit-robust counts and
+  no ensemble size offered (grid cells are not independent draws).
 * :func:`decoupling` — seed 001's claim that decoupled decay decouples the good region of an
   (lr, λ) heatmap, from :func:`region_shape` of each optimizer's grid: the slope of log best-λ against
   log lr over the lr rows, and the region's distance from an axis-aligned rectangle
@@ -563,6 +565,26 @@ def fraction_larger(k1: int, n1: int, k2: int, n2: int, *, z: float = 1.96, aliv
                        if wilson_interval(round(p1 * m), m, z)[0] > wilson_interval(round(p2 * m), m, z)[1]), None)
     return Verdict(NOT_SHOWN, rule, n1 + n2, alive, measurement, "the intervals overlap.",
                    n_needed=needed if needed is not None and needed > n1 + n2 else None)
+
+
+def grid_fraction_larger(first: tuple[int, int], second: tuple[int, int], cells: int, *,
+                         alive: int | None = None) -> Verdict:
+    """Rule *fractions (Wilson 95 %)* on the cells of two grids of one deterministic sweep: is ``first``'s good
+    range larger than ``second``'s? Each count is a range robust to last-bit changes, ``(sure, possible)`` as
+    :func:`count_above` gives it. *Shown* when ``first``'s sure count beats ``second``'s possible count by
+    :func:`fraction_larger`; *contradicted* only when ``first``'s possible count loses to ``second``'s sure count
+    (so a last bit flips neither word); else *not shown*. The cells of one grid are not independent draws — a
+    denser grid of the same runs is not more evidence — so no ensemble size is offered when not shown."""
+    up = fraction_larger(first[0], cells, second[1], cells, alive=alive)
+    if up.word == SHOWN:
+        return up
+    down = fraction_larger(first[1], cells, second[0], cells, alive=alive)
+    if down.word == CONTRADICTED:
+        return down
+    return Verdict(NOT_SHOWN, up.rule, up.n, up.survivors,
+                   f"{first[0]}–{first[1]} vs {second[0]}–{second[1]} of {cells} cells",
+                   "the counts' Wilson intervals overlap; the cells of one grid are not independent draws, so "
+                   "replicates per cell (not a denser grid) would decide it.")
 
 
 def claims_table(rows) -> str:

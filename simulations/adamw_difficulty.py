@@ -324,8 +324,8 @@ def claim_verdicts(result) -> list[dict]:
 
     * decoupling — :func:`dyntools.verdicts.decoupling` of the two good regions' shapes, kept only when every
       replicate's own heatmap gives the same word (else *not shown*: the replicates disagree);
-    * a larger good range — :func:`dyntools.verdicts.fraction_larger` of the pooled good cells, the decoupled
-      optimizer's sure count against the coupled one's possible count.
+    * a larger good range — :func:`dyntools.verdicts.grid_fraction_larger` of the pooled good cells counted as
+      last-bit-robust ranges (sure, possible).
     """
     import dataclasses
 
@@ -349,8 +349,9 @@ def claim_verdicts(result) -> list[dict]:
                     f"the replicates disagree: {each.count(dec.word)} of {len(each)} give '{dec.word}' on their own "
                     "heatmap."))
             out.append({"noise": float(noise), "turns": float(turns), "decoupling": dec,
-                        "larger": V.fraction_larger(int(c[a, b, 1, 0]), pooled, int(c[a, b, 0, 1]), pooled,
-                                                    alive=int(np.isfinite(acc[:, a, b]).sum()))})
+                        "larger": V.grid_fraction_larger((int(c[a, b, 1, 0]), int(c[a, b, 1, 1])),
+                                                         (int(c[a, b, 0, 0]), int(c[a, b, 0, 1])), pooled,
+                                                         alive=int(np.isfinite(acc[:, a, b]).sum()))})
     return out
 
 

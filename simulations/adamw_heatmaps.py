@@ -506,9 +506,9 @@ def claims(result, threshold: float, pair: tuple[int, int] = (0, -1)) -> list:
 
     * "the parameters are decoupled for AdamW" — :func:`dyntools.verdicts.decoupling` of the two good regions'
       shapes (:func:`dyntools.verdicts.region_shape`, near-ties within :data:`BORDER`);
-    * "a larger range of parameters gets the optimal loss" — :func:`dyntools.verdicts.fraction_larger` on the
-      good cells, the decoupled optimizer's sure count (cells ≥ threshold + :data:`BORDER`) against the coupled
-      one's possible count (≥ threshold − :data:`BORDER`), so a last bit cannot make it shown;
+    * "a larger range of parameters gets the optimal loss" — :func:`dyntools.verdicts.grid_fraction_larger` on
+      the good cells counted as ranges (sure: ≥ threshold + :data:`BORDER`, possible: ≥ threshold − :data:`BORDER`),
+      so a last bit makes it neither shown nor contradicted;
     * "AdamW generalizes better" (best validation accuracy) — one run per cell and no replicate: not shown.
     """
     from dyntools import verdicts as V
@@ -520,8 +520,8 @@ def claims(result, threshold: float, pair: tuple[int, int] = (0, -1)) -> list:
     shapes = [V.region_shape(acc[o], lrs[o], wds, threshold, border=BORDER) for o in pair]
     counts = {names[o]: V.count_above(acc[o], threshold, BORDER) for o in pair}
     size = acc[0].size
-    larger = V.fraction_larger(counts[decoupled][0], size, counts[coupled][1], size,
-                               alive=int(sum(np.isfinite(acc[o]).sum() for o in pair)))
+    larger = V.grid_fraction_larger(counts[decoupled], counts[coupled], size,
+                                    alive=int(sum(np.isfinite(acc[o]).sum() for o in pair)))
     best = {names[o]: float(np.nanmax(acc[o])) if np.isfinite(acc[o]).any() else math.nan for o in pair}
     one_run = V.Verdict(V.NOT_SHOWN, "none: one run per cell", 2, sum(np.isfinite(best[k]) for k in best),
                         f"best {decoupled} {best[decoupled]:.3f} vs {coupled} {best[coupled]:.3f}",
@@ -572,8 +572,8 @@ def reproduce(ctx):
                for k, v in s.items()}
     numbers["region"] = {"verdict": region, "cells_above_threshold_range": {k: list(v) for k, v in counts.items()}}
     numbers["claims"] = {c: v.as_dict() for c, v in rows_v}
-    headline = f"decoupling {rows_v[0][1].text()}; good range {rows_v[1][1].label()}"
-    ok = reached and all(v.word != V.CONTRADICTED for _, v in rows_v)
+    headline = f"decoupling {rows_v[0][1].text()}; good range {rows_v[1][1].text()}"
+    ok = reached          # a claim the grid contradicts is said in its row; only a failed training setup fails
     return Section(TITLE, "\n".join(md), numbers=numbers, figures=[ctx.relative(p) for p in figs], ok=ok,
                    headline=headline)
 
@@ -630,7 +630,7 @@ def cell_peak_arrays(cfg: GridConfig, workers: int) -> tuple[dict[str, int], str
     also holds the loaded runtime (:data:`dyntools.memory.RUNTIME_FLOOR`)."""
     from dyntools.models import mlp_gemm
 
-    dim = 64 if cfg.dataset == "digits" else 2
+    dim = {"digits": 64, "mnist": 784, "fashion-mnist": 784, "cifar10": 3072}.get(cfg.dataset, 2)   # input width
     widths = (dim, *cfg.hidden, cfg.classes)
     params = sum(a * b + b for a, b in zip(widths[:-1], widths[1:]))
     L, maxw = len(widths) - 1, max(widths)

@@ -255,20 +255,19 @@ def n_needed(q1: float, q0: float, limit: int = 1000) -> int | None:
 
 
 def decay_verdict(k_decay: int, k_none: int, n: int) -> dict:
-    """The rule of the module docstring on ``k_decay``/n (decoupled decay) and ``k_none``/n (no decay)."""
-    from dyntools.verdicts import wilson_interval
+    """The rule of the module docstring on ``k_decay``/n (decoupled decay) and ``k_none``/n (no decay): the word
+    of :func:`dyntools.verdicts.fraction_larger` (disjoint Wilson 95 % intervals); when not shown, the seeds per
+    optimizer that would make the observed proportions disjoint — only when decay is ahead (the claim's way)."""
+    from dyntools.verdicts import fraction_larger, wilson_interval
 
     lo1, hi1 = wilson_interval(k_decay, n)
     lo0, hi0 = wilson_interval(k_none, n)
-    if lo1 > hi0:
-        word, note = SHOWN, ""
-    elif lo0 > hi1:
-        word, note = CONTRADICTED, ""
-    else:
-        word = NOT_SHOWN
-        need = n_needed(max(k_decay, k_none) / max(n, 1), min(k_decay, k_none) / max(n, 1)) if n else None
+    word, note = fraction_larger(k_decay, n, k_none, n).word, ""
+    if word == NOT_SHOWN:
+        need = n_needed(k_decay / n, k_none / n) if n and k_decay > k_none else None
         note = (f"underpowered: n needed ≈ {need}" if need is not None and need > n else
-                "the two proportions do not differ" if k_decay == k_none else "")
+                "the two proportions do not differ" if k_decay == k_none else
+                "decay is behind on these seeds" if k_decay < k_none else "")
     return {"word": word, "note": note, "k_decay": int(k_decay), "k_none": int(k_none), "n": int(n),
             "ci_decay": [lo1, hi1], "ci_none": [lo0, hi0]}
 
@@ -288,8 +287,8 @@ def verdict_line(result) -> str:
     note = f" ({v['note']})" if v["note"] else ""
     return (f"{v['word']}{note}: test accuracy ≥ {100 * c['threshold']:g} % within the budget ({c['steps']} steps) "
             f"with decoupled decay (AdamW, λ = {c['weight_decay']:g}) on {v['k_decay']}/{v['n']} seeds; without "
-            f"decay on {v['k_none']}/{v['n']}; Adam+L2 at the same λ on {v['k_l2']}/{v['n']} (rule: 95 % Wilson "
-            f"intervals of the two proportions disjoint, n = {v['n']})")
+            f"decay on {v['k_none']}/{v['n']}; Adam+L2 at the same λ on {v['k_l2']}/{v['n']} [fractions, disjoint "
+            f"Wilson 95 % intervals, n = {v['n']} seeds per optimizer, a diverged seed counts as not reached]")
 
 
 # ------------------------------------------------------------------------------------ table

@@ -295,7 +295,7 @@ def reproduce(ctx):
                                            "exponent_low", "exponent_high")}
     numbers["seconds"] = res.timings["total"]
     return Section(TITLE, "\n".join(md), numbers=numbers, figures=[ctx.relative(f) for f in figs],
-                   ok=res.summary["verdict"]["verdict"] != "contradicted", headline=headline(res))
+                   ok=True, headline=headline(res))      # a contradicted claim is said, not a failed check
 
 
 # ------------------------------------------------------------------------------------ command line

@@ -228,7 +228,7 @@ def check_proposition(result, toy) -> dict:
         "min_loss_over_theta_star2": float(np.nanmin(recorded) / scale) if recorded.size else float("nan"),
         "max_loss_over_theta_star2": float(np.nanmax(recorded) / scale) if recorded.size else float("nan"),
         "bounce_fraction": float(result["bounces"][alive].sum() / max(1, alive.sum() * steps)),
-        "paths_bouncing_at_end": float(bouncing.mean()) if bouncing.size else 0.0,
+        "paths_bouncing_at_end": float(bouncing.mean()) if bouncing.size else float("nan"),   # none survived
         "entry_time_quantiles": (np.quantile(entry[bouncing], [0, 0.5, 0.9, 1.0]).tolist()
                                  if bouncing.any() else None),
     }
@@ -241,8 +241,8 @@ def check_proposition(result, toy) -> dict:
         out["statement"] = f"eta = {eta:g} is {regime} the proposition's interval; its claims do not apply"
     else:
         out["statement"] = (
-            f"bounce across the valley: {'holds' if out['paths_bouncing_at_end'] == 1.0 else 'FAILS'} "
-            f"on {out['paths_bouncing_at_end']:.0%} of paths; loss band (eps0 th*^2, 0.17 th*^2): "
+            f"bounce across the valley on {out['paths_bouncing_at_end']:.0%} of the surviving paths "
+            f"({out['diverged_paths']} diverged); loss band (eps0 th*^2, 0.17 th*^2): "
             f"{out['band_fraction_all_steps']:.1%} of all steps inside "
             f"(upper bound violated on {out['above_band_fraction_recorded']:.1%}, lower bound on "
             f"{out['below_band_fraction_recorded']:.1%} of recorded steps)")
@@ -325,6 +325,9 @@ def proposition_verdict(check: dict) -> dict:
     # the bouncing share is over the surviving paths; a diverged path is an exception too
     bounce_v = V.every(None if bouncing is None else round(bouncing * alive), paths, alive, "paths bounce")
     upper_v = V.every_step(above, paths, alive, "recorded steps above 0.17θ*²")
+    if 0 < diverged < paths and upper_v.word != V.CONTRADICTED:    # a diverged path's loss passed the bound
+        upper_v = V.Verdict(V.CONTRADICTED, upper_v.rule, paths, alive,
+                            f"{diverged} of {paths} paths diverged: their loss passed 0.17θ*²")
     lower_v = V.every_step(below, paths, alive, "recorded steps below ε₀θ*²")
     bounce, upper, lower = bounce_v.word, upper_v.word, lower_v.word
     if paths and diverged == paths:
@@ -336,8 +339,10 @@ def proposition_verdict(check: dict) -> dict:
               V.CONTRADICTED: f"The bounce is seen on {bouncing:.0%} of the paths" if bouncing is not None else "",
               V.NOT_SHOWN: "The bounce is not measured"}[bounce] + (f" ({diverged} diverged)" if diverged else ""),
              {V.SHOWN: "the loss stays below 0.17θ*²",
-              V.CONTRADICTED: f"the loss exceeds 0.17θ*² on {above:.2%} of the recorded steps" if above is not None
-              else "", V.NOT_SHOWN: "the upper bound is not measured"}[upper],
+              V.CONTRADICTED: (f"the loss exceeds 0.17θ*² on {above:.2%} of the recorded steps of the surviving "
+                               "paths" if above is not None else "the loss exceeds 0.17θ*²")
+              + (f" and on the {diverged} diverged paths" if diverged else ""),
+              V.NOT_SHOWN: "the upper bound is not measured"}[upper],
              {V.SHOWN: "it stays above the lower bound ε₀θ*² as printed in the seed",
               V.CONTRADICTED: f"it dips under the lower bound ε₀θ*² as printed in the seed on {below:.2%} of the "
                               "recorded steps" if below is not None else "",

@@ -36,6 +36,12 @@ def test_nan_fraction_is_not_measured_and_some_diverged_is_not_a_full_bounce():
     assert v["verdicts"][0].survivors == 62
 
 
+def test_a_diverged_path_contradicts_the_upper_bound_its_survivors_keep():
+    v = proposition_verdict({**BASE, "diverged_paths": 1, "above_band_fraction_recorded": 0.0})
+    assert v["upper"] == "contradicted" and "1 diverged paths" in v["sentence"]
+    assert v["verdicts"][1].survivors == 63 and "1 of 64 paths diverged" in v["verdicts"][1].measurement
+
+
 def test_edges_of_each_bound():
     assert proposition_verdict({**BASE, "below_band_fraction_recorded": 0.0})["lower"] == "shown"
     assert proposition_verdict({**BASE, "above_band_fraction_recorded": 1e-9})["upper"] == "contradicted"

@@ -365,3 +365,18 @@ def test_three_words_of_the_band_rules():
 def test_fraction_larger_survivors_are_the_runs_not_the_good_cells():
     assert V.fraction_larger(6, 24, 5, 24).survivors == 48
     assert V.fraction_larger(6, 24, 5, 24, alive=40).survivors == 40
+
+
+def test_grid_fraction_larger_is_robust_to_borderline_cells_and_offers_no_ensemble_size():
+    from dyntools import verdicts as V
+
+    # clearly larger by the sure count against the other's possible count: shown
+    assert V.grid_fraction_larger((20, 22), (2, 3), 24).word == V.SHOWN
+    # clearly smaller even by the possible count against the other's sure count: contradicted
+    assert V.grid_fraction_larger((2, 3), (20, 22), 24).word == V.CONTRADICTED
+    # borderline cells that could fall either way: neither word, and no "n needed" (grid cells are not draws)
+    v = V.grid_fraction_larger((3, 20), (10, 12), 24)
+    assert v.word == V.NOT_SHOWN and v.n_needed is None and "not independent" in v.why
+    # a last bit that moves every borderline cell cannot flip shown into contradicted or back
+    assert V.fraction_larger(3, 24, 12, 24).word == V.CONTRADICTED          # the one-sided rule would
+    assert V.grid_fraction_larger((3, 20), (10, 12), 24).word != V.CONTRADICTED
