@@ -34,4 +34,6 @@ def test_digits_is_available_from_a_plain_install():
     cfg = GridConfig(dataset="digits", n_lr=1, n_wd=1)   # scikit-learn is a runtime dependency
     assert cfg.classes == 10 and cfg.n + cfg.n_val == 1797
     with pytest.raises(ValueError, match="Invalid dataset"):
+        GridConfig(dataset="imagenet")
+    with pytest.raises(ValueError, match="Invalid data_dir"):      # image files: read from --data-dir only
         GridConfig(dataset="mnist")
