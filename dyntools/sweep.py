@@ -620,9 +620,10 @@ def _first_line(exc: BaseException) -> str:
 
 def _workers(client) -> int:
     """How many workers the scheduler has (a scheduler that does not answer counts as having some: its loss
-    is seen through the cancelled futures)."""
+    is seen through the cancelled futures). ``Client.nthreads`` lists every worker on every supported
+    distributed version (``scheduler_info(n_workers=...)`` is newer than the oldest one pyproject allows)."""
     try:
-        return len(client.scheduler_info(n_workers=-1).get("workers", {}))
+        return len(client.nthreads())
     except Exception:  # noqa: BLE001
         return 1
 

@@ -165,20 +165,45 @@ print(o.computed, o.reused)
 """
 
 
+def wait_for(probe, proc):
+    """``probe()`` once it is truthy; fail at once (with its stderr) if ``proc`` exits first. The suite's
+    HANG_GUARD stops a wait that makes no progress; it never limits correct work."""
+    deadline = time.time() + HANG_GUARD
+    while not (found := probe()):
+        if proc.poll() is not None:
+            pytest.fail(f"the sweep exited ({proc.returncode}) before the test could act: {proc.communicate()}")
+        assert time.time() < deadline, "hang guard: the sweep made no progress"
+        time.sleep(0.05)
+    return found
+
+
+def pool_workers(pid: int) -> list[int]:
+    """The pids of the spawned pool processes of the process ``pid``."""
+    found = []
+    for child in subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split():
+        try:
+            if "spawn_main" in Path(f"/proc/{child}/cmdline").read_text(errors="replace"):
+                found.append(int(child))
+        except OSError:                  # it exited between pgrep and here
+            pass
+    return found
+
+
 @pytest.mark.parametrize("retries", [0, 2])
 def test_a_killed_local_pool_process_is_retried_or_one_line(tmp_path, retries):
     out = tmp_path / "s"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen([sys.executable, "-c", POOL, str(out), str(retries)], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 120
-    while time.time() < deadline and len(sweep.finished_cells(out, 12) if (out / "cells").is_dir() else ()) < 2:
-        time.sleep(0.05)
-    children = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
-    workers = [int(p) for p in children if "spawn_main" in Path(f"/proc/{p}/cmdline").read_text(errors="replace")]
-    assert workers
-    os.kill(workers[0], signal.SIGKILL)
-    stdout, stderr = proc.communicate(timeout=HANG_GUARD)
+    try:
+        wait_for(lambda: len(sweep.finished_cells(out, 12) if (out / "cells").is_dir() else ()) >= 2, proc)
+        workers = wait_for(lambda: pool_workers(proc.pid), proc)
+        os.kill(workers[0], signal.SIGKILL)
+        stdout, stderr = proc.communicate(timeout=HANG_GUARD)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
     if retries == 0:
         assert proc.returncode == 2
         lines = stderr.strip().splitlines()
