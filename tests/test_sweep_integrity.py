@@ -216,3 +216,23 @@ def test_a_killed_local_pool_process_is_retried_or_one_line(tmp_path, retries):
     else:
         assert proc.returncode == 0 and stderr.strip() == "", stderr
         assert sweep.finished_cells(out, 12) == set(range(12))
+
+
+def test_cells_are_read_back_and_finalized_under_the_folders_lock(tmp_path, monkeypatch):
+    """Between a sweep's last cell and its result files no other sweep can take the folder: the cells are read
+    back holding the lock, and ``finalize`` refuses (writing nothing) while another sweep holds it."""
+    from dyntools.engine.result import RunResult
+
+    out = tmp_path / "s"
+    read_cell, held = sweep._read_cell, []
+    monkeypatch.setattr(sweep, "_read_cell", lambda *a, **k: held.append(folder_lock.holder(out)) or read_cell(*a, **k))
+    outcome = sweep.run_sweep(demo_spec(n=3), out, workers=1)
+    assert len(held) >= 3 and all(h and h["pid"] == os.getpid() for h in held[-3:]), held
+    result = RunResult("demo", {}, {"x": np.stack([c["x"] for c in outcome.cells])}, "completed", "", seed=3)
+    with folder_lock.FolderLock(out):                            # a second sweep started after run_sweep returned
+        with pytest.raises(folder_lock.FolderBusy, match="is being written by another sweep"):
+            sweep.finalize(result, out)
+        assert not (out / store.META_FILE).exists() and not (out / store.ARRAYS_FILE).exists()
+    sweep.finalize(result, out)
+    assert (out / store.META_FILE).exists() and not (out / store.LOCK_FILE).exists()
+    np.testing.assert_array_equal(store.load(out).arrays["x"], result.arrays["x"])
