@@ -474,6 +474,10 @@ def run_sweep(spec: SweepSpec, out: str | os.PathLike, *, workers: int | None = 
                         _run_local(spec, todo, sink, workers or os.cpu_count() or 1, retries)
                 finally:
                     ledger.flush()
+            try:                             # read back under the lock: no other sweep can replace them meanwhile
+                read = [_read_cell(out, i, spec.finite) for i in range(len(spec.cells))]
+            except CellError as exc:         # written in this run and already damaged: a broken disk
+                raise store.StoreError(f"Damaged sweep cell {exc}") from None
         except BaseException:
             if created and not finished_cells(out, len(spec.cells)):   # nothing finished: leave nothing behind
                 shutil.rmtree(out / CELLS_DIR, ignore_errors=True)
@@ -483,10 +487,6 @@ def run_sweep(spec: SweepSpec, out: str | os.PathLike, *, workers: int | None = 
             raise
         finally:
             lock.release()
-    try:
-        read = [_read_cell(out, i, spec.finite) for i in range(len(spec.cells))]
-    except CellError as exc:                 # written in this run and already damaged: a broken disk
-        raise store.StoreError(f"Damaged sweep cell {exc}") from None
     outcome = SweepOutcome([c for c, _, _ in read], len(todo), len(done), backend, time.perf_counter() - start,
                            damaged=damaged, targets=[t for _, t, _ in read])
     if lock.stale:
@@ -620,9 +620,10 @@ def _first_line(exc: BaseException) -> str:
 
 def _workers(client) -> int:
     """How many workers the scheduler has (a scheduler that does not answer counts as having some: its loss
-    is seen through the cancelled futures)."""
+    is seen through the cancelled futures). ``Client.nthreads`` lists every worker on every supported
+    distributed version (``scheduler_info(n_workers=...)`` is newer than the oldest one pyproject allows)."""
     try:
-        return len(client.scheduler_info(n_workers=-1).get("workers", {}))
+        return len(client.nthreads())
     except Exception:  # noqa: BLE001
         return 1
 
@@ -705,10 +706,14 @@ def finalize(result, out: str | os.PathLike) -> Path:
     """Write the assembled ``RunResult`` next to the cells (arrays first, ``result.json`` last,
     each by temporary file + fsync + rename): the directory becomes a normal result directory. A write
     error (a full disk) is one :class:`~dyntools.store.StoreError` line naming ``out``; the temporary
-    directory is removed and the finished cells stay for a re-run."""
+    directory is removed and the finished cells stay for a re-run. It writes holding the folder's lock:
+    while another sweep holds it (one started after :func:`run_sweep` returned), nothing is written and
+    :class:`~dyntools.folder_lock.FolderBusy` names that sweep."""
+    from dyntools.folder_lock import FolderLock
+
     out = Path(out)
     try:
-        with tempfile.TemporaryDirectory(prefix=".final-", dir=out) as tmp:
+        with FolderLock(out), tempfile.TemporaryDirectory(prefix=".final-", dir=out) as tmp:
             store.write_result_files(result, Path(tmp))
             store.fsync_tree(Path(tmp))
             os.replace(Path(tmp) / store.ARRAYS_FILE, out / store.ARRAYS_FILE)

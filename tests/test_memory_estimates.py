@@ -3,6 +3,7 @@ a run above the available memory is refused in one line naming the option to cha
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -50,10 +51,20 @@ print(json.dumps(rows))
 """
 
 
+#: One small run of each command: compiled (or loaded) in a process of its own first, so that the measured runs
+#: load cached kernels as a user's runs do (a first compile, up to ≈ 140 MiB once, is outside the estimate:
+#: dyntools.memory.HEADROOM).
+WARM = [CONFIGS[0], CONFIGS[10], CONFIGS[12]]
+
+
 @pytest.mark.skipif(not os.access("/proc/self/clear_refs", os.W_OK), reason="needs /proc/self/clear_refs")
 def test_the_estimated_peak_holds_on_fifteen_configurations():
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    warm = subprocess.run([sys.executable, "-c", MEASURE, json.dumps(WARM)], capture_output=True, text=True,
+                          timeout=HANG_GUARD, env=env)
+    assert warm.returncode == 0, warm.stderr
     proc = subprocess.run([sys.executable, "-c", MEASURE, json.dumps(CONFIGS)], capture_output=True, text=True,
-                          timeout=HANG_GUARD, env={**os.environ, "PYTHONPATH": str(ROOT)})
+                          timeout=HANG_GUARD, env=env)
     assert proc.returncode == 0, proc.stderr
     rows = json.loads(proc.stdout)
     assert len(rows) == len(CONFIGS) >= 10
@@ -93,7 +104,8 @@ def test_a_sweep_of_huge_networks_is_refused_naming_hidden(tmp_path):
                             "2", "--out", "../o"], tmp_path / "w")
     finally:
         memory.available_bytes = original
-    assert outcome.code == 2 and "Invalid --hidden: the run needs about 9" in outcome.stderr, outcome
+    need = re.search(r"Invalid --hidden: the run needs about ([\d.]+) GiB", outcome.stderr)
+    assert outcome.code == 2 and need and float(need[1]) >= 90, outcome     # 24 × p × 8 B × 2 workers ≈ 90 GiB
     assert "× 2 workers" in outcome.stderr and not (tmp_path / "o").exists()
 
 
@@ -113,6 +125,6 @@ def test_a_billion_step_diag_net_is_refused_naming_steps(tmp_path):
 def test_require_counts_the_process_and_every_array():
     arrays = {"a": 3 * 2**20, "b": 5 * 2**20}
     need = memory.require(arrays, "--x", available=2**50)
-    assert need == max(memory.rss_bytes(), memory.RUNTIME_FLOOR) + 8 * 2**20
+    assert need == int(memory.HEADROOM * (max(memory.rss_bytes(), memory.RUNTIME_FLOOR) + 8 * 2**20))
     with pytest.raises(ValueError, match=r"Invalid --x: the run needs about .* \(b: 0.00488 GiB\) and 0.001 GiB"):
         memory.require(arrays, "--x", available=2**30 // 1000)

@@ -114,7 +114,7 @@ def test_workers_exit_when_the_driver_is_killed(tmp_path):
     assert children, "the sweep should run worker processes"
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    deadline = time.time() + 120                 # a hang guard: the workers notice within seconds
+    deadline = time.time() + HANG_GUARD          # a hang guard: the workers notice within seconds
     alive = children
     while time.time() < deadline and alive:
         time.sleep(0.2)
@@ -150,7 +150,8 @@ def test_worker_killed_mid_sweep_every_cell_exactly_once(tmp_path):
             spec, out, scheduler=cluster.scheduler_address, connect_timeout=60)))
         thread.start()
         deadline = time.time() + HANG_GUARD
-        while time.time() < deadline and (not (out / "cells").exists() or len(cell_files(out)) < 2):
+        while time.time() < deadline and thread.is_alive() and \
+                (not (out / "cells").exists() or len(cell_files(out)) < 2):    # a sweep that failed: stop waiting
             time.sleep(0.05)
         victim = next(iter(pids.values()))
         os.kill(victim, signal.SIGKILL)

@@ -165,20 +165,45 @@ print(o.computed, o.reused)
 """
 
 
+def wait_for(probe, proc):
+    """``probe()`` once it is truthy; fail at once (with its stderr) if ``proc`` exits first. The suite's
+    HANG_GUARD stops a wait that makes no progress; it never limits correct work."""
+    deadline = time.time() + HANG_GUARD
+    while not (found := probe()):
+        if proc.poll() is not None:
+            pytest.fail(f"the sweep exited ({proc.returncode}) before the test could act: {proc.communicate()}")
+        assert time.time() < deadline, "hang guard: the sweep made no progress"
+        time.sleep(0.05)
+    return found
+
+
+def pool_workers(pid: int) -> list[int]:
+    """The pids of the spawned pool processes of the process ``pid``."""
+    found = []
+    for child in subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split():
+        try:
+            if "spawn_main" in Path(f"/proc/{child}/cmdline").read_text(errors="replace"):
+                found.append(int(child))
+        except OSError:                  # it exited between pgrep and here
+            pass
+    return found
+
+
 @pytest.mark.parametrize("retries", [0, 2])
 def test_a_killed_local_pool_process_is_retried_or_one_line(tmp_path, retries):
     out = tmp_path / "s"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen([sys.executable, "-c", POOL, str(out), str(retries)], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 120
-    while time.time() < deadline and len(sweep.finished_cells(out, 12) if (out / "cells").is_dir() else ()) < 2:
-        time.sleep(0.05)
-    children = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
-    workers = [int(p) for p in children if "spawn_main" in Path(f"/proc/{p}/cmdline").read_text(errors="replace")]
-    assert workers
-    os.kill(workers[0], signal.SIGKILL)
-    stdout, stderr = proc.communicate(timeout=HANG_GUARD)
+    try:
+        wait_for(lambda: len(sweep.finished_cells(out, 12) if (out / "cells").is_dir() else ()) >= 2, proc)
+        workers = wait_for(lambda: pool_workers(proc.pid), proc)
+        os.kill(workers[0], signal.SIGKILL)
+        stdout, stderr = proc.communicate(timeout=HANG_GUARD)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
     if retries == 0:
         assert proc.returncode == 2
         lines = stderr.strip().splitlines()
@@ -191,3 +216,23 @@ def test_a_killed_local_pool_process_is_retried_or_one_line(tmp_path, retries):
     else:
         assert proc.returncode == 0 and stderr.strip() == "", stderr
         assert sweep.finished_cells(out, 12) == set(range(12))
+
+
+def test_cells_are_read_back_and_finalized_under_the_folders_lock(tmp_path, monkeypatch):
+    """Between a sweep's last cell and its result files no other sweep can take the folder: the cells are read
+    back holding the lock, and ``finalize`` refuses (writing nothing) while another sweep holds it."""
+    from dyntools.engine.result import RunResult
+
+    out = tmp_path / "s"
+    read_cell, held = sweep._read_cell, []
+    monkeypatch.setattr(sweep, "_read_cell", lambda *a, **k: held.append(folder_lock.holder(out)) or read_cell(*a, **k))
+    outcome = sweep.run_sweep(demo_spec(n=3), out, workers=1)
+    assert len(held) >= 3 and all(h and h["pid"] == os.getpid() for h in held[-3:]), held
+    result = RunResult("demo", {}, {"x": np.stack([c["x"] for c in outcome.cells])}, "completed", "", seed=3)
+    with folder_lock.FolderLock(out):                            # a second sweep started after run_sweep returned
+        with pytest.raises(folder_lock.FolderBusy, match="is being written by another sweep"):
+            sweep.finalize(result, out)
+        assert not (out / store.META_FILE).exists() and not (out / store.ARRAYS_FILE).exists()
+    sweep.finalize(result, out)
+    assert (out / store.META_FILE).exists() and not (out / store.LOCK_FILE).exists()
+    np.testing.assert_array_equal(store.load(out).arrays["x"], result.arrays["x"])
