@@ -53,7 +53,8 @@ def reproduce(ctx):
     md += [f"![{f.stem}]({ctx.relative(f)})" for f in figs]
     ends = "; ".join(f"{k} {v['val_error_end']:.3f}" for k, v in numbers.items() if k.endswith("/best"))
     return Section(TITLE, "\n".join(md), numbers=numbers, figures=[ctx.relative(f) for f in figs],
-                   headline=f"final validation error of the best cells: {ends}")
+                   headline=f"a measurement, no claim tested: final validation error of the best cells (one run "
+                            f"each): {ends}")
 
 
 REPORT = Entry("adamw-learning-curves", TITLE, reproduce, order=31)

@@ -452,7 +452,8 @@ def claims_headline(rows) -> str:
     for (c1, v1), (_, v2) in zip(rows[::2], rows[1::2]):
         parts.append(f"{c1.split(':')[0]}: lower FSC {v1.label()} ({v1.measurement}), higher test accuracy "
                      f"{v2.label()}")
-    return "; ".join(parts) + (f" [{rows[0][1].rule}, n = {rows[0][1].n} seeds]" if rows else "")
+    return "; ".join(parts) + (f" [{rows[0][1].rule}, n = {rows[0][1].n} seeds, pairs where both survived: "
+                               + ", ".join(str(v.survivors) for _, v in rows[::2]) + "]" if rows else "")
 
 
 # ------------------------------------------------------------------------------------ report entry

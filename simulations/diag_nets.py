@@ -469,8 +469,10 @@ def reproduce(ctx):
         + markdown_table(scan_table) + "\n\n"
         + "\n".join(f"![step-size scan]({ctx.relative(q)})" for q in scan_paths))
     return Section(TITLE, "\n\n".join(parts), numbers=numbers, figures=figures, ok=ok,
-                   headline=f"longest large-step phase vs small step (sign test over paired seeds): lower ℓ0 "
-                            f"{tally(0)}; lower Jacobian rank {tally(1)}")
+                   headline=f"longest large-step phase vs small step: lower ℓ0 {tally(0)}; lower Jacobian rank "
+                            f"{tally(1)} [{scan_claims[0][1][0][1].rule}, n = {scan_claims[0][1][0][1].n} seeds per "
+                            "scale, pairs where both survived per scale: "
+                            + ", ".join(str(rows[0][1].survivors) for _, rows in scan_claims) + "]")
 
 
 # ------------------------------------------------------------------------- the authors' own run (report)

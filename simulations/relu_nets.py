@@ -580,7 +580,8 @@ def reproduce(ctx):
         rows = claims(res)
         words = [v.word for _, v in rows]
         headlines.append(f"{name}: " + ", ".join(f"{words.count(w)} {w}" for w in V.WORDS if words.count(w))
-                         + f" of {len(rows)} (sign test over {seeds} paired seeds, {survivors(rows)})")
+                         + f" of {len(rows)} ({'; '.join(dict.fromkeys(v.rule for _, v in rows))}; {seeds} seeds, "
+                           f"{survivors(rows)})")
         cols = table_columns(name)
         md += [f"### Setting `{name}` ({res.config['steps']} iterations, {seeds} seeds)", "",
                f"Recorded seed {res.seed}: {res.status} — {res.message}. {divergence_line(res)} Training time "
