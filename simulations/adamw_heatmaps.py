@@ -590,7 +590,10 @@ def grid_config(p: AdamWGridParams) -> GridConfig:
     if p.optimizer_file is not None:                    # a missing file, a device (/dev/zero), a directory …
         from dyntools.user_code import compiled
 
-        compiled(p.optimizer_file, "--optimizer-file")
+        try:
+            compiled(p.optimizer_file, "--optimizer-file")
+        except ValueError as exc:                       # "--optimizer-file X: no such file" → named as invalid
+            raise ValueError(f"Invalid {exc}") from None
     names = tuple(user_factories.absolute(n, p.optimizer_file) for n in p.optimizers)
     return GridConfig(optimizers=names, lr_range=None if lr[0] is None else lr[:2], n_lr=lr[2],
                       wd_range=wd[:2], n_wd=wd[2], n=p.n, n_val=p.n_val, classes=p.classes, turns=p.turns,

@@ -235,7 +235,7 @@ def simulate(p: GrokkingParams, *, seed: int = 0):
 
 def describe_network(p: GrokkingParams) -> str:
     if p.model == "transformer":
-        return (f"transformer ({p.layers} pre-norm block(s), d_model {p.d_model}, {p.heads} heads) on the tokens "
+        return (f"transformer ({p.layers} pre-norm block(s), width {p.d_model}, {p.heads} heads) on the tokens "
                 f"'a b ='")
     return f"MLP {2 * p.p}-{p.width}-{p.p} (ReLU, no biases) on one-hot pairs"
 

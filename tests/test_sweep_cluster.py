@@ -202,8 +202,14 @@ def test_the_scheduler_killed_is_one_line_and_a_new_cluster_resumes_only_the_mis
 
 
 def test_workers_without_dyntools_are_refused_by_the_handshake_naming_the_worker(tmp_path, clusters, driver):
+    # a worker from an environment without dyntools: where dyntools is installed in this venv (pip install, as in
+    # CI) dropping PYTHONPATH does not hide it, so a package first on the worker's path fails to import as a
+    # missing one does
+    hidden = tmp_path / "without" / "dyntools"
+    hidden.mkdir(parents=True)
+    (hidden / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'dyntools'\", name='dyntools')\n")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    cluster = clusters(workers=1, env={**env, "PYTHONPATH": str(tmp_path / "empty")})
+    cluster = clusters(workers=1, env={**env, "PYTHONPATH": str(hidden.parent)})
     cluster.wait_for_workers(1)
     out = tmp_path / "s"
     proc = driver(out, cluster.address, tmp_path / "log", n=4, sleep=0.0)

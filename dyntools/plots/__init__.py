@@ -97,7 +97,17 @@ def figure(ncols: int = 1, nrows: int = 1, width: float = 4.2, height: float = 3
 
 def math_label(text: str) -> str:
     """A label read from a result with its plain-text sub/superscripts as mathtext: ``"rising as t^0.5"`` →
-    ``"rising as $t^{0.5}$"``, ``"v from ∇f_t"`` → ``"v from ∇$f_{t}$"`` (text already in ``$…$`` is kept)."""
+    ``"rising as $t^{0.5}$"``, ``"v from ∇f_t"`` → ``"v from ∇$f_{t}$"`` (text already in ``$…$`` is kept).
+
+    Parameters
+    ----------
+    text : str
+        The label; a single letter followed by ``_`` or ``^`` and a number or a letter becomes mathtext.
+
+    Returns
+    -------
+    str
+    """
     import re
 
     parts = re.split(r"(\$[^$]*\$)", str(text))
@@ -106,7 +116,19 @@ def math_label(text: str) -> str:
 
 
 def count(n: int, noun: str) -> str:
-    """``"1 seed"``, ``"5 seeds"``: a count with its noun in the right number (``noun`` singular)."""
+    """``"1 seed"``, ``"5 seeds"``: a count with its noun in the right number (``noun`` singular).
+
+    Parameters
+    ----------
+    n : int
+        The count.
+    noun : str
+        The noun in the singular (an ``s`` is added for any count but 1).
+
+    Returns
+    -------
+    str
+    """
     return f"{n} {noun}" if int(n) == 1 else f"{n} {noun}s"
 
 
