@@ -259,6 +259,55 @@ def test_a_wrong_diffusion_derivative_is_refused_before_milstein_runs():
     assert res.status == "completed"
 
 
+@njit
+def _square_diffusion(t, x, args, out):
+    out[0, 0] = x[0] * x[0]
+
+
+@njit
+def _square_diffusion_dx_wrong(t, x, args, out):
+    out[0, 0] = 3.0 * x[0]              # ∂(x²)/∂x is 2x: equal to 3x at x0 = 0 only (the planted defect)
+
+
+@njit
+def _square_diffusion_dx(t, x, args, out):
+    out[0, 0] = 2.0 * x[0]
+
+
+@njit
+def _sqrt_diffusion(t, x, args, out):
+    out[0, 0] = np.sqrt(x[0])           # NaN below 0: the point x0 − s is outside the domain at x0 = 0
+
+
+@njit
+def _sqrt_diffusion_dx(t, x, args, out):
+    out[0, 0] = 0.5 / np.sqrt(x[0]) if x[0] > 0.0 else 0.0
+
+
+def test_a_derivative_right_at_x0_only_is_refused_at_a_shifted_point():
+    """At x0 = 0 the planted 3x and the true 2x agree; the seeded points x0 ± s tell them apart."""
+    from dyntools.dynamics.sde import SDE
+
+    def sde(dx):
+        return SDE(_gbm_drift, _square_diffusion, dim=1, noise_dim=1, noise="diagonal", diffusion_dx=dx,
+                   args=[-0.5, 0.3])
+
+    with pytest.raises(KernelMismatch, match=r"Invalid diffusion_dx: it is not ∂σ_i/∂x_i of diffusion — at x0 [+−] s "):
+        dt.solve(sde(_square_diffusion_dx_wrong), x0=0.0, t1=0.1, h=0.01, paths=2, scheme="milstein")
+    assert dt.solve(sde(_square_diffusion_dx), x0=0.0, t1=0.1, h=0.01, paths=2, scheme="milstein").status \
+        == "completed"
+
+
+def test_a_shifted_point_outside_the_domain_is_left_out():
+    from dyntools.dynamics.sde import SDE, check_points
+
+    sde = SDE(_gbm_drift, _sqrt_diffusion, dim=1, noise_dim=1, noise="diagonal", diffusion_dx=_sqrt_diffusion_dx,
+              args=[0.5, 0.3])
+    names = [name for name, _ in check_points(sde, np.zeros(1), 0.0)]
+    assert names[0] == "x0" and len(names) == 2 and names[1].startswith("x0 + s")
+    assert dt.solve(sde, x0=1.0, t1=0.1, h=0.01, paths=2).status == "completed"
+
+
 def test_a_term_whose_compiled_code_differs_from_its_source_is_refused(monkeypatch):
     sde = _gbm(drift=_drift_reading_a_global)
     assert dt.solve(sde, x0=1.0, t1=0.1, h=0.01, paths=2).status == "completed"      # compiled with SCALE = 1.5

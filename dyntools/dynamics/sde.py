@@ -47,13 +47,13 @@ symbolic work (:func:`dyntools.sde_models.label_noise_sde` of a symbolic model).
 
 Before the loop the terms are evaluated once at ``x0`` by a bounds-checked compilation of the same
 Python source: a term that indexes outside its output, or leaves part of it unwritten, is a
-"wrong shape" error naming the term. Then each compiled term is held to its readable version at ``x0``
-(:func:`check_terms_readable`): its own Python source run by the interpreter (``term.py_func``; a numba
-global frozen at compile time, or arithmetic numba does differently, differs there), and for Milstein with
-diagonal noise ``diffusion_dx`` to central finite differences of ``diffusion``, for commutative noise the
-``milstein`` term to the same double sum computed from finite differences of ``diffusion``
-(:func:`check_milstein_term`); a mismatch is one
-:class:`~dyntools.validation.KernelMismatch` naming the term and the first differing entry.
+"wrong shape" error naming the term. Then each compiled term is held to its readable version at ``x0`` and
+at two seeded points around it (:func:`check_points`, :func:`check_terms_readable`): its own Python source
+run by the interpreter (``term.py_func``; a numba global frozen at compile time, or arithmetic numba does
+differently, differs there), and for Milstein with diagonal noise ``diffusion_dx`` to central finite
+differences of ``diffusion``, for commutative noise the ``milstein`` term to the same double sum computed
+from finite differences of ``diffusion`` (:func:`check_milstein_term`); a mismatch is one
+:class:`~dyntools.validation.KernelMismatch` naming the term, the point and the first differing entry.
 
 **Brownian increments** come from one xoshiro256** stream per path (:func:`dyntools.engine.streams.path_states`)
 through the ziggurat normal of :mod:`dyntools.engine.ziggurat`. With ``substeps = r`` every
@@ -554,7 +554,9 @@ def check_terms(sde: SDE, x0: np.ndarray, t0: float, scheme: str) -> None:
         if np.isnan(out).any():
             raise ValueError(f"Invalid {name}: wrong shape or non-finite — {int(np.isnan(out).sum())} of "
                              f"{out.size} entries of its output (shape {shape}) were not written at x0")
-    check_terms_readable(sde, terms, x, float(t0))
+    points = check_points(sde, x, float(t0))
+    for point, at in points:
+        check_terms_readable(sde, terms, at, float(t0), point)
     if scheme == "milstein" and sde.noise == "commutative":
         out = np.full(sde.dim, np.nan)
         try:
@@ -566,7 +568,8 @@ def check_terms(sde: SDE, x0: np.ndarray, t0: float, scheme: str) -> None:
         if np.isnan(out).any():
             raise ValueError(f"Invalid milstein: {int(np.isnan(out).sum())} of {sde.dim} entries of its output "
                              "were not written (or are non-finite) at x0")
-        check_milstein_term(sde, x, float(t0))
+        for point, at in points:
+            check_milstein_term(sde, at, float(t0), point)
 
 
 #: Relative tolerance of ``diffusion_dx`` against central finite differences of ``diffusion`` (as a model
@@ -574,10 +577,28 @@ def check_terms(sde: SDE, x0: np.ndarray, t0: float, scheme: str) -> None:
 DX_RTOL = 1e-4
 
 
-def check_terms_readable(sde: SDE, terms, x: np.ndarray, t0: float) -> None:
+def check_points(sde: SDE, x0: np.ndarray, t0: float) -> list[tuple[str, np.ndarray]]:
+    """Where the terms are held to their readable versions: ``x0`` and, because a wrong term can agree at one
+    point (``3x`` for ``2x`` at ``x0 = 0``), ``x0 ± s`` with ``s_i = ¼ (1 + |x0_i|) a_i``, ``a_i`` uniform in
+    ``[½, 1)`` (seed 36) — each with a name for the messages. A shifted point where ``drift`` or ``diffusion``
+    is not finite (outside the domain, e.g. ``√x`` below 0) is left out."""
+    shift = 0.25 * (1.0 + np.abs(x0)) * np.random.default_rng(36).uniform(0.5, 1.0, x0.size)
+    points = [("x0", x0)]
+    for name, x in (("x0 + s", x0 + shift), ("x0 − s", x0 - shift)):
+        drift, sigma = np.full(sde.dim, np.nan), np.full(sde.diffusion_shape, np.nan)
+        with np.errstate(all="ignore"):
+            sde.drift(t0, x.copy(), sde.args, drift)
+            sde.diffusion(t0, x.copy(), sde.args, sigma)
+        if np.all(np.isfinite(drift)) and np.all(np.isfinite(sigma)):
+            points.append((f"{name} (s = ¼(1 + |x0|)·a, a seeded in [½, 1))", x))
+    return points
+
+
+def check_terms_readable(sde: SDE, terms, x: np.ndarray, t0: float, point: str = "x0") -> None:
     """Each compiled term against its Python source at ``x`` (1e-9 relative), and ``diffusion_dx`` (when in
     ``terms``) against central finite differences of ``diffusion``, ``h = 1e-6 (1 + |x_i|)``, at most 200
-    coordinates (a coordinate whose differences are not finite is skipped: a kink or a domain edge)."""
+    coordinates (a coordinate whose differences are not finite is skipped: a kink or a domain edge).
+    ``point`` names ``x`` in the messages (:func:`check_points`)."""
     from dyntools.validation import KernelMismatch, first_difference
 
     outputs = {}
@@ -591,9 +612,9 @@ def check_terms_readable(sde: SDE, terms, x: np.ndarray, t0: float) -> None:
             continue
         diff = first_difference(readable, compiled, rtol=1e-9, atol=1e-300)
         if diff is not None:
-            where, r_val, c_val = diff
+            at, r_val, c_val = diff
             raise KernelMismatch(f"Invalid {name}: the compiled term does not compute what its Python source computes "
-                                 f"— at x0, out{list(where) if isinstance(where, tuple) else [where]} is {c_val!r} "
+                                 f"— at {point}, out{list(at) if isinstance(at, tuple) else [at]} is {c_val!r} "
                                  f"compiled but {r_val!r} by the source (a global changed after compiling?)")
     if "diffusion_dx" not in outputs:
         return
@@ -617,7 +638,7 @@ def check_terms_readable(sde: SDE, terms, x: np.ndarray, t0: float) -> None:
     if bad.size:
         k = int(bad[0])
         i = int(coords[k])
-        raise KernelMismatch(f"Invalid diffusion_dx: it is not ∂σ_i/∂x_i of diffusion — at x0, coordinate {i}: "
+        raise KernelMismatch(f"Invalid diffusion_dx: it is not ∂σ_i/∂x_i of diffusion — at {point}, coordinate {i}: "
                              f"diffusion_dx gives {dx[i]:.6g}, central finite differences of diffusion {fd[k]:.6g} "
                              f"(relative error {abs(dx[i] - fd[k]) / scale[k]:.2g} > {DX_RTOL:g})")
 
@@ -655,12 +676,12 @@ def milstein_term_fd(sde: SDE, x: np.ndarray, t0: float, dw: np.ndarray, h: floa
     return term, size
 
 
-def check_milstein_term(sde: SDE, x: np.ndarray, t0: float) -> None:
+def check_milstein_term(sde: SDE, x: np.ndarray, t0: float, point: str = "x0") -> None:
     """The compiled ``milstein`` term against :func:`milstein_term_fd` at ``x``, for one fixed draw ``dw ~ N(0, 1)``
     (seed 36) and ``h = 1``; entry i is wrong when ``|c_i − r_i| > MILSTEIN_RTOL · max(|c_i|, size_i,
     1e-3 max size, 1e-10)`` — finite differences of a smooth σ are good to ~1e-8 relative, so a term that drops
     the ``−h`` part, a factor ½ or a cross term ``j1 ≠ j2`` is far outside. One :class:`KernelMismatch` names
-    the first wrong coordinate with both values."""
+    the first wrong coordinate with both values; ``point`` names ``x`` in it."""
     from dyntools.validation import KernelMismatch
 
     dw = np.random.default_rng(36).standard_normal(sde.noise_dim)
@@ -676,10 +697,10 @@ def check_milstein_term(sde: SDE, x: np.ndarray, t0: float) -> None:
         bad = np.flatnonzero(~(np.abs(compiled - readable) <= tol))
     if bad.size:
         i = int(bad[0])
-        raise KernelMismatch(f"Invalid milstein: it is not ½ Σ (L^j1 σ^j2)(ΔW_j1 ΔW_j2 − δ h) of diffusion — at x0, "
-                             f"with ΔW ~ N(0, 1) and h = 1, coordinate {i}: milstein gives {compiled[i]:.6g}, central "
-                             f"finite differences of diffusion {readable[i]:.6g} ({bad.size} of {sde.dim} "
-                             f"coordinates disagree beyond {MILSTEIN_RTOL:g} relative)")
+        raise KernelMismatch(f"Invalid milstein: it is not ½ Σ (L^j1 σ^j2)(ΔW_j1 ΔW_j2 − δ h) of diffusion — "
+                             f"at {point}, with ΔW ~ N(0, 1) and h = 1, coordinate {i}: milstein gives "
+                             f"{compiled[i]:.6g}, central finite differences of diffusion {readable[i]:.6g} "
+                             f"({bad.size} of {sde.dim} coordinates disagree beyond {MILSTEIN_RTOL:g} relative)")
 
 
 # ------------------------------------------------------------------------------------ the solver
