@@ -413,8 +413,9 @@ def reproduce(ctx):
                          "level_median": s["level"]["median"], "per_metric": s["per_metric"],
                          "final_medians": s["final_medians"], "diverged": s["diverged"], "seeds": p.seeds}
     headline = ("label-noise conjecture (SGD ≈ GD with label noise): "
-                + "; ".join(f"{k} {THREE_WORDS[v['verdict']]} (n = {v['seeds']} seeds per method, SGD diverged on "
-                            f"{v['diverged'].get('SGD', 0)}; {v['verdict']} by the medians)"
+                + "; ".join(f"{k} {THREE_WORDS[v['verdict']]} (n = {v['seeds']} seeds per method; survivors "
+                            + " · ".join(f"{m} {v['seeds'] - int(lost)}/{v['seeds']}" for m, lost in v['diverged'].items())
+                            + f"; {v['verdict']} by the medians)"
                             for k, v in numbers.items() if "-eta-" not in k)
                 + " [rule: median gaps within the stated tolerance on every metric where plain GD does not already "
                   "agree]")

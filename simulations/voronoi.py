@@ -674,7 +674,8 @@ def reproduce(ctx):
     numbers["claims"] = {f"{d} beats the majority class": v.as_dict() for d, v in beat.items()}
     headline = (f"learned centers beat the majority class ({majority:.3f}): "
                 + ", ".join(f"{w} for {words.count(w)} of {len(words)} decays" for w in V.WORDS if words.count(w))
-                + f" [{next(iter(beat.values())).rule}, n = {next(iter(beat.values())).n} seeds per decay]"
+                + f" [{next(iter(beat.values())).rule}, n = {next(iter(beat.values())).n} seeds per decay; survivors "
+                + ", ".join(f"{d} {v.survivors}/{v.n}" for d, v in beat.items()) + "]"
                 "; median evaluation accuracy "
                 + ", ".join(f"{d} {a:.3f}" for d, a in best.items())
                 + f"; MLP baseline (l2, x/s) {mlp['mlp_eval_acc']:.3f}, on raw x {mlp['raw_eval_acc']:.3f}")
