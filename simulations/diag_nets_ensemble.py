@@ -127,7 +127,8 @@ def rows(stats: list[dict], reference=None, verdicts=None) -> list[dict]:
                "rank φ": V.spread_text(v["rank"]), "median column norm": V.spread_text(v["column_norm"])}
         if reference is not None:
             row["notebook ℓ0 / test loss"] = f"{reference[g][2]} / {reference[g][1]:.3g}"
-            row["verdict"] = verdicts[g]
+            # the band rule's outcome beside the three words every headline uses
+            row["verdict"] = f"{V.three_words(verdicts[g])} ({verdicts[g]})"
         out.append(row)
     return out
 

@@ -116,6 +116,9 @@ def test_ensemble_verdicts_against_the_notebook_edge_cases():
         ("50%", np.linspace(100, 110, n), np.full(n, ref[3][1]), np.full(n, 1e-40)),          # ℓ0 far: not
     ])
     assert E.notebook_verdicts(stats, ref) == [V.REPRODUCED, V.CLOSE, V.NOT_CHECKABLE, V.NOT_REPRODUCED]
+    table = E.rows(stats, ref, E.notebook_verdicts(stats, ref))          # the three words first, the band's word after
+    assert [r["verdict"] for r in table] == [f"{V.three_words(w)} ({w})" for w in E.notebook_verdicts(stats, ref)]
+    assert table[1]["verdict"].startswith(V.NOT_SHOWN)                    # "close" is not a success word
     assert E.column_norm_verdict(stats) == V.SMALLER
     assert "smaller" in E.column_norm_sentence(V.SMALLER, stats)
     nums = E.numbers(stats, E.notebook_verdicts(stats, ref), E.column_norm_verdict(stats))
