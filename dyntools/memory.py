@@ -85,3 +85,11 @@ def require(arrays: dict[str, int], flag: str, available: int | None = None,
         raise ValueError(f"Invalid {option}: the run needs about {_gib(need)} of memory at its peak ({biggest}: "
                          f"{_gib(arrays[biggest])}) and {_gib(free)} are available; lower {option}")
     return need
+
+
+def require_each(arrays: dict[str, tuple[int, str]], available: int | None = None) -> int:
+    """:func:`require` with the option that sizes each array beside it: ``{what: (bytes, option)}``; the
+    refusal names the option of the largest array."""
+    sizes = {what: int(size) for what, (size, _) in arrays.items()}
+    flags = {what: option for what, (_, option) in arrays.items()}
+    return require(sizes, next(iter(flags.values())), available, flags)

@@ -615,7 +615,6 @@ def check(p: AdamWGridParams) -> None:
                          f"at most {MAX_CELLS})")
     if cfg.steps > 10**9:
         raise ValueError(f"Invalid --epochs: {cfg.steps:.3g} steps per cell (epochs × n / batch-size; at most 1e9)")
-    validation.entries("(--n + --n-val) × widest layer", (cfg.n + cfg.n_val) * max(*cfg.hidden, cfg.classes))
     sweep.check_backend(p.workers, p.dask_local, p.scheduler)
     if p.scheduler is None:                     # a remote cluster's memory is its own
         import os
