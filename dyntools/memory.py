@@ -93,3 +93,27 @@ def require_each(arrays: dict[str, tuple[int, str]], available: int | None = Non
     sizes = {what: int(size) for what, (size, _) in arrays.items()}
     flags = {what: option for what, (_, option) in arrays.items()}
     return require(sizes, next(iter(flags.values())), available, flags)
+
+
+def _worker_limits(client) -> dict[str, int]:
+    """``{address: memory limit in bytes}`` of every worker of a Dask ``client`` (0: unlimited)."""
+    try:
+        info = client.scheduler_info(n_workers=-1)      # every worker (newer distributed lists 5 by default)
+    except TypeError:                                   # an older distributed: it lists them all
+        info = client.scheduler_info()
+    return {addr: int(w.get("memory_limit") or 0) for addr, w in info.get("workers", {}).items()}
+
+
+def check_workers(client, arrays: dict[str, int], flag: str) -> int:
+    """A Dask sweep's cell against each worker's memory limit: the cell's estimated peak (:func:`peak`: the
+    worker's runtime and ``arrays``) above a worker's ``memory_limit`` is a ``ValueError`` naming the worker,
+    its limit, the estimate and ``flag`` (Dask would pause, spill or kill that worker instead). A limit of
+    0 or ``None`` is unlimited. Returns the estimate."""
+    need = int(HEADROOM * (RUNTIME_FLOOR + sum(int(v) for v in arrays.values())))
+    for addr, limit in sorted(_worker_limits(client).items()):
+        if limit and need > limit:
+            biggest = max(arrays, key=arrays.get)
+            raise ValueError(f"Invalid {flag}: a cell needs about {_gib(need)} of memory at its peak ({biggest}: "
+                             f"{_gib(arrays[biggest])}) and worker {addr} has a memory limit of {_gib(limit)}; "
+                             f"lower {flag}, or give the workers more memory (dask worker --memory-limit)")
+    return need

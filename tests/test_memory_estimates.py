@@ -130,3 +130,55 @@ def test_require_counts_the_process_and_every_array():
     assert need == int(memory.HEADROOM * (max(memory.rss_bytes(), memory.RUNTIME_FLOOR) + 8 * 2**20))
     with pytest.raises(ValueError, match=r"Invalid --x: the run needs about .* \(b: 0.00488 GiB\) and 0.001 GiB"):
         memory.require(arrays, "--x", available=2**30 // 1000)
+
+
+def test_a_cell_above_a_dask_workers_memory_limit_is_refused_naming_the_worker(tmp_path):
+    """--scheduler: each cell's estimate is compared with every worker's memory limit before a cell is
+    submitted (a real scheduler and a worker started with ``--memory-limit 200MB``): one line naming the
+    worker, its limit, the estimate and the option; nothing written."""
+    pytest.importorskip("distributed")
+    from tests import test_sweep_cluster as C
+
+    if C.DASK is None:
+        pytest.skip("the dask command is not installed")
+    cluster = C.Cluster(tmp_path, workers=0)
+    try:
+        cluster.workers.append(subprocess.Popen(
+            [C.DASK, "worker", cluster.address, "--nthreads", "1", "--no-nanny", "--host", "127.0.0.1",
+             "--no-dashboard", "--memory-limit", "200MB"], env={**os.environ, "PYTHONPATH": str(ROOT)},
+            stdout=cluster.logs, stderr=cluster.logs))
+        cluster.wait_for_workers(1)
+        argv = ["sweep", "adamw-grid", "--optimizers", "adam", "--lr-grid", "1e-3:1e-2:2", "--wd-grid",
+                "1e-6:1e-5:1", "--n", "256", "--n-val", "128", "--hidden", "64,64", "--epochs", "1",
+                "--scheduler", cluster.address, "--connect-timeout", "60", "--out", str(tmp_path / "o")]
+        proc = subprocess.run([sys.executable, "-m", "dyntools", *argv], capture_output=True, text=True,
+                              timeout=HANG_GUARD, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        with _client(cluster.address) as client:
+            limits = memory._worker_limits(client)
+    finally:
+        cluster.stop()
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, lines
+    need = re.search(r"Invalid --hidden: a cell needs about ([\d.]+) GiB of memory at its peak .* and worker "
+                     r"(tcp://127\.0\.0\.1:\d+) has a memory limit of 0\.186 GiB; lower --hidden", lines[0])
+    assert need and float(need[1]) * 2**30 > 200e6, lines[0]
+    assert list(limits) == [need[2]] and list(limits.values()) == [200_000_000]
+    assert not (tmp_path / "o").exists()
+
+
+def _client(address):
+    from distributed import Client
+
+    return Client(address, timeout="60s", set_as_default=False)
+
+
+def test_workers_without_a_memory_limit_accept_any_cell():
+    class Fake:
+        def scheduler_info(self, n_workers=5):
+            return {"workers": {"tcp://a:1": {"memory_limit": 0}, "tcp://b:2": {"memory_limit": None}}}
+
+    assert memory.check_workers(Fake(), {"x": 2**50}, "--x") > 2**50
+    with pytest.raises(ValueError, match=r"Invalid --x: a cell needs about .* worker tcp://c:3 has a memory limit"):
+        memory.check_workers(type("F", (), {"scheduler_info": lambda self: {"workers": {
+            "tcp://c:3": {"memory_limit": 2**20}}}})(), {"x": 1}, "--x")
