@@ -99,8 +99,9 @@ def check(p: SDEParams) -> None:
         if p.r > p.d:
             raise ValueError(f"Invalid r: {p.r} (must be <= d = {p.d})")
     dim = 2 * p.d if diag else 1
-    memory.require_each({      # float64: the state of every path and its records (the solver's and the result's)
-        "the records (2 × --paths × --records × dimension)": (16 * p.paths * p.records * dim, "--paths"),
+    K = min(p.records, int(t1 / h * p.substeps) + 1)           # at most one record per step
+    memory.require_each({      # float64: the state of every path and its records
+        "the records (--paths × --records × dimension)": (8 * p.paths * K * dim, "--paths"),
         "the state of the paths (4 × --paths × dimension)": (32 * p.paths * dim, "--paths"),
         "the data (2 × --n × --d)": (16 * p.n * p.d if diag else 0, "--n")})
 
