@@ -53,9 +53,9 @@ def check(p: TrajectoryParams) -> None:
 
     TR.check_surfaces(p.surface)
     TR.check_optimizers(p.optimizers)
-    memory.require_each({      # (x, y) at every step of every optimizer (and the flow), float64, twice
-        "the paths (2 × --surface × --optimizers × --steps × 2)":
-            (16 * len(p.surface) * (len(p.optimizers) + p.flow) * (p.steps + 1) * 2, "--steps")})
+    memory.require_each({      # (x, y) at every step of every optimizer (and the flow), float64
+        "the paths (--surface × --optimizers × --steps × 2)":
+            (8 * len(p.surface) * (len(p.optimizers) + p.flow) * (p.steps + 1) * 2, "--steps")})
     if p.start is not None:
         if len(p.surface) != 1:
             raise ValueError("Invalid start: a start point needs a single --surface")
