@@ -20,7 +20,7 @@ RUNTIME_FLOOR = 240 * 2**20
 
 #: The stated headroom of every estimate: (process + arrays) × 1.1 covers allocator slack and temporaries the
 #: list of arrays does not name. With it, the measured estimate/peak ratios on tests/test_memory_estimates.py's
-#: 19 configurations (stabilization, diag-net, sde, trajectories, adamw-grid) were 1.12–1.75 (Python 3.11, AMD
+#: 19 configurations (stabilization, diag-net, sde, trajectories, adamw-grid) were 1.12–1.47 (Python 3.11, AMD
 #: EPYC, kernels cached), within the test's [1.0, 2.0]. Not covered: numba compiling a kernel for the first time
 #: (an empty cache), which adds up to ≈ 140 MiB once; a command that never loads numba stays below
 #: RUNTIME_FLOOR (the estimate is then on the safe side).
