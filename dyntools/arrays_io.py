@@ -22,10 +22,10 @@ from pathlib import Path
 
 import numpy as np
 
-from dyntools import validation
-
-#: The largest array a file may hold (entries): 2**28 float64 = 2 GiB, the limit of every request.
-MAX_ENTRIES = validation.MAX_ENTRIES
+#: The most entries an array file may declare (2**28: 2 GiB of float64): a real limit of the format this
+#: reader accepts, checked against the header before anything is read (a run's memory is checked by
+#: :mod:`dyntools.memory`, not by a count).
+MAX_ENTRIES = 2**28
 
 
 def _check_dtype(option: str, path, dtype: np.dtype) -> None:

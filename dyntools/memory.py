@@ -19,10 +19,11 @@ import os
 RUNTIME_FLOOR = 240 * 2**20
 
 #: The stated headroom of every estimate: (process + arrays) × 1.1 covers allocator slack and temporaries the
-#: list of arrays does not name. Without it the measured estimate/peak ratios on tests/test_memory_estimates.py's
-#: 15 configurations were 1.00–1.33 (Python 3.13) and 1.03–1.33 (3.11), with the kernels cached; with it they
-#: stay within the test's [1.0, 2.0] with ≥ 10 % to spare below. Not covered: numba compiling a kernel for the
-#: first time (an empty cache), which adds up to ≈ 140 MiB once.
+#: list of arrays does not name. With it, the measured estimate/peak ratios on tests/test_memory_estimates.py's
+#: 19 configurations (stabilization, diag-net, sde, trajectories, adamw-grid) were 1.12–1.47 (Python 3.11, AMD
+#: EPYC, kernels cached), within the test's [1.0, 2.0]. Not covered: numba compiling a kernel for the first time
+#: (an empty cache), which adds up to ≈ 140 MiB once; a command that never loads numba stays below
+#: RUNTIME_FLOOR (the estimate is then on the safe side).
 HEADROOM = 1.1
 
 
@@ -84,4 +85,36 @@ def require(arrays: dict[str, int], flag: str, available: int | None = None,
         option = (flags or {}).get(biggest, flag)
         raise ValueError(f"Invalid {option}: the run needs about {_gib(need)} of memory at its peak ({biggest}: "
                          f"{_gib(arrays[biggest])}) and {_gib(free)} are available; lower {option}")
+    return need
+
+
+def require_each(arrays: dict[str, tuple[int, str]], available: int | None = None) -> int:
+    """:func:`require` with the option that sizes each array beside it: ``{what: (bytes, option)}``; the
+    refusal names the option of the largest array."""
+    sizes = {what: int(size) for what, (size, _) in arrays.items()}
+    flags = {what: option for what, (_, option) in arrays.items()}
+    return require(sizes, next(iter(flags.values())), available, flags)
+
+
+def _worker_limits(client) -> dict[str, int]:
+    """``{address: memory limit in bytes}`` of every worker of a Dask ``client`` (0: unlimited)."""
+    try:
+        info = client.scheduler_info(n_workers=-1)      # every worker (newer distributed lists 5 by default)
+    except TypeError:                                   # an older distributed: it lists them all
+        info = client.scheduler_info()
+    return {addr: int(w.get("memory_limit") or 0) for addr, w in info.get("workers", {}).items()}
+
+
+def check_workers(client, arrays: dict[str, int], flag: str) -> int:
+    """A Dask sweep's cell against each worker's memory limit: the cell's estimated peak (:func:`peak`: the
+    worker's runtime and ``arrays``) above a worker's ``memory_limit`` is a ``ValueError`` naming the worker,
+    its limit, the estimate and ``flag`` (Dask would pause, spill or kill that worker instead). A limit of
+    0 or ``None`` is unlimited. Returns the estimate."""
+    need = int(HEADROOM * (RUNTIME_FLOOR + sum(int(v) for v in arrays.values())))
+    for addr, limit in sorted(_worker_limits(client).items()):
+        if limit and need > limit:
+            biggest = max(arrays, key=arrays.get)
+            raise ValueError(f"Invalid {flag}: a cell needs about {_gib(need)} of memory at its peak ({biggest}: "
+                             f"{_gib(arrays[biggest])}) and worker {addr} has a memory limit of {_gib(limit)}; "
+                             f"lower {flag}, or give the workers more memory (dask worker --memory-limit)")
     return need

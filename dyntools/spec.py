@@ -22,8 +22,8 @@ A default of ``None`` means "not given": the experiment (or the model it runs) d
 Sizes are bounded: every ``int`` and ``ints`` parameter declares ``high`` and every list and grid
 ``max_len`` (``tests/test_fuzz_values.py`` checks), chosen from the memory or time the size costs, so that a
 request the machine cannot hold is refused with one line before anything is allocated or written.
-Products of sizes (``paths × records``) are checked by the experiment's ``check`` with
-:func:`dyntools.validation.entries`.
+Products of sizes (``paths × records``) are checked by the experiment's ``check`` as an estimate of the run's
+peak memory against the memory available (:func:`dyntools.memory.require`).
 """
 
 from __future__ import annotations

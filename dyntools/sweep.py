@@ -55,7 +55,7 @@ from typing import Any
 
 import numpy as np
 
-from dyntools import store, validation
+from dyntools import memory, store, validation
 from dyntools.engine.progress import progress_bar
 
 SPEC_FILE = "sweep.json"
@@ -72,6 +72,9 @@ class SweepSpec:
     seed: int
     #: values every finished cell holds, finite unless the cell diverged (not part of the identity)
     finite: tuple[str, ...] = ()
+    #: ``(arrays, option)``: one cell's arrays at its peak (bytes) and the option that sizes them, checked
+    #: against each Dask worker's memory limit (:func:`dyntools.memory.check_workers`; not part of the identity)
+    cell_memory: tuple[dict[str, int], str] | None = None
 
     def identity(self) -> dict:
         return json.loads(store.to_json({"kind": self.kind, "cell_fn": self.cell_fn, "config": self.config,
@@ -441,6 +444,8 @@ def run_sweep(spec: SweepSpec, out: str | os.PathLike, *, workers: int | None = 
             client = connect(scheduler, connect_timeout)      # fails before anything is written
             stack.callback(_close, client)
             handshake(client, connect_timeout, scheduler)
+            if spec.cell_memory is not None:
+                memory.check_workers(client, *spec.cell_memory)
         created = _make_dirs(out)                           # the directories this sweep made (outermost first)
         try:
             lock = FolderLock(out).acquire()
@@ -460,6 +465,8 @@ def run_sweep(spec: SweepSpec, out: str | os.PathLike, *, workers: int | None = 
                     stack.callback(_close, cluster)
                     client = Client(cluster, set_as_default=False)
                     stack.callback(_close, client)
+                    if spec.cell_memory is not None:
+                        memory.check_workers(client, *spec.cell_memory)
                 sink = _Sink(out, spec, ledger, bar, sweep_id(spec.identity()))
                 try:
                     if not todo:

@@ -62,20 +62,6 @@ def count(name: str, value, minimum: int = 1) -> int:
     return value
 
 
-#: The most values one request may allocate for one array: 2**28 float64 = 2 GiB.
-MAX_ENTRIES = 2**28
-
-
-def entries(name: str, n, limit: int = MAX_ENTRIES) -> int:
-    """A product of sizes (``name`` says which, e.g. ``"--paths × --records"``) that must fit in memory:
-    at most ``limit`` values (2 GiB of float64 by default)."""
-    n = int(n)
-    if n > limit:
-        raise ValueError(f"Invalid {name}: {n:.3g} values to hold (at most {limit:.3g}, "
-                         f"{limit * 8 / 2**30:g} GiB of float64); use smaller sizes")
-    return n
-
-
 def seed(value) -> int:
     """A seed for ``numpy.random.SeedSequence``: a non-negative integer."""
     return count("seed", value, minimum=0)

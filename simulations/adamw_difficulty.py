@@ -33,11 +33,12 @@ Verdicts (:func:`verdicts`), each over the ensemble of replicates, never one run
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 
 import numpy as np
 
-from dyntools import validation
+from dyntools import memory, validation
 from dyntools.classifier_cell import CELL_VALUES, train_cell, warm_up
 from dyntools.engine.result import RunResult
 from dyntools.result_schema import derive
@@ -377,8 +378,21 @@ def check(p: DifficultyParams) -> None:
                          f"wd N; at most {MAX_CELLS})")
     if math.ceil(p.epochs * p.n / p.batch_size) > 10**7:
         raise ValueError(f"Invalid --epochs: {p.epochs * p.n / p.batch_size:.3g} steps per cell (at most 1e7)")
-    validation.entries("(--n + --n-val) × widest layer", (p.n + p.n_val) * max(p.hidden))
     sweep.check_backend(p.workers, None, None)
+    memory.require(*cell_peak(p, min(p.workers or os.cpu_count() or 1, cells)))
+
+
+def cell_peak(p: DifficultyParams, workers: int) -> tuple[dict[str, int], str]:
+    """The arrays ``workers`` cells (a 2-D spiral, two classes) hold at once at their peak: those of an
+    ``adamw-grid`` cell of the same network, data and steps
+    (:func:`dyntools.simulations.adamw_heatmaps.cell_peak_arrays`)."""
+    from types import SimpleNamespace
+
+    from dyntools.simulations.adamw_heatmaps import cell_peak_arrays
+
+    cell = SimpleNamespace(dataset="spirals", hidden=tuple(p.hidden), classes=2, batch_size=p.batch_size,
+                           steps=math.ceil(p.epochs * p.n / p.batch_size), n=p.n, n_val=p.n_val)
+    return cell_peak_arrays(cell, workers)
 
 
 def run(p: DifficultyParams, ctx: RunContext) -> RunResult:

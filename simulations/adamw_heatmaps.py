@@ -340,7 +340,7 @@ def build_spec(cfg: GridConfig, seed: int) -> sweep.SweepSpec:
     config = {k: v for k, v in cfg.as_json().items()
               if k not in AFTER_THE_SWEEP and not (k in OMITTED_AT_DEFAULT and v == OMITTED_AT_DEFAULT[k])}
     return sweep.SweepSpec(KIND, "dyntools.simulations.adamw_heatmaps:train_cell", config, cells, seed,
-                           finite=CELL_VALUES)
+                           finite=CELL_VALUES, cell_memory=cell_peak_arrays(cfg, 1))
 
 
 CELL_SCALARS = ("train_loss", "train_acc", "val_loss", "val_acc")
@@ -392,7 +392,8 @@ def run_networks(cfg: GridConfig, networks: dict, out, *, seed: int = 0, workers
     cells = [{**cell, "stream": int(cell.get("stream", index)), "network": name, **networks[name]}
              for name, spec in specs.items() for index, cell in enumerate(spec.cells)]
     first = next(iter(specs.values()))
-    whole = sweep.SweepSpec(KIND, first.cell_fn, first.config, cells, first.seed, finite=first.finite)
+    whole = sweep.SweepSpec(KIND, first.cell_fn, first.config, cells, first.seed, finite=first.finite,
+                            cell_memory=first.cell_memory)
     outcome = sweep.run_sweep(whole, out, workers=workers, progress=progress)
     results, start = {}, 0
     for name, spec in specs.items():
@@ -615,7 +616,6 @@ def check(p: AdamWGridParams) -> None:
                          f"at most {MAX_CELLS})")
     if cfg.steps > 10**9:
         raise ValueError(f"Invalid --epochs: {cfg.steps:.3g} steps per cell (epochs × n / batch-size; at most 1e9)")
-    validation.entries("(--n + --n-val) × widest layer", (cfg.n + cfg.n_val) * max(*cfg.hidden, cfg.classes))
     sweep.check_backend(p.workers, p.dask_local, p.scheduler)
     if p.scheduler is None:                     # a remote cluster's memory is its own
         import os

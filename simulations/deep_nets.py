@@ -54,7 +54,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dyntools import validation
+from dyntools import memory, validation
 from dyntools.result_schema import derive
 from dyntools.spec import Entry, Experiment, RunContext, param
 
@@ -139,7 +139,11 @@ def check(p: DeepNetParams) -> None:
             raise ValueError(f"Invalid data_dir: None (--dataset {p.dataset} reads its files from --data-dir)")
         channels, side = IMAGE_SHAPES[p.dataset]
         copies = (2 * p.shift + 1) ** 2 if "sota" in p.settings else 1
-        validation.entries("--n-train × pixels × shifted copies", p.n_train * channels * side * side * copies)
+        pixels = p.n_train * channels * side * side
+        memory.require_each({   # the images as read (uint8) and as float64, and the shifted copies (float64)
+            "the training images (--n-train × pixels × (9 B + 8 B × shifted copies))":
+                (pixels * (9 + 8 * copies), "--n-train"),
+            "the test images (--n-test × pixels × 9 B)": (p.n_test * channels * side * side * 9, "--n-test")})
         load_data(p, 0)                       # a missing or damaged file fails here, before anything runs
     elif p.data_dir is not None:
         raise ValueError(f"Invalid data_dir: {p.data_dir} (only for --dataset mnist|fashion-mnist|cifar10)")

@@ -271,7 +271,7 @@ def run_experiment(preset: str | None = "paper-sgd", *, seed: int = 0, progress:
 
 def final_etas(result) -> np.ndarray:
     """The step size at the last step of each run (for the 2/η comparison with the sharpness)."""
-    return result["etas"][:, -1]
+    return result["eta_rec"][:, -1] if "eta_rec" in getattr(result, "arrays", result) else result["etas"][:, -1]
 
 
 def _fmt(stats: dict, digits: int = 3) -> str:
@@ -787,25 +787,24 @@ def check(p: DiagNetParams) -> None:
                          "training set; give --rank-points for an SVD rank on held-out points)")
     runs = build_runs(p.eta_small, p.eta_large, p.decay_at, p.decay_factors, p.decay_mode, p.warmup, p.schedules,
                       p.decay_rule)
-    validation.entries("--seeds × (--n + --n-test) × --d", p.seeds * (p.n + p.n_test) * p.d)
-    validation.entries("--seeds × schedules × --records" + (" × 2 --d" if p.keep_params else ""),
-                       p.seeds * len(runs) * (p.records + p.dense_start) * (2 * p.d if p.keep_params else 8))
     memory.require(*peak_arrays(p, len(runs)))
     given_arrays(p)
 
 
 def peak_arrays(p: DiagNetParams, schedules: int) -> tuple[dict[str, int], str, None, dict[str, str]]:
-    """The arrays a run holds at its peak (bytes), for :func:`dyntools.memory.require`: the per-step learning
-    rate of each run, materialized for the whole run (its multipliers, the rates and the temporary between
-    them: 3 float64 per run and step — measured 88 B per step for the 4 runs of the default preset), the records
-    (twice: the recorder's and the result's) and the data sets (and their float copies)."""
+    """The arrays a run holds at its peak (bytes), for :func:`dyntools.memory.require`: one window of learning
+    rates (:data:`dyntools.dynamics.rates.WINDOW` steps of each run: multipliers, rates and the temporary between
+    them, 3 float64 per run and step — nothing grows with --steps), the records (twice: the recorder's and the
+    result's) and the data sets (and their float copies)."""
+    from dyntools.dynamics.rates import WINDOW
+
     per_record = 2 * p.d if p.keep_params else 8
-    arrays = {"the per-step learning rates (3 × runs × --steps)": 24 * schedules * p.steps,
+    arrays = {"a window of learning rates (3 × runs × 2¹⁶)": 24 * schedules * min(p.steps, WINDOW),
               "the records (2 × --seeds × schedules × --records)":
                   16 * p.seeds * schedules * (p.records + p.dense_start) * per_record,
               "the data sets (2 × --seeds × (--n + --n-test) × --d)": 16 * p.seeds * (p.n + p.n_test) * p.d}
-    flags = dict(zip(arrays, ("--steps", "--records", "--seeds")))
-    return arrays, "--steps", None, flags
+    flags = dict(zip(arrays, ("--records", "--records", "--seeds")))
+    return arrays, "--records", None, flags
 
 
 def run(p: DiagNetParams, ctx: RunContext):

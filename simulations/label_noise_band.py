@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dyntools import validation
+from dyntools import memory, validation
 from dyntools.result_schema import derive
 from dyntools.spec import Entry, Experiment, RunContext, param
 
@@ -86,7 +86,8 @@ def check(p: BandParams) -> None:
         if round(p.tau / eta) < 2 * p.records:
             raise ValueError(f"Invalid tau: {p.tau} (tau/eta = {p.tau / eta:.3g} steps at eta {eta:g}, fewer than "
                              f"2 x records)")
-    validation.entries("seeds × records × 2d", p.seeds * p.records * 2 * p.d)
+    memory.require_each({      # θ recorded per path (float64), the recorder's and the result's
+        "the records (2 × --seeds × --records × 2 --d)": (16 * p.seeds * p.records * 2 * p.d, "--records")})
 
 
 # ------------------------------------------------------------------------------------ the distance

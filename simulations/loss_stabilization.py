@@ -122,24 +122,25 @@ def replay_indices(p: StabilizationParams) -> np.ndarray | None:
 
 def check(p: StabilizationParams) -> None:
     """Cross-field checks (and the given files read), before anything is written."""
-    etas = 1 if p.eta_grid is None else eta_values(p.eta_grid).size
-    validation.entries("--paths × --records (× N of --eta-grid)", etas * p.paths * (min(p.records, p.steps) + 64))
+    if p.eta_grid is not None:
+        eta_values(p.eta_grid)
     toy = make_toy(p, 0)
-    if p.eta_grid is None:
-        memory.require(peak_arrays(p, toy.x.size), "--paths")
+    memory.require(peak_arrays(p, toy.x.size), "--paths")
     make_schedule(p).multipliers(p.steps)
     if replay_indices(p) is not None and p.eta_grid is not None:
         raise ValueError("Invalid --indices: replay applies to a single run, not to --eta-grid")
 
 
 def peak_arrays(p: StabilizationParams, n: int) -> dict[str, int]:
-    """The arrays one run (``--eta-grid`` not given) holds at its peak, in bytes, for :func:`dyntools.memory.require`:
-    θ and the loss at the K recorded steps (P × K float64, each twice: the recorder's and the result's), the
-    sampler's per-path permutation table (P × n int64, :func:`dyntools.dynamics.train.train`) and the per-path
-    state (stream, counters, θ, divergence step: 128 B)."""
+    """The arrays a run holds at its peak, in bytes, for :func:`dyntools.memory.require`: θ and the loss at the K
+    recorded steps (P × K float64, each twice: the recorder's and the result's), the sampler's per-path
+    permutation table (P × n int64, :func:`dyntools.dynamics.train.train`) and the per-path state (stream,
+    counters, θ, divergence step: 128 B). With ``--eta-grid`` the step sizes run one at a time, each recorded at
+    60 log-spaced steps (:func:`phase_diagram`)."""
     from dyntools.engine import record as recording
 
-    K = recording.with_dense_tail(recording.make_grid(p.grid, p.steps, p.records), p.steps).size
+    grid, records = ("log", 60) if p.eta_grid is not None else (p.grid, p.records)
+    K = recording.with_dense_tail(recording.make_grid(grid, p.steps, records), p.steps).size
     return {"θ and loss at the recorded steps (4 × paths × records)": 4 * 8 * p.paths * K,
             "the per-path sample permutations (paths × n)": 8 * p.paths * n,
             "per-path state": 128 * p.paths}

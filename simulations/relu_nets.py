@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from dyntools import validation
+from dyntools import memory, validation
 from dyntools.result_schema import derive
 from dyntools.spec import Entry, Experiment, RunContext, param
 
@@ -214,8 +214,10 @@ def check(p: ReluParams) -> None:
                          f"value or {layers}")
     sizes = (s.d, *s.hidden, 1)
     n_params = sum(a * b + b for a, b in zip(sizes[:-1], sizes[1:]))
-    validation.entries("--n × network parameters (the Jacobian)", max(s.n, s.n_test) * n_params)
-    validation.entries("--seeds × --records × network parameters", p.seeds * p.records * n_params)
+    memory.require_each({      # float64: the Jacobian with its SVD's copy and factor; θ at every recording, twice
+        "the Jacobian (3 × --n × network parameters)": (24 * max(s.n, s.n_test) * n_params, "--n"),
+        "the records (2 × --seeds × --records × network parameters)":
+            (16 * p.seeds * p.records * n_params, "--records")})
 
 
 

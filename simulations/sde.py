@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dyntools import validation
+from dyntools import memory, validation
 from dyntools.result_schema import derive, known
 from dyntools.spec import Experiment, Param, RunContext, param
 
@@ -98,8 +98,12 @@ def check(p: SDEParams) -> None:
     if diag:
         if p.r > p.d:
             raise ValueError(f"Invalid r: {p.r} (must be <= d = {p.d})")
-        validation.entries("--n × --d", p.n * p.d)
-    validation.entries("--paths × --records × dimension", p.paths * p.records * (2 * p.d if diag else 1))
+    dim = 2 * p.d if diag else 1
+    K = min(p.records, int(t1 / h * p.substeps) + 1)           # at most one record per step
+    memory.require_each({      # float64: the state of every path and its records
+        "the records (--paths × --records × dimension)": (8 * p.paths * K * dim, "--paths"),
+        "the state of the paths (4 × --paths × dimension)": (32 * p.paths * dim, "--paths"),
+        "the data (2 × --n × --d)": (16 * p.n * p.d if diag else 0, "--n")})
 
 
 def run(p: SDEParams, ctx: RunContext):

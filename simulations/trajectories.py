@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dyntools import validation
+from dyntools import memory
 from dyntools.result_schema import derive
 from dyntools.spec import Entry, Experiment, Param, RunContext, param
 
@@ -53,8 +53,9 @@ def check(p: TrajectoryParams) -> None:
 
     TR.check_surfaces(p.surface)
     TR.check_optimizers(p.optimizers)
-    validation.entries("--surface × --optimizers × --steps", len(p.surface) * (len(p.optimizers) + p.flow)
-                       * (p.steps + 1) * 2)
+    memory.require_each({      # (x, y) at every step of every optimizer (and the flow), float64
+        "the paths (--surface × --optimizers × --steps × 2)":
+            (8 * len(p.surface) * (len(p.optimizers) + p.flow) * (p.steps + 1) * 2, "--steps")})
     if p.start is not None:
         if len(p.surface) != 1:
             raise ValueError("Invalid start: a start point needs a single --surface")

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dyntools import validation
+from dyntools import memory, validation
 from dyntools.result_schema import derive
 from dyntools.spec import Entry, Experiment, RunContext, param
 
@@ -312,7 +312,6 @@ def study(max_width_1d: int = 1024, max_width_2d: int = 1024, fit: int = 64, see
     ``gd_errors_{d}d`` (widths × seeds × the checkpoints ``gd_records``) and the few-samples errors
     ``few_{ls,gd}_{train,test}_{d}d`` (widths × seeds; the GD ones only with ``gd_steps > 0``). ``workers``: threads
     of the GD runs (default one per draw; the numbers do not depend on it)."""
-    from dyntools import validation
     from dyntools.engine import streams
     from dyntools.engine.result import RunResult, message, timed
 
@@ -394,7 +393,9 @@ def check(p: UAParams) -> None:
     (steps × training points × widths × draws)."""
     for d, max_width in ((1, p.max_width_1d), (2, p.max_width_2d)):
         widths, _, eval_axis = sizes(d, max_width, p.fit)
-        validation.entries(f"--max-width-{d}d × evaluation points of --fit", eval_axis**d * int(widths[-1]))
+        memory.require_each({      # the features, the fitted network's values and a temporary, float64
+            f"the evaluation matrix of [0, 1]^{d} (3 × evaluation points of --fit × --max-width-{d}d)":
+                (24 * eval_axis**d * int(widths[-1]), f"--max-width-{d}d")})
         points = max(GD_POINTS[d] ** d, p.few_1d if d == 1 else p.few_2d)
         work = p.gd_steps * points * int(widths.sum()) * p.seeds
         if work > 10**13:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dyntools import validation
+from dyntools import memory, validation
 from dyntools.result_schema import derive
 from dyntools.spec import Entry, Experiment, param
 
@@ -163,9 +163,6 @@ def check(p) -> None:
     validation.count("frames", p.frames, minimum=2)
     if p.lr is not None:
         validation.positive("lr", p.lr)
-    validation.entries("(--n + --n-test) × --dim", (p.n + p.n_test) * p.dim)
-    validation.entries("--frames × --n-centers × (--dim + --classes)", p.frames * p.n_centers * (p.dim + p.classes))
-    validation.entries("--n-test × --n-centers (the softmax)", p.n_test * p.n_centers)
     if p.weight_decay is not None:
         validation.non_negative("weight_decay", p.weight_decay)
     validation.in_interval("l1_ratio", p.l1_ratio, 0.0, 1.0, closed_high=True)
@@ -176,11 +173,19 @@ def check(p) -> None:
         raise ValueError("Invalid mlp_hidden: need at least one hidden width")
     for w in p.mlp_hidden:
         validation.count("mlp_hidden width", w)
+    arrays = {      # float64, each held twice (the run's and the result's or a temporary's)
+        "the data ((--n + --n-test) × (--dim + 1), twice)": (16 * (p.n + p.n_test) * (p.dim + 1), "--n"),
+        "the snapshots (--frames × --n-centers × (--dim + --classes), twice)":
+            (16 * p.frames * p.n_centers * (p.dim + p.classes), "--frames"),
+        "the softmax (--n-test × --n-centers: logits, probabilities, a temporary)":
+            (24 * p.n_test * p.n_centers, "--n-centers")}
     if "mlp" in getattr(p, "rungs", (getattr(p, "rung", None),)):
         widths = (p.dim, *p.mlp_hidden, p.classes)
         size = sum((a + 1) * b for a, b in zip(widths, widths[1:]))
-        validation.entries("--frames × the MLP's parameters (--mlp-hidden)", p.frames * size)
-        validation.entries("--mlp-hidden × --batch (the MLP's activations)", len(widths) * max(widths) * p.batch)
+        arrays["the MLP's snapshots (--frames × parameters, twice)"] = (16 * p.frames * size, "--mlp-hidden")
+        arrays["the MLP's activations (layers × widest × --batch, forward and backward)"] = (
+            16 * len(widths) * max(widths) * p.batch, "--batch")
+    memory.require_each(arrays)
 
 
 def make_params(**overrides) -> VoronoiParams:

@@ -29,8 +29,10 @@ def test_simulate_json_then_plot(tmp_path):
     assert res["train_loss"].shape == (4, 2, res["steps"].size)
     assert res.config["n"] == 80 and res.config["d"] == 200 and res.config["batch"] == 1
     assert res.config["decay_factors"] == [4.8, 3.4, 1.5]
-    assert np.all(res["etas"][1, 30:] == pytest.approx(0.282 / 4.8))   # decay after 10% of 300 steps
-    assert res["etas"][3, 149] == pytest.approx(0.282) and res["etas"][3, 150] == pytest.approx(0.282 / 1.5)
+    at = np.minimum(res["steps"], 299)                     # the step size at each recorded step
+    assert res["eta_rec"].shape == (4, at.size) and "etas" not in res.arrays      # nothing per step is kept
+    assert res["eta_rec"][1] == pytest.approx(np.where(at >= 30, 0.282 / 4.8, 0.282))   # decay after 10% of 300
+    assert res["eta_rec"][3] == pytest.approx(np.where(at >= 150, 0.282 / 1.5, 0.282))
     proc = cli("plot", out, "--format", "png")
     assert proc.returncode == 0, proc.stderr
     assert (out / "figures" / "diag_net.png").stat().st_size > 10_000
@@ -46,7 +48,7 @@ def test_gd_preset_and_options(tmp_path):
     assert res.config["method"] == "gd" and res.config["n"] == 40 and res.config["d"] == 100
     assert res.config["sharpness_iters"] == 300
     assert [r["eta"] for r in res.config["runs"]] == [2.0, 3.51]
-    assert res["etas"][1, 0] == pytest.approx(3.51 / 10)             # warm-up
+    assert res["steps"][0] == 0 and res["eta_rec"][1, 0] == pytest.approx(3.51 / 10)     # warm-up
     assert res["sharpness"].shape == res["train_loss"].shape          # λ_max at every recording
     table = cli("simulate", "diag-net", "--preset", "paper-gd", *SMALL, "--schedules", "large",
                 "--decay-mode", "cumulative", "--out", tmp_path / "gd2")

@@ -207,7 +207,7 @@ def test_figure_has_the_sharpness_panel_and_still_plots_runs_saved_without_it(tm
     res = train_diag_net(small_data(2), RUNS, steps=100, sharpness_iters=50)
     edge = diag_plots.panel_values(res, 1, "edge")
     assert edge.shape == res["train_loss"][1].shape
-    np.testing.assert_allclose(edge[:, 0], res["sharpness"][1, :, 0] * res["etas"][1, 0] / 2)
+    np.testing.assert_allclose(edge[:, 0], res["sharpness"][1, :, 0] * res["eta_rec"][1, 0] / 2)
     (png,) = diag_plots.plot_result(res, tmp_path, ("png",))
     assert png.stat().st_size > 10_000
     res.arrays["sharpness"] = res["sharpness"][..., -1]           # the earlier format: final point only

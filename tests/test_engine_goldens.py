@@ -24,6 +24,8 @@ coordinates of a sparse solution decay towards 0 — their last bits are noise r
 * ``RENAMES``: golden key -> key in the new run (``"<case>:<key>"`` or ``"<key>"``). Keys are
   ``<result dir relative to --out>/<array name>``, e.g. ``./loss`` or ``cells/cell_00003/curve``.
 
+* ``AT_RECORDS``: per-step golden arrays compared at the recorded steps with their new recorded form.
+
 Arrays that are missing from the new run (after renames) fail; new extra arrays are allowed.
 """
 
@@ -73,6 +75,10 @@ CASE_CLASS: dict[str, str] = {
 }
 KEY_CLASS: dict[str, str] = {}
 CHANGED: dict[str, str] = {}
+#: Per-step golden arrays that a new run keeps at the recorded steps only (issue 39: a diagonal network's
+#: step sizes are taken a window at a time, its result holds them at the recordings): golden name -> new name,
+#: compared (same class, same tolerance) with the golden's values at ``min(steps, T − 1)`` of its ``steps``.
+AT_RECORDS: dict[str, str] = {"etas": "eta_rec"}
 #: Status words of the goldens read in the fixed vocabulary of dyntools.engine.result (the engine
 #: refactor replaced free-text statuses such as "ok" by one vocabulary; the words map one to one).
 STATUS_RENAMES: dict[str, str] = {"ok": "completed", "verified": "completed", "order-mismatch": "failed",
@@ -164,6 +170,13 @@ def compare_case(case: str, golden: dict[str, np.ndarray], new: dict[str, np.nda
             skipped.append(f"{case}: {key} skipped ({reason})")
             continue
         new_key = _renamed(case, key)
+        at_records = _at_records(key, golden, new)
+        if at_records is not None:
+            key, golden_value, new_key = at_records
+            message = compare_array(case, key, golden_value, new[new_key])
+            if message is not None:
+                failures.append(message)
+            continue
         if new_key not in new:
             failures.append(f"{case}: golden array {key!r} is missing from the new run"
                             + (f" (renamed to {new_key!r})" if new_key != key else ""))
@@ -172,6 +185,17 @@ def compare_case(case: str, golden: dict[str, np.ndarray], new: dict[str, np.nda
         if message is not None:
             failures.append(message)
     return failures, skipped
+
+
+def _at_records(key: str, golden: dict, new: dict):
+    """A per-step golden array whose new run keeps only its values at the recorded steps (:data:`AT_RECORDS`):
+    ``(key, the golden's values at min(steps, T − 1) of its ./steps, the new key)``, else None."""
+    folder, _, name = key.rpartition("/")
+    if name not in AT_RECORDS or f"{folder}/{AT_RECORDS[name]}" not in new or f"{folder}/{name}" in new:
+        return None
+    per_step, steps = golden[key], golden[f"{folder}/steps"].astype(np.int64)
+    at = np.minimum(steps, per_step.shape[-1] - 1) if per_step.shape[-1] > 1 else np.zeros_like(steps)
+    return f"{key} at the recorded steps", per_step[..., at], f"{folder}/{AT_RECORDS[name]}"
 
 
 def load_golden(case: str) -> dict[str, np.ndarray]:

@@ -254,7 +254,9 @@ def train_diag_net(datasets, runs, *, steps: int, method: str = "sgd", batch: in
     power iteration on HVPs with at most ``sharpness_iters`` iterations; 0 skips it: NaN) and
     ``sharpness_converged`` (False where the power iteration ran out of iterations; the last estimate
     is kept); per path
-    ``diverged_at`` (−1 never), final ``u``, ``v``; ``steps``, ``etas``.
+    ``diverged_at`` (−1 never), final ``u``, ``v``; ``steps``; ``eta_rec`` (run, record): the step size at each
+    recorded step (that of step T − 1 at T). Memory does not grow with ``steps``: the per-step rates are
+    taken a window at a time (:mod:`dyntools.dynamics.rates`), the records are bounded by ``records``.
     """
     from dyntools import metrics
     from dyntools.dynamics.train import train
@@ -323,7 +325,7 @@ def train_diag_net(datasets, runs, *, steps: int, method: str = "sgd", batch: in
                 sampler="replay" if indices is not None else MODES[method], drop_last=True,
                 label_noise=label_noise, record_steps=record_steps, seed=seed, theta0=theta0, bound=bound,
                 indices=indices, chunks=chunks, progress=progress, kernel=kernel, workers=workers,
-                labels=[lab for lab, _, _ in runs])
+                labels=[lab for lab, _, _ in runs], keep_lrs=False)
     timings = dict(res.timings)
     theta_rec = res["theta"].reshape(G * S, K, 2 * d)
     u_rec, v_rec = theta_rec[..., :d], theta_rec[..., d:]
@@ -347,7 +349,7 @@ def train_diag_net(datasets, runs, *, steps: int, method: str = "sgd", batch: in
         return a.reshape((G, S) + a.shape[1:])
 
     final = res["final_theta"]
-    arrays = {"steps": record_steps, "etas": res["lrs"],
+    arrays = {"steps": record_steps, "eta_rec": res["lr_rec"],
               "train_loss": res["train_loss"], "test_loss": res["test_loss"],
               **{k: shape(v) for k, v in out.items()}, "diverged_at": res["diverged_at"],
               "u": np.ascontiguousarray(final[..., :d]), "v": np.ascontiguousarray(final[..., d:]),

@@ -35,7 +35,8 @@ def advance_path(kernel, p, arrays, t0, t1, record_steps, theta_rec, bound, dive
 
     thetas : float64[P, p]; opt_states : float64[P, 3, p]; Xs, ys : [S', n, d], [S', n] (data_of[p]
     picks the path's data set); states : uint64[P, 4]; perms : int64[P, n]; pos : int64[P];
-    precond_of : int64[G]; hps : float64[G, N_HPARAMS]; lrs : float64[G, 1 or T] (lr · m_t); run_of : int64[P];
+    precond_of : int64[G]; hps : float64[G, N_HPARAMS]; lrs : float64[G, 1 or t1 − t0] (lr · m_t: constant, or
+    the rates of steps t0 … t1 − 1 of this call); run_of : int64[P];
     replay : int64[P or 1, T·b] or (0, 0); step_losses : float64[P, T] (the kernel's mini-batch loss
     of every step) or (P, 0); theta_rec : float64[P, K, p]; diverged_at : int64[P].
     The path works on private copies of its rows (neighbouring rows share cache lines).
@@ -75,7 +76,7 @@ def advance_path(kernel, p, arrays, t0, t1, record_steps, theta_rec, bound, dive
         loss = kernel(theta, X, y, idx, b, noise, grad, ws, iargs, fargs)
         if step_losses.shape[1] > 0:
             step_losses[p, t] = loss
-        lr_t = lrs[g, 0] if const_lr else lrs[g, t]
+        lr_t = lrs[g, 0] if const_lr else lrs[g, t - t0]
         optim_kernels.fused_step(precond, hp, theta, grad, ostate, t + 1, lr_t)
         if guard.beyond(guard.checked_size(theta, bound), bound):
             diverged_at[p] = t + 1
@@ -183,7 +184,7 @@ def advance_path_numpy(kernel_np, p, thetas, opt_states, Xs, ys, data_of, iargs,
         loss = kernel_np(theta, X, y, idx, b, noise, grad, ws, iargs, fargs)
         if step_losses.shape[1] > 0:
             step_losses[p, t] = loss
-        lr_t = lrs[g, 0] if lrs.shape[1] == 1 else lrs[g, t]
+        lr_t = lrs[g, 0] if lrs.shape[1] == 1 else lrs[g, t - t0]
         with np.errstate(over="ignore", invalid="ignore"):
             if stepper is not None:
                 stepper(theta, grad, t + 1, lr_t)

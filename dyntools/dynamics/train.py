@@ -47,6 +47,7 @@ from dyntools.dynamics import fast as tuned_loops
 from dyntools.dynamics import kernel_check, loops, path_loop
 from dyntools.dynamics.fast import probe as tuned_probe
 from dyntools.dynamics.path_loop import advance_path_numpy, advance_paths
+from dyntools.dynamics.rates import WINDOW, LearningRates
 from dyntools.engine import drive, guard, record, samplers, streams
 from dyntools.engine.result import RunResult, timed
 from dyntools.models.base import HEADS
@@ -95,7 +96,8 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
           theta0=None, bound: float | None = None, indices=None, common_stream: bool = False,
           stream_key: tuple[int, ...] = (), chunks: int = 1, progress: bool = False, kernel: str = "numba",
           workers: int | None = None, fast: bool = True, labels=None, step_loss: bool = False,
-          plateau_every: int | None = None, plateau_metric=None, check_gradient: bool = True) -> RunResult:
+          plateau_every: int | None = None, plateau_metric=None, check_gradient: bool = True,
+          keep_lrs: bool = True) -> RunResult:
     r"""Train ``model`` on ``data`` with ``optimizer`` (see the module docstring for the step).
 
     Every path runs :math:`\theta_{t+1} = \mathrm{step}(\theta_t, \nabla L_{B_t}(\theta_t), \eta\, m_t)`
@@ -168,13 +170,17 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
         guarded buffers and its gradient compared with central finite differences at the initial θ
         (:mod:`dyntools.dynamics.kernel_check`, relative tolerance 1e-4); False skips the gradient part
         (the workspace guard always runs).
+    keep_lrs : bool
+        Return ``lrs`` (G, 1 or T), every step's rate; False returns ``lr_rec`` (G, K) instead, the rate at
+        each recorded step, and the run's memory does not grow with ``steps`` (the loop takes the rates
+        :data:`~dyntools.dynamics.rates.WINDOW` steps at a time either way).
 
     Returns
     -------
     RunResult
         Of kind ``"train"``; arrays indexed ``[run, seed, …]``: ``theta`` (recorded parameters, K × p per
         path), ``train_loss`` (and ``test_loss`` when the data has a test set) at the recordings,
-        ``diverged_at``, ``final_theta``; ``steps`` (K,), ``lrs`` (G, 1 or T).
+        ``diverged_at``, ``final_theta``; ``steps`` (K,), ``lrs`` (G, 1 or T) or ``lr_rec`` (G, K).
     """
 
     steps = validation.count("steps", steps)
@@ -217,9 +223,6 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
         chain_step.check_fused_matches_chain(o)
     by_chain = not all(o.fused for o in opts)   # an optimizer without a fused kernel: every run by its chain
     reactive = [g for g, s in enumerate(scheds) if isinstance(s, ReduceLROnPlateau)]
-    mults = [np.ones(1) if g in reactive else s.multipliers(steps) for g, s in enumerate(scheds)]
-    length = steps if reactive or any(m.size > 1 for m in mults) else 1
-    lrs = np.ascontiguousarray(np.stack([o.lr * np.broadcast_to(m, (length,)) for o, m in zip(opts, mults)]))
     precond_of = np.array([o.precond for o in opts], dtype=np.int64)
     hps = np.ascontiguousarray(np.stack([o.hparams if o.fused else np.zeros(O.N_HPARAMS) for o in opts]),
                                dtype=np.float64)
@@ -231,6 +234,7 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
         record_steps = record.make_grid(grid, steps, records)
     record_steps = record.validate_steps(record_steps, steps)
     K = record_steps.size
+    rates = LearningRates(opts, scheds, steps, reactive, record_steps, keep=bool(keep_lrs))
     p_dim = model.n_params
     P = G * S
     if theta0 is None:
@@ -278,7 +282,8 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
     ws_size = int(model.workspace_size(b))
     step_losses = np.full((P, steps if step_loss or reactive else 0), np.nan)
     args = (thetas, opt_states, Xs, ys, data_of, iargs, fargs, ws_size, sampler_code, b, bool(drop_last), replay,
-            states, perms, pos, label_noise, precond_of, hps, lrs, run_of, step_losses)
+            states, perms, pos, label_noise, precond_of, hps, rates.window(0, min(steps, tuned_probe.PROBE_STEPS)),
+            run_of, step_losses)
 
     setting = {"sampler": sampler, "batch": b, "label_noise": label_noise, "optimizers": opts, "kernel": kernel,
                "step_loss": step_losses.shape[1] > 0, "seed": seed, "common_stream": bool(common_stream),
@@ -325,15 +330,20 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
                                      float(bound), steps, workers=workers,
                                      key=tuned_probe.setting_key(type(model), selector, setting))
 
-    def advance(t0, t1, last):
+    def advance_window(t0, t1, last):
+        window = (*args[:18], rates.window(t0, t1), *args[19:])         # the rates of steps t0 … t1 − 1
         if by_chain:                       # the optimizers' own chains, stepped from Python
             for p in range(P):
-                advance_path_numpy(kernel_fn, p, *args, t0, t1, record_steps, theta_rec, bound, diverged_at,
+                advance_path_numpy(kernel_fn, p, *window, t0, t1, record_steps, theta_rec, bound, diverged_at,
                                    last, stepper=steppers[p])
         elif tuned is not None:
-            tuned(*args, t0, t1, record_steps, theta_rec, bound, diverged_at, last, workers=workers)
+            tuned(*window, t0, t1, record_steps, theta_rec, bound, diverged_at, last, workers=workers)
         else:
-            generic(args, t0, t1, theta_rec, diverged_at, last)
+            generic(window, t0, t1, theta_rec, diverged_at, last)
+
+    def advance(t0, t1, last):             # at most WINDOW steps per call: memory independent of steps
+        for a in range(t0, t1, WINDOW):
+            advance_window(a, min(a + WINDOW, t1), last and a + WINDOW >= t1)
 
     bounds = None
     if reactive:
@@ -347,8 +357,7 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
         for g in reactive:                 # the multiplier of the next piece, as lr · (m_t · factor)
             metric = (np.mean(step_losses[run_of == g, t0:t1]) if plateau_metric is None
                       else plateau_metric(thetas[run_of == g]))
-            factor = scheds[g].step(float(metric))
-            lrs[g, t1:] = opts[g].lr * (mults[g] * factor)
+            rates.react(g, scheds[g].step(float(metric)))
 
     drive.chunked(advance_and_react if reactive else advance, steps, chunks=chunks, bounds=bounds, work_per_step=P,
                   desc=f"{model.name} ({sampler})", unit="path-step", progress=progress, timings=timings)
@@ -356,7 +365,8 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
     def shape(a):
         return a.reshape((G, S) + a.shape[1:])
 
-    arrays = {"steps": record_steps, "lrs": lrs, "theta": shape(theta_rec),
+    arrays = {"steps": record_steps, **({"lrs": rates.whole()} if keep_lrs else {"lr_rec": rates.at()}),
+              "theta": shape(theta_rec),
               "final_theta": shape(thetas.astype(np.float64, copy=False)),
               "diverged_at": shape(diverged_at)}
     if step_loss:

@@ -4,7 +4,7 @@ A schedule maps the step index ``t = 0, 1, …, T−1`` to a multiplier ``m_t`` 
 size, ``η_t = η · m_t``. :meth:`Schedule.multipliers` materializes ``m`` as a float64 array,
 which is what every compiled kernel takes (an array of length 1 means "constant"): the kernels
 stay free of Python objects and every schedule works with every simulator.
-(T = 10⁶ steps costs 8 MB; runs that need more can chunk.)
+(T = 10⁶ steps costs 8 MB; a long run's loop asks :meth:`Schedule.window` for one piece at a time.)
 """
 
 from __future__ import annotations
@@ -27,12 +27,23 @@ class Schedule:
         """``η · m_t`` for ``t < steps`` (length 1 for a constant schedule)."""
         return validation.positive("eta", eta) * self.multipliers(steps)
 
+    def window(self, steps: int, t0: int, t1: int) -> np.ndarray:
+        """``m_t`` for ``t0 ≤ t < t1`` of a ``steps``-step run (length 1 for a constant schedule), bitwise
+        equal to ``multipliers(steps)[t0:t1]``: what a long run's loop takes one piece at a time. This
+        default slices the whole array (memory O(steps) while it runs); the schedules whose multiplier is a
+        closed form in ``t`` override it with O(t1 − t0)."""
+        m = self.multipliers(steps)
+        return m if m.size == 1 else np.array(m[t0:t1])
+
 
 @dataclass(frozen=True)
 class Constant(Schedule):
     """``m_t = 1``."""
 
     def multipliers(self, steps: int) -> np.ndarray:
+        return np.ones(1)
+
+    def window(self, steps: int, t0: int, t1: int) -> np.ndarray:
         return np.ones(1)
 
 
@@ -71,10 +82,17 @@ class PiecewiseDecay(Schedule):
             raise ValueError("Invalid fractions: must be increasing")
 
     def multipliers(self, steps: int) -> np.ndarray:
+        return self.window(steps, 0, steps)
+
+    def starts(self, steps: int) -> list[int]:
+        """The first step of each decay."""
+        return [int(round(frac * steps)) for frac in self.fractions]
+
+    def window(self, steps: int, t0: int, t1: int) -> np.ndarray:
         steps = validation.count("steps", steps)
-        m = np.ones(steps)
-        for frac, factor in zip(self.fractions, self.factors):
-            m[int(round(frac * steps)):] /= factor
+        m = np.ones(t1 - t0)
+        for start, factor in zip(self.starts(steps), self.factors):      # the same divisions, in order
+            m[max(start - t0, 0):] /= factor
         return m
 
 
@@ -93,12 +111,8 @@ class DecayAfterStep(PiecewiseDecay):
         One positive divisor per fraction; the decays accumulate.
     """
 
-    def multipliers(self, steps: int) -> np.ndarray:
-        steps = validation.count("steps", steps)
-        m = np.ones(steps)
-        for frac, factor in zip(self.fractions, self.factors):
-            m[math.floor(frac * steps) + 1:] /= factor
-        return m
+    def starts(self, steps: int) -> list[int]:
+        return [math.floor(frac * steps) + 1 for frac in self.fractions]
 
 
 @dataclass(frozen=True)
@@ -120,6 +134,11 @@ class LinearWarmup(Schedule):
         warm = validation.count("warmup_steps", self.warmup_steps)
         ramp = np.minimum(1.0, (np.arange(steps) + 1.0) / warm)
         return ramp * np.broadcast_to(self.inner.multipliers(steps), (steps,))
+
+    def window(self, steps: int, t0: int, t1: int) -> np.ndarray:
+        warm = validation.count("warmup_steps", self.warmup_steps)
+        ramp = np.minimum(1.0, (np.arange(t0, t1) + 1.0) / warm)
+        return ramp * np.broadcast_to(self.inner.window(steps, t0, t1), (t1 - t0,))
 
 
 # ------------------------------------------------------------ power warm-up (issue 7, seed 004)
@@ -161,6 +180,12 @@ class PowerWarmup(Schedule):
         t = np.minimum(np.arange(steps), int(self.fraction * steps)) / steps
         ramp = 1.0 + (self.factor - 1.0) * t**self.exponent
         return ramp * np.broadcast_to(self.inner.multipliers(steps), (steps,))
+
+    def window(self, steps: int, t0: int, t1: int) -> np.ndarray:
+        steps = validation.count("steps", steps)
+        t = np.minimum(np.arange(t0, t1), int(self.fraction * steps)) / steps
+        ramp = 1.0 + (self.factor - 1.0) * t**self.exponent
+        return ramp * np.broadcast_to(self.inner.window(steps, t0, t1), (t1 - t0,))
 
 
 # ---------------------------------------------------------------- the torch.optim.lr_scheduler family

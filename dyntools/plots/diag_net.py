@@ -27,10 +27,28 @@ PANELS = (("train_loss", "train loss  ‖Xβ − y‖²/2n", True),
 
 
 def eta_at_records(result, g: int) -> np.ndarray:
-    """The step size ``η_t`` of schedule ``g`` at each recorded step (the last one for ``t = T``)."""
+    """The step size ``η_t`` of schedule ``g`` at each recorded step (the last one for ``t = T``): the result's
+    ``eta_rec``, or from the per-step ``etas`` of a result saved before runs streamed their rates."""
+    if "eta_rec" in getattr(result, "arrays", result):
+        return result["eta_rec"][g]
     etas = result["etas"][g]
     steps = result["steps"].astype(np.int64)
     return etas[np.minimum(steps, etas.size - 1)] if etas.size > 1 else np.full(steps.size, etas[0])
+
+
+def decay_steps(result, g: int) -> np.ndarray:
+    """Where schedule ``g``'s step size drops by more than 1 % (not a warm-up ramp): the first recorded step
+    at the new value (a run's rates are kept at the recorded steps only), or the exact step of a result saved
+    with per-step ``etas``."""
+    if "eta_rec" in getattr(result, "arrays", result):
+        etas, at = result["eta_rec"][g], result["steps"].astype(np.int64)
+    else:
+        etas = result["etas"][g]
+        at = np.arange(etas.size)
+    if etas.size < 2:
+        return np.zeros(0, dtype=np.int64)
+    changes = np.flatnonzero(np.diff(etas) < 0) + 1
+    return at[changes[etas[changes - 1] / etas[changes] > 1.01]]
 
 
 def panel_values(result, g: int, key: str) -> np.ndarray:
@@ -92,10 +110,7 @@ def plot_result(result, out_dir: Path, formats: Sequence[str] = ("png", "pdf"),
             ax.plot(x, med, color=colour, ls=plots.DASHES[g % len(plots.DASHES)], lw=1.1 + 0.5 * (len(runs) - 1 - g),
                     label=label)
             ax.fill_between(x, lo, hi, color=colour, alpha=0.18, lw=0)
-        etas = result["etas"][g]
-        if etas.size > 1:
-            changes = np.flatnonzero(np.diff(etas) < 0) + 1
-            decays.append((colour, changes[etas[changes - 1] / etas[changes] > 1.01]))   # not a warm-up ramp
+        decays.append((colour, decay_steps(result, g)))
     for colour, changes in decays:                  # in the panels with data only: an empty panel stays blank
         for c in changes:
             for ax in axes[drawn]:

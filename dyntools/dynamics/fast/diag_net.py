@@ -68,7 +68,7 @@ def _path(p, thetas, states, diverged_at, Xs, ys, data_of, lrs, run_of, replay, 
             theta_rec[p, k, :d] = u
             theta_rec[p, k, d:] = v
             k += 1
-        eta = lrs[g, 0] if const_lr else lrs[g, t]
+        eta = lrs[g, 0] if const_lr else lrs[g, t - t0]
         c = eta * r
         big = 0.0
         if t + 1 < t1:

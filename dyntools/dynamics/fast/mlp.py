@@ -109,7 +109,7 @@ def regression_path(p, thetas, opt_states, Xs, ys, data_of, iargs, sampler, batc
             backward(theta, widths, w_off, b_off, pre, act, delta, grad, 2.0 * res / b, True)
         if keep_loss:
             step_losses[p, t] = tot / b
-        lr_t = lrs[g, 0] if const_lr else lrs[g, t]
+        lr_t = lrs[g, 0] if const_lr else lrs[g, t - t0]
         if plain:
             size = sgd_step_checked(theta, grad, lr_t, bound)
         else:

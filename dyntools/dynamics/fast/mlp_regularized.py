@@ -81,7 +81,7 @@ def advance_paths(paths, arrays, drop_states, running, running_rec, keep, moment
                 R.update_running(run, stats, momentum, b)
             if step_losses.shape[1] > 0:
                 step_losses[p, t] = loss
-            lr_t = lrs[g, 0] if const_lr else lrs[g, t]
+            lr_t = lrs[g, 0] if const_lr else lrs[g, t - t0]
             optim_kernels.fused_step(precond_of[g], hps[g], theta, grad, ostate, t + 1, lr_t)
             if guard.beyond(guard.checked_size(theta, bound), bound):
                 diverged_at[p] = t + 1

@@ -53,7 +53,7 @@ def advance(theta, state, counters, x, y, etas, indices, t0, t1, record_steps, t
     state : uint64[P, 4]         xoshiro256** states (advanced in place; unused with ``indices``)
     counters : int64[P, 4]       in_band, bounces, entry, diverged_at (−1 while alive)
     x, y : float64[n]            data (y = x θ*²)
-    etas : float64[1] or [T]     step size: constant, or one value per step
+    etas : float64[1] or [t1−t0] step size: constant, or one value per step t0 … t1 − 1
     indices : int64[P|1, T]      sample indices to replay, or an empty (0, 0) array to draw them
     record_steps : int64[K]      sorted steps to record; ``theta_rec`` is float64[P, K]
     record_final : bool          also record step ``t1`` (the last chunk of a run)
@@ -83,7 +83,7 @@ def advance(theta, state, counters, x, y, etas, indices, t0, t1, record_steps, t
                 i = indices[p * row_stride, t]
             else:
                 i, s0, s1, s2, s3 = samplers.with_replacement_reg(s0, s1, s2, s3, n)
-            eta = etas[0] if const_eta else etas[t]
+            eta = etas[0] if const_eta else etas[t - t0]
             xi = x[i]
             new = th + eta * th * xi * (y[i] - xi * th * th)
             if guard.beyond(abs(new), bound):
@@ -129,7 +129,7 @@ def advance_numpy(theta, state, counters, x, y, etas, indices, t0, t1, record_st
             i = np.zeros(theta.shape, dtype=np.int64)
             i[alive] = samplers.with_replacement_rows_np(live_states, n)
             state[alive] = live_states
-        eta = etas[0] if etas.shape[0] == 1 else etas[t]
+        eta = etas[0] if etas.shape[0] == 1 else etas[t - t0]
         xi = x[i]
         th = theta
         with np.errstate(over="ignore", invalid="ignore"):
