@@ -28,6 +28,16 @@ from numba import njit
 from dyntools import validation
 from dyntools.models.diag_net import FASTMATH
 
+
+def decay_starts(schedule, steps: int) -> list[int]:
+    """The first step of each decay of ``schedule`` over ``steps`` steps (through a warm-up's ``inner``): the
+    figures mark them exactly although the run keeps its step sizes at the recorded steps only."""
+    while not hasattr(schedule, "starts") and hasattr(schedule, "inner"):
+        schedule = schedule.inner
+    if not hasattr(schedule, "starts"):
+        return []
+    return [int(t) for t, f in zip(schedule.starts(steps), schedule.factors) if f > 1.01]   # not a ramp-like nudge
+
 MODES = {"gd": "full", "sgd": "with-replacement", "sgd-noreplace": "epoch"}
 
 # The metrics' kernels compile with the models' flags (no "reassoc": see dyntools.models.diag_net).
@@ -359,7 +369,8 @@ def train_diag_net(datasets, runs, *, steps: int, method: str = "sgd", batch: in
         arrays["beta_rec"] = shape(u_rec * v_rec)
     config = {"model": "diag-net", "method": method, "batch": b, "steps": steps, "n": n, "d": d, "n_test": m,
               "seeds": S,
-              "runs": [{"label": lab, "eta": float(eta), "schedule": repr(sch)} for lab, eta, sch in runs],
+              "runs": [{"label": lab, "eta": float(eta), "schedule": repr(sch), "decay_steps": decay_starts(sch, steps)}
+                       for lab, eta, sch in runs],
               "label_noise": label_noise, "momentum": momentum, "weight_decay": weight_decay,
               "init": "given" if u0 is not None else init, "alpha": alpha, "init_scale": init_scale,
               "bound": bound, "rank_threshold": rank_threshold, "l0_threshold": l0_threshold,

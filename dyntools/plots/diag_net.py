@@ -37,9 +37,12 @@ def eta_at_records(result, g: int) -> np.ndarray:
 
 
 def decay_steps(result, g: int) -> np.ndarray:
-    """Where schedule ``g``'s step size drops by more than 1 % (not a warm-up ramp): the first recorded step
-    at the new value (a run's rates are kept at the recorded steps only), or the exact step of a result saved
-    with per-step ``etas``."""
+    """Where schedule ``g``'s step size drops by more than 1 % (not a warm-up ramp): the run's ``decay_steps``
+    (exact), else for an older result the exact step from its per-step ``etas`` or the first recorded step at
+    the new value."""
+    spec = result.config["runs"][g]
+    if "decay_steps" in spec:                              # exact: written by the run from its schedule
+        return np.asarray(spec["decay_steps"], dtype=np.int64)
     if "eta_rec" in getattr(result, "arrays", result):
         etas, at = result["eta_rec"][g], result["steps"].astype(np.int64)
     else:
