@@ -580,9 +580,22 @@ def warm_up(cell_fn: str, config: dict) -> None:
         pass
 
 
+def _thread_lock_for_bars() -> None:
+    """Give tqdm a thread lock in this pool process. Its default lock is a ``multiprocessing.RLock``: a named
+    semaphore registered with the pool's resource tracker, never unregistered when the process is killed, so the
+    tracker would print a 'leaked semaphore objects' warning after the sweep's one line. A pool process draws no
+    bar that another process must not interleave with, so a thread lock suffices."""
+    import threading
+
+    from tqdm import tqdm
+
+    tqdm.set_lock(threading.RLock())
+
+
 def _start_worker(parent: int, cell_fn: str, config: dict) -> None:
-    """Pool-worker initializer: :func:`_exit_with_parent`, then :func:`warm_up`."""
+    """Pool-worker initializer: :func:`_exit_with_parent`, :func:`_thread_lock_for_bars`, then :func:`warm_up`."""
     _exit_with_parent(parent)
+    _thread_lock_for_bars()
     warm_up(cell_fn, config)
 
 
