@@ -9,6 +9,16 @@ within the connect timeout. Refused, in one line naming the worker: no worker at
 one of the three packages, a worker whose dyntools is another version. Accepted: workers with other
 numba / numpy versions or CPUs — their cells record their compile target and the sweep says *mixed*.
 
+A worker that joins *after* the handshake (another ``dask worker`` started mid-sweep) is checked too: every cell
+is submitted as :func:`guarded_cell`, which runs the same probe on the worker that picked the cell, before it
+imports anything of dyntools, and raises ``ForeignWorker(address, answer)`` instead of computing the cell when
+that worker fails :func:`check_worker`. The check travels with each cell rather than as a
+``distributed.WorkerPlugin`` because a plugin stays registered on the scheduler after the sweep (a shared
+cluster's state changed for later clients), its ``setup`` failing does not stop the worker from taking tasks,
+and closing the foreign worker from it would stop someone else's process; a per-cell probe changes nothing on
+the cluster and costs one dictionary of cached versions per cell. The sweep (:func:`dyntools.sweep._run_dask`)
+gives such a cell to the other workers, never to that one again, and reports the worker in one line.
+
 :func:`quiet_logs` keeps distributed's own log records (a lost scheduler logs a 50-line traceback from
 the client's reconnect loop) off the terminal while a sweep runs: the sweep says what happened in one line.
 """
@@ -40,13 +50,53 @@ def probe():
     except Exception:
         out["target"] = None
     return out
+
+
+class ForeignWorker(Exception):
+    """The worker at ``args[0]`` cannot run this sweep's cells; ``args[1]`` is its probe's answer."""
+
+
+def guarded(version, runner, *args):
+    import importlib
+    info = probe()
+    if info.get("dyntools") != version or info.get("numba") is None or info.get("numpy") is None:
+        try:
+            from distributed import get_worker
+            address = get_worker().address
+        except Exception:
+            address = "(unknown address)"
+        raise ForeignWorker(address, info)
+    module, _, name = runner.partition(":")
+    return getattr(importlib.import_module(module), name)(*args)
 '''
 
 
-def _probe_function():
+def _probe_namespace() -> dict:
     namespace = {"__name__": "dyntools_worker_probe"}      # not in sys.modules: pickled by value
     exec(compile(_PROBE, "<dyntools worker probe>", "exec"), namespace)  # noqa: S102 - our own constant source
-    return namespace["probe"]
+    return namespace
+
+
+def _probe_function():
+    return _probe_namespace()["probe"]
+
+
+def guarded_cell():
+    """The function each cell is submitted as: ``guarded(version, "module:function", *args)`` probes the worker
+    running it (as :func:`handshake` does) and calls ``function(*args)`` only when its dyntools is ``version``
+    and numba and numpy import; otherwise it raises ``ForeignWorker(address, answer)`` having imported nothing
+    of dyntools' cell code. Sent by value, like the probe: a worker without dyntools can run it to say so."""
+    return _probe_namespace()["guarded"]
+
+
+def foreign_worker(error) -> tuple[str, str] | None:
+    """``(address, why)`` when ``error`` (a cell's exception as the client received it) is a guarded cell's
+    refusal — its class travelled by value, so it is recognised by name — else ``None``."""
+    if type(error).__name__ != "ForeignWorker" or len(getattr(error, "args", ())) != 2:
+        return None
+    address, info = error.args
+    why = check_worker(str(address), info)
+    return (str(address), why) if why is not None else None
 
 
 def check_worker(address: str, info) -> str | None:

@@ -91,6 +91,7 @@ class SweepOutcome:
     extra: dict[str, Any] = field(default_factory=dict)
     damaged: list[str] = field(default_factory=list)      # "path: why" of each damaged cell recomputed
     targets: list[dict | None] = field(default_factory=list)   # each cell's compile target (None: not recorded)
+    refused: list[str] = field(default_factory=list)   # one line per worker refused mid-sweep (it wrote no cell)
 
     @property
     def compile_targets(self) -> dict:
@@ -101,12 +102,17 @@ class SweepOutcome:
         return summarize_targets(self.targets)
 
     def with_targets(self, message: str, summary: dict) -> str:
-        """``summary["compile_targets"]`` set; ``message`` with a clause naming the targets when mixed."""
+        """``summary["compile_targets"]`` set; ``message`` with a clause naming the targets when mixed, and
+        :meth:`with_refused`."""
         from dyntools.engine.target import targets_sentence
 
         summary["compile_targets"] = self.compile_targets
         clause = targets_sentence(summary["compile_targets"])
-        return f"{message}; {clause}" if clause else message
+        return self.with_refused(f"{message}; {clause}" if clause else message)
+
+    def with_refused(self, message: str) -> str:
+        """``message`` with one clause per worker refused mid-sweep (naming it and why), if any."""
+        return "; ".join([message, *self.refused])
 
 
 def resolve(path: str) -> Callable:
@@ -437,6 +443,7 @@ def run_sweep(spec: SweepSpec, out: str | os.PathLike, *, workers: int | None = 
     out = check_out(out)
     start = time.perf_counter()
     client = cluster = None
+    refused: list[str] = []
     with contextlib.ExitStack() as stack:
         if backend != "local":
             stack.enter_context(quiet_logs())
@@ -472,8 +479,8 @@ def run_sweep(spec: SweepSpec, out: str | os.PathLike, *, workers: int | None = 
                     if not todo:
                         pass
                     elif client is not None:
-                        _run_dask(client, spec, todo, sink, retries, scheduler or "the local Dask cluster",
-                                  max(30.0, 3 * connect_timeout))
+                        refused = _run_dask(client, spec, todo, sink, retries,
+                                            scheduler or "the local Dask cluster", max(30.0, 3 * connect_timeout))
                     elif (workers or os.cpu_count() or 1) == 1 or len(todo) == 1:
                         for i in todo:
                             sink.write(i, run_cell(spec.cell_fn, spec.config, spec.cells[i], spec.seed, i))
@@ -495,7 +502,7 @@ def run_sweep(spec: SweepSpec, out: str | os.PathLike, *, workers: int | None = 
         finally:
             lock.release()
     outcome = SweepOutcome([c for c, _, _ in read], len(todo), len(done), backend, time.perf_counter() - start,
-                           damaged=damaged, targets=[t for _, t, _ in read])
+                           damaged=damaged, targets=[t for _, t, _ in read], refused=refused)
     if lock.stale:
         outcome.extra["stale_lock"] = lock.stale
     return outcome
@@ -580,9 +587,22 @@ def warm_up(cell_fn: str, config: dict) -> None:
         pass
 
 
+def _thread_lock_for_bars() -> None:
+    """Give tqdm a thread lock in this pool process. Its default lock is a ``multiprocessing.RLock``: a named
+    semaphore registered with the pool's resource tracker, never unregistered when the process is killed, so the
+    tracker would print a 'leaked semaphore objects' warning after the sweep's one line. A pool process draws no
+    bar that another process must not interleave with, so a thread lock suffices."""
+    import threading
+
+    from tqdm import tqdm
+
+    tqdm.set_lock(threading.RLock())
+
+
 def _start_worker(parent: int, cell_fn: str, config: dict) -> None:
-    """Pool-worker initializer: :func:`_exit_with_parent`, then :func:`warm_up`."""
+    """Pool-worker initializer: :func:`_exit_with_parent`, :func:`_thread_lock_for_bars`, then :func:`warm_up`."""
     _exit_with_parent(parent)
+    _thread_lock_for_bars()
     warm_up(cell_fn, config)
 
 
@@ -625,54 +645,114 @@ def _first_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0][:160]}" if text else type(exc).__name__
 
 
-def _workers(client) -> int:
-    """How many workers the scheduler has (a scheduler that does not answer counts as having some: its loss
-    is seen through the cancelled futures). ``Client.nthreads`` lists every worker on every supported
-    distributed version (``scheduler_info(n_workers=...)`` is newer than the oldest one pyproject allows)."""
+def _workers(client, exclude=()) -> int:
+    """How many workers the scheduler has, not counting the addresses ``exclude`` (a scheduler that does not
+    answer counts as having some: its loss is seen through the cancelled futures). ``Client.nthreads`` lists
+    every worker on every supported distributed version (``scheduler_info(n_workers=...)`` is newer than the
+    oldest one pyproject allows)."""
     try:
-        return len(client.nthreads())
+        return len(set(client.nthreads()) - set(exclude))
     except Exception:  # noqa: BLE001
         return 1
 
 
-def _run_dask(client, spec, todo, sink, retries, where, lost_after):
-    """The cells ``todo`` on a Dask cluster. Each future is released as soon as its cell is on disk (the
-    scheduler then never recomputes it when a worker holding it is lost). A cell whose future fails
-    (its worker died, or it raised) is submitted again under a new key, at most ``retries`` times, then given
-    up: the other cells finish and one :class:`SweepError` line names it. A result lost with its worker before
-    it reached the driver is computed again (not a failure). A lost scheduler, or no worker left for
-    ``lost_after`` seconds, stops the sweep at once: one :class:`SweepError` line."""
+def _run_dask(client, spec, todo, sink, retries, where, lost_after) -> list[str]:
+    """The cells ``todo`` on a Dask cluster; returns one line per worker refused mid-sweep.
+
+    Each future is released as soon as its cell is on disk (the scheduler then never recomputes it when a
+    worker holding it is lost). A cell whose future fails (its worker died, or it raised) is submitted again
+    under a new key, at most ``retries`` times, then given up: the other cells finish and one :class:`SweepError`
+    line names it. A result lost with its worker before it reached the driver is computed again (not a failure).
+    A lost scheduler, or no worker left for ``lost_after`` seconds, stops the sweep at once: one
+    :class:`SweepError` line.
+
+    Every cell runs as :func:`dyntools.cluster.guarded_cell`: a worker that joined after the handshake and
+    cannot run dyntools cells (another dyntools version, none at all) refuses the cell before computing it. That
+    worker is *refused*: the cell — not counted as a failure — goes to the other workers only (``workers=`` with
+    ``allow_other_workers=False``, the live workers that have not refused; moved again if those all leave), so
+    it writes no cell; without any other worker for ``lost_after`` seconds the sweep stops in one line naming it."""
+    import itertools
+
     from distributed import as_completed as dask_completed
 
+    from dyntools.cluster import foreign_worker, guarded_cell
+    from dyntools.version import __version__
+
+    guard = guarded_cell()
     token = f"{spec.kind}-{os.getpid()}-{time.time_ns()}"
+    serial = itertools.count()
     failures = dict.fromkeys(todo, 0)
     resubmits = dict.fromkeys(todo, 0)
     given_up: list[str] = []
+    refused: dict[str, str] = {}         # address → why: workers that refused a cell (joined after the handshake)
+    allowed: dict[int, set[str]] = {}    # a cell refused once → the workers it may run on now
+    parked: list[int] = []               # cells refused while no other worker was there
 
     def submit(i):
-        return client.submit(run_cell, spec.cell_fn, spec.config, spec.cells[i], spec.seed, i,
-                             key=f"{token}-cell-{i}-{failures[i]}-{resubmits[i]}", pure=False)
+        where_to = {"workers": sorted(allowed[i]), "allow_other_workers": False} if i in allowed else {}
+        return client.submit(guard, __version__, f"{__name__}:run_cell", spec.cell_fn, spec.config, spec.cells[i],
+                             spec.seed, i, key=f"{token}-cell-{i}-{next(serial)}", pure=False, **where_to)
+
+    def place(i):
+        """(Re)submit cell ``i``; once a worker was refused, only to the live workers that were not."""
+        if refused:
+            try:
+                good = set(client.nthreads()) - set(refused)
+            except Exception:  # noqa: BLE001 - the scheduler does not answer: tried again on the next check
+                good = set()
+            if not good:
+                parked.append(i)
+                return
+            allowed[i] = good
+        new = submit(i)
+        futures[new] = i
+        pending.add(new)
+
+    def stranded():
+        """Cells parked, or restricted to workers that all left, given to the live good workers."""
+        try:
+            live = set(client.nthreads()) - set(refused)
+        except Exception:  # noqa: BLE001
+            return
+        if not live:
+            return
+        again, parked[:] = list(parked), []
+        for fut, i in list(futures.items()):
+            if i in allowed and not allowed[i] & live:
+                futures.pop(fut)          # skipped when as_completed yields it, cancelled
+                fut.cancel()
+                again.append(i)
+        for i in again:
+            place(i)
+
+    def refusals() -> str:
+        return "; ".join(refused.values())
 
     futures = {submit(i): i for i in todo}
     lost = (f"lost the Dask scheduler at {where}", "start it (and its workers) again")
     with client.as_current():
         pending = dask_completed(list(futures))
         since = checked = time.monotonic()
-        while not pending.is_empty():
+        while not pending.is_empty() or parked:
             if not pending.has_ready():
                 time.sleep(0.05)
                 if client.status in ("closed", "closing", "failed"):
                     raise SweepError(f"{lost[0]}; {sink.on_disk()}: {lost[1]} and run the same command to resume")
                 if client.status == "running" and time.monotonic() - checked > 2.0:     # any worker left?
                     checked = time.monotonic()
-                    if _workers(client):
+                    if _workers(client, refused):
                         since = checked
+                        if refused:
+                            stranded()
                     elif checked - since > lost_after:
-                        raise SweepError(f"no Dask worker left at {where} for {lost_after:g} s; {sink.on_disk()}: "
-                                         "start workers and run the same command again to resume")
+                        refused_too = f" that can run dyntools cells (refused: {refusals()})" if refused else ""
+                        raise SweepError(f"no Dask worker{refused_too} left at {where} for {lost_after:g} s; "
+                                         f"{sink.on_disk()}: start workers and run the same command again to resume")
                 continue
             for fut in pending.next_batch(block=False):
-                i = futures.pop(fut)
+                i = futures.pop(fut, None)
+                if i is None:                            # superseded by a resubmission (see stranded)
+                    continue
                 if fut.status == "finished":
                     try:
                         result = fut.result(timeout=lost_after)
@@ -686,14 +766,16 @@ def _run_dask(client, spec, todo, sink, retries, where, lost_after):
                     raise SweepError(f"{lost[0]}; {sink.on_disk()}: {lost[1]} and run the same command to resume")
                 error = fut.exception() if fut.status == "error" else None
                 fut.release()
-                if error is None:                        # lost with its worker before it reached us: no failure
+                foreign = foreign_worker(error)
+                if error is None or foreign is not None:  # lost with its worker, or refused by it: no failure
+                    if foreign is not None:
+                        refused.setdefault(*foreign)
                     resubmits[i] += 1
                     if resubmits[i] > 10:
-                        raise SweepError(f"{_cell_text(spec, i)}: its result was lost with its worker 10 times; "
-                                         f"{sink.on_disk()}: run the same command again to resume")
-                    new = submit(i)
-                    futures[new] = i
-                    pending.add(new)
+                        what = "was refused by workers" if foreign else "its result was lost with its worker"
+                        raise SweepError(f"{_cell_text(spec, i)}: {what} 10 times; {sink.on_disk()}: run the same "
+                                         "command again to resume")
+                    place(i)
                     continue
                 failures[i] += 1
                 if failures[i] > retries:                # given up; the other cells still finish
@@ -701,12 +783,12 @@ def _run_dask(client, spec, todo, sink, retries, where, lost_after):
                     given_up.append(f"{_cell_text(spec, i)} failed on {attempts} (--retries {retries}; last: "
                                     f"{_first_line(error)})")
                     continue
-                new = submit(i)
-                futures[new] = i
-                pending.add(new)
+                place(i)
     if given_up:
         more = f" (and {len(given_up) - 1} more cells)" if len(given_up) > 1 else ""
         raise SweepError(f"{given_up[0]}{more}; {sink.on_disk()}")
+    return [f"a worker that joined mid-sweep computed no cell (its cells went to the other workers): {why}"
+            for why in refused.values()]
 
 
 def finalize(result, out: str | os.PathLike) -> Path:

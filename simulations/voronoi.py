@@ -444,6 +444,7 @@ def run_ladder(p: VoronoiParams, out, *, rungs=LADDER_RUNGS, decays=DECAYS, seed
                            "damaged_cells": outcome.damaged})
     if outcome.damaged:
         result.message += f"; {len(outcome.damaged)} damaged cells recomputed ({'; '.join(outcome.damaged)})"
+    result.message = outcome.with_refused(result.message)
     result.timings["sweep"] = outcome.seconds
     sweep.finalize(result, out)
     return result

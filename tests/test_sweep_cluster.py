@@ -8,7 +8,9 @@ Workers that cannot run dyntools cells (no dyntools, another version) are refuse
 before anything is written. Every process started here is stopped; hang guards are generous timeouts.
 """
 
+import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -42,7 +44,7 @@ try:
 except (ValueError, TypeError, StoreError) as exc:
     print(f"dyntools: error: {exc}", file=sys.stderr)
     sys.exit(2)
-print(json.dumps({"computed": o.computed, "reused": o.reused}))
+print(json.dumps({"computed": o.computed, "reused": o.reused, "refused": o.refused}))
 """
 
 
@@ -63,10 +65,15 @@ class Cluster:
         self.logs = logs
         self.scheduler = subprocess.Popen([DASK, "scheduler", "--host", "127.0.0.1", "--port", str(self.port),
                                            "--no-dashboard"], env=base, stdout=logs, stderr=logs)
-        self.workers = [subprocess.Popen([DASK, "worker", self.address, "--nthreads", "1",
-                                          "--nanny" if nanny else "--no-nanny", "--host", "127.0.0.1",
-                                          "--no-dashboard"],
-                                         env=env or base, stdout=logs, stderr=logs) for _ in range(workers)]
+        self.workers = []
+        for _ in range(workers):
+            self.add_worker(env or base, nanny)
+
+    def add_worker(self, env: dict, nanny: bool = False) -> None:
+        """Start one more worker (``env`` for it), e.g. mid-sweep."""
+        self.workers.append(subprocess.Popen([DASK, "worker", self.address, "--nthreads", "1",
+                                              "--nanny" if nanny else "--no-nanny", "--host", "127.0.0.1",
+                                              "--no-dashboard"], env=env, stdout=self.logs, stderr=self.logs))
 
     def wait_for_workers(self, n: int, timeout: float = 600) -> None:
         from distributed import Client
@@ -222,10 +229,7 @@ def test_workers_without_dyntools_are_refused_by_the_handshake_naming_the_worker
 
 
 def test_a_worker_with_another_dyntools_version_is_refused(tmp_path, clusters, driver):
-    fake = tmp_path / "fake" / "dyntools"
-    fake.mkdir(parents=True)
-    (fake / "__init__.py").write_text("__version__ = '0.0.1'\n")
-    cluster = clusters(workers=1, env={**os.environ, "PYTHONPATH": str(fake.parent)})
+    cluster = clusters(workers=1, env=fake_dyntools(tmp_path))
     cluster.wait_for_workers(1)
     out = tmp_path / "s"
     proc = driver(out, cluster.address, tmp_path / "log", n=4, sleep=0.0)
@@ -233,6 +237,71 @@ def test_a_worker_with_another_dyntools_version_is_refused(tmp_path, clusters, d
     assert proc.returncode == 2
     assert "runs dyntools 0.0.1, this command 0.1.0" in stderr and len(stderr.strip().splitlines()) == 1
     assert not out.exists()
+
+
+def fake_dyntools(tmp_path, version="0.0.1") -> dict:
+    """The environment of a worker whose dyntools is another version (a package first on its path)."""
+    fake = tmp_path / "fake" / "dyntools"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text(f"__version__ = {version!r}\n")
+    return {**os.environ, "PYTHONPATH": str(fake.parent)}
+
+
+def test_a_worker_of_another_version_joining_mid_sweep_writes_no_cell_and_is_named(tmp_path, clusters, driver):
+    """The handshake passed (one good worker); a worker with another dyntools joins while cells are still queued:
+    the cells it picks are refused before they run and go to the good worker; every cell is computed once, by the
+    good worker, and the sweep's outcome names the foreign worker in one line."""
+    from distributed import Client
+
+    cluster = clusters(workers=1)
+    cluster.wait_for_workers(1)
+    with Client(cluster.address, timeout="60s", set_as_default=False) as client:
+        good = set(client.nthreads())
+    out, log, n = tmp_path / "s", tmp_path / "log", 16
+    proc = driver(out, cluster.address, log, n=n, sleep=1.0)
+    wait_until(lambda: len(on_disk(out)) >= 2, proc)
+    cluster.add_worker(fake_dyntools(tmp_path))
+    cluster.wait_for_workers(2)
+    assert len(on_disk(out)) < n - 2, "the sweep ended before the foreign worker joined: nothing tested"
+    stdout, stderr = proc.communicate(timeout=HANG_GUARD)
+    assert proc.returncode == 0, stderr
+    assert "Traceback" not in stderr
+    refused = json.loads(stdout.strip().splitlines()[-1])["refused"]
+    assert len(refused) == 1 and "\n" not in refused[0], refused
+    named = re.search(r"worker (tcp://127\.0\.0\.1:\d+) runs dyntools 0\.0\.1, this command 0\.1\.0", refused[0])
+    assert named and named.group(1) not in good, refused           # the foreign worker, by its address
+    assert on_disk(out) == set(range(n))
+    counts = computations(log)
+    assert all(counts[i] == 1 for i in range(n)), counts             # nothing computed twice, nothing lost
+    pids = {line.split()[1] for line in Path(log).read_text().splitlines()}
+    assert len(pids) == 1, pids                                        # every cell by the one good worker
+    same_arrays(out, reference(tmp_path, n))
+
+
+def test_the_guard_runs_the_cell_only_on_a_worker_of_this_version():
+    """In this process (no worker): the guarded cell runs the cell function when the versions agree; otherwise it
+    raises ForeignWorker, which the client recognises after a by-value round trip and turns into the reason."""
+    import cloudpickle
+
+    from dyntools.cluster import foreign_worker, guarded_cell
+    from dyntools.version import __version__
+
+    guard = cloudpickle.loads(cloudpickle.dumps(guarded_cell()))
+    out = guard(__version__, "dyntools.sweep:run_cell", "dyntools.sweep:demo_cell", {"size": 3}, {}, 3, 5)
+    assert out["x"].shape == (3,) and out["status"] == "completed"
+    with pytest.raises(Exception) as caught:
+        guard("0.0.1", "dyntools.sweep:run_cell", "dyntools.sweep:demo_cell", {}, {}, 3, 5)
+    error = cloudpickle.loads(cloudpickle.dumps(caught.value))
+    assert type(error).__name__ == "ForeignWorker"
+    # as seen from a client of version 0.0.1: this worker runs another version
+    address, info = error.args
+    assert info["dyntools"] == __version__
+    assert foreign_worker(type(error)(address, {**info, "dyntools": "9.9"})) == \
+        (address, f"worker {address} runs dyntools 9.9, this command {__version__}; start the workers from the same "
+                  "dyntools version")
+    assert foreign_worker(type(error)(address, {**info, "dyntools": None, "dyntools_error": "X: gone"}))[1] \
+        .startswith(f"worker {address} cannot import dyntools (X: gone)")
+    assert foreign_worker(ValueError("ForeignWorker")) is None and foreign_worker(None) is None
 
 
 def test_a_scheduler_without_workers_is_one_line_naming_the_timeout(tmp_path, clusters):

@@ -155,7 +155,7 @@ import sys
 from dyntools import sweep
 from dyntools.store import StoreError
 cells = [{"sleep": 0.4} for _ in range(12)]
-spec = sweep.SweepSpec("demo", "dyntools.sweep:demo_cell", {"size": 4}, cells, 3)
+spec = sweep.SweepSpec("demo", sys.argv[3], {"size": 4}, cells, 3)
 try:
     o = sweep.run_sweep(spec, sys.argv[1], workers=2, retries=int(sys.argv[2]))
 except (ValueError, StoreError) as exc:
@@ -189,12 +189,23 @@ def pool_workers(pid: int) -> list[int]:
     return found
 
 
-@pytest.mark.parametrize("retries", [0, 2])
-def test_a_killed_local_pool_process_is_retried_or_one_line(tmp_path, retries):
+def bar_cell(config, cell, seed, index):
+    """A demo cell that makes a (hidden) progress bar first, as the real cells do: tqdm's default lock is a
+    multiprocessing semaphore, which a killed pool process would leave registered (a 'leaked semaphore' warning)."""
+    from dyntools.engine.progress import progress_bar
+
+    with progress_bar(1, "cell", enabled=False):
+        pass
+    return sweep.demo_cell(config, cell, seed, index)
+
+
+@pytest.mark.parametrize(("retries", "cell_fn"), [(0, "dyntools.sweep:demo_cell"), (2, "dyntools.sweep:demo_cell"),
+                                                  (0, "tests.test_sweep_integrity:bar_cell")])
+def test_a_killed_local_pool_process_is_retried_or_one_line(tmp_path, retries, cell_fn):
     out = tmp_path / "s"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-c", POOL, str(out), str(retries)], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-c", POOL, str(out), str(retries), cell_fn], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         wait_for(lambda: len(sweep.finished_cells(out, 12) if (out / "cells").is_dir() else ()) >= 2, proc)
         workers = wait_for(lambda: pool_workers(proc.pid), proc)
@@ -210,7 +221,7 @@ def test_a_killed_local_pool_process_is_retried_or_one_line(tmp_path, retries):
         assert len(lines) == 1, stderr                            # no BrokenProcessPool, no leaked-semaphore warning
         assert "a worker process of the local pool died 1 time (" in lines[0] and "run the same command" in lines[0]
         kept = sweep.finished_cells(out, 12)
-        resumed = sweep.run_sweep(sweep.SweepSpec("demo", "dyntools.sweep:demo_cell", {"size": 4},
+        resumed = sweep.run_sweep(sweep.SweepSpec("demo", cell_fn, {"size": 4},
                                                   [{"sleep": 0.4}] * 12, 3), out, workers=1)
         assert (resumed.computed, resumed.reused) == (12 - len(kept), len(kept))
     else:
