@@ -110,6 +110,15 @@ class SweepOutcome:
         clause = targets_sentence(summary["compile_targets"])
         return self.with_refused(f"{message}; {clause}" if clause else message)
 
+    def with_damaged(self, message: str) -> str:
+        """``message`` with one clause on the damaged files found at the start, if any: how many cells were
+        recomputed (a damaged ``sweep.json`` is rebuilt, not recomputed) and each file with why."""
+        if not self.damaged:
+            return message
+        cells = sum(Path(d.split(": ", 1)[0]).name != SPEC_FILE for d in self.damaged)
+        return (f"{message}; {cells} damaged cell{'s' if cells != 1 else ''} recomputed"
+                f" ({'; '.join(self.damaged)})")
+
     def with_refused(self, message: str) -> str:
         """``message`` with one clause per worker refused mid-sweep (naming it and why), if any."""
         return "; ".join([message, *self.refused])

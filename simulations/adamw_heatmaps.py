@@ -370,8 +370,7 @@ def assemble(cfg: GridConfig, spec: sweep.SweepSpec, outcome: sweep.SweepOutcome
     n_div = int(arrays["diverged"].sum())
     message = (f"{len(spec.cells)} cells ({outcome.computed} computed, {outcome.reused} reused) on "
                f"{outcome.backend}; {n_div} diverged")
-    if outcome.damaged:
-        message += f"; {len(outcome.damaged)} damaged cells recomputed ({'; '.join(outcome.damaged)})"
+    message = outcome.with_damaged(message)
     summary = {**summary, "cells": len(spec.cells), "computed": outcome.computed, "reused": outcome.reused,
                "diverged_cells": n_div, "backend": outcome.backend, "damaged_cells": outcome.damaged}
     message = outcome.with_targets(message, summary)

@@ -442,8 +442,7 @@ def run_ladder(p: VoronoiParams, out, *, rungs=LADDER_RUNGS, decays=DECAYS, seed
     result = assemble_ladder(spec, outcome.cells)
     result.summary.update({"computed": outcome.computed, "reused": outcome.reused, "backend": outcome.backend,
                            "damaged_cells": outcome.damaged})
-    if outcome.damaged:
-        result.message += f"; {len(outcome.damaged)} damaged cells recomputed ({'; '.join(outcome.damaged)})"
+    result.message = outcome.with_damaged(result.message)
     result.message = outcome.with_refused(result.message)
     result.timings["sweep"] = outcome.seconds
     sweep.finalize(result, out)

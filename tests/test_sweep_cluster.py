@@ -307,9 +307,11 @@ def test_the_guard_runs_the_cell_only_on_a_worker_of_this_version():
 def test_a_scheduler_without_workers_is_one_line_naming_the_timeout(tmp_path, clusters):
     cluster = clusters(workers=0)
     out = tmp_path / "s"
-    with pytest.raises(ValueError, match="no worker joined at tcp://127.0.0.1:.* within 3 s"):
+    # 15 s, not 3: on a loaded machine the scheduler's first answer alone can take seconds (seen: "cannot reach
+    # … within 3 s" at load 12) — the budget is the user's, the test asserts what happens when no worker comes
+    with pytest.raises(ValueError, match="no worker joined at tcp://127.0.0.1:.* within 15 s"):
         sweep.run_sweep(sweep.SweepSpec("demo", "dyntools.sweep:demo_cell", {}, [{}], 3), out,
-                        scheduler=cluster.address, connect_timeout=3)
+                        scheduler=cluster.address, connect_timeout=15)
     assert not out.exists()
 
 

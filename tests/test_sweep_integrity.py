@@ -49,6 +49,7 @@ def test_sweep_json_holds_each_cells_sha256_and_a_cell_edited_by_hand_is_recompu
     assert (again.computed, again.reused) == (1, 5)
     assert len(again.damaged) == 1 and "cell_00002.npz: its SHA-256 differs from the one in sweep.json" \
         in again.damaged[0]
+    assert again.with_damaged("done").startswith("done; 1 damaged cell recomputed (")
     np.testing.assert_array_equal(again.cells[2]["x"], first.cells[2]["x"])
 
 
@@ -62,6 +63,7 @@ def test_a_damaged_sweep_json_is_reported_and_rebuilt_from_the_valid_cells(tmp_p
     again = sweep.run_sweep(demo_spec(), out, workers=1)
     assert (again.computed, again.reused) == (0, 6)               # nothing discarded
     assert len(again.damaged) == 1 and "sweep.json: damaged" in again.damaged[0] and "rebuilt" in again.damaged[0]
+    assert again.with_damaged("done").startswith("done; 0 damaged cells recomputed (")    # rebuilt, not recomputed
     assert len(ledger(out)["checksums"]) == 6 and ledger(out)["seed"] == 3
     for a, b in zip(first.cells, again.cells):
         np.testing.assert_array_equal(a["x"], b["x"])
