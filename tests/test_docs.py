@@ -269,3 +269,26 @@ def test_the_build_command_executes_by_default_and_fails_on_a_local_path(tmp_pat
         capsys.readouterr()
         assert build.main(["--out", str(tmp_path / "html")]) == 1, path
         assert "01_x.html shows a local path" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("tex, text", [("M_t", "Mₜ"), (r"\beta_2", "β₂"), ("x^{2}", "x²"), (r"\(M_t\)", "Mₜ"),
+                                       (r"\mathrm{lr}_{t}", "lrₜ"), (r"\eta_{b}", "η_b"),
+                                       (r"\sqrt{v_t} + \epsilon", "√vₜ + ε"), (r"\Sigma", "Σ")])
+def test_a_titles_math_reads_as_plain_text(tex, text):
+    titles = _load(ROOT / "docs" / "_ext" / "plain_titles.py", "dyntools_docs_plain_titles")
+    assert titles.plain(tex) == text
+
+
+def test_no_page_title_or_navigation_entry_shows_raw_math(site):
+    pages = [page for page in sorted(site.rglob("*.html")) if "_static" not in page.parts]   # the theme's macros
+    assert len(pages) > 100
+    for page in pages:
+        html = page.read_text()
+        title = re.search(r"<title>(.*?)</title>", html, flags=re.S).group(1)
+        assert "\\(" not in title and "$" not in title, f"{page.relative_to(site)}: <title> {title!r}"
+        for nav in re.findall(r"<nav\b.*?</nav>", html, flags=re.S):
+            assert "\\(" not in nav and 'class="math' not in nav, f"{page.relative_to(site)}: math in navigation"
+    exercise = (site / "notebooks" / "exercises" / "02_preconditioner_Mt.html").read_text()
+    assert "<title>Exercise 2 — the preconditioner Mₜ of RMSProp with L2" in exercise
+    heading = re.search(r"<h1>(.*?)</h1>", exercise, flags=re.S).group(1)
+    assert 'class="math notranslate nohighlight"' in heading, "the heading itself lost its math"
