@@ -16,6 +16,7 @@ environment, a temporary directory) fails the build.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import re
@@ -90,6 +91,9 @@ def build(out: Path, *, executed: Path | None = None, execute: bool = True, quie
     env.pop("DYNTOOLS_DOCS_EXECUTE", None)
     if execute:
         env["DYNTOOLS_DOCS_EXECUTE"] = "cache"
+        # the kernels inherit this environment: with Agg, ``plt.show()`` would put no figure in the outputs
+        if importlib.util.find_spec("matplotlib_inline") is not None:
+            env["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
     with tempfile.TemporaryDirectory(prefix="dyntools-docs-") as tmp:
         src = stage(Path(tmp) / "src", executed, docs=docs, notebooks=notebooks)
         cmd = [sys.executable, "-m", "sphinx", "-b", "html", "-W", "--keep-going", "-n", "-j", "1",

@@ -225,7 +225,8 @@ def _tiny_site(tmp_path: Path) -> tuple[Path, Path]:
                                                            "language": "python"}})
     nb.cells = [nbformat.v4.new_markdown_cell("# 01 — A tiny notebook"),
                 nbformat.v4.new_code_cell("import os\nwith open(os.environ['DYNTOOLS_TEST_RUNS'], 'a') as f:\n"
-                                          "    f.write('run\\n')\nprint('six times seven is', 6 * 7)")]
+                                          "    f.write('run\\n')\nprint('six times seven is', 6 * 7)"),
+                nbformat.v4.new_code_cell("import matplotlib.pyplot as plt\nplt.plot([0, 1], [1, 0])\nplt.show()")]
     nbformat.write(nb, notebooks / "01_tiny.ipynb")
     return docs, notebooks
 
@@ -241,6 +242,7 @@ def test_the_default_build_executes_each_notebook_once_and_caches_it(tmp_path, m
         assert proc.returncode == 0, f"build {attempt} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
         html = (out / "notebooks" / "01_tiny.html").read_text()
         assert "six times seven is 42" in html and "cell_output" in html, f"build {attempt} shows no output"
+        assert re.search(r'<img[^>]+src="[^"]*\.png"', html), f"build {attempt}: the figure is not in the page"
         assert runs.read_text().count("run") == 1, f"build {attempt}: the notebook ran again (the cache missed)"
     assert build.cache_dir(out).is_dir() and build.cache_dir(out).name == dyntools.__version__
     proc = build.build(out, docs=docs, notebooks=notebooks, execute=False, timeout=600)
