@@ -29,13 +29,15 @@ extensions = [
     "public_api",                   # one reference page per public name of ``import dyntools as dt``
     "api_links",                    # every ``dt.name`` of a guide links to its API entry
     "guide_sections",               # a guide page not yet in a section of guide/index.md still builds
+    "plain_titles",                 # a heading's math reads as plain text in the <title> and the sidebar
 ]
 
 myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "deflist"]
 myst_heading_anchors = 3
 
-# Notebooks: rendered with the outputs they carry. ``python docs/build.py`` stages the notebooks executed by
-# tests/test_notebooks.py (small sizes) when it has them; ``--execute`` runs them here at full size, cached.
+# Notebooks: ``python docs/build.py`` executes them here at full size (DYNTOOLS_DOCS_EXECUTE=cache, jupyter-cache
+# keyed by each notebook's code, one cache per dyntools version); ``--no-execute`` and the test suite's build render
+# them as they are (the suite stages the copies tests/test_notebooks.py executed at small sizes).
 nb_execution_mode = os.environ.get("DYNTOOLS_DOCS_EXECUTE", "off")
 nb_execution_timeout = 1800
 nb_execution_raise_on_error = True
@@ -47,6 +49,7 @@ nb_render_markdown_format = "myst"   # the Markdown outputs (verdict tables) hav
 autodoc_member_order = "bysource"
 autodoc_typehints = "signature"     # the signatures show the types; the docstrings say what they mean
 autodoc_typehints_format = "short"
+autodoc_preserve_defaults = True    # defaults as written in the source (``lr=1e-3``, ``dtype=np.float64``), not repr
 autodoc_default_options = {"members": False}
 autosummary_generate = False
 napoleon_numpy_docstring = True
@@ -72,6 +75,10 @@ html_theme_options = {
     "show_toc_level": 2,
     "header_links_before_dropdown": 3,
     "navigation_with_keys": False,
+    # notebook pages give the figures the secondary sidebar's width too: a 10-inch figure shows at ~97 % of its
+    # pixels at 1280 px instead of 79 % (its headings stay in the left sidebar's entry)
+    "secondary_sidebar_items": {"**": ["page-toc", "sourcelink"],     # exact names: the last match wins
+                                **{f"notebooks/{nb.stem}": [] for nb in (HERE / "notebooks").glob("[0-9]*.ipynb")}},
 }
 html_context = {"dyntools_version": release}
 html_show_sourcelink = False

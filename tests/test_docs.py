@@ -3,9 +3,10 @@ public name of ``import dyntools as dt``, includes every user-guide page, and re
 equations typeset by the bundled MathJax — in a real headless browser (tests/browser.py).
 
 The build needs the ``docs`` extra (``pip install ".[docs]"``; the ``test`` extra pulls it in); without it, or
-without a Chromium for the browser check, the tests skip and say why. The notebooks are rendered from the
-copies tests/test_notebooks.py executed in this session (conftest.py runs this file last), or without outputs
-when this file runs alone."""
+without a Chromium for the browser check, the tests skip and say why. The site is built on the fast path: the
+notebooks are rendered from the copies tests/test_notebooks.py executed in this session (conftest.py runs this
+file last), or without outputs when this file runs alone; the default build's execution and cache are tested on a
+tiny staged site (:func:`test_the_default_build_executes_each_notebook_once_and_caches_it`)."""
 
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ def site(tmp_path_factory):
     executed = tmp_path_factory.getbasetemp() / "executed-notebooks"
     out = tmp_path_factory.mktemp("docs") / "html"
     start = time.perf_counter()
-    proc = build.build(out, executed=executed if executed.is_dir() else None)
+    proc = build.build(out, executed=executed if executed.is_dir() else None, execute=False)   # the fast path
     seconds = time.perf_counter() - start
     assert proc.returncode == 0, f"the docs build failed or warned:\n{proc.stdout[-5000:]}\n{proc.stderr[-20000:]}"
     print(f"docs built in {seconds:.1f} s")
@@ -205,3 +206,91 @@ def test_every_guide_page_is_in_a_section_of_the_guide(site):
     assert sections.unlisted(text, ["alpha", "beta", "index"]) == ["beta"]
     html = (site / "guide" / "index.html").read_text()
     assert sections.MORE not in html, "a guide page is not in a section of docs/guide/index.md: add it there"
+
+
+def _tiny_site(tmp_path: Path) -> tuple[Path, Path]:
+    """A site of one page and one notebook, configured with the real docs/conf.py's notebook settings (its
+    ``nb_`` lines); the notebook counts its executions in the file named by $DYNTOOLS_TEST_RUNS."""
+    import nbformat
+
+    docs, notebooks = tmp_path / "docs", tmp_path / "notebooks"
+    docs.mkdir()
+    notebooks.mkdir()
+    settings = [line for line in (ROOT / "docs" / "conf.py").read_text().splitlines() if line.startswith("nb_")]
+    assert any(line.startswith("nb_execution_mode") for line in settings)
+    (docs / "conf.py").write_text("import os\nextensions = ['myst_nb']\nexclude_patterns = ['_build']\n"
+                                  + "\n".join(settings) + "\n")
+    (docs / "index.md").write_text("# Tiny\n\n```{toctree}\n:glob:\n\nnotebooks/*\n```\n")
+    nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                           "language": "python"}})
+    nb.cells = [nbformat.v4.new_markdown_cell("# 01 — A tiny notebook"),
+                nbformat.v4.new_code_cell("import os\nwith open(os.environ['DYNTOOLS_TEST_RUNS'], 'a') as f:\n"
+                                          "    f.write('run\\n')\nprint('six times seven is', 6 * 7)"),
+                nbformat.v4.new_code_cell("import matplotlib.pyplot as plt\nplt.plot([0, 1], [1, 0])\nplt.show()")]
+    nbformat.write(nb, notebooks / "01_tiny.ipynb")
+    return docs, notebooks
+
+
+def test_the_default_build_executes_each_notebook_once_and_caches_it(tmp_path, monkeypatch):
+    build = _load(ROOT / "docs" / "build.py", "dyntools_docs_build")
+    docs, notebooks = _tiny_site(tmp_path)
+    runs = tmp_path / "runs.txt"
+    monkeypatch.setenv("DYNTOOLS_TEST_RUNS", str(runs))
+    out = tmp_path / "site" / "html"
+    for attempt in (1, 2):
+        proc = build.build(out, docs=docs, notebooks=notebooks, timeout=600)      # the default: execute, cached
+        assert proc.returncode == 0, f"build {attempt} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
+        html = (out / "notebooks" / "01_tiny.html").read_text()
+        assert "six times seven is 42" in html and "cell_output" in html, f"build {attempt} shows no output"
+        assert re.search(r'<img[^>]+src="[^"]*\.png"', html), f"build {attempt}: the figure is not in the page"
+        assert runs.read_text().count("run") == 1, f"build {attempt}: the notebook ran again (the cache missed)"
+    assert build.cache_dir(out).is_dir() and build.cache_dir(out).name == dyntools.__version__
+    proc = build.build(out, docs=docs, notebooks=notebooks, execute=False, timeout=600)
+    assert proc.returncode == 0 and "six times seven is 42" not in (out / "notebooks" / "01_tiny.html").read_text()
+
+
+def test_the_build_command_executes_by_default_and_fails_on_a_local_path(tmp_path, monkeypatch, capsys):
+    import subprocess
+
+    build = _load(ROOT / "docs" / "build.py", "dyntools_docs_build")
+    calls = []
+    shown = {"text": "a figure"}
+
+    def fake(out, **kw):
+        calls.append(kw)
+        (Path(out) / "notebooks").mkdir(parents=True, exist_ok=True)
+        (Path(out) / "notebooks" / "01_x.html").write_text(f"<html><p>{shown['text']}</p></html>")
+        return subprocess.CompletedProcess([], 0)
+
+    monkeypatch.setattr(build, "build", fake)
+    assert build.main(["--out", str(tmp_path / "html")]) == 0 and calls[-1]["execute"] is True
+    assert build.main(["--out", str(tmp_path / "html"), "--no-execute"]) == 0 and calls[-1]["execute"] is False
+    for path in ("/home/ann/venv/lib/python3.12/site-packages/tqdm/auto.py", "C:\\Users\\ann\\nb.py",
+                 "/tmp/dyntools-docs-x1/src/notebooks/out.png"):
+        shown["text"] = f"Warning: {path}: 3 steps"
+        capsys.readouterr()
+        assert build.main(["--out", str(tmp_path / "html")]) == 1, path
+        assert "01_x.html shows a local path" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("tex, text", [("M_t", "Mₜ"), (r"\beta_2", "β₂"), ("x^{2}", "x²"), (r"\(M_t\)", "Mₜ"),
+                                       (r"\mathrm{lr}_{t}", "lrₜ"), (r"\eta_{b}", "η_b"),
+                                       (r"\sqrt{v_t} + \epsilon", "√vₜ + ε"), (r"\Sigma", "Σ")])
+def test_a_titles_math_reads_as_plain_text(tex, text):
+    titles = _load(ROOT / "docs" / "_ext" / "plain_titles.py", "dyntools_docs_plain_titles")
+    assert titles.plain(tex) == text
+
+
+def test_no_page_title_or_navigation_entry_shows_raw_math(site):
+    pages = [page for page in sorted(site.rglob("*.html")) if "_static" not in page.parts]   # the theme's macros
+    assert len(pages) > 100
+    for page in pages:
+        html = page.read_text()
+        title = re.search(r"<title>(.*?)</title>", html, flags=re.S).group(1)
+        assert "\\(" not in title and "$" not in title, f"{page.relative_to(site)}: <title> {title!r}"
+        for nav in re.findall(r"<nav\b.*?</nav>", html, flags=re.S):
+            assert "\\(" not in nav and 'class="math' not in nav, f"{page.relative_to(site)}: math in navigation"
+    exercise = (site / "notebooks" / "exercises" / "02_preconditioner_Mt.html").read_text()
+    assert "<title>Exercise 2 — the preconditioner Mₜ of RMSProp with L2" in exercise
+    heading = re.search(r"<h1>(.*?)</h1>", exercise, flags=re.S).group(1)
+    assert 'class="math notranslate nohighlight"' in heading, "the heading itself lost its math"
