@@ -107,7 +107,7 @@ def still(result, surface: str, out_dir: Path, formats: Sequence[str] = ("png", 
 def gallery(result, out_dir: Path, formats: Sequence[str] = ("png", "pdf")) -> list[Path]:
     """Every surface of the result in one figure (a shared legend)."""
     surfaces = result.config["surfaces"]
-    ncols = min(3, len(surfaces))
+    ncols = min(2, len(surfaces))       # two columns: at a page's width (~1000 px) the ticks stay readable
     nrows = -(-len(surfaces) // ncols)
     fig, axes = plots.figure(ncols=ncols, nrows=nrows, width=3.6, height=3.2)
     for i, s in enumerate(surfaces):
@@ -120,8 +120,8 @@ def gallery(result, out_dir: Path, formats: Sequence[str] = ("png", "pdf")) -> l
     for ax in axes.flat:
         for h, n in zip(*ax.get_legend_handles_labels()):
             entries.setdefault(n.split(" (lr")[0], h)
-    fig.legend(list(entries.values()), list(entries), loc="outside lower center",
-               ncols=min(6, len(entries)), frameon=False)
+    fig.legend(list(entries.values()), list(entries), loc="outside lower center",   # no wider than the panels
+               ncols=min(2 * ncols, len(entries)), frameon=False)
     noise = result.config["noise"]
     fig.suptitle(f"{result.config['steps']} steps" + (f", gradient noise σ = {noise:g}" if noise else ""))
     return plots.save(fig, out_dir, "trajectories_gallery", formats)
@@ -132,7 +132,7 @@ def losses(result, out_dir: Path, formats: Sequence[str] = ("png", "pdf")) -> li
     from dyntools.models.surfaces import surface as spec_of
 
     surfaces = result.config["surfaces"]
-    ncols = min(3, len(surfaces))
+    ncols = min(2, len(surfaces))       # two columns: at a page's width (~1000 px) the ticks stay readable
     nrows = -(-len(surfaces) // ncols)
     fig, axes = plots.figure(ncols=ncols, nrows=nrows, width=3.6, height=2.8)
     labels = _labels()
@@ -152,7 +152,7 @@ def losses(result, out_dir: Path, formats: Sequence[str] = ("png", "pdf")) -> li
     for j in range(len(surfaces), nrows * ncols):
         axes[j // ncols, j % ncols].set_visible(False)
     handles, names = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, names, loc="outside lower center", ncols=min(8, len(names)), frameon=False)
+    fig.legend(handles, names, loc="outside lower center", ncols=min(2 * ncols, len(names)), frameon=False)
     fig.suptitle(f"loss gap against the step (clipped at {GAP_FLOOR:g})")
     return plots.save(fig, out_dir, "trajectories_loss", formats)
 
