@@ -71,6 +71,8 @@ def check(p: GrokkingSweepParams) -> None:
     from dyntools import sweep
 
     G.check_grid(p, "decays", "fractions", p.fractions)
+    if not p.fractions:
+        raise ValueError("Invalid fractions: need at least one train fraction")
     if not p.optimizers or len(set(p.optimizers)) != len(p.optimizers):
         raise ValueError(f"Invalid optimizers: {','.join(p.optimizers)} (need distinct names)")
     if set(p.optimizers) & {"adamw", "adam+l2"} and not p.decays:

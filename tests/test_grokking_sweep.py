@@ -37,6 +37,14 @@ def test_every_cell_is_bitwise_the_single_run_with_that_seed(model):
     assert len(set(finals)) == len(finals)          # the optimizers and seeds differ: the comparison has teeth
 
 
+def test_an_empty_grid_from_python_is_refused_naming_the_option():
+    with pytest.raises(ValueError, match="Invalid fractions"):
+        GS.build_spec(GS.GrokkingSweepParams(fractions=()), 0)
+    with pytest.raises(ValueError, match="Invalid decays"):
+        GS.build_spec(GS.GrokkingSweepParams(decays=()), 0)
+    assert len(GS.build_spec(GS.GrokkingSweepParams(decays=(), optimizers=("none",), seeds=1), 0).cells) == 3
+
+
 def test_cells_cover_the_grid_and_none_once_per_fraction():
     p = GS.GrokkingSweepParams(decays=(0.1, 1.0), fractions=(0.5, 0.7), seeds=3)
     cells = GS.cells_of(p)
