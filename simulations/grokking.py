@@ -54,26 +54,32 @@ BETAS = (0.9, 0.98)        # Power et al.'s betas
 
 
 @dataclass(frozen=True)
-class GrokkingParams:
-    """``dyntools simulate grokking``: AdamW vs Adam+L2 vs Adam on ``a ∘ b mod p``, and AdamW's phase diagram."""
+class _Common:
+    """The task, network and training shared by ``simulate grokking`` and ``sweep grokking``."""
 
     model: str = param("mlp", choices=MODELS, group=NET,
                        help="network: the MLP on one-hot pairs, or the small transformer on the tokens 'a b ='")
     p: int = param(23, low=3, high=113, group=TASK, help="modulus p (the table has p² pairs)")
     op: str = param("+", choices=OPS, group=TASK, help="operation: a+b, a-b or a*b mod p")
-    train_fraction: float = param(0.7, low=0.0, high=1.0, low_open=True, high_open=True, group=TASK,
-                                  help="fraction of the table used for training")
     width: int = param(128, low=1, high=4096, group=NET, help="hidden width m of the MLP")
     d_model: int = param(32, low=2, high=512, group=NET, help="transformer: embedding width")
     heads: int = param(4, low=1, high=64, group=NET, help="transformer: attention heads (dividing d-model)")
     layers: int = param(1, low=1, high=2, group=NET, help="transformer: pre-norm blocks")
     steps: int = param(3_000, low=10, high=10**7, group=RUN, help="full-batch steps (the budget)")
     lr: float = param(1e-2, low=0.0, low_open=True, group=RUN, help="learning rate η of every optimizer")
-    weight_decay: float = param(1.0, low=0.0, group=RUN, help="λ of AdamW and of Adam+L2")
-    seeds: int = param(5, low=1, high=1000, group=RUN, help="seeds (split, initialization)")
     records: int = param(30, low=4, high=10**4, group=RUN, help="recorded steps (log grid)")
     threshold: float = param(0.95, low=0.0, high=1.0, low_open=True, group=RUN,
                              help="test accuracy that counts as generalized in the verdict and the phase diagram")
+
+
+@dataclass(frozen=True)
+class GrokkingParams(_Common):
+    """``dyntools simulate grokking``: AdamW vs Adam+L2 vs Adam on ``a ∘ b mod p``, and AdamW's phase diagram."""
+
+    train_fraction: float = param(0.7, low=0.0, high=1.0, low_open=True, high_open=True, group=TASK,
+                                  help="fraction of the table used for training")
+    weight_decay: float = param(1.0, low=0.0, group=RUN, help="λ of AdamW and of Adam+L2")
+    seeds: int = param(5, low=1, high=1000, group=RUN, help="seeds (split, initialization)")
     phase_decays: tuple = param((0.0, 0.3, 1.0), kind="floats", low=0.0, max_len=20, metavar="LAMBDAS", group=PHASE,
                                 help="AdamW's λ values of the phase diagram")
     phase_fractions: tuple = param((0.5, 0.7, 0.85), kind="floats", low=0.0, high=1.0, low_open=True,
@@ -91,17 +97,23 @@ FULL = {"seeds": 10, "steps": 10_000, "records": 40, "phase_decays": (0.0, 0.1, 
         "phase_fractions": (0.4, 0.55, 0.7, 0.85), "phase_seeds": 3}
 
 
-def check(p: GrokkingParams) -> None:
-    if list(p.phase_decays) != sorted(set(p.phase_decays)):
-        raise ValueError("Invalid phase_decays: must be increasing")
-    if list(p.phase_fractions) != sorted(set(p.phase_fractions)):
-        raise ValueError("Invalid phase_fractions: must be increasing")
+def check_grid(p, decays: str, fractions: str, all_fractions) -> None:
+    """The checks ``simulate`` and ``sweep grokking`` share: λ values and fractions increasing (named by the
+    options ``decays``/``fractions``), heads dividing d_model, every fraction leaving pairs on both sides."""
+    if list(getattr(p, decays)) != sorted(set(getattr(p, decays))):
+        raise ValueError(f"Invalid {decays}: must be increasing")
+    if list(getattr(p, fractions)) != sorted(set(getattr(p, fractions))):
+        raise ValueError(f"Invalid {fractions}: must be increasing")
     if p.model == "transformer" and p.d_model % p.heads:
         raise ValueError(f"Invalid heads: {p.heads} (must divide d_model = {p.d_model})")
-    for frac in (p.train_fraction, *p.phase_fractions):
+    for frac in all_fractions:
         n = int(round(frac * p.p * p.p))
         if not 1 <= n < p.p * p.p:
             raise ValueError(f"Invalid train_fraction: {frac} leaves {n} of {p.p * p.p} pairs for training")
+
+
+def check(p: GrokkingParams) -> None:
+    check_grid(p, "phase_decays", "phase_fractions", (p.train_fraction, *p.phase_fractions))
 
 
 # ------------------------------------------------------------------------------------ pieces
@@ -137,12 +149,13 @@ def optimizers(p: GrokkingParams, model, decay: float | None = None) -> list:
     return [adamw, O.adam(p.lr, BETAS, 1e-8, weight_decay=lam), O.adam(p.lr, BETAS, 1e-8)]
 
 
-def datasets(p: GrokkingParams, fraction: float, seeds: int, seed: int) -> list:
-    """One split of the table per seed index (the encoding the network reads)."""
+def datasets(p: GrokkingParams, fraction: float, seeds: int, seed: int, indices=None) -> list:
+    """One split of the table per seed index, ``range(seeds)`` or ``indices`` (the encoding the network reads)."""
     from dyntools.data.modular import modular_arithmetic
 
     encoding = "tokens" if p.model == "transformer" else "one-hot"
-    return [modular_arithmetic(p.p, p.op, fraction, encoding=encoding, seed=seed, index=s) for s in range(seeds)]
+    return [modular_arithmetic(p.p, p.op, fraction, encoding=encoding, seed=seed, index=s)
+            for s in (range(seeds) if indices is None else indices)]
 
 
 def first_step(acc: np.ndarray, steps: np.ndarray, level: float) -> np.ndarray:
@@ -168,19 +181,22 @@ def measure(model, theta_rec: np.ndarray, data: list) -> dict:
     return out
 
 
-def _train(p: GrokkingParams, model, data: list, opts: list, seed: int, key: tuple, record_steps) -> dict:
-    """Full-batch training of every optimizer of ``opts`` from the seeds' inits → ``theta`` (G, S, K, p) and
+def train_runs(p: GrokkingParams, model, data: list, opts: list, seed: int, key: tuple, record_steps,
+               indices=None, part: int = 0) -> dict:
+    """Full-batch training of every optimizer of ``opts`` from the inits of the seed indices ``indices``
+    (default ``0 … len(data) − 1``; ``data[i]`` is index ``indices[i]``'s split) → ``theta`` (G, S, K, p) and
     ``diverged_at`` (G, S). An AdamW with decay groups keeps its mask in its state, so it cannot share a
-    :func:`dyntools.train` call with optimizers without one: mixed lists are trained one optimizer per call."""
+    :func:`dyntools.train` call with optimizers without one: mixed lists are trained one optimizer per call,
+    call ``j`` under the stream key ``(*key, part + j)``."""
     import dyntools as dt
 
-    theta0 = np.stack([model.init(seed, s) for s in range(len(data))])
+    theta0 = np.stack([model.init(seed, s) for s in (range(len(data)) if indices is None else indices)])
     grouped = ["decay_weights" in o.options for o in opts]
     parts = [opts] if len(set(grouped)) == 1 else [[o] for o in opts]
     thetas, diverged = [], []
-    for j, part in enumerate(parts):
-        res = dt.train(model, data, part, steps=p.steps, sampler="full", record_steps=record_steps, seed=seed,
-                       theta0=theta0, stream_key=(*key, j), workers=p.workers)
+    for j, group in enumerate(parts):
+        res = dt.train(model, data, group, steps=p.steps, sampler="full", record_steps=record_steps, seed=seed,
+                       theta0=theta0, stream_key=(*key, part + j), workers=p.workers)
         thetas.append(res["theta"])
         diverged.append(res["diverged_at"])
     return {"theta": np.concatenate(thetas), "diverged_at": np.concatenate(diverged)}
@@ -201,7 +217,7 @@ def simulate(p: GrokkingParams, *, seed: int = 0):
     start, cpu = time.perf_counter(), time.process_time()
     steps = record.make_grid("log", p.steps, p.records)
     data = datasets(p, p.train_fraction, p.seeds, seed)
-    res = _train(p, model, data, optimizers(p, model), seed, (0,), steps)
+    res = train_runs(p, model, data, optimizers(p, model), seed, (0,), steps)
     arrays = measure(model, res["theta"], data)
     arrays["steps"] = steps
     arrays["diverged_at"] = res["diverged_at"]
@@ -213,7 +229,7 @@ def simulate(p: GrokkingParams, *, seed: int = 0):
     for j, frac in enumerate(p.phase_fractions if L and S2 else ()):
         pdata = datasets(p, frac, S2, seed)
         opts = [optimizers(p, model, lam)[0] for lam in p.phase_decays]
-        pres = _train(p, model, pdata, opts, seed, (1, j), steps)
+        pres = train_runs(p, model, pdata, opts, seed, (1, j), steps)
         m = measure(model, pres["theta"], pdata)
         reached[:, j] = first_step(m["test_acc"], steps, p.threshold) >= 0
         final[:, j] = m["test_acc"][..., -1]

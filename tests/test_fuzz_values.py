@@ -86,7 +86,7 @@ def test_the_harness_stops_every_valid_command_before_it_computes(tmp_path):
     """The suite's premise: a command that accepts its input raises ``Ran`` instead of computing (if a
     refactoring moved the run context, bad values that slip through would start real runs)."""
     for verb, exp in F.experiments():
-        work = tmp_path / exp.name
+        work = tmp_path / f"{verb}-{exp.name}"      # a name may be both a simulation and a sweep (grokking)
         work.mkdir()
         out = F.invoke([verb, exp.name, "--out", "out"], work)
         assert out.code == "ran", (exp.name, out)

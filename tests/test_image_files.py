@@ -222,3 +222,97 @@ def test_a_batch_naming_numpy_core_as_older_numpy_did_loads(tmp_path):
     images, labels = cifar_batches.read_batch(tmp_path / "test_batch")
     np.testing.assert_array_equal(images, written["test_batch"][0])
     np.testing.assert_array_equal(labels, written["test_batch"][1])
+
+
+# ------------------------------------------------------------------------------- size caps (gzip bombs, oversized)
+
+def gzip_of_zeros(head: bytes, n_zeros: int, chunk: int = 1 << 22) -> bytes:
+    """A gzip stream of ``head`` then ``n_zeros`` zero bytes, compressed chunk by chunk (small on disk)."""
+    import zlib
+
+    z = zlib.compressobj(9, zlib.DEFLATED, 31)
+    parts = [z.compress(head)]
+    for start in range(0, n_zeros, chunk):
+        parts.append(z.compress(bytes(min(chunk, n_zeros - start))))
+    return b"".join(parts) + z.flush()
+
+
+def test_a_gzip_bomb_stops_past_the_declared_length_without_decompressing_it(tmp_path):
+    import tracemalloc
+
+    write_idx_set(tmp_path, gz=True)
+    head = bytes([0, 0, 8, 3]) + struct.pack(">3I", 12, 28, 28)
+    bomb = gzip_of_zeros(head, 256 * 2**20)                # 256 MiB of zeros behind a 12-image header
+    assert len(bomb) < 2**20
+    (tmp_path / "train-images-idx3-ubyte.gz").write_bytes(bomb)
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match="train-images-idx3-ubyte.gz: more data than its header declares "
+                                             r"\(12 × 28 × 28 = 9408 bytes\)") as err:
+            dt.data.mnist(tmp_path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert "\n" not in str(err.value)
+    assert peak < 16 * 2**20, peak                         # decompressing it all would hold 256 MiB
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_a_header_declaring_more_than_the_memory_is_refused_naming_the_limit(tmp_path, monkeypatch, gz):
+    write_idx_set(tmp_path, gz=gz)
+    head = bytes([0, 0, 8, 3]) + struct.pack(">3I", 2**32 - 1, 28, 28)       # 3.4 TB declared
+    raw = head + bytes(784)
+    name = "t10k-images-idx3-ubyte"
+    (tmp_path / (f"{name}.gz" if gz else name)).write_bytes(gzip.compress(raw) if gz else raw)
+    with pytest.raises(ValueError, match=rf"{name}(.gz)?: its header declares 4294967295 × 28 × 28 = 3367254359280 "
+                                         r"bytes of data, .* than the \d+ bytes of memory available \(the limit\)"):
+        dt.data.mnist(tmp_path)
+    # the limit is the available memory: a small set is refused when the machine has less than it
+    write_idx_set(tmp_path, gz=gz)
+    from dyntools import memory
+    monkeypatch.setattr(memory, "available_bytes", lambda: 5000)
+    with pytest.raises(ValueError, match=r"train-images-idx3-ubyte(.gz)?: its header declares 12 × 28 × 28 = 9408 "
+                                         r"bytes .* = 9424 bytes, more than the 5000 bytes of memory available"):
+        dt.data.mnist(tmp_path)
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_a_header_declaring_more_than_the_file_holds_is_refused(tmp_path, gz):
+    write_idx_set(tmp_path, gz=gz)
+    raw = bytes([0, 0, 8, 3]) + struct.pack(">3I", 60000, 28, 28) + bytes(3 * 784)
+    name = "train-images-idx3-ubyte"
+    (tmp_path / (f"{name}.gz" if gz else name)).write_bytes(gzip.compress(raw) if gz else raw)
+    with pytest.raises(ValueError, match=rf"{name}(.gz)?: 2352 bytes of data, its header says 60000 × 28 × 28"):
+        dt.data.mnist(tmp_path)
+
+
+def test_concatenated_gzip_members_read_as_one_file(tmp_path):
+    arrays = write_idx_set(tmp_path)
+    raw = (tmp_path / "train-images-idx3-ubyte").read_bytes()
+    (tmp_path / "train-images-idx3-ubyte").unlink()
+    (tmp_path / "train-images-idx3-ubyte.gz").write_bytes(gzip.compress(raw[:100]) + gzip.compress(raw[100:]))
+    data = dt.data.mnist(tmp_path)
+    np.testing.assert_array_equal(data.X * 255, arrays["train-images-idx3-ubyte"].reshape(12, 784))
+
+
+def test_an_oversized_cifar_batch_or_array_is_refused_naming_the_limit(tmp_path, monkeypatch):
+    from dyntools import memory
+
+    write_cifar(tmp_path)
+    size = (tmp_path / "data_batch_1").stat().st_size
+    monkeypatch.setattr(memory, "available_bytes", lambda: 2 * size)
+    with pytest.raises(ValueError, match=rf"data_batch_1: {size} bytes need about {3 * size} bytes to unpickle, "
+                                         rf"more than the {2 * size} bytes of memory available \(the limit\)"):
+        dt.data.cifar10(tmp_path)
+    monkeypatch.undo()
+    # a pickle whose array reconstruction names a shape far beyond its file: refused before any allocation
+    recon = np.ndarray.__reduce__(np.zeros(0))[0]
+
+    class Huge:
+        def __reduce__(self):
+            return recon, (np.ndarray, (2**40,), b"b")
+
+    (tmp_path / "data_batch_4").write_bytes(pickle.dumps({b"data": Huge(), b"labels": [1]}, protocol=2))
+    with pytest.raises(ValueError, match=r"data_batch_4: not a readable batch \(UnpicklingError: an array of "
+                                         r"1099511627776 elements, more than its file's \d+ bytes\)"):
+        dt.data.cifar10(tmp_path)

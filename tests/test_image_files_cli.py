@@ -113,3 +113,19 @@ def test_the_bench_row_is_the_heatmap_mlp_on_an_mnist_sized_epoch():
         assert not report.targets and any("torch not installed" in n for n in report.notes)
     else:
         assert report.targets[0].name.startswith("image-epoch: PyTorch CPU seconds")
+
+
+def test_a_gzip_bomb_is_one_line_naming_the_file_and_the_limit_exit_2_nothing_written(tmp_path, capsys):
+    import gzip
+    import struct
+
+    d = tmp_path / "files"
+    write_idx_set(d, gz=True)
+    head = bytes([0, 0, 8, 3]) + struct.pack(">3I", 2**32 - 1, 28, 28)      # declares 3.4 TB, holds 784 bytes
+    (d / "train-images-idx3-ubyte.gz").write_bytes(gzip.compress(head + bytes(784)))
+    out = tmp_path / "out"
+    assert cli.main(["sweep", "adamw-grid", *GRID, "--dataset", "mnist", "--data-dir", str(d), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1, err
+    assert "train-images-idx3-ubyte.gz: its header declares" in err and "of memory available (the limit)" in err
+    assert not out.exists()

@@ -35,7 +35,7 @@ def test_the_registry_finds_every_experiment_and_entry():
                                                      "trajectories", "universal-approximation", "sgd-vs-label-noise",
                                                      "deep-nets", "model", "label-noise-band", "grokking"}
     assert set(registry.experiments("sweep")) == {"adamw-grid", "adamw-budgets", "adamw-schedules", "adamw-difficulty",
-                                                  "voronoi-ladder"}
+                                                  "voronoi-ladder", "grokking"}
     assert list(registry.catalogue()) == ["proofs", "loss-stabilization", "relu-nets", "adamw-heatmaps",
                                           "adamw-learning-curves", "adamw-normalized-wd", "adamw-schedules",
                                           "adamw-l1-sparsity", "adamw-difficulty", "adamw-digits", "schedule-family",

@@ -11,6 +11,11 @@ a restricted unpickler (:class:`BatchUnpickler`) that resolves only the few name
 (``numpy.ndarray``, ``numpy.dtype``, NumPy's ``_reconstruct``, ``_codecs.encode``) and refuses any other, then
 accepts only a dict with those keys and dtypes. Even so: only point dyntools at files you trust.
 
+**Size cap.** A batch whose unpickling would need more than the machine's available memory
+(:data:`UNPICKLE_FACTOR` × its size against :func:`dyntools.memory.available_bytes`) is refused, naming the file
+and the limit, before it is read; an array the pickle declares larger than the file is refused before it is
+allocated.
+
 A missing or damaged batch (truncated, another object, another shape or dtype, a label outside 0…9) is refused
 with a ``ValueError`` naming the file and the expected layout. ``data_dir`` may be the
 ``cifar-10-batches-py`` directory itself or the one that contains it. Images come flattened (N, 3072) in the
@@ -26,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from dyntools import memory
 from dyntools.data.containers import ClassificationData
 from dyntools.data.image_sets import assemble
 
@@ -44,14 +50,34 @@ _ALLOWED = {("numpy", "ndarray"): np.ndarray, ("numpy", "dtype"): np.dtype,
             ("_codecs", "encode"): codecs.encode}
 
 
+#: what unpickling a batch holds at its peak, per byte of the file: the file's bytes, the latin-1 text of the
+#: array's data (``_codecs.encode``'s argument, one byte per character) and the bytes it encodes to
+UNPICKLE_FACTOR = 3
+
+
 class BatchUnpickler(pickle.Unpickler):
-    """An unpickler that resolves only the globals of :data:`_ALLOWED` (those of a pickled NumPy array)."""
+    """An unpickler that resolves only the globals of :data:`_ALLOWED` (those of a pickled NumPy array); an
+    array it reconstructs may hold at most ``limit`` elements (a pickle naming a larger shape is refused before
+    anything is allocated: a batch's arrays cannot be larger than its file)."""
+
+    def __init__(self, file, *, limit: int | None = None, **kwargs):
+        super().__init__(file, **kwargs)
+        self.limit = limit
 
     def find_class(self, module: str, name: str):
         try:
-            return _ALLOWED[(module, name)]
+            found = _ALLOWED[(module, name)]
         except KeyError:
             raise pickle.UnpicklingError(f"global {module}.{name} is not allowed in a CIFAR-10 batch") from None
+        return self._capped(found) if name == "_reconstruct" and self.limit is not None else found
+
+    def _capped(self, reconstruct):
+        def capped(subtype, shape, dtype):
+            size = int(np.prod(np.asarray(shape, dtype=object))) if np.ndim(shape) else int(shape)
+            if size > self.limit:
+                raise pickle.UnpicklingError(f"an array of {size} elements, more than its file's {self.limit} bytes")
+            return reconstruct(subtype, shape, dtype)
+        return capped
 
 
 def _damaged(path: Path, what: str) -> ValueError:
@@ -69,8 +95,13 @@ def read_batch(path) -> tuple[np.ndarray, np.ndarray]:
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"Invalid data file: {path} missing (expected {LAYOUT})")
+    size = path.stat().st_size
+    free = memory.available_bytes()
+    if free is not None and UNPICKLE_FACTOR * size > free:
+        raise ValueError(f"Invalid data file: {path}: {size} bytes need about {UNPICKLE_FACTOR * size} bytes to "
+                         f"unpickle, more than the {free} bytes of memory available (the limit); not read")
     try:
-        obj = BatchUnpickler(io.BytesIO(path.read_bytes()), encoding="bytes").load()
+        obj = BatchUnpickler(io.BytesIO(path.read_bytes()), encoding="bytes", limit=size).load()
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, IndexError, KeyError,
             OSError, UnicodeDecodeError, MemoryError) as exc:
         raise _damaged(path, f"not a readable batch ({type(exc).__name__}: {exc})") from None

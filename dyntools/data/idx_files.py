@@ -11,7 +11,10 @@ the ``∏ sizes`` elements in row-major order. Image files are ``0x00000803`` (N
 each possibly gzipped (the same name + ``.gz``, as published; recognised by gzip's magic bytes ``1f 8b``).
 A missing file, a wrong magic number, a size other than 28 × 28, a file shorter or longer than its header
 says, label counts that differ from image counts or labels outside 0…9 are refused with a ``ValueError``
-naming the file and the expected layout. Images are returned flattened (N, 784), row-major, pixel / 255;
+naming the file and the expected layout. **Size cap**: the content is read in chunks and never past the length
+the header declares (+ 1 byte, to see a longer file), so a gzip bomb decompresses no further than that; a
+header declaring more bytes than the machine has available (:func:`dyntools.memory.available_bytes`) is refused,
+naming the limit, before the data are read. Images are returned flattened (N, 784), row-major, pixel / 255;
 subsets as :mod:`~dyntools.data.image_sets` draws them.
 """
 
@@ -32,6 +35,9 @@ N_CLASSES = 10
 IMAGES_MAGIC, LABELS_MAGIC = 0x00000803, 0x00000801
 FILES = {"train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
          "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")}
+GZIP_MAGIC = b"\x1f\x8b"
+#: bytes decompressed (or read) per call: memory held beyond the declared content stays below this
+CHUNK = 1 << 20
 LAYOUT = ("IDX files train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte, "
           "t10k-labels-idx1-ubyte (each optionally .gz)")
 
@@ -50,34 +56,69 @@ def find_file(data_dir, name: str) -> Path:
     raise ValueError(f"Invalid data file: {d / name} (or {name}.gz) missing (expected {LAYOUT} in {d})")
 
 
-def read_bytes(path: Path) -> bytes:
-    """The content of ``path``, decompressed when it starts with gzip's magic ``1f 8b``."""
-    try:
-        raw = path.read_bytes()
-        return gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
-    except (OSError, EOFError, zlib.error) as exc:      # gzip.BadGzipFile is an OSError
-        raise _damaged(path, f"unreadable ({exc})") from None
+def open_content(path: Path):
+    """A binary reader of the file's content: decompressing (gzip members concatenated) when it starts with
+    gzip's magic ``1f 8b``, the file itself otherwise. Nothing is read beyond what the caller asks for."""
+    with open(path, "rb") as fh:
+        zipped = fh.read(2) == GZIP_MAGIC
+    return gzip.open(path, "rb") if zipped else open(path, "rb")
+
+
+def read_upto(fh, n: int) -> bytearray:
+    """At most ``n`` bytes of ``fh``, read in chunks of :data:`CHUNK` (the buffer grows with what arrives, so a
+    file shorter than ``n`` never costs ``n`` bytes)."""
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = fh.read(min(CHUNK, n - len(buf)))
+        if not chunk:
+            break
+        buf += chunk
+    return buf
+
+
+def check_fits(path: Path, declared: int, what: str) -> None:
+    """Refuse ``declared`` bytes (``what`` says where the size comes from) beyond the machine's available
+    memory (:func:`dyntools.memory.available_bytes`), naming the file and the limit."""
+    from dyntools import memory
+
+    free = memory.available_bytes()
+    if free is not None and declared > free:
+        raise ValueError(f"Invalid data file: {path}: {what} = {declared} bytes, more than the {free} bytes of "
+                         f"memory available (the limit); not read")
 
 
 def read_idx(path, magic: int) -> np.ndarray:
-    """The ``uint8`` array of the IDX file ``path`` whose magic number must be ``magic`` (module docstring)."""
+    """The ``uint8`` array of the IDX file ``path`` whose magic number must be ``magic`` (module docstring).
+
+    The content is read in chunks and never past what the header declares: at most ``header + ∏ sizes + 1``
+    bytes are decompressed (a gzip bomb stops there), and a header declaring more than the available memory is
+    refused before the data are read."""
     path = Path(path)
-    raw = read_bytes(path)
-    if len(raw) < 4:
-        raise _damaged(path, f"{len(raw)} bytes, shorter than the magic number")
-    (found,) = struct.unpack(">I", raw[:4])
-    if found != magic:
-        raise _damaged(path, f"magic number 0x{found:08X}, expected 0x{magic:08X}")
-    ndim = magic & 0xFF
-    header = 4 + 4 * ndim
-    if len(raw) < header:
-        raise _damaged(path, f"{len(raw)} bytes, shorter than its {header}-byte header")
-    shape = struct.unpack(f">{ndim}I", raw[4:header])
-    expected = int(np.prod(shape, dtype=np.int64))
-    if len(raw) - header != expected:
-        raise _damaged(path, f"{len(raw) - header} bytes of data, its header says {' × '.join(map(str, shape))} "
-                             f"= {expected}")
-    return np.frombuffer(raw, dtype=np.uint8, offset=header).reshape(shape)
+    try:
+        with open_content(path) as fh:
+            head = read_upto(fh, 4)
+            if len(head) < 4:
+                raise _damaged(path, f"{len(head)} bytes, shorter than the magic number")
+            (found,) = struct.unpack(">I", head)
+            if found != magic:
+                raise _damaged(path, f"magic number 0x{found:08X}, expected 0x{magic:08X}")
+            ndim = magic & 0xFF
+            header = 4 + 4 * ndim
+            head += read_upto(fh, header - 4)
+            if len(head) < header:
+                raise _damaged(path, f"{len(head)} bytes, shorter than its {header}-byte header")
+            shape = struct.unpack(f">{ndim}I", head[4:header])
+            expected = int(np.prod(shape, dtype=np.int64))
+            sizes = f"{' × '.join(map(str, shape))} = {expected}"
+            check_fits(path, header + expected, f"its header declares {sizes} bytes of data, with the header")
+            data = read_upto(fh, expected + 1)          # one byte more: a longer file is seen, nothing beyond
+    except (OSError, EOFError, zlib.error) as exc:      # gzip.BadGzipFile is an OSError
+        raise _damaged(path, f"unreadable ({exc})") from None
+    if len(data) > expected:
+        raise _damaged(path, f"more data than its header declares ({sizes} bytes); read stopped there")
+    if len(data) < expected:
+        raise _damaged(path, f"{len(data)} bytes of data, its header says {sizes}")
+    return np.frombuffer(data, dtype=np.uint8).reshape(shape)
 
 
 def read_part(data_dir, part: str) -> tuple[np.ndarray, np.ndarray]:

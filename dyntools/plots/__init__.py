@@ -47,6 +47,7 @@ PLOTTERS: dict[str, str] = {
     "trajectories": "dyntools.plots.trajectories",
     "universal-approximation": "dyntools.plots.universal",
     "grokking": "dyntools.plots.grokking",
+    "grokking-sweep": "dyntools.plots.grokking",
     "train": "dyntools.plots.train",
     "symbolic-model": "dyntools.plots.symbolic_model",
     "label-noise-band": "dyntools.plots.label_noise_band",

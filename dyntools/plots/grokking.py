@@ -1,7 +1,8 @@
 """Figure of the grokking study (result kind ``"grokking"``): train (dashed) and test (solid) accuracy and loss
 against the step on a log axis, the weight norm ‖θ‖₂, each the median over the seeds with a min–max band,
 AdamW's median first steps of train ≥ 99 % and test ≥ 99 % marked; and AdamW's phase diagram, the
-proportion of seeds whose test accuracy reaches the threshold within the budget over (λ × train fraction)."""
+proportion of seeds whose test accuracy reaches the threshold within the budget over (λ × train fraction).
+Kind ``"grokking-sweep"`` (``dyntools sweep grokking``): that phase diagram for each optimizer of the sweep."""
 
 from __future__ import annotations
 
@@ -34,6 +35,8 @@ def _marks(ax, result, keep) -> None:
 
 
 def plot_result(result, out_dir: Path, formats: Sequence[str] = ("png", "pdf")) -> list[Path]:
+    if result.kind == "grokking-sweep":
+        return plot_sweep(result, out_dir, formats)
     c = result.config
     steps = np.asarray(result["steps"], dtype=np.float64)
     keep = steps > 0                                     # log axis: the step-0 recording is left out
@@ -70,7 +73,7 @@ def plot_result(result, out_dir: Path, formats: Sequence[str] = ("png", "pdf")) 
 
 
 def _phase(fig, ax, result) -> None:
-    """The proportion of seeds reaching the threshold, λ (rows) × train fraction (columns), with k/n written."""
+    """AdamW's phase diagram of a ``simulate grokking`` result (:func:`phase_panel`)."""
     c = result.config
     reached = np.asarray(result["phase_reached"], dtype=bool)
     if reached.size == 0:
@@ -78,6 +81,14 @@ def _phase(fig, ax, result) -> None:
                 transform=ax.transAxes)
         ax.set_axis_off()
         return
+    phase_panel(fig, ax, reached, [f"{lam:g}" for lam in c["phase_decays"]], c["phase_fractions"],
+                "AdamW weight decay λ", f"test acc ≥ {100 * c['threshold']:g} % within {c['steps']} steps")
+
+
+def phase_panel(fig, ax, reached: np.ndarray, rows: list[str], fractions, ylabel: str, title: str,
+                colorbar: bool = True):
+    """The proportion of seeds reaching the threshold, ``reached`` (rows × train fractions × seeds), as an image
+    with ``k/n`` written in every cell; returns the image."""
     frac = reached.mean(axis=2)
     im = ax.imshow(frac, origin="lower", cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")
     n = reached.shape[2]
@@ -85,10 +96,41 @@ def _phase(fig, ax, result) -> None:
         for j in range(frac.shape[1]):
             ax.text(j, i, f"{int(reached[i, j].sum())}/{n}", ha="center", va="center", fontsize=8,
                     color="black" if frac[i, j] > 0.5 else "white")
-    ax.set_xticks(range(frac.shape[1]), [f"{f:g}" for f in c["phase_fractions"]])
-    ax.set_yticks(range(frac.shape[0]), [f"{lam:g}" for lam in c["phase_decays"]])
+    ax.set_xticks(range(frac.shape[1]), [f"{f:g}" for f in fractions])
+    ax.set_yticks(range(frac.shape[0]), rows)
     ax.set_xlabel("train fraction")
-    ax.set_ylabel("AdamW weight decay λ")
-    ax.set_title(f"test acc ≥ {100 * c['threshold']:g} % within {c['steps']} steps")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
     ax.grid(False)
-    fig.colorbar(im, ax=ax, label="proportion of seeds")
+    if colorbar:
+        fig.colorbar(im, ax=ax, label="proportion of seeds")
+    return im
+
+
+#: how the sweep's optimizer names read in a figure
+SWEEP_LABELS = {"adamw": "AdamW (decoupled decay)", "adam+l2": "Adam+L2 (λ in the gradient)", "none": "Adam, no decay"}
+
+
+def plot_sweep(result, out_dir: Path, formats: Sequence[str] = ("png", "pdf")) -> list[Path]:
+    """``dyntools sweep grokking``'s phase diagrams: one panel per optimizer, λ (rows) × train fraction
+    (columns), the proportion of seeds whose test accuracy reaches the threshold within the budget, ``k/n`` in
+    each cell; Adam without decay is one row (λ does not enter it)."""
+    c = result.config
+    reached = np.asarray(result["reached"], dtype=bool)
+    names = c["optimizers"]
+    heights = [1 if name == "none" else len(c["decays"]) for name in names]
+    fig, axes = plots.figure(ncols=len(names), width=3.6, height=0.5 * max(heights) + 2.0)
+    im = None
+    for o, name in enumerate(names):
+        ax = axes[0, o]
+        if name == "none":
+            im = phase_panel(fig, ax, reached[o, :1], ["none"], c["fractions"], "weight decay", SWEEP_LABELS[name],
+                             colorbar=False)
+        else:
+            im = phase_panel(fig, ax, reached[o], [f"{lam:g}" for lam in c["decays"]], c["fractions"],
+                             "weight decay λ", SWEEP_LABELS[name], colorbar=False)
+    fig.colorbar(im, ax=list(axes[0]), label="proportion of seeds", shrink=0.9)
+    fig.suptitle(f"Grokking phase diagram: seeds with test accuracy ≥ {100 * c['threshold']:g} % within "
+                 f"{c['steps']} steps (n = {c['seeds']} per cell)\n{c['network']}, a {c['op']} b mod {c['p']}, "
+                 f"η = {c['lr']:g}")
+    return plots.save(fig, out_dir, "grokking-phase", formats)

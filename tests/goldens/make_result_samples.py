@@ -52,6 +52,8 @@ RUNS: dict[str, list[str]] = {
                          "--records", "4", "--seeds", "2", "--n", "10", "--d", "20", "--r", "2"],
     "grokking": ["simulate", "grokking", "--p", "5", "--steps", "20", "--seeds", "2", "--records", "4", "--width", "8",
                  "--phase-fractions", "0.6", "--phase-seeds", "1", "--workers", "1"],
+    "grokking-sweep": ["sweep", "grokking", "--p", "5", "--steps", "20", "--seeds", "2", "--records", "4", "--width",
+                       "8", "--decays", "1", "--fractions", "0.6", "--workers", "1"],
     "voronoi": ["simulate", "voronoi", "--seeds", "2", *VOR],
     "voronoi-ladder": ["sweep", "voronoi-ladder", "--rungs", "exact,scale", "--decays", "l2", "--seeds", "1",
                        "--workers", "1", *VOR],
