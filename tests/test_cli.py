@@ -165,7 +165,7 @@ def test_bad_schedule_and_files(tmp_path, args, needle):
     (["simulate", "diag-net", "--alpha", "-1"], "Invalid alpha"),
     (["simulate", "stabilization", "--paths", "1000000000000", "--steps", "10"], "Invalid paths"),
     (["simulate", "stabilization", "--theta-star", "1e308"], "Invalid theta_star"),
-    (["simulate", "stabilization", "--paths", "100000", "--records", "100000"], "Invalid --paths × --records"),
+    (["simulate", "stabilization", "--paths", "100000", "--records", "100000"], "Invalid --paths: the run needs about"),
     (["simulate", "relu", "--setting", "teacher2", "--width", "10,10"], "Invalid --width"),
 ])
 def test_values_once_silently_accepted_are_one_line_errors(tmp_path, capsys, argv, match):
