@@ -11,13 +11,12 @@ import socket
 import subprocess
 import sys
 import time
-from collections import Counter
 
 import pytest
 
 from dyntools import folder_lock, store, sweep
 from tests.conftest import HANG_GUARD
-from tests.test_sweep_integrity import RACE, ROOT, demo_spec
+from tests.test_sweep_integrity import RACE, assert_racing_sweeps_compute_each_cell_once, demo_spec
 
 
 def _failing_flock(code, calls):
@@ -136,20 +135,4 @@ fcntl.flock = _no_flock
 
 
 def test_two_sweeps_without_flock_started_at_once_never_compute_a_cell_twice(tmp_path):
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    for pair in range(3):
-        out, log = tmp_path / f"new{pair}" / "s", tmp_path / f"log{pair}"
-        procs = [subprocess.Popen([sys.executable, "-c", NO_FLOCK_RACE, str(out), str(log)], env=env,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
-        results = [(p.wait(timeout=HANG_GUARD), *p.communicate()) for p in procs]
-        for code, _stdout, stderr in results:
-            assert code in (0, 2), stderr
-            if code == 2:                                        # refused in one line, naming the holder
-                assert len(stderr.strip().splitlines()) == 1 and "being written by another sweep" in stderr
-            else:
-                assert "Traceback" not in stderr
-        assert any(code == 0 for code, _, _ in results)
-        assert sweep.finished_cells(out, 6) == set(range(6))
-        counts = Counter(line.split()[0] for line in log.read_text().splitlines())
-        assert set(counts.values()) == {1}, counts               # every cell computed once
-        assert not (out / store.LOCK_FILE).exists()
+    assert_racing_sweeps_compute_each_cell_once(tmp_path, NO_FLOCK_RACE)

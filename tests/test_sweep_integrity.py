@@ -133,11 +133,14 @@ print(o.computed, o.reused)
 """
 
 
-def test_two_sweeps_started_at_once_into_one_new_folder_never_compute_a_cell_twice(tmp_path):
+def assert_racing_sweeps_compute_each_cell_once(tmp_path, script: str = RACE) -> None:
+    """Three pairs of processes start ``script`` (a 6-cell sweep logging each cell it computes) into one new
+    folder at once: each exits 0 or refuses in one line, the cells are all there, each computed once, and the
+    lock is gone."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     for pair in range(3):
         out, log = tmp_path / f"new{pair}" / "s", tmp_path / f"log{pair}"
-        procs = [subprocess.Popen([sys.executable, "-c", RACE, str(out), str(log)], env=env, stdout=subprocess.PIPE,
+        procs = [subprocess.Popen([sys.executable, "-c", script, str(out), str(log)], env=env, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True) for _ in range(2)]
         results = [(p.wait(timeout=HANG_GUARD), *p.communicate()) for p in procs]
         for code, _stdout, stderr in results:
@@ -150,6 +153,11 @@ def test_two_sweeps_started_at_once_into_one_new_folder_never_compute_a_cell_twi
         assert sweep.finished_cells(out, 6) == set(range(6))
         counts = Counter(line.split()[0] for line in log.read_text().splitlines())
         assert set(counts.values()) == {1}, counts               # every cell computed once
+        assert not (out / store.LOCK_FILE).exists()
+
+
+def test_two_sweeps_started_at_once_into_one_new_folder_never_compute_a_cell_twice(tmp_path):
+    assert_racing_sweeps_compute_each_cell_once(tmp_path)
 
 
 POOL = """
