@@ -71,7 +71,7 @@ from dyntools.store import save  # noqa: E402
 
 #: public name → (module, attribute or None for the module itself)
 _LAZY = {
-    "load": ("dyntools.commands.registry", "load_result"),   # every experiment's result schema known
+    "load": ("dyntools.plugins", "load_result"),   # every experiment's result schema known
     "train": ("dyntools.dynamics.train", "train"),
     "prove": ("dyntools.symbolic.api", "prove"),
     "Claim": ("dyntools.symbolic.core", "Claim"),

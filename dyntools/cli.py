@@ -44,12 +44,13 @@ def _add_common(parser: argparse.ArgumentParser, *, seed=True, out=True, json=Tr
 
 
 def _experiment_subparsers(parent, verb: str, title: str, dest: str):
-    """One subcommand per experiment spec of ``simulations/`` with this verb (found by the registry)."""
-    from dyntools.commands import experiment, registry
+    """One subcommand per experiment spec of ``simulations/`` with this verb (found by :mod:`dyntools.plugins`)."""
+    from dyntools import plugins
+    from dyntools.commands import experiment
 
     sub = parent.add_subparsers(dest=dest, metavar="NAME", title=title, parser_class=_Parser)
     sub.required = True
-    for exp in registry.experiments(verb).values():
+    for exp in plugins.experiments(verb).values():
         experiment.add_parser(sub, exp, _formatter)
     return sub
 

@@ -10,6 +10,8 @@ refuted, a control verified) or a broken derivation fails the entry.
 
 from __future__ import annotations
 
+from dyntools.spec import Entry
+
 TITLE = "Symbolic proofs (seeds 001–004)"
 BUDGET_SECONDS = 60.0       # the target for the whole set: a measurement, never a check
 #: per-claim budget in seconds handed to the runner (None: each claim's own, else 60 s)
@@ -125,3 +127,7 @@ def timing_note(total: float) -> str:
     side = "within" if total <= BUDGET_SECONDS else "over"
     return (f"{side} the {BUDGET_SECONDS:.0f} s target: a measurement on this machine under its load at the time, "
             "not a check")
+
+
+#: the first entry of ``dyntools reproduce`` (one process: the claims' own timeouts need the main thread)
+REPORT = Entry("proofs", TITLE, reproduce, order=0, single_core=True)

@@ -184,8 +184,8 @@ def validate(argv: list[str]) -> None:
     """Parse ``dyntools argv`` with the real parser and check it as the command would before running:
     an experiment's options become its checked parameter set, bench/reproduce/prove names must exist.
     Raises what the command would report (``UsageError``, ``ValueError``, ``TypeError``)."""
-    from dyntools import cli
-    from dyntools.commands import experiment, registry
+    from dyntools import cli, plugins
+    from dyntools.commands import experiment
 
     args = cli.build_parser().parse_args(argv)
     if getattr(args, "_experiment", None) is not None:
@@ -201,7 +201,7 @@ def validate(argv: list[str]) -> None:
         from dyntools import validation
 
         for name in args.only.split(","):
-            validation.one_of("entry of --only", name, tuple(registry.catalogue()))
+            validation.one_of("entry of --only", name, tuple(plugins.catalogue()))
 
 
 # ------------------------------------------------------------------------------------ Python blocks

@@ -227,10 +227,10 @@ class Option:
 
 def experiments() -> Iterator[tuple[str, object]]:
     """(verb, Experiment) for every experiment the registry finds."""
-    from dyntools.commands import registry
+    from dyntools import plugins
 
     for verb in ("simulate", "sweep"):
-        for exp in registry.experiments(verb).values():
+        for exp in plugins.experiments(verb).values():
             yield verb, exp
 
 

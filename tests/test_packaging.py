@@ -175,9 +175,9 @@ def test_the_install_has_dyntools_alone_with_simulations_and_proofs_inside(tmp_p
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     code = ("import dyntools, dyntools.simulations as s, dyntools.proofs.report as r\n"
-            "from dyntools.commands import registry\n"
+            "from dyntools import plugins\n"
             "assert s.__file__.startswith(dyntools.__path__[0]) and r.__file__.startswith(dyntools.__path__[0])\n"
-            "print(len(registry.experiments('simulate')), len(registry.catalogue()))")
+            "print(len(plugins.experiments('simulate')), len(plugins.catalogue()))")
     proc = subprocess.run([sys.executable, "-c", code], cwd=elsewhere, capture_output=True, text=True,
                           env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(site), "NUMBA_CACHE_DIR": str(tmp_path)})
     assert proc.returncode == 0, proc.stderr

@@ -7,7 +7,7 @@ import pytest
 
 from dyntools import report
 from dyntools.commands.prove import builtin_registry
-from dyntools.commands.registry import catalogue
+from dyntools.plugins import catalogue
 from dyntools.symbolic import registry
 
 BUILTIN = builtin_registry()

@@ -217,10 +217,10 @@ def test_protect_is_idempotent(text):
 @pytest.mark.parametrize("flag", [[], ["--self-contained"]])
 def test_reproduce_command_self_contained_flag(tmp_path, monkeypatch, capsys, flag):
     """`dyntools reproduce` links its figures as files; `--self-contained` embeds them (the flag reaches the page)."""
+    from dyntools import plugins
     from dyntools.cli import main
-    from dyntools.commands import registry
 
-    monkeypatch.setattr(registry, "catalogue", _catalogue)
+    monkeypatch.setattr(plugins, "catalogue", _catalogue)
     assert main(["reproduce", "--out", str(tmp_path / "r"), "--json", *flag]) == 0
     capsys.readouterr()
     page = (tmp_path / "r" / "report.html").read_text()

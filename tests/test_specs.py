@@ -13,14 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from dyntools import spec
+from dyntools import plugins, spec
 from dyntools.cli import build_parser
 from dyntools.commands import experiment as generic
-from dyntools.commands import registry
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMON = {"-h", "--help", "--seed", "--out", "--json"}
-EXPERIMENTS = [(verb, name, exp) for verb in ("simulate", "sweep") for name, exp in registry.experiments(verb).items()]
+EXPERIMENTS = [(verb, name, exp) for verb in ("simulate", "sweep") for name, exp in plugins.experiments(verb).items()]
 IDS = [f"{verb}-{name}" for verb, name, _ in EXPERIMENTS]
 
 
@@ -31,12 +30,12 @@ def _subparser(verb: str, name: str):
 
 
 def test_the_registry_finds_every_experiment_and_entry():
-    assert set(registry.experiments("simulate")) == {"stabilization", "relu", "sde", "diag-net", "voronoi",
+    assert set(plugins.experiments("simulate")) == {"stabilization", "relu", "sde", "diag-net", "voronoi",
                                                      "trajectories", "universal-approximation", "sgd-vs-label-noise",
                                                      "deep-nets", "model", "label-noise-band", "grokking"}
-    assert set(registry.experiments("sweep")) == {"adamw-grid", "adamw-budgets", "adamw-schedules", "adamw-difficulty",
+    assert set(plugins.experiments("sweep")) == {"adamw-grid", "adamw-budgets", "adamw-schedules", "adamw-difficulty",
                                                   "voronoi-ladder", "grokking"}
-    assert list(registry.catalogue()) == ["proofs", "loss-stabilization", "relu-nets", "adamw-heatmaps",
+    assert list(plugins.catalogue()) == ["proofs", "loss-stabilization", "relu-nets", "adamw-heatmaps",
                                           "adamw-learning-curves", "adamw-normalized-wd", "adamw-schedules",
                                           "adamw-l1-sparsity", "adamw-difficulty", "adamw-digits", "schedule-family",
                                           "adam-effective-step", "iteration-dependent-l2", "regularized-heatmaps",

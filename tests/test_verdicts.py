@@ -184,7 +184,7 @@ def test_a_small_ensemble_runs_saves_and_loads_and_the_stats_skip_diverged_start
     from dyntools.simulations import diag_nets_ensemble as E
 
     from dyntools import store
-    from dyntools.commands.registry import load_result
+    from dyntools.plugins import load_result
 
     res = E.run_ensemble("paper-gd", starts=3, steps=40, seed=1)
     assert res["l0"].shape == (4, 3, 2) and res.config["ensemble"]["starts"] == 3

@@ -292,7 +292,7 @@ def _follow(app, modname, fullname):
 
 def _find_source(app, modname):
     """The source and tags of a dyntools module for viewcode, with an alias tag for each entry exported under
-    another name (``dt.load`` is ``load_result`` of :mod:`dyntools.commands.registry`)."""
+    another name (``dt.load`` is ``load_result`` of :mod:`dyntools.plugins`)."""
     if not modname.startswith("dyntools"):
         return None
     from sphinx.pycode import ModuleAnalyzer

@@ -1,7 +1,7 @@
 """The command-line layer: one module per command, imported lazily so ``dyntools --help`` stays fast.
 
 ``simulate``/``sweep`` have no module per experiment: :mod:`dyntools.commands.experiment` generates
-them from the experiment specs that :mod:`dyntools.commands.registry` finds in ``simulations/``.
+them from the experiment specs that :mod:`dyntools.plugins` finds.
 A command module defines ``run(args, progress: bool) -> CommandOutput`` and validates *before*
 writing anything.
 """

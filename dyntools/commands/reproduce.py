@@ -1,14 +1,14 @@
-"""``dyntools reproduce``: run the catalogue (see :mod:`dyntools.report`) that the registry finds."""
+"""``dyntools reproduce``: run the catalogue (see :mod:`dyntools.report`) that :mod:`dyntools.plugins` finds."""
 
 from __future__ import annotations
 
-from dyntools import report
-from dyntools.commands import CommandOutput, registry
+from dyntools import plugins, report
+from dyntools.commands import CommandOutput
 from dyntools.tables import text_table
 
 
 def run(args, progress: bool) -> CommandOutput:
-    sections = report.reproduce(args.out, registry.catalogue(), quick=args.quick, seed=args.seed, only=args.only,
+    sections = report.reproduce(args.out, plugins.catalogue(), quick=args.quick, seed=args.seed, only=args.only,
                                 progress=progress, self_contained=args.self_contained)
     rows = [{"entry": s.title, "status": s.status, "seconds": round(s.seconds, 1),
              "CPU seconds": round(s.cpu_seconds, 1)} for s in sections]

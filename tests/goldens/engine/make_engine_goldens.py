@@ -15,7 +15,7 @@ Regenerate (only on purpose, e.g. never to paper over a refactor's differences):
 Input files (``--samples``, ``--indices``, ``--data``, ``--init-file``) are generated from fixed formulas by
 :func:`write_inputs` into the run's scratch directory; ``{inputs}`` in an argv is replaced by that directory.
 
-Coverage of ``dyntools reproduce --quick`` (its catalogue: ``dyntools.commands.registry.catalogue()``):
+Coverage of ``dyntools reproduce --quick`` (its catalogue: ``dyntools.plugins.catalogue()``):
 
 * ``proofs`` — symbolic, no arrays: not an engine computation (``dyntools prove``), not covered.
 * ``loss-stabilization`` (simulations/loss_stabilization.py): 1. ``simulate_toy`` SGD on the log grid with

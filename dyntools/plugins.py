@@ -1,0 +1,112 @@
+"""Plugins: how dyntools finds its experiments, report entries, figures and claim families.
+
+A plugin is a module. It declares, at module level, any of
+
+* ``EXPERIMENT`` / ``EXPERIMENTS`` (:class:`dyntools.spec.Experiment`): a ``dyntools simulate NAME`` or
+  ``dyntools sweep NAME`` command, its parameters, its result schema;
+* ``REPORT`` / ``REPORTS`` (:class:`dyntools.spec.Entry`): an entry of ``dyntools reproduce``.
+
+One discovery finds every plugin: the modules of the ``dyntools.simulations`` and ``dyntools.proofs`` packages (the
+repository's ``simulations/`` and ``proofs/``), then the modules that installed distributions name in the entry-point
+group :data:`ENTRY_POINT_GROUP` — so a researcher's own package adds experiments the same way::
+
+    [project.entry-points."dyntools.plugins"]
+    my_experiment = "mypackage.my_experiment"
+
+Modules of the two packages whose name starts with ``_`` are not plugins. Plugins keep their module-level imports
+light (heavy code is imported inside ``run``/``reproduce``), so that ``dyntools --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from functools import cache
+from importlib import metadata
+
+from dyntools.spec import Entry, Experiment
+
+#: the entry-point group through which installed distributions add plugin modules
+ENTRY_POINT_GROUP = "dyntools.plugins"
+
+#: the packages scanned for plugin modules, in this order
+PACKAGES = ("dyntools.proofs", "dyntools.simulations")
+
+
+def _scan(package_name: str) -> list:
+    package = importlib.import_module(package_name)
+    names = sorted(m.name for m in pkgutil.iter_modules(package.__path__) if not m.name.startswith("_"))
+    return [importlib.import_module(f"{package_name}.{name}") for name in names]
+
+
+@cache
+def modules(packages: tuple[str, ...] = PACKAGES) -> tuple:
+    """The plugin modules of ``packages`` by name, then the entry points' modules by name.
+
+    The command line's ``--help`` asks for ``dyntools.simulations`` only: the proof modules build their sympy
+    claims when imported."""
+    found = [module for package in packages for module in _scan(package)]
+    for point in sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda p: p.name):
+        module = point.load()
+        if module not in found:
+            found.append(module)
+    return tuple(found)
+
+
+def declared(module, one: str, many: str) -> list:
+    """What ``module`` declares under the names ``one`` (a single object) and ``many`` (a sequence)."""
+    found = list(getattr(module, many, ()))
+    if hasattr(module, one):
+        found.append(getattr(module, one))
+    return found
+
+
+@cache
+def experiments(verb: str) -> dict[str, Experiment]:
+    """The experiments of one verb (``"simulate"`` or ``"sweep"``) by name."""
+    out: dict[str, Experiment] = {}
+    for module in modules(("dyntools.simulations",)):
+        for exp in declared(module, "EXPERIMENT", "EXPERIMENTS"):
+            if exp.verb != verb:
+                continue
+            if exp.name in out:
+                raise RuntimeError(f"two experiments named {verb} {exp.name!r} ({module.__name__})")
+            out[exp.name] = exp
+    return out
+
+
+@cache
+def catalogue() -> dict[str, Entry]:
+    """``dyntools reproduce``'s entries by name, in report order (the proofs first)."""
+    entries = [entry for module in modules() for entry in declared(module, "REPORT", "REPORTS")]
+    names = [e.name for e in entries]
+    if len(set(names)) != len(names):
+        raise RuntimeError(f"duplicate catalogue entries in {names}")
+    return {e.name: e for e in sorted(entries, key=lambda e: e.order)}
+
+
+def load_result(directory):
+    """``dt.load``: :func:`dyntools.store.load` once every plugin is imported, so that the ``config`` and
+    ``summary`` of a result of any catalogue kind are checked against the schema its experiment declares
+    (:mod:`dyntools.result_schema`), as ``dyntools plot`` checks them — and those of :func:`dyntools.train`
+    (kind ``"train"``, declared by the trainer's module).
+
+    Parameters
+    ----------
+    directory : path
+        A result directory written by :func:`dyntools.save`.
+
+    Returns
+    -------
+    RunResult
+
+    Raises
+    ------
+    dyntools.store.StoreError
+        When the directory is missing, damaged or fails its schema.
+    """
+    from dyntools import store
+    from dyntools.dynamics import train  # noqa: F401  (registers the "train" schema)
+
+    modules()
+    return store.load(directory)
