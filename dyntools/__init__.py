@@ -12,6 +12,7 @@ The public API, ``import dyntools as dt``::
     dt.label_noise_match.matching_delta, .mlp_label_noise_sde      # SGD ≈ GD with label noise: the matched δ
     dt.prove(claims)                                               # exact verdicts of symbolic claims
     dt.Claim, dt.IntervalCheck, dt.unroll, dt.load_claims          # write, certify, unroll, load claims
+    dt.ClaimFamily(name, order=…)                                  # declare a family in a plugin module
     dt.builtin_claims(names, controls=…), dt.claim_families()      # the claims of proofs/ and plugins
     dt.grade("student.py")                                         # the problem set's autograder (Adam, AdamW)
     dt.load(dir), dt.save(result, dir), dt.RunResult               # results on disk
@@ -44,6 +45,7 @@ _LAZY = {
     "train": ("dyntools.dynamics.train", "train"),
     "prove": ("dyntools.symbolic.api", "prove"),
     "Claim": ("dyntools.symbolic.core", "Claim"),
+    "ClaimFamily": ("dyntools.symbolic.registry", "ClaimFamily"),
     "IntervalCheck": ("dyntools.symbolic.interval", "IntervalCheck"),
     "unroll": ("dyntools.symbolic.unroll", "unroll"),
     "load_claims": ("dyntools.symbolic.userfile", "load_claims"),

@@ -4,11 +4,14 @@ A family is declared where its claims are written — ``FAMILY = ClaimFamily("vo
 ``CLAIMS`` of ``proofs/voronoi.py`` — and found by the one plugin discovery (:func:`dyntools.plugins.claim_families`:
 the modules of ``dyntools.proofs``, then the entry-point group ``dyntools.plugins``, so a user's package adds a
 family the same way). This module is the library's face of them, for ``dt.claim_families``,
-``dt.builtin_claims``, ``dyntools prove`` and the report::
+``dt.builtin_claims``, ``dyntools prove``, ``python -m dyntools.proofs`` and the report.
+
+Example::
 
     import dyntools as dt
-    dt.claim_families()                                   # ['sgd-weight-decay', 'adaptive-preconditioners', …]
+    dt.claim_families()[:2]   # -> ['sgd-weight-decay', 'adaptive-preconditioners']
     report = dt.prove(dt.builtin_claims(["voronoi"], controls=True))
+    report["voronoi-exact-rule-is-nearest-center"].verdict   # -> 'refuted'
 """
 
 from __future__ import annotations
