@@ -12,7 +12,7 @@ from setuptools import find_packages, setup
 #: installed name → the repository folder it is built from
 NESTED = {"dyntools.simulations": "simulations", "dyntools.proofs": "proofs"}
 
-packages = find_packages(include=["dyntools", "dyntools.*"])
+packages = find_packages(include=["dyntools", "dyntools.*"], exclude=list(NESTED))   # not the stubs
 for name, folder in NESTED.items():
     packages += [name] + [f"{name}.{sub}" for sub in find_packages(folder)]
 

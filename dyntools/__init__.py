@@ -12,7 +12,8 @@ The public API, ``import dyntools as dt``::
     dt.label_noise_match.matching_delta, .mlp_label_noise_sde      # SGD ≈ GD with label noise: the matched δ
     dt.prove(claims)                                               # exact verdicts of symbolic claims
     dt.Claim, dt.IntervalCheck, dt.unroll, dt.load_claims          # write, certify, unroll, load claims
-    dt.builtin_claims(names, controls=…), dt.claim_families()      # the claims of proofs/
+    dt.ClaimFamily(name, order=…)                                  # declare a family in a plugin module
+    dt.builtin_claims(names, controls=…), dt.claim_families()      # the claims of proofs/ and plugins
     dt.grade("student.py")                                         # the problem set's autograder (Adam, AdamW)
     dt.load(dir), dt.save(result, dir), dt.RunResult               # results on disk
     dt.DiagNet, dt.MLP, dt.QuadraticToy, dt.ToyModel, dt.Model     # models (dt.models: every module)
@@ -34,40 +35,9 @@ from __future__ import annotations
 
 import importlib
 
+from dyntools.engine.result import RunResult
+from dyntools.store import save
 from dyntools.version import __version__
-
-
-def _checkout_folders() -> None:
-    """Make the repository's ``simulations/`` and ``proofs/`` importable as ``dyntools.simulations`` and
-    ``dyntools.proofs`` when dyntools runs from a source checkout.
-
-    Installed, setuptools puts the two folders inside the package (``setup.py``: package-dir), so they are
-    found as any subpackage and nothing here runs; no top-level ``simulations``/``proofs`` is installed.
-    In a checkout (the repository's root on ``sys.path``) they sit next to the package: their ``__init__``
-    is registered under the package's name (both are empty, so this costs nothing)."""
-    import importlib.util
-    import os
-    import sys
-
-    here = os.path.dirname(os.path.abspath(__file__))
-    for name in ("simulations", "proofs"):
-        folder = os.path.join(os.path.dirname(here), name)
-        full = f"{__name__}.{name}"
-        if full in sys.modules or os.path.isdir(os.path.join(here, name)) \
-                or not os.path.isfile(os.path.join(folder, "__init__.py")):
-            continue
-        spec = importlib.util.spec_from_file_location(full, os.path.join(folder, "__init__.py"),
-                                                      submodule_search_locations=[folder])
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[full] = module
-        spec.loader.exec_module(module)
-        globals()[name] = module
-
-
-_checkout_folders()
-
-from dyntools.engine.result import RunResult  # noqa: E402
-from dyntools.store import save  # noqa: E402
 
 #: public name → (module, attribute or None for the module itself)
 _LAZY = {
@@ -75,12 +45,13 @@ _LAZY = {
     "train": ("dyntools.dynamics.train", "train"),
     "prove": ("dyntools.symbolic.api", "prove"),
     "Claim": ("dyntools.symbolic.core", "Claim"),
+    "ClaimFamily": ("dyntools.symbolic.registry", "ClaimFamily"),
     "IntervalCheck": ("dyntools.symbolic.interval", "IntervalCheck"),
     "unroll": ("dyntools.symbolic.unroll", "unroll"),
     "load_claims": ("dyntools.symbolic.userfile", "load_claims"),
     "grade": ("dyntools.autograder", "grade"),
-    "builtin_claims": ("dyntools.commands.prove", "builtin_claims"),
-    "claim_families": ("dyntools.commands.prove", "claim_families"),
+    "builtin_claims": ("dyntools.claims", "builtin_claims"),
+    "claim_families": ("dyntools.claims", "claim_families"),
     "solve": ("dyntools.dynamics.sde", "solve"),
     "SDE": ("dyntools.dynamics.sde", "SDE"),
     "sde_models": ("dyntools.dynamics.sde_models", None),

@@ -4,7 +4,13 @@ A plugin is a module. It declares, at module level, any of
 
 * ``EXPERIMENT`` / ``EXPERIMENTS`` (:class:`dyntools.spec.Experiment`): a ``dyntools simulate NAME`` or
   ``dyntools sweep NAME`` command, its parameters, its result schema;
-* ``REPORT`` / ``REPORTS`` (:class:`dyntools.spec.Entry`): an entry of ``dyntools reproduce``.
+* ``REPORT`` / ``REPORTS`` (:class:`dyntools.spec.Entry`): an entry of ``dyntools reproduce``;
+* ``FAMILY`` / ``FAMILIES`` (:class:`dyntools.symbolic.registry.ClaimFamily`): a family of claims of
+  ``dyntools prove`` and ``dt.builtin_claims`` — its name, its place in the list, and its claims (by default the
+  module's ``CLAIMS``, a list of :class:`dyntools.symbolic.Claim`)::
+
+      FAMILY = ClaimFamily("sgd-weight-decay", order=10)
+      CLAIMS = [Claim(...), ...]
 
 One discovery finds every plugin: the modules of the ``dyntools.simulations`` and ``dyntools.proofs`` packages (the
 repository's ``simulations/`` and ``proofs/``), then the modules that installed distributions name in the entry-point
@@ -110,3 +116,36 @@ def load_result(directory):
 
     modules()
     return store.load(directory)
+
+
+@cache
+def claim_families() -> dict:
+    """The claim families that the modules of ``dyntools.proofs`` and the entry points declare
+    (``FAMILY``/``FAMILIES``), by name, in increasing ``order`` (ties: discovery order); a family without
+    its own ``claims`` gets its module's ``CLAIMS``. The library's face is :mod:`dyntools.claims`.
+
+    Raises
+    ------
+    TypeError
+        When a declaration is not a :class:`~dyntools.symbolic.registry.ClaimFamily`, or a family without
+        ``claims`` is declared by a module without ``CLAIMS``.
+    RuntimeError
+        When two modules declare the same family name.
+    """
+    import dataclasses
+
+    from dyntools.symbolic.registry import ClaimFamily
+
+    found: dict = {}
+    for module in modules(("dyntools.proofs",)):
+        for family in declared(module, "FAMILY", "FAMILIES"):
+            if not isinstance(family, ClaimFamily):
+                raise TypeError(f"{module.__name__}: FAMILY must be a ClaimFamily, got {type(family).__name__}")
+            if family.claims is None:
+                if not hasattr(module, "CLAIMS"):
+                    raise TypeError(f"{module.__name__}: family {family.name!r} has no claims (no CLAIMS list)")
+                family = dataclasses.replace(family, claims=module.CLAIMS)
+            if family.name in found:
+                raise RuntimeError(f"two claim families named {family.name!r} ({module.__name__})")
+            found[family.name] = family
+    return dict(sorted(found.items(), key=lambda item: item[1].order))

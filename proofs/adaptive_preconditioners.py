@@ -9,15 +9,15 @@ sympy can write as a matrix). The statement for every t ≥ 1 and any dimension 
 induction on t, coordinatewise, from the library's own optimizers in
 :mod:`proofs.optimizer_code` (claim ``code-preconditioners-any-t``).
 
-Run alone: ``python proofs/adaptive_preconditioners.py``.
+Run alone: ``python -m dyntools.proofs adaptive-preconditioners``
+(or ``dyntools prove adaptive-preconditioners --controls``).
 """
-
-if __package__ in (None, ""):
-    import _bootstrap  # noqa: F401
 
 import sympy as sp
 
-from dyntools.symbolic import Claim
+from dyntools.symbolic import Claim, ClaimFamily
+
+FAMILY = ClaimFamily("adaptive-preconditioners", order=20)
 
 i, j = sp.symbols("i j", integer=True, nonnegative=True)
 t = sp.Symbol("t", integer=True, positive=True)
@@ -281,8 +281,3 @@ CLAIMS = [
         "seed 002 (far from / close to the optimum)",
     ),
 ]
-
-if __name__ == "__main__":
-    from dyntools.symbolic import main
-
-    raise SystemExit(main(CLAIMS))

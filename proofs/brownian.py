@@ -10,15 +10,14 @@ Gaussian process is determined in law by its covariance function. So it suffices
 Cov(X_s, X_t) = ‖v‖² min(s, t) = Cov(‖v‖W_s, ‖v‖W_t), for every dimension n (symbolic), which is
 exact bilinear algebra on the covariances.
 
-Run alone: ``python proofs/brownian.py``.
+Run alone: ``python -m dyntools.proofs brownian`` (or ``dyntools prove brownian --controls``).
 """
-
-if __package__ in (None, ""):
-    import _bootstrap  # noqa: F401
 
 import sympy as sp
 
-from dyntools.symbolic import Claim
+from dyntools.symbolic import Claim, ClaimFamily
+
+FAMILY = ClaimFamily("brownian", order=100)
 
 i, j = sp.symbols("i j", integer=True, positive=True)
 n = sp.Symbol("n", integer=True, positive=True)
@@ -78,8 +77,3 @@ CLAIMS = [
         expected="refuted",
     ),
 ]
-
-if __name__ == "__main__":
-    from dyntools.symbolic import main
-
-    raise SystemExit(main(CLAIMS))

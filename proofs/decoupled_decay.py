@@ -5,15 +5,14 @@ problem set's iteration-dependent loss) and seed 002 (Adam's per-coordinate effe
 The adaptive step is θ ← θ − αM_t∇f^reg(θ) (L2 inside the gradient) against the decoupled step
 θ ← (1 − λ)θ − αM_t∇f(θ); M_t is the preconditioner of :mod:`proofs.adaptive_preconditioners`.
 
-Run alone: ``python proofs/decoupled_decay.py``.
+Run alone: ``python -m dyntools.proofs decoupled-decay`` (or ``dyntools prove decoupled-decay --controls``).
 """
-
-if __package__ in (None, ""):
-    import _bootstrap  # noqa: F401
 
 import sympy as sp
 
-from dyntools.symbolic import Claim
+from dyntools.symbolic import Claim, ClaimFamily
+
+FAMILY = ClaimFamily("decoupled-decay", order=30)
 
 alpha, lam, lam_p, eta = sp.symbols("alpha lambda lambda' eta", positive=True)
 
@@ -370,8 +369,3 @@ CLAIMS = [
         expected="refuted",
     ),
 ]
-
-if __name__ == "__main__":
-    from dyntools.symbolic import main
-
-    raise SystemExit(main(CLAIMS))

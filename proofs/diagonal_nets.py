@@ -9,15 +9,14 @@ entries, sums over symbolic ranges); the explicit Hessian matrix and the label-n
 (Jacobian, noise covariance, δ = σ²/n) are checked at d = n = 2 because they are matrix
 identities on explicit matrices (φ_θ(X) ∈ ℝ^{n×2d}), which sympy needs at a given size.
 
-Run alone: ``python proofs/diagonal_nets.py``.
+Run alone: ``python -m dyntools.proofs diagonal-nets`` (or ``dyntools prove diagonal-nets --controls``).
 """
-
-if __package__ in (None, ""):
-    import _bootstrap  # noqa: F401
 
 import sympy as sp
 
-from dyntools.symbolic import Claim
+from dyntools.symbolic import Claim, ClaimFamily
+
+FAMILY = ClaimFamily("diagonal-nets", order=80)
 
 D, NS = 2, 2  # explicit features × samples for matrix identities
 eta, delta, sigma = sp.symbols("eta delta sigma", positive=True)
@@ -245,8 +244,3 @@ CLAIMS = [
         "seed 004 (label-noise SDE, diagonal linear networks)",
     ),
 ]
-
-if __name__ == "__main__":
-    from dyntools.symbolic import main
-
-    raise SystemExit(main(CLAIMS))

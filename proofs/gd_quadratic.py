@@ -4,15 +4,14 @@ Convention: λ_max is the largest eigenvalue of the **Hessian** ∇²F = 2XᵀX 
 eigenvalues of XᵀX the threshold would read η < 1/λ_max(XᵀX) — the control below shows what goes
 wrong when the conventions are mixed). GD: β ← β − η∇F(β) = β − 2ηXᵀ(Xβ − y).
 
-Run alone: ``python proofs/gd_quadratic.py``.
+Run alone: ``python -m dyntools.proofs gd-quadratic`` (or ``dyntools prove gd-quadratic --controls``).
 """
-
-if __package__ in (None, ""):
-    import _bootstrap  # noqa: F401
 
 import sympy as sp
 
-from dyntools.symbolic import Claim
+from dyntools.symbolic import Claim, ClaimFamily
+
+FAMILY = ClaimFamily("gd-quadratic", order=50)
 
 eta = sp.Symbol("eta", positive=True)
 lam = sp.Symbol("lambda", positive=True)
@@ -157,8 +156,3 @@ CLAIMS = [
         expected="refuted",
     ),
 ]
-
-if __name__ == "__main__":
-    from dyntools.symbolic import main
-
-    raise SystemExit(main(CLAIMS))

@@ -12,15 +12,14 @@ z ↦ ηθ*z², the sign inside h_γ, the region step "I₁ ∪ I₃") and its l
 F(θ_t) ∈ (ε₀θ*², 0.17θ*²) "for any t" are false controls with certified counterexamples; what is
 true about the loss is derived in ``stab-loss-bounds``.
 
-Run alone: ``python proofs/loss_stabilization.py``.
+Run alone: ``python -m dyntools.proofs loss-stabilization`` (or ``dyntools prove loss-stabilization --controls``).
 """
-
-if __package__ in (None, ""):
-    import _bootstrap  # noqa: F401
 
 import sympy as sp
 
-from dyntools.symbolic import Claim, IntervalCheck, enclose
+from dyntools.symbolic import Claim, ClaimFamily, IntervalCheck, enclose
+
+FAMILY = ClaimFamily("loss-stabilization", order=60)
 
 z, gam, eps, u, v, w, x = sp.symbols("z gamma epsilon u v w x", real=True)
 eta, ts, xmin, xmax = sp.symbols("eta theta_* x_min x_max", positive=True)
@@ -550,8 +549,3 @@ CLAIMS = [
         expected="refuted",
     ),
 ]
-
-if __name__ == "__main__":
-    from dyntools.symbolic import main
-
-    raise SystemExit(main(CLAIMS))

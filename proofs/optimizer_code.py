@@ -25,19 +25,18 @@ coordinates, not proved for arbitrary code. What stays at a fixed size: the two-
 SGD/SGDW difference and the first Adam step (they are statements about those steps), and the
 explicit 3-step × 2-coordinate matrices M_t (the matrix form; the induction gives the entries).
 
-Run alone: ``python proofs/optimizer_code.py``.
+Run alone: ``python -m dyntools.proofs optimizer-code`` (or ``dyntools prove optimizer-code --controls``).
 """
-
-if __package__ in (None, ""):
-    import _bootstrap  # noqa: F401
 
 import numpy as np
 import sympy as sp
 
 from dyntools import optim
 from dyntools.optim import transforms
-from dyntools.symbolic import Claim
+from dyntools.symbolic import Claim, ClaimFamily
 from dyntools.symbolic.unroll import hyper_symbol, lift, step, unroll
+
+FAMILY = ClaimFamily("optimizer-code", order=40)
 
 eta, lam, mu, tau = (hyper_symbol(n) for n in ("lr", "weight_decay", "momentum", "dampening"))
 b1, b2, eps, alpha = (hyper_symbol(n) for n in ("b1", "b2", "eps", "alpha"))
@@ -324,8 +323,3 @@ CLAIMS = [
         domains=BETAS,
     ),
 ]
-
-if __name__ == "__main__":
-    from dyntools.symbolic import main
-
-    raise SystemExit(main(CLAIMS))

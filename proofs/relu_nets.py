@@ -6,15 +6,14 @@ branchwise, which gives 1{z > 0} — at the kink z = 0 this is the subgradient c
 parameters (a_j, w_j), so h = Σ_j a_j σ(⟨w_j, x⟩) and each gradient involves one neuron only; the
 input dimension d is symbolic (a generic coordinate K ≤ d).
 
-Run alone: ``python proofs/relu_nets.py``.
+Run alone: ``python -m dyntools.proofs relu-nets`` (or ``dyntools prove relu-nets --controls``).
 """
-
-if __package__ in (None, ""):
-    import _bootstrap  # noqa: F401
 
 import sympy as sp
 
-from dyntools.symbolic import Claim
+from dyntools.symbolic import Claim, ClaimFamily
+
+FAMILY = ClaimFamily("relu-nets", order=90)
 
 j, k, J, K = sp.symbols("j k J K", integer=True, positive=True)
 e_m, e_d = sp.symbols("e_m e_d", integer=True, positive=True)
@@ -99,8 +98,3 @@ CLAIMS = [
         expected="refuted",
     ),
 ]
-
-if __name__ == "__main__":
-    from dyntools.symbolic import main
-
-    raise SystemExit(main(CLAIMS))

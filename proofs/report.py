@@ -49,12 +49,11 @@ def simulation_crosscheck(*, steps: int = 20000, paths: int = 32, seed: int = 0)
 
 
 def reproduce(ctx):
-    from dyntools import tables
-    from dyntools.commands.prove import builtin_registry
+    from dyntools import claims, tables
     from dyntools.report import Section
     from dyntools.symbolic import registry, render
 
-    results = registry.run(builtin_registry().select(controls=True), timeout=CLAIM_BUDGET)
+    results = registry.run(claims.builtin_registry().select(controls=True), timeout=CLAIM_BUDGET)
     md_path = ctx.out_dir / "proofs.md"
     tex_path = ctx.out_dir / "proofs.tex"
     md_path.write_text(render.markdown(results), encoding="utf-8")

@@ -11,15 +11,14 @@ Sizes: ``sgd-noise-covariance-any-size`` proves E[V] = 0 and Cov(V) = ηΣ for s
 Euler–Maruyama comparison stays at p = 2 because it goes through a symbolic Cholesky factor,
 which sympy computes only for an explicit matrix.
 
-Run alone: ``python proofs/sgd_noise.py``.
+Run alone: ``python -m dyntools.proofs sgd-noise`` (or ``dyntools prove sgd-noise --controls``).
 """
-
-if __package__ in (None, ""):
-    import _bootstrap  # noqa: F401
 
 import sympy as sp
 
-from dyntools.symbolic import Claim
+from dyntools.symbolic import Claim, ClaimFamily
+
+FAMILY = ClaimFamily("sgd-noise", order=70)
 
 eta = sp.Symbol("eta", positive=True)
 k = sp.Symbol("k", integer=True, positive=True)
@@ -190,8 +189,3 @@ CLAIMS = [
         "seed 004 (SGD and SDEs), Li et al. 2018",
     ),
 ]
-
-if __name__ == "__main__":
-    from dyntools.symbolic import main
-
-    raise SystemExit(main(CLAIMS))

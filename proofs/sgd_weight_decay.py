@@ -8,15 +8,14 @@ generic coordinate i is an identity of vectors.
 PyTorch semantics for momentum μ and dampening τ: the buffer starts as b₁ = d₁ (the first
 gradient, undamped) and then b_t = μ b_{t−1} + (1 − τ) d_t; θ_t = θ_{t−1} − α b_t.
 
-Run alone: ``python proofs/sgd_weight_decay.py``.
+Run alone: ``python -m dyntools.proofs sgd-weight-decay`` (or ``dyntools prove sgd-weight-decay --controls``).
 """
-
-if __package__ in (None, ""):
-    import _bootstrap  # noqa: F401
 
 import sympy as sp
 
-from dyntools.symbolic import Claim
+from dyntools.symbolic import Claim, ClaimFamily
+
+FAMILY = ClaimFamily("sgd-weight-decay", order=10)
 
 i, j, k = sp.symbols("i j k", integer=True, positive=True)
 n = i + k - 1  # a dimension n ≥ i: the coordinate i exists
@@ -191,8 +190,3 @@ CLAIMS = [
         expected="refuted",
     ),
 ]
-
-if __name__ == "__main__":
-    from dyntools.symbolic import main
-
-    raise SystemExit(main(CLAIMS))

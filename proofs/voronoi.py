@@ -2,15 +2,14 @@
 gradient of the normalized centers, the "min" decay on a scalar — and a refuted control: the seed's
 rule is not the Voronoi (nearest-center) rule.
 
-Run alone: ``python proofs/voronoi.py``.
+Run alone: ``python -m dyntools.proofs voronoi`` (or ``dyntools prove voronoi --controls``).
 """
-
-if __package__ in (None, ""):
-    import _bootstrap  # noqa: F401
 
 import sympy as sp
 
-from dyntools.symbolic import Claim
+from dyntools.symbolic import Claim, ClaimFamily
+
+FAMILY = ClaimFamily("voronoi", order=110)
 
 x1, x2, c1, c2 = sp.symbols("x_1 x_2 c_1 c_2", real=True)
 
@@ -158,8 +157,3 @@ CLAIMS = [
         expected="refuted",
     ),
 ]
-
-if __name__ == "__main__":
-    from dyntools.symbolic import main
-
-    raise SystemExit(main(CLAIMS))

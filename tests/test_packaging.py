@@ -183,6 +183,22 @@ def test_the_install_has_dyntools_alone_with_simulations_and_proofs_inside(tmp_p
     assert proc.returncode == 0, proc.stderr
     n_simulate, n_catalogue = map(int, proc.stdout.split())
     assert n_simulate > 5 and n_catalogue > 5
+    for folder in ("simulations", "proofs"):      # built from the root folders, not from the checkout's stubs
+        assert (site / "dyntools" / folder / "__init__.py").read_text() == (ROOT / folder / "__init__.py").read_text()
+
+    code = ("import dyntools as dt, dyntools.proofs as p\n"
+            "print(p.__path__[0]); print(','.join(dt.claim_families()))")
+    for pythonpath, home in ((str(site), site / "dyntools"), (f"{ROOT}:{site}", ROOT)):
+        # the wheel alone; the checkout first (the README's test command after `pip install .`): it shadows
+        proc = subprocess.run([sys.executable, "-c", code], cwd=elsewhere, capture_output=True, text=True,
+                              env={"PATH": "/usr/bin:/bin", "PYTHONPATH": pythonpath, "NUMBA_CACHE_DIR": str(tmp_path)})
+        assert proc.returncode == 0, proc.stderr
+        path, families = proc.stdout.split()
+        assert Path(path).resolve() == (home / "proofs").resolve()
+        assert families.split(",")[0] == "sgd-weight-decay" and len(families.split(",")) > 10
+    proc = subprocess.run([sys.executable, "-m", "dyntools.proofs", "brownian"], cwd=elsewhere, capture_output=True,
+                          text=True, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(site)})
+    assert proc.returncode == 0 and "brownian-projection-l1-norm" in proc.stdout, proc.stderr
 
 
 def test_a_checkout_imports_simulations_and_proofs_under_the_package_name():
@@ -196,3 +212,18 @@ def test_a_checkout_imports_simulations_and_proofs_under_the_package_name():
     assert Path(dyntools.simulations.diag_nets.__file__).resolve() == ROOT / "simulations" / "diag_nets.py"
     assert Path(dyntools.proofs.report.__file__).resolve() == ROOT / "proofs" / "report.py"
     assert "simulations" not in sys.modules or sys.modules["simulations"] is not dyntools.simulations
+
+
+def test_the_checkout_uses_the_import_systems_own_package_path():
+    """No ``sys.modules``/``sys.path`` splicing: in a checkout the stubs dyntools/simulations/__init__.py and
+    dyntools/proofs/__init__.py set their package's ``__path__`` to the root folder, whose own ``__init__.py``
+    stays empty (the stub runs instead of it); the stubs are not installed (setup.py excludes them)."""
+    import dyntools.proofs
+    import dyntools.simulations
+
+    for package, folder in ((dyntools.simulations, "simulations"), (dyntools.proofs, "proofs")):
+        assert [Path(p).resolve() for p in package.__path__] == [ROOT / folder]
+        assert Path(package.__file__).resolve() == ROOT / "dyntools" / folder / "__init__.py"
+        assert (ROOT / folder / "__init__.py").read_text() == ""
+    text = (ROOT / "dyntools" / "__init__.py").read_text()
+    assert "sys.modules" not in text and "spec_from_file_location" not in text

@@ -1,4 +1,4 @@
-"""`dyntools prove` as a user runs it, `python proofs/<module>.py`, and the reproduce entry."""
+"""`dyntools prove` as a user runs it, `python -m dyntools.proofs <family>`, and the reproduce entry."""
 
 import json
 import os
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from dyntools.commands.prove import builtin_registry
+from dyntools.claims import builtin_registry
 from tests.conftest import HANG_GUARD
 
 BUILTIN = builtin_registry()
@@ -98,20 +98,17 @@ def test_bad_option_is_usage_error():
     assert proc.returncode == 2 and "unrecognized" in proc.stderr
 
 
-MODULES = sorted(
-    p.name for p in (ROOT / "proofs").glob("*.py") if not p.name.startswith("_") and p.name != "report.py"
-)
-
-
-def test_every_proof_module_runs_alone(tmp_path):
-    """`python proofs/<module>.py` from a bare checkout (no PYTHONPATH); the modules run concurrently."""
+def test_every_family_runs_alone():
+    """`python -m dyntools.proofs <family>` from a bare checkout's root (no PYTHONPATH), one process per family
+    (concurrently): the one runner of the proof modules."""
+    modules = [p.name for p in (ROOT / "proofs").glob("*.py") if p.name not in ("__init__.py", "__main__.py")]
+    assert len(BUILTIN.families) == len(modules) - 1                  # every module but report.py is a family
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     procs = {
-        m: subprocess.Popen([sys.executable, str(ROOT / "proofs" / m)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env)
-        for m in MODULES
+        family: subprocess.Popen([sys.executable, "-m", "dyntools.proofs", family], stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env)
+        for family in BUILTIN.families
     }
-    assert len(procs) == len(BUILTIN.families)
     for module, proc in procs.items():
         out, err = proc.communicate(timeout=HANG_GUARD)
         assert proc.returncode == 0, module + out + err

@@ -43,8 +43,8 @@ GROUPS: dict[str, tuple[str, tuple[str, ...]]] = {
     "SDEs": ("Stochastic differential equations: terms, schemes, built-in models and the label-noise SDE.",
              ("SDE", "solve", "sde_models", "label_noise_match")),
     "Symbolic": ("Claims proved by exact algebra or certified intervals, and the problem set's autograder.",
-                 ("prove", "Claim", "IntervalCheck", "unroll", "load_claims", "builtin_claims", "claim_families",
-                  "model_claims", "grade")),
+                 ("prove", "Claim", "ClaimFamily", "IntervalCheck", "unroll", "load_claims", "builtin_claims",
+                  "claim_families", "model_claims", "grade")),
     "Plots": ("Figures: one module per kind, no global state.", ("plots",)),
     "Results": ("One result object per run, saved and loaded atomically.", ("RunResult", "save", "load")),
 }

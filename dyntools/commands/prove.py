@@ -7,69 +7,19 @@ or with ``--controls``. With ``--file my_claims.py`` the claims of that Python f
 (claims verified, false controls — ``expected="refuted"`` — refuted), 1 otherwise, 2 for bad input
 (nothing is written then); the summary line says how many were controls.
 
-This module is the only place that knows the built-in families of ``proofs/``: it fills a plain
-:class:`~dyntools.symbolic.registry.Registry` with them.
+The built-in families are those that plugin modules declare (:mod:`dyntools.claims`); this module only
+parses the command line and prints.
 """
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 
+from dyntools.claims import builtin_registry
 from dyntools.commands import CommandOutput
-
-#: family name → module of ``proofs/`` defining ``CLAIMS``
-BUILTIN_FAMILIES: dict[str, str] = {
-    "sgd-weight-decay": "dyntools.proofs.sgd_weight_decay",
-    "adaptive-preconditioners": "dyntools.proofs.adaptive_preconditioners",
-    "decoupled-decay": "dyntools.proofs.decoupled_decay",
-    "optimizer-code": "dyntools.proofs.optimizer_code",
-    "gd-quadratic": "dyntools.proofs.gd_quadratic",
-    "loss-stabilization": "dyntools.proofs.loss_stabilization",
-    "sgd-noise": "dyntools.proofs.sgd_noise",
-    "diagonal-nets": "dyntools.proofs.diagonal_nets",
-    "relu-nets": "dyntools.proofs.relu_nets",
-    "brownian": "dyntools.proofs.brownian",
-    "voronoi": "dyntools.proofs.voronoi",
-}
 
 FILE_HELP = ("a Python file of your own claims (a list CLAIMS of dyntools.symbolic.Claim, or module-level "
              "Claim objects); the file is YOUR Python code and is executed, so only use files you trust")
-
-
-def claim_families() -> list[str]:
-    """The names of the built-in families of claims (``dyntools prove --list``); public as
-    ``dt.claim_families``."""
-    return list(BUILTIN_FAMILIES)
-
-
-def builtin_claims(names=(), *, controls: bool = False) -> list:
-    """The built-in claims that ``dyntools prove NAME…`` runs: ``names`` are claim or family names
-    (every family when empty); false controls come with ``controls=True`` or when named. Public as
-    ``dt.builtin_claims``; run them with ``dt.prove``.
-
-    Parameters
-    ----------
-    names : sequence of str, default ()
-        Claim or family names (every family when empty).
-    controls : bool, default False
-        Include the false controls.
-
-    Returns
-    -------
-    list of Claim
-    """
-    return builtin_registry().select(names, controls=controls)
-
-
-def builtin_registry():
-    """A registry filled with the built-in families (modules imported on first use)."""
-    from dyntools.symbolic.registry import Registry
-
-    reg = Registry()
-    for name, module in BUILTIN_FAMILIES.items():
-        reg.register_family(name, lambda module=module: importlib.import_module(module))
-    return reg
 
 
 def add_arguments(parser) -> None:

@@ -1,8 +1,8 @@
 """A plain registry of claims, grouped into named families.
 
-The registry knows nothing about where claims come from: the command-line layer
-(:mod:`dyntools.commands.prove`) fills one with the built-in families of ``proofs/`` or with the
-claims of a user's ``--file``, and a library user can fill one with their own::
+The registry knows nothing about where claims come from: :mod:`dyntools.claims` fills one with the
+families that plugin modules declare (``proofs/``, a user's package), ``dyntools prove --file`` with the
+claims of a user's file, and a library user can fill one with their own::
 
     reg = Registry()
     reg.register_family("mine", [claim_a, claim_b])          # Claim objects
@@ -13,11 +13,17 @@ A family source is an iterable of :class:`~dyntools.symbolic.core.Claim`, an obj
 ``CLAIMS`` attribute (a module), or a zero-argument callable returning either (so that sympy work
 and imports happen only when the family is used). A family is addressed by its name, a claim by
 its own name; the two namespaces must not collide.
+
+A plugin module declares its family with :class:`ClaimFamily` (see :mod:`dyntools.plugins`)::
+
+    FAMILY = ClaimFamily("sgd-weight-decay", order=10)   # its claims: the module's CLAIMS
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 from dyntools.symbolic.core import Claim, ClaimResult
 
@@ -34,6 +40,32 @@ def _claims_of(source) -> list[Claim]:
     if bad:
         raise TypeError(f"a family must contain Claim objects, got {type(bad[0]).__name__}")
     return claims
+
+
+@dataclass(frozen=True)
+class ClaimFamily:
+    """A family of claims as a plugin module declares it (module level, ``FAMILY`` or ``FAMILIES``).
+
+    Parameters
+    ----------
+    name : str
+        The family's name (``dyntools prove NAME``, ``dt.builtin_claims([NAME])``); a non-empty string.
+    order : float, default inf
+        Where the family comes in ``dyntools prove --list`` and the report: by increasing ``order``, ties by
+        discovery order (modules by name, then the entry points').
+    claims : family source or None, default None
+        Anything :meth:`Registry.register_family` accepts; None means the declaring module's ``CLAIMS``.
+    """
+
+    name: str
+    order: float = math.inf
+    claims: object = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"ClaimFamily name must be a non-empty string, got {self.name!r}")
+        if isinstance(self.order, bool) or not isinstance(self.order, int | float) or math.isnan(self.order):
+            raise TypeError(f"ClaimFamily order must be a number, got {self.order!r}")
 
 
 class Registry:
