@@ -31,7 +31,8 @@ ROOT = Path(__file__).resolve().parents[1]
 FORBIDDEN = ("simulations", "proofs")
 #: The command-line floor: the only files that may name simulations/proofs (``dyntools/__init__.py`` maps the
 #: repository's two folders to ``dyntools.simulations``/``dyntools.proofs`` in a checkout, importing nothing).
-COMMAND_LINE = ("dyntools/cli.py", "dyntools/commands/", "dyntools/__init__.py", "dyntools/plugins.py")
+COMMAND_LINE = ("dyntools/cli.py", "dyntools/commands/", "dyntools/__init__.py", "dyntools/plugins.py",
+                "dyntools/claims.py", "dyntools/simulations/", "dyntools/proofs/")
 
 #: The floors of dyntools/, from the ground up: each names its rooms (a top-level module or folder of
 #: dyntools/, ``"__init__"`` for the package's own ``__init__.py``). A file imports its own floor or lower.
@@ -50,7 +51,8 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
                                               "autograder")),
     ("plots and the report", ("plots", "report")),   # the report checks the figures it writes
     ("benchmarks", ("bench",)),
-    ("plugin discovery", ("plugins",)),     # finds the experiments of simulations/ and the claims of proofs/
+    ("experiments and claims", ("simulations", "proofs")),   # the root folders (dyntools/*/__init__.py stubs)
+    ("plugin discovery", ("plugins", "claims")),   # finds the experiments of simulations/, the claims of proofs/
     ("command line", ("commands", "cli", "__main__", "__init__")),
 )
 FLOOR_OF = {room: level for level, (_, rooms) in enumerate(FLOORS) for room in rooms}
