@@ -44,6 +44,7 @@ def affine_loss_grad_np(theta, X, y, idx, b, noise, grad, ws, iargs, fargs):
 class Affine(Model):
     name = "my-affine"
     head = "regression"
+    init_stream, sampling_stream = "user.init", "user.sampling"
     loss_grad = staticmethod(affine_loss_grad)
     loss_grad_np = staticmethod(affine_loss_grad_np)
 

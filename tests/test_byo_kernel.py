@@ -79,3 +79,39 @@ def test_user_kernel_loop_is_cached_on_disk(tmp_path):
     assert list((tmp_path / "loops").glob("loop_*.py"))
     assert first_hits == 0 and second_hits >= 1
     assert second < first / 3, f"second process {second:.2f} s, first {first:.2f} s"
+
+
+def test_a_model_that_declares_no_streams_is_refused_and_never_borrows_the_mlps():
+    """The protocol's stream purposes have no default (issue 37 item 3): an undeclared sampling stream is one
+    clear error before anything runs, and an object that is not a dyntools.Model is refused by name."""
+
+    class Undeclared(Affine):
+        sampling_stream = None
+
+    with pytest.raises(ValueError, match=r"Invalid model 'my-affine': it declares no sampling_stream"):
+        dt.train(Undeclared(3), DATA, dt.sgd(lr=0.1), steps=3, batch=4)
+
+    class Duck:
+        name, head = "duck", "regression"
+
+    with pytest.raises(TypeError, match=r"Invalid model: Duck is not a dyntools.Model"):
+        dt.train(Duck(), DATA, dt.sgd(lr=0.1), steps=3, batch=4)
+
+
+def test_every_hook_the_trainer_calls_is_declared_on_the_base_model():
+    """Nothing in the trainer probes a model with getattr/hasattr: every optional hook it reads is declared on
+    dyntools.Model with its default (a planted probe in the trainer's source would fail this)."""
+    import ast
+    import inspect
+
+    from dyntools.dynamics import train as train_module
+    from dyntools.models.base import Model
+
+    tree = ast.parse(inspect.getsource(train_module))
+    probes = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+              and node.func.id in ("getattr", "hasattr") and node.args and isinstance(node.args[0], ast.Name)
+              and node.args[0].id == "model"]
+    assert probes == [], [ast.unparse(p) for p in probes]
+    read = {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name) and node.value.id == "model"}
+    assert read <= set(dir(Model)), sorted(read - set(dir(Model)))

@@ -186,6 +186,7 @@ def _affine_model(kernel):
 
     class Affine(Model):
         name, head = "my-affine", "regression"
+        init_stream, sampling_stream = "user.init", "user.sampling"
         loss_grad = staticmethod(kernel)
         loss_grad_np = staticmethod(_affine_np)
         n_params = 4

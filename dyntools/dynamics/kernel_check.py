@@ -68,7 +68,7 @@ def _first_overrun(buf: np.ndarray, size: int) -> int | None:
 def check_kernel(model, kernel, theta, X, y, b: int, iargs, fargs, ws_size: int, *, gradient: bool = True) -> None:
     """Run ``kernel`` once on guarded buffers and (with ``gradient``) finite-difference its gradient at
     ``theta`` (see the module docstring); raise ValueError naming the model and the first bad entry."""
-    name = getattr(model, "name", type(model).__name__)
+    name = model.name
     theta = np.array(theta, dtype=np.float64)
     X = np.ascontiguousarray(X, dtype=np.float64)
     y = np.ascontiguousarray(y)
@@ -101,7 +101,7 @@ def check_kernel(model, kernel, theta, X, y, b: int, iargs, fargs, ws_size: int,
     if not np.isfinite(loss) or not np.all(np.isfinite(grad)):
         bad = "the loss" if not np.isfinite(loss) else f"grad[{int(np.flatnonzero(~np.isfinite(grad))[0])}]"
         raise ValueError(f"Invalid model {name!r}: its kernel returned a non-finite {bad} at the initial parameters")
-    twin = getattr(model, "loss_grad_np", None)
+    twin = model.loss_grad_np
     if twin is not None and twin is not kernel and hasattr(kernel, "py_func"):
         check_twin(name, kernel, twin, theta, X, y, b, iargs, fargs, ws_size)
     if not gradient:

@@ -65,6 +65,7 @@ from dyntools.dynamics.sde import (
 from dyntools.engine import guard, record, streams, ziggurat
 from dyntools.engine.result import RunResult, message, timed
 from dyntools.engine.ziggurat import normal_reg
+from dyntools.models.base import Model
 from dyntools.models.diag_net import INITS, initial_params
 from dyntools.models.mlp_gemm import gemm
 
@@ -292,15 +293,14 @@ def label_noise_sde(model, X, y, dim: int, eta: float, delta: float | None = Non
     scale : float, default 1.0
         The loss's factor.
     """
-    if hasattr(model, "sde_terms"):                     # a dyntools model: (model, X, y, eta, delta)
+    if isinstance(model, Model):                        # a dyntools model: (model, X, y, eta, delta)
         if delta is not None:
             raise TypeError("label_noise_sde(model, X, y, eta, delta): a model object takes no dim")
         eta, delta = dim, eta
         jitted, dim, scale = model.sde_terms()
-        if hasattr(model, "check_data"):
-            model.check_data(X, y)
+        model.check_data(X, y)
         sde = label_noise_sde(jitted, X, y, dim, eta, delta, name=f"{name}:{model.name}", scale=scale)
-        if hasattr(model, "milstein_correction"):
+        if model.milstein_correction is not None:
             sde.milstein_form = functools.cache(functools.partial(_milstein_form, model, sde, X))
         return sde
     if delta is None:

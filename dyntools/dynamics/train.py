@@ -50,7 +50,7 @@ from dyntools.dynamics.path_loop import advance_path_numpy, advance_paths
 from dyntools.dynamics.rates import WINDOW, LearningRates
 from dyntools.engine import drive, guard, record, samplers, streams
 from dyntools.engine.result import RunResult, timed
-from dyntools.models.base import HEADS
+from dyntools.models.base import HEADS, Model
 from dyntools.optim import chain_step
 from dyntools.optim import kernels as optim_kernels
 from dyntools.optim import optimizers as O
@@ -186,15 +186,20 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
     steps = validation.count("steps", steps)
     kernel = validation.one_of("kernel", kernel, ("numba", "numpy"))
     sampler_code = samplers.code(sampler)
+    if not isinstance(model, Model):
+        raise TypeError(f"Invalid model: {type(model).__name__} is not a dyntools.Model (subclass dyntools.Model: "
+                        "it declares every hook the trainer calls, with its default)")
+    if model.sampling_stream is None:
+        raise ValueError(f"Invalid model {model.name!r}: it declares no sampling_stream (set the class attribute to "
+                         "a purpose of dyntools.engine.streams.KEYS, e.g. a new one for a new model)")
     if model.head not in HEADS:
         raise ValueError(f"Invalid model: head {model.head!r} (expected one of {', '.join(HEADS)})")
     label_noise = validation.non_negative("label_noise", label_noise)
     if label_noise and model.head != "regression":
         raise ValueError("Invalid label_noise: label noise needs a regression head")
     sets = _datasets(data)
-    if hasattr(model, "check_data"):            # a model that knows its input width refuses other data
-        for ds in sets:
-            model.check_data(ds.X, ds.y)
+    for ds in sets:                             # a model that knows its input width refuses other data
+        model.check_data(ds.X, ds.y)
     S = validation.count("seeds", seeds) if seeds is not None else len(sets)
     if len(sets) not in (1, S):
         raise ValueError(f"Invalid data: {len(sets)} data sets for {S} seeds (give one, or one per seed)")
@@ -249,7 +254,7 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
         if inits.shape not in ((p_dim,), (S, p_dim)):
             raise ValueError(f"Invalid theta0: expected shape ({p_dim},) or ({S}, {p_dim}), got {inits.shape}")
         inits = np.broadcast_to(inits, (S, p_dim))
-    fdt = np.dtype(getattr(model, "dtype", np.float64))          # the precision the model trains in
+    fdt = np.dtype(model.dtype)          # the precision the model trains in
     thetas = np.ascontiguousarray(np.tile(inits, (G, 1)), dtype=fdt)
     bound = (guard.default_bound(np.abs(inits).sum(axis=1).max()) if bound is None
              else validation.positive("bound", bound))
@@ -288,7 +293,7 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
     setting = {"sampler": sampler, "batch": b, "label_noise": label_noise, "optimizers": opts, "kernel": kernel,
                "step_loss": step_losses.shape[1] > 0, "seed": seed, "common_stream": bool(common_stream),
                "stream_key": tuple(int(k) for k in stream_key)}
-    if getattr(model, "regularized", False) and (by_chain or not fast):
+    if model.regularized and (by_chain or not fast):
         raise ValueError("Invalid " + ("optimizer: dropout and batch norm train with a fused optimizer step only"
                                        if by_chain else "fast: dropout and batch norm train through their own "
                                        "loop (dyntools.dynamics.fast.mlp_regularized); leave fast=True"))
@@ -302,10 +307,10 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
     if not builtin:
         kernel_check.check_kernel(model, kernel_fn, thetas[0], Xs[0], ys[0], b, iargs, fargs, ws_size,
                                   gradient=bool(check_gradient))
-    elif kernel == "numba" and hasattr(model, "twin_checked"):      # generated from a user's expression
+    elif kernel == "numba" and model.generated_kernel:       # generated from a user's expression
         kernel_check.check_generated(model, thetas[0], Xs[0], ys[0], b, iargs, fargs, ws_size)
     cached = loops.for_kernel(model.loss_grad)
-    if cached is None and kernel == "numba" and getattr(model, "loop_by_pointer", False):
+    if cached is None and kernel == "numba" and model.generated_kernel:
         cached = path_loop.by_pointer(model.loss_grad, args)      # one compiled loop for every such kernel
     elif cached is None and kernel == "numba":     # a user's kernel, or a library model without an entry in loops
         cached = loops.user_loop(model.loss_grad)
@@ -372,7 +377,7 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
     if step_loss:
         arrays["step_loss"] = shape(step_losses)
     with timed(timings, "metrics"):
-        running_rec = getattr(tuned, "running_rec", None) if getattr(model, "batch_norm", False) else None
+        running_rec = getattr(tuned, "running_rec", None) if model.batch_norm else None
         arrays["train_loss"] = shape(_recorded_loss(model, theta_rec, Xs, ys, data_of, running_rec))
         if all(getattr(ds, "X_test", None) is not None for ds in sets):
             Xt = np.stack([np.asarray(ds.X_test, dtype=np.float64) for ds in sets])
@@ -419,17 +424,8 @@ def _check_targets(y, n: int, head: str) -> None:
 
 
 def _recorded_loss(model, theta_rec, Xs, ys, data_of, running_rec=None) -> np.ndarray:
-    """Full-data loss at every recording (NaN where nothing was recorded); a model may evaluate them
-    all at once (``model.recorded_loss``). ``running_rec`` (P, K, 2, H): the batch-norm running statistics
-    recorded with θ (evaluation mode, :mod:`dyntools.dynamics.fast.mlp_regularized`)."""
-    if hasattr(model, "recorded_loss"):
+    """:meth:`Model.recorded_loss`; the running batch-norm statistics go only to models that record them (the
+    models that override the hook to evaluate every recording at once have no batch norm)."""
+    if running_rec is None:
         return model.recorded_loss(theta_rec, Xs, ys, data_of)
-    P, K, _ = theta_rec.shape
-    out = np.full((P, K), np.nan)
-    for p in range(P):
-        X, y = Xs[data_of[p]], ys[data_of[p]]
-        for k in range(K):
-            if np.all(np.isfinite(theta_rec[p, k])):
-                out[p, k] = (model.loss(theta_rec[p, k], X, y) if running_rec is None
-                             else model.loss(theta_rec[p, k], X, y, running=running_rec[p, k]))
-    return out
+    return model.recorded_loss(theta_rec, Xs, ys, data_of, running_rec)

@@ -46,13 +46,29 @@ class Model:
     name: str = "model"
     #: "regression" (targets y: float64[n], label noise allowed) or "cross-entropy" (y: int64 labels)
     head: str = "regression"
-    #: stream purposes (keys of :data:`dyntools.engine.streams.KEYS`) of the initialization and sampling
-    init_stream: str = "mlp.init"
-    sampling_stream: str = "mlp.sampling"
+    #: stream purposes (keys of :data:`dyntools.engine.streams.KEYS`) of the initialization and the trainer's
+    #: sampling: every model declares its own. None (undeclared) is an error in :func:`dyntools.train`, never
+    #: another model's purpose by default.
+    init_stream: str | None = None
+    sampling_stream: str | None = None
 
     # compiled kernel and its NumPy twin (set by subclasses as staticmethods)
     loss_grad = None
     loss_grad_np = None
+
+    # ---------------------------------------------------------------- optional declarations (with their defaults)
+    #: the precision :func:`dyntools.train` trains in (parameters, data and kernel arithmetic)
+    dtype: np.dtype = np.dtype(np.float64)
+    #: dropout or batch norm: trains through its own loop (:mod:`dyntools.dynamics.fast.mlp_regularized`) only
+    regularized: bool = False
+    #: batch norm: the trainer records the running statistics with θ and evaluates the loss with them
+    batch_norm: bool = False
+    #: the kernel was generated from the user's expression (:class:`~dyntools.models.symbolic.SymbolicModel`): it is
+    #: checked against its twin once per model, then trained by the one loop compiled for every such kernel, which
+    #: calls it through a function pointer
+    generated_kernel: bool = False
+    #: the generated Milstein correction of the label-noise SDE (a method ``milstein_correction(X)``), or None
+    milstein_correction = None
 
     @property
     def n_params(self) -> int:  # pragma: no cover - abstract
@@ -69,6 +85,30 @@ class Model:
     def init(self, seed: int, index: int = 0) -> np.ndarray:  # pragma: no cover - abstract
         """Initial parameters of seed ``index`` (drawn from the :attr:`init_stream` of ``seed``)."""
         raise NotImplementedError
+
+    def check_data(self, X: np.ndarray, y: np.ndarray) -> None:
+        """Refuse data this model cannot train on (``ValueError`` naming the mismatch); a model that knows its
+        input width overrides this. The default accepts any data the kernel's signature accepts."""
+
+    def recorded_loss(self, theta_rec: np.ndarray, Xs, ys, data_of, running_rec=None) -> np.ndarray:
+        """Full-data loss (P, K) at every recording of ``theta_rec`` (P, K, p); NaN where nothing was recorded.
+        Path ``p`` trained on data set ``data_of[p]`` of ``Xs``/``ys``; ``running_rec`` (P, K, 2, H) are the batch-norm
+        running statistics recorded with θ (evaluation mode). A model with a closed form overrides this to evaluate
+        every recording at once."""
+        P, K, _ = theta_rec.shape
+        out = np.full((P, K), np.nan)
+        for p in range(P):
+            X, y = Xs[data_of[p]], ys[data_of[p]]
+            for k in range(K):
+                if np.all(np.isfinite(theta_rec[p, k])):
+                    out[p, k] = (self.loss(theta_rec[p, k], X, y) if running_rec is None
+                                 else self.loss(theta_rec[p, k], X, y, running=running_rec[p, k]))
+        return out
+
+    def sde_terms(self):
+        """``(jitted terms, dim, scale)`` of the label-noise SDE of this model's gradient flow
+        (:func:`dyntools.sde_models.label_noise_sde`); a model that has one overrides this."""
+        raise NotImplementedError(f"{self.name} has no label-noise SDE terms")
 
     def config(self) -> dict:
         """JSON description of the model (recorded in results)."""

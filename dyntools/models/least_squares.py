@@ -49,6 +49,7 @@ class LeastSquares(Model):
 
     name = "least-squares"
     head = "regression"
+    sampling_stream = "mlp.sampling"    # the MLP's purpose, kept so that earlier results replay (init draws nothing)
     loss_grad = staticmethod(loss_grad)
     loss_grad_np = staticmethod(loss_grad_np)
 

@@ -170,6 +170,7 @@ class SigmoidNet(Model):
     name = "sigmoid-net"
     head = "regression"
     init_stream = "universal.features"
+    sampling_stream = "mlp.sampling"    # the MLP's purpose, kept so that earlier results replay
     loss_grad = staticmethod(loss_grad)
     loss_grad_np = staticmethod(loss_grad_np)
 

@@ -277,7 +277,7 @@ class SymbolicModel(Model):
     head = "regression"
     #: dt.train calls the generated kernel through a function pointer from one shared, cached loop
     #: (:func:`dyntools.dynamics.path_loop.by_pointer`): a new model compiles its kernel only
-    loop_by_pointer = True
+    generated_kernel = True
     init_stream = "symbolic.init"
     sampling_stream = "symbolic.sampling"
 

@@ -195,7 +195,7 @@ def select(model, setting: dict):
     loop of :mod:`dyntools.dynamics.fast.mlp_regularized`. In float64 the cross-entropy head needs no
     tuned loop: the cached generic loop (:mod:`dyntools.dynamics.loops`) calls its matrix-product kernel
     (:mod:`dyntools.models.mlp_gemm`) directly."""
-    if getattr(model, "regularized", False):           # dropout / batch norm: the loop that knows them
+    if model.regularized:           # dropout / batch norm: the loop that knows them
         return mlp_regularized.select(model, setting)
     if setting.get("kernel") != "numba":
         return None
