@@ -51,7 +51,7 @@ KEYS: dict[str, int] = {
     "data.modular": 0x6A0D,          # train/test split of the modular arithmetic tables (grokking)
     "transformer.init": 0x7F01,      # initializations of the small transformer (dyntools.models.transformer)
     "transformer.sampling": 0x7F02,  # minibatch indices of the small transformer
-    "user.init": 0xB10D,             # initializations of a user's own model (dyntools.Model subclassed outside dyntools)
+    "user.init": 0xB10D,             # initializations of a user's own model (a dyntools.Model written outside it)
     "user.sampling": 0xB10E,         # minibatch indices and label noise of a user's own model
 }
 
