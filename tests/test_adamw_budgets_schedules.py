@@ -98,7 +98,7 @@ def test_near_best_wd_and_range_over_choices_edge_cases():
 
 
 def test_paired_replicates_average_the_cells_runs(tmp_path):
-    from dyntools.simulations.adamw_heatmaps import GridConfig, run_grid
+    from dyntools.heatmap_grid import GridConfig, run_grid
 
     from dyntools.classifier_cell import train_cell
 

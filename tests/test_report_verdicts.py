@@ -115,7 +115,7 @@ def test_deep_nets_claims_name_an_undertrained_reference():
 def test_adamw_heatmap_claims_on_planted_grids():
     """Seed 001's claims on two planted heatmaps: a diagonal coupled region against a vertical band."""
     import numpy as np
-    from dyntools.simulations.adamw_heatmaps import claims
+    from dyntools.heatmap_grid import claims
 
     from dyntools.engine.result import RunResult
 
