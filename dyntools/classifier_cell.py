@@ -6,7 +6,7 @@
 (initialized from the ``sweep.adamw-grid`` stream of the cell), trains it through :func:`dyntools.train`
 with the named optimizer and schedule on shuffled epochs, and returns the final train/validation loss and
 accuracy and the loss curve. It is a computation,
-not an experiment: the grids and their settings live in ``simulations/adamw_heatmaps.py`` (and the
+not an experiment: the grids and their settings live in :mod:`dyntools.heatmap_grid` (and the
 benchmark's in ``dyntools/bench/sweep.py``).
 """
 

@@ -86,7 +86,8 @@ def quadratic_run(steps: int = 400):
 
 def spiral_run(steps: int = 600, seed: int = 0):
     import numpy as np
-    from dyntools.simulations.iteration_dependent_l2 import spiral_gradient
+
+    from dyntools.dynamics.full_batch import spiral_gradient
 
     theta0, gradient = spiral_gradient(seed, 800)
     thetas, grads, last = adam_run(gradient, theta0, 0.01, steps)

@@ -8,7 +8,7 @@ heatmap on the spirals is swept at several budgets ``T`` (epochs), once over the
 when the best raw λ moves with the budget while the best ``λ_norm`` stays put.
 
 "Best" is the cell with the lowest validation loss (``--criterion val-acc``: the highest validation
-accuracy, ties broken by the loss). Each (axis, budget) is one :func:`simulations.adamw_heatmaps.run_grid`
+accuracy, ties broken by the loss). Each (axis, budget) is one :func:`dyntools.heatmap_grid.run_grid`
 sweep in its own directory under ``--out`` (so an interrupted run resumes), *paired*: replicate ``r`` of
 every cell of every sweep starts from the same initialization and sees the same minibatch order, so cells
 differ by their hyperparameters and budget only (with a stream per cell the initialization noise swamps
@@ -79,7 +79,7 @@ def check_budgets(budgets) -> tuple[float, ...]:
 
 def grid_configs(p: BudgetParams) -> dict:
     """``{(axis, budget index): GridConfig}``: one heatmap sweep per axis and budget."""
-    from dyntools.simulations.adamw_heatmaps import GridConfig, check_grid
+    from dyntools.heatmap_grid import GridConfig, check_grid
 
     budgets = check_budgets(p.budgets)
     lr = check_grid("lr-grid", p.lr_grid)
@@ -124,7 +124,7 @@ def near_best_wd(acc: np.ndarray, loss: np.ndarray, criterion: str = "val-loss")
 def run_budgets(p: BudgetParams, out, *, seed: int = 0, progress: bool = False) -> RunResult:
     from pathlib import Path
 
-    from dyntools.simulations.adamw_heatmaps import run_grid
+    from dyntools.heatmap_grid import run_grid
 
     configs = grid_configs(p)
     budgets = check_budgets(p.budgets)

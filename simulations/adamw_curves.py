@@ -19,8 +19,8 @@ def reproduce(ctx):
     import time
 
     import numpy as np
-    from dyntools.simulations.adamw_heatmaps import KIND, report_grid, run_grid
 
+    from dyntools.heatmap_grid import KIND, report_grid, run_grid
     from dyntools.plots import adamw_heatmaps as HP
     from dyntools.report import Section
     from dyntools.tables import markdown_table

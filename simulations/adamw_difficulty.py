@@ -95,7 +95,7 @@ def increasing(name: str, values) -> tuple[float, ...]:
 def config_of(p: DifficultyParams) -> dict:
     """The sweep's config (JSON-able): what :func:`~dyntools.classifier_cell.train_cell` reads (``noise`` and
     ``turns`` of the easiest difficulty, what a worker's warm-up trains on), plus the difficulty axes."""
-    from dyntools.simulations.adamw_heatmaps import check_grid
+    from dyntools.heatmap_grid import check_grid
 
     lr, wd = check_grid("lr-grid", p.lr_grid), check_grid("wd-grid", p.wd_grid)
     noises, turns = increasing("noises", p.noises), increasing("turns", p.turns)
@@ -385,10 +385,10 @@ def check(p: DifficultyParams) -> None:
 def cell_peak(p: DifficultyParams, workers: int) -> tuple[dict[str, int], str]:
     """The arrays ``workers`` cells (a 2-D spiral, two classes) hold at once at their peak: those of an
     ``adamw-grid`` cell of the same network, data and steps
-    (:func:`dyntools.simulations.adamw_heatmaps.cell_peak_arrays`)."""
+    (:func:`dyntools.heatmap_grid.cell_peak_arrays`)."""
     from types import SimpleNamespace
 
-    from dyntools.simulations.adamw_heatmaps import cell_peak_arrays
+    from dyntools.heatmap_grid import cell_peak_arrays
 
     cell = SimpleNamespace(dataset="spirals", hidden=tuple(p.hidden), classes=2, batch_size=p.batch_size,
                            steps=math.ceil(p.epochs * p.n / p.batch_size), n=p.n, n_val=p.n_val)

@@ -16,9 +16,8 @@ TITLE = "Adam vs AdamW (lr, weight decay) heatmaps on real data: scikit-learn's 
 def reproduce(ctx):
     import time
 
-    from dyntools.simulations.adamw_heatmaps import BORDER, GridConfig, claims, region_verdict, run_grid
-
     from dyntools import verdicts as V
+    from dyntools.heatmap_grid import BORDER, GridConfig, claims, region_verdict, run_grid
     from dyntools.plots import adamw_heatmaps as HP
     from dyntools.report import Section
     from dyntools.tables import markdown_table

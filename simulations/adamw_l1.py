@@ -74,8 +74,7 @@ def sparsity_at_equal_accuracy(result, margin: float = MARGIN) -> dict:
 def reproduce(ctx):
     import time
 
-    from dyntools.simulations.adamw_heatmaps import report_grid, run_grid
-
+    from dyntools.heatmap_grid import report_grid, run_grid
     from dyntools.plots import adamw_heatmaps as HP
     from dyntools.report import Section
     from dyntools.tables import markdown_table

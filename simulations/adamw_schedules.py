@@ -87,10 +87,9 @@ def weight_decays(p: ScheduleParams, optimizers) -> tuple[float, ...]:
 
 
 def grid_config(p: ScheduleParams):
-    """The cells' common :class:`~simulations.adamw_heatmaps.GridConfig` (checks every option)."""
-    from dyntools.simulations.adamw_heatmaps import GridConfig
-
+    """The cells' common :class:`~dyntools.heatmap_grid.GridConfig` (checks every option)."""
     from dyntools.classifier_cell import SCHEDULES, check_schedule
+    from dyntools.heatmap_grid import GridConfig
 
     if not p.schedules or len(set(p.schedules)) != len(p.schedules):
         raise ValueError(f"Invalid schedules: {','.join(p.schedules)} (need distinct names)")
@@ -266,10 +265,9 @@ SGDR_GRID_FULL = {"n_lr": 6, "n_wd": 8, "learning_curve_points": 0}
 def reproduce(ctx):
     import time
 
-    from dyntools.simulations.adamw_heatmaps import GridConfig, run_grid
-
     from dyntools import plots
     from dyntools import verdicts as V
+    from dyntools.heatmap_grid import GridConfig, run_grid
     from dyntools.plots import adamw_heatmaps as HP
     from dyntools.report import Section
     from dyntools.tables import markdown_table

@@ -501,7 +501,7 @@ def compare_with_notebook(result, preset: str) -> list[dict]:
     """One row per run: the final train/test loss, ℓ0 and rank of one run of ``result`` beside the
     notebook's, and the run's fate. No verdict: one run at the edge of stability is one draw (its fate
     and digits change with the processor); the verdict comes from the ensemble
-    (:func:`simulations.diag_nets_ensemble.notebook_verdicts`). A diverged run shows "—", not its NaN."""
+    (:func:`dyntools.diag_net_ensemble.notebook_verdicts`). A diverged run shows "—", not its NaN."""
     rows = []
     for g, spec in enumerate(result.config["runs"]):
         tr0, te0, l00 = NOTEBOOK_FINAL[preset][g]
@@ -600,11 +600,39 @@ def kernel_survival_verdict(lost_fused: int, lost_twin: int, draws: int) -> bool
     return V.proportions_agree(lost_fused, draws, lost_twin, draws)
 
 
+def run_ensemble(preset: str = "paper-sgd", *, starts: int | None = None, steps: int | None = None, seed: int = 0,
+                 kernel: str = "numba", progress: bool = False):
+    """The authors' run of ``preset`` (their data, sample sequence, decays, metrics) from ``starts``
+    perturbed starts, recorded at the notebook's last two recorded steps (or at ``steps - 2, steps - 1``
+    when ``steps`` shortens the run) → a ``"diag-net"`` RunResult indexed ``[schedule, start, record]``;
+    the verdicts use the last recording (the notebook's final numbers are at its last recorded step)."""
+    from dyntools.data import paper_diag_net_data, paper_sgd_indices
+    from dyntools.diag_net_ensemble import PERTURBATION_RANGE, STARTS, perturbed_starts
+    from dyntools.dynamics.diag_net_sgd import train_diag_net
+
+    starts = STARTS[preset] if starts is None else starts
+    p = EXPERIMENT.make(preset, data="paper", **({"steps": steps} if steps else {}))
+    last = (paper_record_steps(p.steps, p.records, p.dense_start)[-2:] if steps is None
+            else np.array([p.steps - 2, p.steps - 1]))
+    u0, scales = perturbed_starts(p.d, starts, seed=seed, alpha=p.alpha)
+    data = paper_diag_net_data(p.n, p.d, p.r, n_test=p.n_test)
+    runs = build_runs(p.eta_small, p.eta_large, p.decay_at, p.decay_factors, p.decay_mode, p.warmup, p.schedules,
+                      p.decay_rule)
+    indices = paper_sgd_indices(p.n, p.steps * p.batch) if p.method == "sgd" else None
+    result = train_diag_net([data] * starts, runs, steps=p.steps, method=p.method, batch=p.batch, u0=u0,
+                            v0=np.zeros_like(u0), record_steps=last, indices=indices,
+                            rank_threshold=p.rank_threshold, rank_points=p.rank_points, l0_threshold=p.l0_threshold,
+                            sharpness_iters=0, seed=seed, kernel=kernel, progress=progress, chunks=4)
+    result.config.update({"preset": preset, "ensemble": {"starts": starts, "scale_range": list(PERTURBATION_RANGE),
+                                                         "seed": seed}})
+    result.arrays["perturbation_scales"] = scales
+    return result
+
+
 def reproduce_paper(ctx):
     """Catalogue entry: the authors' SGD and GD runs on their own data (``--data paper``), the
     fused kernel beside the NumPy twin, the column norms along the runs."""
-    from dyntools.simulations import diag_nets_ensemble as E
-
+    from dyntools import diag_net_ensemble as E
     from dyntools import store
     from dyntools import verdicts as V
     from dyntools.plots import diag_net as diag_plots
@@ -626,7 +654,7 @@ def reproduce_paper(ctx):
         figures += [ctx.relative(p) for p in paths]
         cfg = result.config
         rows = compare_with_notebook(result, name) if not ctx.quick else []
-        ens = E.run_ensemble(name, starts=E.QUICK_STARTS if ctx.quick else None, seed=ctx.seed,
+        ens = run_ensemble(name, starts=E.QUICK_STARTS if ctx.quick else None, seed=ctx.seed,
                              steps=size.get("steps"), progress=ctx.progress)
         store.save(ens, ctx.out_dir / "runs" / f"{name}-ensemble")
         stats = E.schedule_stats(ens)

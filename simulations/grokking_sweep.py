@@ -2,15 +2,15 @@
 the transformer, on local processes or Dask, resumable.
 
 **Cells.** One cell is one (optimizer, weight decay λ, train fraction, seed index ``s``): the network of
-:func:`dyntools.simulations.grokking.network`, trained full batch for ``steps`` steps by
+:func:`dyntools.grokking_study.network`, trained full batch for ``steps`` steps by
 
 * ``adamw`` — decoupled decay λ on the decay mask (no decay on the transformer's norms);
 * ``adam+l2`` — the same λ added to the gradient before Adam's preconditioner;
 * ``none`` — Adam without decay (one cell per train fraction and seed: λ does not enter it),
 
 from seed index ``s``'s split of the table and its initialization — the pieces ``simulate grokking`` uses
-(:func:`~dyntools.simulations.grokking.datasets`, :func:`~dyntools.simulations.grokking.train_runs`,
-:func:`~dyntools.simulations.grokking.measure`), so a cell equals path ``s`` of ``dyntools simulate grokking
+(:func:`~dyntools.grokking_study.datasets`, :func:`~dyntools.grokking_study.train_runs`,
+:func:`~dyntools.grokking_study.measure`), so a cell equals path ``s`` of ``dyntools simulate grokking
 --seed R --weight-decay λ --train-fraction f`` for that optimizer bit for bit (full batch: nothing is sampled,
 and each path's arithmetic does not depend on the others). Each cell records train/test accuracy and loss and
 ‖θ‖₂ at the log grid of steps and whether its test accuracy reached ``threshold`` within the budget.
@@ -18,7 +18,7 @@ and each path's arithmetic does not depend on the others). Each cell records tra
 **Result** (kind ``grokking-sweep``): per optimizer the (λ × train fraction) phase diagram — the proportion
 ``k/n`` of seeds whose test accuracy reaches the threshold — drawn by ``dyntools plot DIR`` with ``k/n`` in each
 cell, and in the table per cell the decoupled-decay rule of ``simulate grokking``
-(:func:`~dyntools.simulations.grokking.decay_verdict`: ``adamw`` k/n against ``none`` k'/n at the same train
+(:func:`~dyntools.grokking_study.decay_verdict`: ``adamw`` k/n against ``none`` k'/n at the same train
 fraction, disjoint Wilson 95 % intervals) when both optimizers are in the sweep.
 """
 
@@ -28,24 +28,25 @@ import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
-from dyntools.simulations import grokking as G
 
+from dyntools import grokking_study as G
 from dyntools import validation
 from dyntools.result_schema import derive
 from dyntools.spec import Experiment, RunContext, param
+from dyntools.sweep_backend import SweepBackendParams
 
 KIND = "grokking-sweep"
 CELL_FN = "dyntools.simulations.grokking_sweep:sweep_cell"
-#: the sweep's optimizer names → their place in :func:`dyntools.simulations.grokking.optimizers` (and RUNS)
+#: the sweep's optimizer names → their place in :func:`dyntools.grokking_study.optimizers` (and RUNS)
 OPTIMIZERS = {"adamw": 0, "adam+l2": 1, "none": 2}
-GRID, WHERE = "grid", "where the cells run"
+GRID = "grid"
 CURVES = G.METRICS
 #: values every finished cell holds (finite unless it diverged)
 FINITE = ("final_test_acc", "test_acc")
 
 
 @dataclass(frozen=True)
-class GrokkingSweepParams(G._Common):
+class GrokkingSweepParams(SweepBackendParams, G.GrokkingTask):
     """``dyntools sweep grokking``: optimizers × λ × train fraction × seeds, one cell each."""
 
     optimizers: tuple = param(tuple(OPTIMIZERS), kind="strs", choices=tuple(OPTIMIZERS), metavar="NAMES",
@@ -56,20 +57,9 @@ class GrokkingSweepParams(G._Common):
     fractions: tuple = param((0.5, 0.7, 0.85), kind="floats", low=0.0, high=1.0, low_open=True, high_open=True,
                              max_len=20, metavar="FRACS", group=GRID, help="train fractions (increasing)")
     seeds: int = param(3, low=1, high=1000, group=GRID, help="seeds per cell (seed index s: split and init)")
-    workers: int | None = param(None, kind="int", low=1, high=1024, group=WHERE,
-                                help="local worker processes (default: all cores)")
-    dask_local: int | None = param(None, kind="int", low=1, high=1024, metavar="N", group=WHERE,
-                                   help="run on a Dask LocalCluster of N worker processes")
-    scheduler: str | None = param(None, kind="str", metavar="tcp://HOST:PORT", group=WHERE,
-                                  help="run on an existing Dask cluster")
-    connect_timeout: float = param(10.0, low=0.0, low_open=True, group=WHERE, help="seconds to reach --scheduler")
-    retries: int = param(2, low=0, high=100, group=WHERE, help="times a cell is submitted again after its worker "
-                                                              "died or it failed, or the local pool restarted")
 
 
 def check(p: GrokkingSweepParams) -> None:
-    from dyntools import sweep
-
     G.check_grid(p, "decays", "fractions", p.fractions)
     if not p.fractions:
         raise ValueError("Invalid fractions: need at least one train fraction")
@@ -77,12 +67,12 @@ def check(p: GrokkingSweepParams) -> None:
         raise ValueError(f"Invalid optimizers: {','.join(p.optimizers)} (need distinct names)")
     if set(p.optimizers) & {"adamw", "adam+l2"} and not p.decays:
         raise ValueError("Invalid decays: adamw and adam+l2 need at least one λ")
-    sweep.check_backend(p.workers, p.dask_local, p.scheduler)
+    p.check_backend()
 
 
 def common_config(p) -> dict:
-    """The fields of :class:`~dyntools.simulations.grokking._Common` (every cell's shared settings)."""
-    return {f.name: getattr(p, f.name) for f in dataclasses.fields(G._Common)}
+    """The fields of :class:`~dyntools.grokking_study.GrokkingTask` (every cell's shared settings)."""
+    return {f.name: getattr(p, f.name) for f in dataclasses.fields(G.GrokkingTask)}
 
 
 def cells_of(p: GrokkingSweepParams) -> list[dict]:
@@ -92,15 +82,24 @@ def cells_of(p: GrokkingSweepParams) -> list[dict]:
             for f in p.fractions for s in range(p.seeds)]
 
 
-def single_run_params(config: dict, cell: dict) -> G.GrokkingParams:
-    """The ``simulate grokking`` parameters whose run holds this cell as one of its paths."""
-    return G.GrokkingParams(**config, train_fraction=cell["train_fraction"], weight_decay=cell["weight_decay"],
-                            seeds=cell["seed_index"] + 1, phase_seeds=0, workers=1)
+@dataclass(frozen=True)
+class CellRun(G.GrokkingTask):
+    """One cell's run: the shared settings, its train fraction and λ, one thread (the settings a
+    ``simulate grokking`` run holding this cell as one of its paths trains with)."""
+
+    train_fraction: float = 0.7
+    weight_decay: float = 0.0
+    workers: int = 1
+
+
+def single_run_params(config: dict, cell: dict) -> CellRun:
+    """The settings of the run that trains this cell."""
+    return CellRun(**config, train_fraction=cell["train_fraction"], weight_decay=cell["weight_decay"])
 
 
 def sweep_cell(config: dict, cell: dict, seed: int, index: int) -> dict:
     """One cell (module docstring): seed index ``s``'s split and initialization trained by one optimizer exactly
-    as :func:`dyntools.simulations.grokking.simulate` trains path ``s`` → the curves (K,) and first steps."""
+    as ``simulate grokking`` trains path ``s`` → the curves (K,) and first steps."""
     from dyntools.engine import record
 
     p = single_run_params(config, cell)
@@ -147,8 +146,7 @@ def run_grid(p: GrokkingSweepParams, out, *, seed: int = 0, progress: bool = Fal
     from dyntools import sweep
 
     spec = build_spec(p, seed)
-    outcome = sweep.run_sweep(spec, out, workers=p.workers, dask_local=p.dask_local, scheduler=p.scheduler,
-                              connect_timeout=p.connect_timeout, retries=p.retries, progress=progress)
+    outcome = sweep.run_sweep(spec, out, **p.backend(), progress=progress)
     result = assemble(spec, p, outcome.cells)
     result.summary.update({"computed": outcome.computed, "reused": outcome.reused, "backend": outcome.backend,
                            "damaged_cells": outcome.damaged})
@@ -204,7 +202,7 @@ def phase_rows(config: dict, reached: np.ndarray) -> list[dict]:
 
 
 def verdict_rows(config: dict, reached: np.ndarray) -> list[dict]:
-    """Per (λ, train fraction): :func:`~dyntools.simulations.grokking.decay_verdict` of adamw against none
+    """Per (λ, train fraction): :func:`~dyntools.grokking_study.decay_verdict` of adamw against none
     (empty unless both are in the sweep)."""
     names = config["optimizers"]
     if "adamw" not in names or "none" not in names:

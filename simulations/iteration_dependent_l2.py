@@ -33,28 +33,6 @@ VARIANTS = {"β₁ = 0, v from ∇f (the derivation's setting)": (0.0, False),
 ROUND_OFF = 1e-12
 
 
-def spiral_gradient(seed: int = 0, n: int = 400):
-    """``(θ₀, ∇f)`` of a 2-16-16-2 spiral MLP's full-batch cross-entropy on ``n`` points (the kernel's NumPy
-    twin)."""
-    import numpy as np
-
-    import dyntools as dt
-
-    data = dt.data.spirals(n, seed=seed)
-    model = dt.MLP((2, 16, 16, 2), head="cross-entropy")
-    X, y = np.ascontiguousarray(data.X), np.ascontiguousarray(data.y, dtype=np.int64)
-    iargs, fargs = model.kernel_args()
-    n = X.shape[0]
-    idx, noise, ws = np.arange(n), np.zeros(n), np.zeros(model.workspace_size(n))
-
-    def gradient(theta):
-        grad = np.empty(model.n_params)
-        model.loss_grad_np(np.ascontiguousarray(theta), X, y, idx, n, noise, grad, ws, iargs, fargs)
-        return grad
-
-    return model.init(seed), gradient
-
-
 def adamw_run(theta0, gradient, b1: float, steps: int = STEPS):
     """AdamW with ``β = (b1, 0.999)``: ``dt.adamw``'s own chain."""
     import numpy as np
@@ -95,6 +73,8 @@ def gaps(seed: int = 0, steps: int = STEPS) -> dict:
     """Per variant, ``max_t ‖θ_t − θ_t^{AdamW}‖ / ‖θ_t^{AdamW}‖`` (AdamW with the variant's β₁) and the
     curve of that distance."""
     import numpy as np
+
+    from dyntools.dynamics.full_batch import spiral_gradient
 
     theta0, gradient = spiral_gradient(seed)
     out = {}

@@ -7,7 +7,7 @@ same streams — the plain MLP, the MLP with inverted dropout after every hidden
 MLP with batch normalization before every hidden ReLU (``--batch-norm``; :mod:`dyntools.models.mlp_regularized`)
 — and per network and optimizer it counts the *good cells* (validation accuracy ≥ 90 %, evaluated without
 dropout and with batch norm's running statistics, as ``model.eval()`` would), cells within ±1 % of the
-threshold counted either way (:func:`dyntools.simulations.adamw_heatmaps.region_verdict`).
+threshold counted either way (:func:`dyntools.heatmap_grid.region_verdict`).
 
 Measured statements (:func:`verdicts`):
 
@@ -55,9 +55,8 @@ def verdicts(counts: dict) -> dict:
 def reproduce(ctx):
     import time
 
-    from dyntools.simulations.adamw_heatmaps import BORDER, claims, region_verdict, report_grid, run_networks
-
     from dyntools import verdicts as V
+    from dyntools.heatmap_grid import BORDER, claims, region_verdict, report_grid, run_networks
     from dyntools.plots import adamw_heatmaps as HP
     from dyntools.report import Section
     from dyntools.tables import markdown_table

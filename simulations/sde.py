@@ -2,8 +2,8 @@
 
 Models: geometric Brownian motion, Ornstein–Uhlenbeck, the quadratic toy's label-noise SDE, and the
 label-noise SDE of a diagonal linear network on sparse regression (seed 004). ``--convergence`` runs the
-order study of :mod:`simulations.sde_orders` on GBM and OU; ``--study`` runs a study of
-:mod:`simulations.sde_label_noise` on the diagonal network. The study settings that the command line
+order study of :mod:`dyntools.dynamics.sde_order_study` on GBM and OU; ``--study`` runs a study of
+:mod:`dyntools.dynamics.label_noise_sde_study` on the diagonal network. The study settings that the command line
 does not expose are the constants below.
 """
 
@@ -107,10 +107,11 @@ def check(p: SDEParams) -> None:
 
 
 def run(p: SDEParams, ctx: RunContext):
-    from dyntools.simulations import sde_label_noise, sde_orders
 
     from dyntools.data import sparse_regression
+    from dyntools.dynamics import label_noise_sde_study as sde_label_noise
     from dyntools.dynamics import sde_models
+    from dyntools.dynamics import sde_order_study as sde_orders
     from dyntools.dynamics.sde import solve
     from dyntools.models.quadratic_toy import QuadraticToy
 

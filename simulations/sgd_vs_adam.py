@@ -5,7 +5,7 @@ makes weight decay "equally effective in SGD and Adam" — the good region of (l
 tilted with decoupled decay in both families. The entry runs the spiral heatmap of the problem set with
 the four optimizers (SGD and SGDW with momentum 0.9; each family on its own learning-rate range) and
 measures both statements by the rules of :mod:`dyntools.verdicts`
-(:func:`dyntools.simulations.adamw_heatmaps.claims` per family):
+(:func:`dyntools.heatmap_grid.claims` per family):
 
 * *decoupled decay decouples and widens the good region in both families*: the decoupling rule on the good
   regions' shapes and disjoint Wilson intervals of the good fractions, SGD vs SGDW and Adam vs AdamW;
@@ -37,9 +37,8 @@ def verdicts(summary: dict) -> dict:
 
 
 def reproduce(ctx):
-    from dyntools.simulations.adamw_heatmaps import claims, report_grid, run_grid
-
     from dyntools import verdicts as V
+    from dyntools.heatmap_grid import claims, report_grid, run_grid
     from dyntools.plots.adamw_heatmaps import plot_val_accuracy
     from dyntools.report import Section
     from dyntools.tables import markdown_table

@@ -181,12 +181,11 @@ def _relu(p: ConjectureParams, seed: int, steps: np.ndarray):
     """Every method on the two-layer teacher–student ReLU net (``teacher2``); as :func:`_diag_net`."""
     from types import SimpleNamespace
 
-    from dyntools.simulations.relu_nets import build, get_setting
-
     from dyntools.dynamics.label_noise_match import LOSS_FACTOR, matching_delta, stabilized_level
     from dyntools.dynamics.train import train
     from dyntools.metrics import network_metrics
     from dyntools.optim import optimizers as O
+    from dyntools.relu_settings import build, get_setting
 
     setting = get_setting("teacher2", n_test=300)
     S, T = p.seeds, p.steps

@@ -35,6 +35,7 @@ import numpy as np
 from dyntools import memory, validation
 from dyntools.result_schema import derive
 from dyntools.spec import Entry, Experiment, param
+from dyntools.sweep_backend import SweepBackendParams
 
 TITLE = "The Voronoi study: model ladder and AdamW decay types (seed 000)"
 
@@ -48,7 +49,7 @@ MLP_LR = STUDY_LR["centers"]
 NEAR_ZERO = 1e-3
 
 
-ENV, MODEL, TRAIN, LADDER, RUN = "environment", "model", "training", "ladder", "where the cells run"
+ENV, MODEL, TRAIN, LADDER = "environment", "model", "training", "ladder"
 RUNG_NAMES = ("exact", "center-labels", "offset", "scale", "plus-minus", "centers")   # models.voronoi.RUNGS
 #: the members of the ladder: its rungs and the unstructured MLP baseline (:mod:`dyntools.models.voronoi_mlp`)
 MEMBERS = (*RUNG_NAMES, "mlp")
@@ -107,7 +108,7 @@ class VoronoiParams(_Common):
 
 
 @dataclass(frozen=True)
-class LadderParams(_Common):
+class LadderParams(SweepBackendParams, _Common):
     """Rungs × decay types × seeds (``dyntools sweep voronoi-ladder``)."""
 
     rungs: tuple = param(MEMBERS, kind="strs", choices=MEMBERS, metavar="RUNGS", group=LADDER,
@@ -117,14 +118,6 @@ class LadderParams(_Common):
                           max_len=len(DECAYS),
                           help="comma-separated decay types")
     seeds: int = param(5, low=1, high=1000, group=LADDER, help="seeds per (rung, decay)")
-    workers: int | None = param(None, kind="int", low=1, high=1024, group=RUN, help="local worker processes (default: all cores)")
-    dask_local: int | None = param(None, kind="int", low=1, high=1024, metavar="N", group=RUN,
-                                   help="run on a Dask LocalCluster of N worker processes")
-    scheduler: str | None = param(None, kind="str", metavar="tcp://HOST:PORT", group=RUN,
-                                  help="run on an existing Dask cluster")
-    connect_timeout: float = param(10.0, low=0.0, low_open=True, group=RUN, help="seconds to reach --scheduler")
-    retries: int = param(2, low=0, high=100, group=RUN, help="times a cell is submitted again after its worker "
-                                                            "died or it failed, or the local pool restarted")
 
 
 def check(p) -> None:
@@ -786,11 +779,9 @@ def common_params(p) -> VoronoiParams:
 
 
 def check_ladder(p: LadderParams) -> None:
-    from dyntools import sweep
-
     check(p)
     validation.count("seeds", p.seeds)
-    sweep.check_backend(p.workers, p.dask_local, p.scheduler)
+    p.check_backend()
 
 
 def run_simulate(p: VoronoiParams, ctx):
@@ -799,8 +790,7 @@ def run_simulate(p: VoronoiParams, ctx):
 
 def run_sweep(p: LadderParams, ctx):
     return run_ladder(common_params(p), ctx.out, rungs=p.rungs, decays=p.decays, seeds=p.seeds, seed=ctx.seed,
-                      workers=p.workers, dask_local=p.dask_local, scheduler=p.scheduler,
-                      connect_timeout=p.connect_timeout, retries=p.retries, progress=ctx.progress)
+                      **p.backend(), progress=ctx.progress)
 
 
 def summary(p, result) -> dict:

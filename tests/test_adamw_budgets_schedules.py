@@ -98,9 +98,8 @@ def test_near_best_wd_and_range_over_choices_edge_cases():
 
 
 def test_paired_replicates_average_the_cells_runs(tmp_path):
-    from dyntools.simulations.adamw_heatmaps import GridConfig, run_grid
-
     from dyntools.classifier_cell import train_cell
+    from dyntools.heatmap_grid import GridConfig, run_grid
 
     cfg = GridConfig(optimizers=("adamw",), n_lr=1, n_wd=2, lr_range=(1e-2, 1e-2), wd_range=(1e-3, 1e-1), n=48,
                      n_val=48, hidden=(5, 5), batch_size=12, epochs=2, paired=True, replicates=2,

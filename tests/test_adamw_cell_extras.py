@@ -5,11 +5,11 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from dyntools.simulations import adamw_heatmaps as H
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dyntools import classifier_cell as C
+from dyntools import heatmap_grid as H
 from dyntools.optim import schedules as S
 
 TINY = dict(n=60, n_val=60, hidden=(6, 6), batch_size=12, n_lr=2, n_wd=2, lr_range=(3e-3, 3e-2),

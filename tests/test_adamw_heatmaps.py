@@ -2,8 +2,9 @@
 
 import numpy as np
 import pytest
-from dyntools.simulations import adamw_heatmaps as H
 
+from dyntools import heatmap_grid as H
+from dyntools.classifier_cell import effective_wd
 from dyntools.engine.result import RunResult
 
 
@@ -58,8 +59,8 @@ def test_plots_mark_best_cell_and_share_one_colour_scale(tmp_path):
 
 def test_normalized_weight_decay_axis():
     cfg = H.GridConfig(normalized_wd=True, n=1000, batch_size=64, epochs=128).as_json()
-    assert H.effective_wd(cfg, 0.05) == pytest.approx(0.05 * (64 / (1000 * 128)) ** 0.5, rel=1e-15)
-    assert H.effective_wd({**cfg, "normalized_wd": False}, 0.05) == 0.05
+    assert effective_wd(cfg, 0.05) == pytest.approx(0.05 * (64 / (1000 * 128)) ** 0.5, rel=1e-15)
+    assert effective_wd({**cfg, "normalized_wd": False}, 0.05) == 0.05
 
 
 def test_plateau_options_reach_the_schedule():

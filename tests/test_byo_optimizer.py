@@ -104,9 +104,8 @@ def test_user_lion_in_a_4_cell_sweep_resumes_and_runs_on_dask(tmp_path):
     reference ``tests.byo_lion:lion`` on a Dask local cluster gives the same cells bit for bit."""
     import json
 
-    from dyntools.simulations.adamw_heatmaps import train_cell
-
     from dyntools import store
+    from dyntools.classifier_cell import train_cell
     from tests.conftest import run_cli
 
     root = Path(__file__).resolve().parents[1]

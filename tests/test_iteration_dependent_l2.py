@@ -15,7 +15,9 @@ def test_the_derivations_setting_is_adamw_and_the_others_are_not():
 
 def test_a_wrong_coefficient_is_caught(monkeypatch):
     """λ' = λ/α read with torch's λ (whose decay is already αλ) decays α⁻¹ times too much: caught."""
-    theta0, gradient = Q.spiral_gradient()
+    from dyntools.dynamics.full_batch import spiral_gradient
+
+    theta0, gradient = spiral_gradient()
     ref = Q.adamw_run(theta0, gradient, 0.0, 20)
     monkeypatch.setattr(Q, "LAM", Q.LAM / Q.LR)
     run = Q.iteration_dependent_run(theta0, gradient, 0.0, False, 20)

@@ -48,7 +48,8 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("data", ("data",)),                     # data sets may be labelled by a model (the ReLU teacher)
     ("dynamics", ("dynamics",)),             # the trainer, its generic and tuned loops, the SDEs
     ("experiments, sweeps, proofs, grading", ("spec", "sweep", "cluster", "classifier_cell", "symbolic",
-                                              "autograder")),
+                                              "autograder", "sweep_backend", "heatmap_grid", "grokking_study",
+                                              "relu_settings", "diag_net_ensemble")),
     ("plots and the report", ("plots", "report")),   # the report checks the figures it writes
     ("benchmarks", ("bench",)),
     ("experiments and claims", ("simulations", "proofs")),   # the root folders (dyntools/*/__init__.py stubs)

@@ -115,9 +115,9 @@ def test_deep_nets_claims_name_an_undertrained_reference():
 def test_adamw_heatmap_claims_on_planted_grids():
     """Seed 001's claims on two planted heatmaps: a diagonal coupled region against a vertical band."""
     import numpy as np
-    from dyntools.simulations.adamw_heatmaps import claims
 
     from dyntools.engine.result import RunResult
+    from dyntools.heatmap_grid import claims
 
     lrs, wds = np.logspace(-4, -1, 4), np.logspace(-6, 0, 7)
     acc = np.full((2, 4, 7), 0.5)

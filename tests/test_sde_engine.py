@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-from dyntools.simulations.sde_orders import TOLERANCES, convergence_study
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from numba import njit
@@ -10,6 +9,7 @@ from scipy import stats
 
 from dyntools.dynamics import sde_models
 from dyntools.dynamics.sde import SDE, solve
+from dyntools.dynamics.sde_order_study import TOLERANCES, convergence_study
 from dyntools.engine import streams, ziggurat
 from dyntools.models.quadratic_toy import QuadraticToy
 

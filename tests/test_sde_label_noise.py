@@ -2,10 +2,10 @@
 
 import numpy as np
 import pytest
-from dyntools.simulations.sde_label_noise import sgd_vs_sde, sparsity_mechanism
 
 from dyntools.data import sparse_regression
 from dyntools.dynamics import sde_models
+from dyntools.dynamics.label_noise_sde_study import sgd_vs_sde, sparsity_mechanism
 from dyntools.dynamics.sde import builtin_drift, solve
 from dyntools.dynamics.train import train
 from dyntools.engine import guard

@@ -29,7 +29,7 @@ def test_spirals_bad_input(kwargs, match):
 
 
 def test_digits_is_available_from_a_plain_install():
-    from dyntools.simulations.adamw_heatmaps import GridConfig
+    from dyntools.heatmap_grid import GridConfig
 
     cfg = GridConfig(dataset="digits", n_lr=1, n_wd=1)   # scikit-learn is a runtime dependency
     assert cfg.classes == 10 and cfg.n + cfg.n_val == 1797

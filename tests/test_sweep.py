@@ -23,7 +23,7 @@ def demo_spec(n=8, sleep=0.0, diverge=(), size=4, seed=3):
 
 
 def tiny_grid_spec(seed=1):
-    from dyntools.simulations.adamw_heatmaps import GridConfig, build_spec
+    from dyntools.heatmap_grid import GridConfig, build_spec
 
     cfg = GridConfig(n_lr=2, n_wd=2, n=64, n_val=64, epochs=4, hidden=(6, 6, 6), batch_size=16,
                      lr_range=(1e-3, 1e-1), wd_range=(1e-4, 1e-1))

@@ -1,4 +1,4 @@
-"""The report's verdicts from ensembles (dyntools.verdicts, simulations.diag_nets_ensemble): edge cases —
+"""The report's verdicts from ensembles (dyntools.verdicts, dyntools.diag_net_ensemble): edge cases —
 every run diverged, NaN, ties, a reference on the band's edge — and the rules as stated."""
 
 import math
@@ -104,8 +104,9 @@ def _stats(columns):
 
 
 def test_ensemble_verdicts_against_the_notebook_edge_cases():
-    from dyntools.simulations import diag_nets_ensemble as E
     from dyntools.simulations.diag_nets import NOTEBOOK_FINAL
+
+    from dyntools import diag_net_ensemble as E
 
     ref = NOTEBOOK_FINAL["paper-sgd"]
     n = 20
@@ -132,7 +133,7 @@ def test_ensemble_verdicts_against_the_notebook_edge_cases():
 
 
 def test_perturbed_starts_are_seeded_per_start_and_log_spaced():
-    from dyntools.simulations.diag_nets_ensemble import perturbed_starts
+    from dyntools.diag_net_ensemble import perturbed_starts
 
     u, s = perturbed_starts(5, 4, seed=3)
     assert s[0] == pytest.approx(1e-12) and s[-1] == pytest.approx(1e-8)
@@ -159,7 +160,7 @@ def test_l1_sparsity_verdict_needs_a_margin_and_never_reads_a_nan():
 
 
 def test_digits_region_counts_borderline_cells_as_either():
-    from dyntools.simulations.adamw_heatmaps import BORDER, region_verdict
+    from dyntools.heatmap_grid import BORDER, region_verdict
 
     class Fake(dict):
         config = {"optimizers": ["adam", "adamw"]}
@@ -181,12 +182,13 @@ def test_digits_region_counts_borderline_cells_as_either():
 
 
 def test_a_small_ensemble_runs_saves_and_loads_and_the_stats_skip_diverged_starts(tmp_path):
-    from dyntools.simulations import diag_nets_ensemble as E
+    from dyntools.simulations.diag_nets import run_ensemble
 
+    from dyntools import diag_net_ensemble as E
     from dyntools import store
     from dyntools.plugins import load_result
 
-    res = E.run_ensemble("paper-gd", starts=3, steps=40, seed=1)
+    res = run_ensemble("paper-gd", starts=3, steps=40, seed=1)
     assert res["l0"].shape == (4, 3, 2) and res.config["ensemble"]["starts"] == 3
     store.save(res, tmp_path / "ens")
     back = load_result(tmp_path / "ens")                       # the declared schema accepts it

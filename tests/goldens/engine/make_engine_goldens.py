@@ -27,7 +27,7 @@ Coverage of ``dyntools reproduce --quick`` (its catalogue: ``dyntools.plugins.ca
 * ``relu-nets`` (simulations/relu_nets.py ``simulate`` for 1d/teacher2/teacher3): ``relu-1d``,
   ``relu-teacher2``, ``relu-teacher3`` (fewer steps/seeds than quick), ``relu-gd`` (``--method gd``),
   ``relu-numpy`` (the NumPy twin kernel, ``--kernel numpy``).
-* ``adamw-heatmaps`` (simulations/adamw_heatmaps.py ``run_grid``): ``adamw-adam``, ``adamw-sgd``,
+* ``adamw-heatmaps`` (``sweep adamw-grid``: dyntools/heatmap_grid.py ``run_grid``): ``adamw-adam``, ``adamw-sgd``,
   ``adamw-plateau``, ``adamw-cosine`` (tiny grids; ``--workers 1`` keeps cells in-process).
 * ``sde-orders`` (``convergence_study(levels=(4, 8), fine=10)``): ``sde-ou-convergence`` (same levels and
   fine level; 400 paths instead of 1500).

@@ -1,4 +1,5 @@
-"""The authors' diagonal-net runs as ensembles over perturbed starts (seed 004; issue 23).
+"""Ensembles of the authors' diagonal-net runs over perturbed starts: the starts and the statistics (seed 004;
+issue 23).
 
 At the paper's large step (η = 0.282 for SGD on its own data set) the run sits at the edge of
 stability: whether one start diverges, and its final ℓ0, depend on round-off — a different
@@ -8,7 +9,8 @@ with relative sizes ``s_k`` log-spaced over ``[1e-12, 1e-8]`` and ``ξ_k ~ N(0, 
 stream seeded ``(seed, k)``; every schedule of a start shares that start, the data set and the SGD
 sample sequence (the authors'). Per schedule: the fraction that survive (Wilson 95 % interval) and
 the quantiles of the final ℓ0, test loss, Jacobian rank and median column norm of φ over the
-survivors; verdicts from :mod:`dyntools.verdicts` against the notebook's final numbers.
+survivors; verdicts from :mod:`dyntools.verdicts` against the notebook's final numbers. The runs themselves
+are ``run_ensemble`` of ``simulations/diag_nets.py`` (the experiment's presets and schedules).
 """
 
 from __future__ import annotations
@@ -38,36 +40,6 @@ def perturbed_starts(d: int, starts: int, *, seed: int = 0, alpha: float = 0.1,
     scales = np.geomspace(lo, hi, starts)
     xi = np.stack([np.random.default_rng([seed, k]).standard_normal(d) for k in range(starts)])
     return alpha * (1.0 + scales[:, None] * xi), scales
-
-
-def run_ensemble(preset: str = "paper-sgd", *, starts: int | None = None, steps: int | None = None, seed: int = 0,
-                 kernel: str = "numba", progress: bool = False):
-    """The authors' run of ``preset`` (their data, sample sequence, decays, metrics) from ``starts``
-    perturbed starts, recorded at the notebook's last two recorded steps (or at ``steps - 2, steps - 1``
-    when ``steps`` shortens the run) → a ``"diag-net"`` RunResult indexed ``[schedule, start, record]``;
-    the verdicts use the last recording (the notebook's final numbers are at its last recorded step)."""
-    from dyntools.simulations.diag_nets import EXPERIMENT, build_runs, paper_record_steps
-
-    from dyntools.data import paper_diag_net_data, paper_sgd_indices
-    from dyntools.dynamics.diag_net_sgd import train_diag_net
-
-    starts = STARTS[preset] if starts is None else starts
-    p = EXPERIMENT.make(preset, data="paper", **({"steps": steps} if steps else {}))
-    last = (paper_record_steps(p.steps, p.records, p.dense_start)[-2:] if steps is None
-            else np.array([p.steps - 2, p.steps - 1]))
-    u0, scales = perturbed_starts(p.d, starts, seed=seed, alpha=p.alpha)
-    data = paper_diag_net_data(p.n, p.d, p.r, n_test=p.n_test)
-    runs = build_runs(p.eta_small, p.eta_large, p.decay_at, p.decay_factors, p.decay_mode, p.warmup, p.schedules,
-                      p.decay_rule)
-    indices = paper_sgd_indices(p.n, p.steps * p.batch) if p.method == "sgd" else None
-    result = train_diag_net([data] * starts, runs, steps=p.steps, method=p.method, batch=p.batch, u0=u0,
-                            v0=np.zeros_like(u0), record_steps=last, indices=indices,
-                            rank_threshold=p.rank_threshold, rank_points=p.rank_points, l0_threshold=p.l0_threshold,
-                            sharpness_iters=0, seed=seed, kernel=kernel, progress=progress, chunks=4)
-    result.config.update({"preset": preset, "ensemble": {"starts": starts, "scale_range": list(PERTURBATION_RANGE),
-                                                         "seed": seed}})
-    result.arrays["perturbation_scales"] = scales
-    return result
 
 
 def schedule_stats(result) -> list[dict]:
