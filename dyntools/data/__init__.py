@@ -13,7 +13,7 @@ module                                     family
 :mod:`~dyntools.data.teachers`             teacher–student regression on the unit sphere (issue 7)
 :mod:`~dyntools.data.interleaved_spirals`  K interleaved spirals in the plane (seed 001)
 :mod:`~dyntools.data.handwritten_digits`   scikit-learn's 8×8 digits, split at random
-:mod:`~dyntools.data.voronoi`              the Voronoi classification environment (seed 000; ``dt.data_voronoi``)
+:mod:`~dyntools.data.voronoi`              the Voronoi classification environment (seed 000)
 :mod:`~dyntools.data.image_sets`           image files on disk → seeded subsets scaled to [0, 1]
 :mod:`~dyntools.data.idx_files`            MNIST and Fashion-MNIST from their IDX files (gzipped or not)
 :mod:`~dyntools.data.cifar_batches`        CIFAR-10 from its python batches (a restricted unpickler)
@@ -25,7 +25,7 @@ No module is named after the function it holds, so ``dyntools.data.spirals`` is 
 
 from __future__ import annotations
 
-from dyntools.data import voronoi  # the module (``dt.data.voronoi.voronoi(...)``), also ``dt.data_voronoi``
+from dyntools.data import voronoi  # the module (``dt.data.voronoi.voronoi(...)``)
 from dyntools.data.cifar_batches import cifar10
 from dyntools.data.containers import ClassificationData, RegressionData, TeacherStudentData
 from dyntools.data.handwritten_digits import digits
