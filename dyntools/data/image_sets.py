@@ -20,11 +20,6 @@ from dyntools import validation
 from dyntools.data.containers import ClassificationData
 from dyntools.engine import streams
 
-#: the command line's names of the image data sets → ``(module, function)`` that reads them from a directory
-IMAGE_SETS = {"mnist": ("dyntools.data.idx_files", "mnist"),
-              "fashion-mnist": ("dyntools.data.idx_files", "fashion_mnist"),
-              "cifar10": ("dyntools.data.cifar_batches", "cifar10")}
-
 
 def subset_rows(n_rows: int, n: int | None, seed: int, part: int) -> np.ndarray:
     """Indices (increasing) of ``n`` of ``n_rows`` rows drawn uniformly without replacement from the
@@ -50,27 +45,3 @@ def assemble(train: tuple[np.ndarray, np.ndarray], test: tuple[np.ndarray, np.nd
     (X, y), (Xt, yt) = ((imgs[r].astype(dtype) / dtype.type(255), labels[r].astype(np.int64))
                         for (imgs, labels), r in zip((train, test), rows))
     return ClassificationData(X, y, Xt, yt, n_classes)
-
-
-def image_set(name: str, data_dir, **kwargs) -> ClassificationData:
-    """The image data set ``name`` (a key of :data:`IMAGE_SETS`) read from ``data_dir``; ``kwargs`` go to
-    its reader (``n_train``, ``n_test``, ``seed``, ``dtype``).
-
-    Parameters
-    ----------
-    name : {"mnist", "fashion-mnist", "cifar10"}
-        The data set, by its command-line name.
-    data_dir : str or path-like
-        The folder holding its files.
-    **kwargs
-        Passed to the reader: ``n_train``, ``n_test``, ``seed``, ``dtype`` (:func:`~dyntools.data.mnist`).
-
-    Returns
-    -------
-    ClassificationData
-    """
-    import importlib
-
-    validation.one_of("dataset", name, tuple(IMAGE_SETS))
-    module, function = IMAGE_SETS[name]
-    return getattr(importlib.import_module(module), function)(data_dir, **kwargs)
