@@ -14,6 +14,8 @@ Only the chosen rows are converted to floating point (CIFAR-10's 50 000 × 3072 
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 
 from dyntools import validation
@@ -45,3 +47,37 @@ def assemble(train: tuple[np.ndarray, np.ndarray], test: tuple[np.ndarray, np.nd
     (X, y), (Xt, yt) = ((imgs[r].astype(dtype) / dtype.type(255), labels[r].astype(np.int64))
                         for (imgs, labels), r in zip((train, test), rows))
     return ClassificationData(X, y, Xt, yt, n_classes)
+
+
+#: the numpydoc sections every image reader shares (``{pixels}``: the length of a row of ``X``)
+READER_SECTIONS = """Parameters
+----------
+data_dir : str or path-like
+    The folder holding the files (``~`` expanded).
+n_train, n_test : int, optional
+    Sizes of the seeded subsets drawn without replacement from the training / test files (kept in file
+    order); ``None`` keeps every image.
+seed : int, default 0
+    Root seed of the ``data.image-files`` stream the subsets are drawn from.
+dtype : {{"float64", "float32"}}, default "float64"
+    Floating type of ``X`` and ``X_val``.
+
+Returns
+-------
+ClassificationData
+    ``X`` the training images (n_train, {pixels}) scaled to [0, 1], ``y`` their labels 0…9, ``X_val`` /
+    ``y_val`` the test images.
+
+Raises
+------
+ValueError
+    A file missing or damaged (named, with the expected layout), or a subset larger than the file.
+"""
+
+
+def reader_sections(pixels: int):
+    """Decorator: append :data:`READER_SECTIONS` (rows of ``pixels`` values) to an image reader's docstring."""
+    def attach(reader):
+        reader.__doc__ = inspect.cleandoc(reader.__doc__) + "\n\n" + READER_SECTIONS.format(pixels=pixels)
+        return reader
+    return attach
