@@ -61,7 +61,7 @@ PLUGIN_FOLDERS = {"simulations": "dyntools.simulations", "proofs": "dyntools.pro
 #: The floors, from the ground up: each names its rooms (a top-level module or folder of dyntools/,
 #: ``"__init__"`` for the package's own ``__init__.py``, ``simulations``/``proofs`` for the plugin folders).
 FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("helpers", ("validation", "tables", "user_code", "version", "verdicts", "time_budget", "child",
+    ("helpers", ("validation", "tables", "user_code", "version", "verdicts", "time_budget", "child", "docstrings",
                  "markdown_text", "memory")),
     ("low level", ("lowlevel",)),            # numba/LLVM internals (fma panels, vector transposes, flat views)
     ("engine", ("engine", "params", "arrays_io")),

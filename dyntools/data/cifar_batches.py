@@ -33,7 +33,8 @@ import numpy as np
 
 from dyntools import memory
 from dyntools.data.containers import ClassificationData
-from dyntools.data.image_sets import assemble, reader_sections
+from dyntools.data.image_sets import READER_SECTIONS, assemble
+from dyntools.docstrings import with_sections
 
 N_CLASSES = 10
 PIXELS = 3 * 32 * 32
@@ -130,7 +131,7 @@ def read_batches(data_dir, names) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
 
-@reader_sections(3072)
+@with_sections(READER_SECTIONS, pixels=3072)
 def cifar10(data_dir, *, n_train: int | None = None, n_test: int | None = None, seed: int = 0,
             dtype="float64") -> ClassificationData:
     """CIFAR-10 (50 000 train / 10 000 test colour images of 32 × 32, 10 classes) from its python batches in

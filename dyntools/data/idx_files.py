@@ -28,7 +28,8 @@ from pathlib import Path
 import numpy as np
 
 from dyntools.data.containers import ClassificationData
-from dyntools.data.image_sets import assemble, reader_sections
+from dyntools.data.image_sets import READER_SECTIONS, assemble
+from dyntools.docstrings import with_sections
 
 SIDE = 28
 N_CLASSES = 10
@@ -140,7 +141,7 @@ def _idx_set(data_dir, n_train, n_test, seed, dtype) -> ClassificationData:
                     n_test=n_test, seed=seed, dtype=dtype)
 
 
-@reader_sections(784)
+@with_sections(READER_SECTIONS, pixels=784)
 def mnist(data_dir, *, n_train: int | None = None, n_test: int | None = None, seed: int = 0,
           dtype="float64") -> ClassificationData:
     """MNIST's handwritten digits (60 000 train / 10 000 test images of 28 × 28, 10 classes) from the IDX
@@ -149,7 +150,7 @@ def mnist(data_dir, *, n_train: int | None = None, n_test: int | None = None, se
     return _idx_set(data_dir, n_train, n_test, seed, dtype)
 
 
-@reader_sections(784)
+@with_sections(READER_SECTIONS, pixels=784)
 def fashion_mnist(data_dir, *, n_train: int | None = None, n_test: int | None = None, seed: int = 0,
                   dtype="float64") -> ClassificationData:
     """Zalando's Fashion-MNIST (clothing, the same sizes, file names and IDX format as MNIST) from

@@ -14,8 +14,6 @@ Only the chosen rows are converted to floating point (CIFAR-10's 50 000 × 3072 
 
 from __future__ import annotations
 
-import inspect
-
 import numpy as np
 
 from dyntools import validation
@@ -49,7 +47,8 @@ def assemble(train: tuple[np.ndarray, np.ndarray], test: tuple[np.ndarray, np.nd
     return ClassificationData(X, y, Xt, yt, n_classes)
 
 
-#: the numpydoc sections every image reader shares (``{pixels}``: the length of a row of ``X``)
+#: the numpydoc sections every image reader shares (``{pixels}``: the length of a row of ``X``;
+#: :func:`dyntools.docstrings.with_sections` appends them)
 READER_SECTIONS = """Parameters
 ----------
 data_dir : str or path-like
@@ -73,11 +72,3 @@ Raises
 ValueError
     A file missing or damaged (named, with the expected layout), or a subset larger than the file.
 """
-
-
-def reader_sections(pixels: int):
-    """Decorator: append :data:`READER_SECTIONS` (rows of ``pixels`` values) to an image reader's docstring."""
-    def attach(reader):
-        reader.__doc__ = inspect.cleandoc(reader.__doc__) + "\n\n" + READER_SECTIONS.format(pixels=pixels)
-        return reader
-    return attach
