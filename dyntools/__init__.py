@@ -71,7 +71,6 @@ _LAZY = {
     "models": ("dyntools.models", None),
     "model_metrics": ("dyntools.model_metrics", "model_metrics"),
     "plots": ("dyntools.plots", None),
-    "data_voronoi": ("dyntools.data.voronoi", None),        # its name before dyntools/data/ was a package
     "VoronoiLadder": ("dyntools.models.voronoi", "VoronoiLadder"),
     "VoronoiMLP": ("dyntools.models.voronoi_mlp", "VoronoiMLP"),
     "ResNet": ("dyntools.models.resnet", "ResNet"),

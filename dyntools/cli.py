@@ -55,8 +55,15 @@ def _experiment_subparsers(parent, verb: str, title: str, dest: str):
     return sub
 
 
+def _command(sub, name: str, module, *, help: str, description: str) -> argparse.ArgumentParser:
+    """The parser of ``dyntools NAME``, run by ``module.run(args, progress)`` (a module of dyntools/commands/)."""
+    p = sub.add_parser(name, help=help, formatter_class=_formatter, description=description)
+    p.set_defaults(_module=module)
+    return p
+
+
 def build_parser() -> argparse.ArgumentParser:
-    from dyntools import commands
+    from dyntools.commands import bench, grade, plot, prove, reproduce
 
     parser = _Parser(prog="dyntools", formatter_class=_formatter,
                      description="Theory and dynamics of optimization in deep learning.\n\n"
@@ -65,17 +72,15 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
 
-    p = sub.add_parser("prove", help="verify the symbolic derivations of the source documents",
-                       formatter_class=_formatter,
-                       description="Verify symbolic claims exactly (sympy / certified intervals).\n"
-                                   "Built-in claims by default; --file runs the claims of your own Python\n"
-                                   "file (it is executed: use only files you trust).\n\n"
-                                   "example:\n  dyntools prove --list\n"
-                                   "  dyntools prove --md proofs.md\n"
-                                   "  dyntools prove --file my_claims.py --json")
-    commands.load({"prove": "dyntools.commands.prove"}, "prove").add_arguments(p)
+    p = _command(sub, "prove", prove, help="verify the symbolic derivations of the source documents",
+                 description="Verify symbolic claims exactly (sympy / certified intervals).\n"
+                             "Built-in claims by default; --file runs the claims of your own Python\n"
+                             "file (it is executed: use only files you trust).\n\n"
+                             "example:\n  dyntools prove --list\n"
+                             "  dyntools prove --md proofs.md\n"
+                             "  dyntools prove --file my_claims.py --json")
+    prove.add_arguments(p)
     p.add_argument("--json", action="store_true", help="print the verdicts as one JSON object on stdout")
-    p.set_defaults(_module=commands.load({"prove": "dyntools.commands.prove"}, "prove"))
 
     p = sub.add_parser("simulate", help="run one model and save the result directory",
                        formatter_class=_formatter,
@@ -88,40 +93,35 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Run a grid of runs.\n\nexample:\n  dyntools sweep adamw-grid --out runs/grid")
     _experiment_subparsers(p, "sweep", "sweeps", "sweep")
 
-    p = sub.add_parser("plot", help="draw the figures of a result directory",
-                       formatter_class=_formatter,
-                       description="Draw the figures of a result (or of every result below DIR).\n\n"
-                                   "example:\n  dyntools plot runs/stab")
+    p = _command(sub, "plot", plot, help="draw the figures of a result directory",
+                 description="Draw the figures of a result (or of every result below DIR).\n\n"
+                             "example:\n  dyntools plot runs/stab")
     p.add_argument("dir", type=Path, metavar="DIR", help="a result directory written by simulate or sweep")
     p.add_argument("--out", default=None, metavar="DIR", help="where figures go (default DIR/figures)")
     p.add_argument("--format", default="png,pdf", help="comma-separated figure formats (default png,pdf)")
     p.add_argument("--json", action="store_true", help="print the written files as one JSON object")
-    p.set_defaults(_module=commands.load({"plot": "dyntools.commands.plot"}, "plot"))
 
-    p = sub.add_parser("reproduce", help="run the catalogue of headline results and write report.md",
-                       formatter_class=_formatter,
-                       description="Run every headline result of the source documents and write\n"
-                                   "figures and a report.md embedding them with the measured numbers.\n\n"
-                                   "example:\n  dyntools reproduce --quick --out report")
+    p = _command(sub, "reproduce", reproduce, help="run the catalogue of headline results and write report.md",
+                 description="Run every headline result of the source documents and write\n"
+                             "figures and a report.md embedding them with the measured numbers.\n\n"
+                             "example:\n  dyntools reproduce --quick --out report")
     p.add_argument("--quick", action="store_true", help="reduced sizes: the whole catalogue in under 3 minutes")
     p.add_argument("--only", default=None, metavar="NAMES", help="comma-separated catalogue entries to run")
     p.add_argument("--self-contained", action="store_true",
                    help="embed the figures in report.html (one file to send; default: the files beside it)")
     _add_common(p, default_out=Path("report"))
-    p.set_defaults(_module=commands.load({"reproduce": "dyntools.commands.reproduce"}, "reproduce"))
 
-    p = sub.add_parser("grade", help="grade a student's Adam and AdamW against the PyTorch-exact reference",
-                       formatter_class=_formatter,
-                       description="The problem set's autograder (seed 001): runs the Adam and AdamW of FILE\n"
-                                   "(functions adam_step/adamw_step or classes Adam/AdamW; see\n"
-                                   "dyntools.autograder) and the reference on the same deterministic problems,\n"
-                                   "step by step; exit 0 only when both are defined and every run matches\n"
-                                   "to 1e-10. FILE is executed in a child process with a time limit\n"
-                                   "(--timeout), memory and CPU limits and a temporary working directory.\n"
-                                   "That is NOT a security sandbox (the code runs as you, with your files\n"
-                                   "and network): grade only files you would run yourself.\n\n"
-                                   "example:\n  dyntools grade my_adam.py\n"
-                                   "  dyntools grade my_adam.py --problem spirals --steps 50 --json")
+    p = _command(sub, "grade", grade, help="grade a student's Adam and AdamW against the PyTorch-exact reference",
+                 description="The problem set's autograder (seed 001): runs the Adam and AdamW of FILE\n"
+                             "(functions adam_step/adamw_step or classes Adam/AdamW; see\n"
+                             "dyntools.autograder) and the reference on the same deterministic problems,\n"
+                             "step by step; exit 0 only when both are defined and every run matches\n"
+                             "to 1e-10. FILE is executed in a child process with a time limit\n"
+                             "(--timeout), memory and CPU limits and a temporary working directory.\n"
+                             "That is NOT a security sandbox (the code runs as you, with your files\n"
+                             "and network): grade only files you would run yourself.\n\n"
+                             "example:\n  dyntools grade my_adam.py\n"
+                             "  dyntools grade my_adam.py --problem spirals --steps 50 --json")
     p.add_argument("file", type=Path, metavar="FILE", help="the student's Python file")
     p.add_argument("--problem", default="gradients,spirals", metavar="NAMES",
                    help="comma-separated problems: gradients (a fixed gradient sequence), spirals (the MLP's "
@@ -132,12 +132,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--memory", type=int, default=4096, metavar="MB",
                    help="address-space limit of that process in MB (default 4096)")
     p.add_argument("--json", action="store_true", help="print the grades as one JSON object on stdout")
-    p.set_defaults(_module=commands.load({"grade": "dyntools.commands.grade"}, "grade"))
 
-    p = sub.add_parser("bench", help="time each fast kernel against its NumPy twin (ratios, one run)",
-                       formatter_class=_formatter,
-                       description="Benchmarks: each compiled kernel and its baseline in the same process.\n\n"
-                                   "example:\n  dyntools bench stabilization --json")
+    p = _command(sub, "bench", bench, help="time each fast kernel against its NumPy twin (ratios, one run)",
+                 description="Benchmarks: each compiled kernel and its baseline in the same process.\n\n"
+                             "example:\n  dyntools bench stabilization --json")
     p.add_argument("names", nargs="*", metavar="NAME", help="benchmarks to run (default: all)")
     p.add_argument("--quick", action="store_true", help="smaller problem sizes (a smoke test, not the targets)")
     p.add_argument("--json", action="store_true", help="print the measurements as one JSON object on stdout")
@@ -145,7 +143,6 @@ def build_parser() -> argparse.ArgumentParser:
                    help="instruction sets to run on, comma-separated: native (this processor), avx2 (a subprocess "
                         "restricted to AVX2 + FMA: numba for Haswell with 256-bit panels, XLA capped at AVX2, "
                         "OpenBLAS's Haswell kernels); default native")
-    p.set_defaults(_module=commands.load({"bench": "dyntools.commands.bench"}, "bench"))
     return parser
 
 

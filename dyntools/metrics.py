@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from dyntools import validation
+from dyntools.docstrings import with_sections
 
 
 def singular_values(matrices: np.ndarray) -> np.ndarray:
@@ -56,37 +57,36 @@ def jacobian_rank(matrices: np.ndarray, rel_threshold: float = 1e-5) -> np.ndarr
 NORM_QUANTILES = (0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)
 
 
+#: the sections of :func:`column_norms` and :func:`example_grad_norms` (``{shape}``: the result's)
+_JACOBIAN_NORMS = """Parameters
+----------
+jacobians : array_like, shape (n, p) or (..., n, p)
+    The Jacobian :math:`φ_θ(X)` (rows: examples, columns: parameters), or a stack of them.
+
+Returns
+-------
+ndarray, shape {shape}
+"""
+
+
+def _l2_norms(jacobians, axis: int) -> np.ndarray:
+    """``(Σ x²)^{1/2}`` of ``jacobians`` (as float64) along ``axis``."""
+    return np.sqrt(np.sum(np.square(np.asarray(jacobians, dtype=np.float64)), axis=axis))
+
+
+@with_sections(_JACOBIAN_NORMS, shape="(p,) or (..., p)")
 def column_norms(jacobians: np.ndarray) -> np.ndarray:
     """ℓ2 norms of the columns of ``φ_θ(X)`` (n × p, or a stack (..., n, p)): entry ``j`` is
     ``(Σ_i (∂h(x_i)/∂θ_j)²)^{1/2}``, how much parameter ``j`` moves the predictions on X. The
-    label-noise conjecture of Andriushchenko et al. (2023) is that SGD's noise drives these down.
-
-    Parameters
-    ----------
-    jacobians : array_like, shape (n, p) or (..., n, p)
-        The Jacobian :math:`φ_θ(X)` (rows: examples, columns: parameters), or a stack of them.
-
-    Returns
-    -------
-    ndarray, shape (p,) or (..., p)
-    """
-    return np.sqrt(np.sum(np.square(np.asarray(jacobians, dtype=np.float64)), axis=-2))
+    label-noise conjecture of Andriushchenko et al. (2023) is that SGD's noise drives these down."""
+    return _l2_norms(jacobians, -2)
 
 
+@with_sections(_JACOBIAN_NORMS, shape="(n,) or (..., n)")
 def example_grad_norms(jacobians: np.ndarray) -> np.ndarray:
     """Per-example gradient norms ``‖∇_θ h(x_i)‖₂``: the ℓ2 norms of the rows of ``φ_θ(X)``.
-    ``Σ_j column_norms² = Σ_i example_grad_norms² = ‖φ_θ(X)‖_F²``.
-
-    Parameters
-    ----------
-    jacobians : array_like, shape (n, p) or (..., n, p)
-        The Jacobian :math:`φ_θ(X)` (rows: examples, columns: parameters), or a stack of them.
-
-    Returns
-    -------
-    ndarray, shape (n,) or (..., n)
-    """
-    return np.sqrt(np.sum(np.square(np.asarray(jacobians, dtype=np.float64)), axis=-1))
+    ``Σ_j column_norms² = Σ_i example_grad_norms² = ‖φ_θ(X)‖_F²``."""
+    return _l2_norms(jacobians, -1)
 
 
 def norm_quantiles(values: np.ndarray) -> np.ndarray:

@@ -95,7 +95,7 @@ def load_result(directory):
     """``dt.load``: :func:`dyntools.store.load` once every plugin is imported, so that the ``config`` and
     ``summary`` of a result of any catalogue kind are checked against the schema its experiment declares
     (:mod:`dyntools.result_schema`), as ``dyntools plot`` checks them — and those of :func:`dyntools.train`
-    (kind ``"train"``, declared by the trainer's module).
+    (kind ``"train"``, declared by :mod:`dyntools.result_schema` itself).
 
     Parameters
     ----------
@@ -112,7 +112,6 @@ def load_result(directory):
         When the directory is missing, damaged or fails its schema.
     """
     from dyntools import store
-    from dyntools.dynamics import train  # noqa: F401  (registers the "train" schema)
 
     modules()
     return store.load(directory)

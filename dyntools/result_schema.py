@@ -19,7 +19,8 @@ A violation is one :class:`~dyntools.store.StoreError` line naming the file and 
 ``Damaged result runs/x/result.json: config['eta'] = -1.0 (must be > 0)``. Kinds are registered by the
 experiments that write them (:class:`dyntools.spec.Experiment` ``results=``); the command line imports
 every experiment, so ``plot``, ``sweep`` resume and ``reproduce`` know every kind of the catalogue;
-:func:`dyntools.train`'s kind ``"train"`` is declared by the trainer's module. A kind nobody declared (a
+:func:`dyntools.train`'s kind ``"train"`` is declared here (:data:`TRAIN`), below the trainer, so that
+loading a result never imports the trainer (numba) and nothing here names a module above it. A kind nobody declared (a
 user's own) gets the envelope and the "everywhere" checks only.
 """
 
@@ -82,17 +83,10 @@ def derive(kind: str, params, keys: str = "", *, also=(), extra: Mapping[str, Pa
 
 
 REGISTRY: dict[str, ResultSchema] = {}
-#: kinds declared by a library module rather than an experiment, imported when first needed (``train``'s
-#: module pulls in numba, which the command line's start-up should not pay for)
-DECLARED_IN = {"train": "dyntools.dynamics.train"}
 
 
 def schema_of(kind: str) -> ResultSchema | None:
-    """The schema of ``kind`` (importing the module that declares it, :data:`DECLARED_IN`), or None."""
-    if kind not in REGISTRY and kind in DECLARED_IN:
-        import importlib
-
-        importlib.import_module(DECLARED_IN[kind])
+    """The schema of ``kind`` (declared by its experiment, or :data:`TRAIN` here), or None."""
     return REGISTRY.get(kind)
 
 
@@ -214,3 +208,21 @@ def known(*choices: str) -> Param:
     return Param("a known name", "str", choices=tuple(choices))
 
 
+#: the sampler names a result of :func:`dyntools.train` may hold: :data:`dyntools.engine.samplers.NAMES`
+#: (a test checks they are equal; that module compiles numba code, which loading a result does not pay for)
+TRAIN_SAMPLERS = ("full", "with-replacement", "epoch", "distinct", "replay")
+
+#: What a result of :func:`dyntools.train` (kind ``"train"``) holds: its config's scalar keys (the model's own
+#: description and the runs' list are checked for non-finite numbers only) and its summary.
+TRAIN = ResultSchema("train", {
+    "steps": (Param("iterations", "int", low=1), False), "batch": (Param("minibatch", "int", low=1), False),
+    "sampler": (known(*TRAIN_SAMPLERS), False), "drop_last": (Param("drop the last batch", "flag"), False),
+    "label_noise": (Param("label-noise std", "float", low=0.0), False),
+    "seeds": (Param("data sets", "int", low=1), False), "bound": (Param("divergence bound", "float", low=0.0), True),
+    "records": (Param("recorded steps", "int", low=0), False),
+    "common_stream": (Param("one stream for all runs", "flag"), False),
+    "replayed": (Param("indices replayed", "flag"), False), "kernel": (known("numba", "numpy"), False),
+    "path": (known("tuned", "generic"), False), "optimizer_path": (known("fused", "chain"), False)},
+    summary={"paths": "int", "diverged": "int", "first": "number"},
+    optional=frozenset({"kernel", "path", "optimizer_path"}))
+register(TRAIN)

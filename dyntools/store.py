@@ -304,8 +304,8 @@ def validate_meta(meta, where: str) -> dict:
             raise StoreError(f"Damaged result {where}: field {name!r} must be {want} (got {_type_name(value)})")
     try:
         meta["status"] = check_status(meta["status"])
-    except ValueError as exc:
-        raise StoreError(f"Damaged result {where}: {exc}") from None
+    except ValueError as exc:       # e.g. "ok", a word of the statuses before their vocabulary was fixed
+        raise StoreError(f"Unreadable result {where}: {exc}; written by an older dyntools? Run it again") from None
     for key, value in meta.get("timings", {}).items():
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise StoreError(f"Damaged result {where}: timings[{key!r}] must be a number")

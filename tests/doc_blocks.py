@@ -194,7 +194,7 @@ def validate(argv: list[str]) -> None:
         from dyntools import bench, validation
 
         for name in args.names:
-            validation.one_of("benchmark", name, tuple(bench.BENCHMARKS))
+            validation.one_of("benchmark", name, tuple(bench.benchmarks()))
         for isa in args.isa.split(","):
             validation.one_of("isa", isa, bench.ISAS)
     elif args.command == "reproduce" and args.only:

@@ -46,6 +46,16 @@ def test_sweep_writes_a_result_resumes_and_plots(tmp_path):
     assert "best val acc" in human.stdout and "adamw" in human.stdout
 
 
+def _refused_in_process(tmp_path, capsys, args, needle):
+    """``dyntools sweep adamw-grid … args`` through ``cli.main``: exit 2, one line on stderr holding
+    ``needle``, nothing written."""
+    out = tmp_path / "bad"
+    assert cli.main(["sweep", "adamw-grid", "--out", str(out), *args]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and len(err.strip().splitlines()) == 1
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("args, needle", [
     (["--lr-grid", "1e-1:1e-4:4"], "Invalid --lr-grid: high 0.0001 is below low 0.1"),
     (["--lr-grid", "0:1e-1:4"], "Invalid --lr-grid low: 0.0 (must be > 0)"),
@@ -63,11 +73,7 @@ def test_sweep_writes_a_result_resumes_and_plots(tmp_path):
 ])
 def test_bad_input_one_line_exit_2_nothing_written(tmp_path, capsys, args, needle):
     """In-process ``cli.main`` (the same code path); three cases also as a subprocess below."""
-    out = tmp_path / "bad"
-    assert cli.main(["sweep", "adamw-grid", "--out", str(out), *args]) == 2
-    err = capsys.readouterr().err
-    assert needle in err and len(err.strip().splitlines()) == 1
-    assert not out.exists()
+    _refused_in_process(tmp_path, capsys, args, needle)
 
 
 @pytest.mark.parametrize("args, needle", [
@@ -112,11 +118,7 @@ def test_a_grid_resumed_on_another_compile_target_says_so_in_json(tmp_path):
     (["--batch-norm", "--schedule", "plateau", "--plateau-metric", "val-loss"], "Invalid batch_norm"),
 ])
 def test_regularizer_bad_input_one_line_exit_2_nothing_written(tmp_path, capsys, args, needle):
-    out = tmp_path / "bad"
-    assert cli.main(["sweep", "adamw-grid", "--out", str(out), *args]) == 2
-    err = capsys.readouterr().err
-    assert needle in err and len(err.strip().splitlines()) == 1
-    assert not out.exists()
+    _refused_in_process(tmp_path, capsys, args, needle)
 
 
 def test_sweep_with_dropout_and_batch_norm(tmp_path):

@@ -1,23 +1,41 @@
-"""``dyntools bench``: stable --json names (old names kept as aliases), the low-level kernels it ran,
+"""``dyntools bench``: benchmarks found by their declarations, stable --json names, the low-level kernels it ran,
 and ``--isa`` (the same benchmark restricted to AVX2 in a subprocess)."""
 
 import json
 
 import pytest
 
-from dyntools.bench import BenchReport, Target, isa_environment
+from dyntools.bench import Benchmark, BenchReport, Target, isa_environment
 from tests.conftest import HANG_GUARD, assert_usage_error, run_cli
 
+#: every ``dyntools bench --json`` name: readers key on them, so a rename is a visible change of this list
+BENCH_NAMES = {"deep-nets", "diag-net", "gallery", "image-epoch", "relu", "sde", "stabilization", "sweep",
+               "symbolic-model", "voronoi"}
 
-def test_an_alias_repeats_its_target_under_the_old_name():
-    report = BenchReport("x", targets=[Target("new name", 3.0, 2.0)], aliases={"old name": "new name",
-                                                                               "gone": "not a target"})
-    targets = {t["name"]: t for t in report.as_dict()["targets"]}
-    assert set(targets) == {"new name", "old name"}
-    assert targets["old name"] == {**targets["new name"], "name": "old name", "alias_of": "new name"}
-    back = BenchReport.from_dict(report.as_dict())
-    assert [t.name for t in back.targets] == ["new name"]
-    assert back.as_dict()["targets"] == report.as_dict()["targets"][:1]
+
+def test_the_benchmarks_are_found_by_their_declarations():
+    import dyntools.bench as bench
+    from dyntools.bench import anchors
+
+    found = bench.benchmarks()
+    assert set(found) == BENCH_NAMES
+    for name, declared in found.items():
+        assert isinstance(declared, Benchmark) and declared.name == name and callable(declared.run)
+    assert not hasattr(anchors, "BENCHMARK")                 # a helper module is scanned, not listed
+    assert not hasattr(bench, "BENCHMARKS")
+
+
+def test_a_report_round_trips_without_aliases():
+    report = BenchReport("x", targets=[Target("new name", 3.0, 2.0)])
+    assert [t["name"] for t in report.as_dict()["targets"]] == ["new name"]
+    assert "alias_of" not in report.as_dict()["targets"][0]
+    assert BenchReport.from_dict(report.as_dict()).as_dict()["targets"] == report.as_dict()["targets"]
+    with pytest.raises(TypeError):
+        BenchReport("x", aliases={"old": "new name"})
+
+
+def test_an_unknown_benchmark_is_a_usage_error():
+    assert_usage_error(run_cli("bench", "no-such-bench", "--quick"), "benchmark", "'no-such-bench'")
 
 
 def test_the_avx2_environment_restricts_every_side():
@@ -35,16 +53,16 @@ def test_bad_isa_is_a_usage_error():
 
 @pytest.mark.slow
 def test_bench_sweep_json_keeps_the_grid_seconds_name():
-    """bar 06 of the report reads ``16x24x2 grid seconds on N cores``: an alias of the float64 grid's target."""
+    """The float64 grid's target keeps its name (its old name, without ``(float64)``, is gone: no aliases)."""
     proc = run_cli("bench", "sweep", "--quick", "--json")
     assert proc.returncode == 0, proc.stderr[-2000:]
     summary = json.loads(proc.stdout)
     assert summary["lowlevel"].startswith(("llvm-vector (", "fallback ("))
     (sweep,) = summary["benchmarks"]
-    targets = {t["name"]: t for t in sweep["targets"]}
-    (old,) = [n for n in targets if n.startswith("16x24x2 grid seconds on ") and "cores, EXTRAPOLATED" in n]
-    new = targets[old]["alias_of"]
-    assert new.startswith("16x24x2 grid seconds (float64) on ") and targets[old]["value"] == targets[new]["value"]
+    names = [t["name"] for t in sweep["targets"]]
+    assert [n for n in names if n.startswith("16x24x2 grid seconds (float64) on ") and "cores, EXTRAPOLATED" in n]
+    assert not [n for n in names if n.startswith("16x24x2 grid seconds on ")]
+    assert all("alias_of" not in t for t in sweep["targets"])
     assert sweep["isa"] == "native" and sweep["target"]["lowlevel"] == summary["lowlevel"]
 
 

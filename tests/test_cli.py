@@ -14,6 +14,13 @@ def test_every_subcommand_has_help_with_an_example(sub):
     assert "example:" in proc.stdout and "dyntools" in proc.stdout
 
 
+def _json_of(*args) -> dict:
+    """``dyntools ARGS --json`` run as a user would: it succeeds and prints one JSON object, returned."""
+    proc = run_cli(*args, "--json")
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
 def test_top_level_help_lists_subcommands():
     out = run_cli("--help").stdout
     for sub in SUBCOMMANDS:
@@ -22,16 +29,11 @@ def test_top_level_help_lists_subcommands():
 
 def test_simulate_stabilization_json_and_files(tmp_path):
     out = tmp_path / "stab"
-    proc = run_cli("simulate", "stabilization", "--steps", "3000", "--paths", "4", "--seed", "1",
-                   "--out", out, "--json")
-    assert proc.returncode == 0, proc.stderr
-    summary = json.loads(proc.stdout)
+    summary = _json_of("simulate", "stabilization", "--steps", "3000", "--paths", "4", "--seed", "1", "--out", out)
     assert summary["status"] == "stabilized" and summary["regime"] == "inside"
     assert summary["proposition"]["paths_bouncing_at_end"] == 1.0
     assert (out / "result.json").is_file() and (out / "arrays.npz").is_file()
-    proc = run_cli("plot", out, "--json")
-    assert proc.returncode == 0, proc.stderr
-    figures = json.loads(proc.stdout)["figures"]
+    figures = _json_of("plot", out)["figures"]
     assert {f.rsplit(".", 1)[1] for f in figures} == {"png", "pdf"}
     # same seed => identical arrays
     out2 = tmp_path / "stab2"
@@ -47,10 +49,8 @@ def test_human_output_is_a_table(tmp_path):
 
 def test_phase_diagram_mode(tmp_path):
     out = tmp_path / "phase"
-    proc = run_cli("simulate", "stabilization", "--eta-grid", "0.5:2.5:5", "--steps", "1000", "--paths", "4",
-                   "--out", out, "--json")
-    assert proc.returncode == 0, proc.stderr
-    summary = json.loads(proc.stdout)
+    summary = _json_of("simulate", "stabilization", "--eta-grid", "0.5:2.5:5", "--steps", "1000", "--paths", "4",
+                       "--out", out)
     assert len(summary["stationary_loss"]) == 5
     assert run_cli("plot", out).returncode == 0
     assert (out / "figures" / "phase_diagram.png").is_file()
@@ -97,9 +97,7 @@ def test_plot_rejects_non_results(tmp_path):
 
 def test_reproduce_quick_writes_report(tmp_path):
     out = tmp_path / "rep"
-    proc = run_cli("reproduce", "--quick", "--only", "loss-stabilization", "--out", out, "--json")
-    assert proc.returncode == 0, proc.stderr
-    summary = json.loads(proc.stdout)
+    summary = _json_of("reproduce", "--quick", "--only", "loss-stabilization", "--out", out)
     entry = summary["entries"]["Loss stabilization on the quadratic toy (seed 004)"]
     assert entry["ok"]
     assert entry["cpu_seconds"] > 0 and entry["seconds"] <= summary["seconds"] < 2 * entry["seconds"]
@@ -117,9 +115,7 @@ def test_reproduce_rejects_unknown_entry(tmp_path):
 
 
 def test_bench_quick_json():
-    proc = run_cli("bench", "stabilization", "--quick", "--json")
-    assert proc.returncode == 0, proc.stderr
-    bench = json.loads(proc.stdout)["benchmarks"][0]
+    bench = _json_of("bench", "stabilization", "--quick")["benchmarks"][0]
     names = {t["name"] for t in bench["targets"]}
     assert "speed-up over vectorized NumPy twin" in names
     assert all(t["value"] > 0 for t in bench["targets"])
@@ -133,11 +129,9 @@ def test_given_samples_schedule_and_replay(tmp_path):
     np.save(tmp_path / "x.npy", x)
     np.savetxt(tmp_path / "idx.txt", np.random.default_rng(1).integers(0, 300, 500))
     out = tmp_path / "run"
-    proc = run_cli("simulate", "stabilization", "--samples", tmp_path / "x.npy", "--eta", "0.26", "--steps", "500",
-                   "--paths", "2", "--indices", tmp_path / "idx.txt", "--decay-at", "0.5", "--decay-by", "2",
-                   "--out", out, "--json")
-    assert proc.returncode == 0, proc.stderr
-    summary = json.loads(proc.stdout)
+    summary = _json_of("simulate", "stabilization", "--samples", tmp_path / "x.npy", "--eta", "0.26", "--steps",
+                       "500", "--paths", "2", "--indices", tmp_path / "idx.txt", "--decay-at", "0.5", "--decay-by", "2",
+                       "--out", out)
     assert "schedule" in summary["proposition"]["statement"]
     from dyntools import store
 

@@ -116,61 +116,33 @@ def test_first_difference_reports_the_first_entry_with_both_values():
 
 # ------------------------------------------------------------------ a user's model kernel against its twin
 
-@njit(cache=True)
-def _affine_doubled(theta, X, y, idx, b, noise, grad, ws, iargs, fargs):
-    """Twice the affine least-squares loss and gradient: consistent with itself (finite differences pass),
-    not with the twin (the planted defect)."""
-    d = X.shape[1]
-    tot = 0.0
-    for j in range(d + 1):
-        grad[j] = 0.0
-    for q in range(b):
-        i = idx[q]
-        r = theta[d] - y[i] - noise[q]
-        for j in range(d):
-            r += X[i, j] * theta[j]
-        tot += r * r
-        for j in range(d):
-            grad[j] += 2.0 * r * X[i, j] / b
-        grad[d] += 2.0 * r / b
-    return tot / b
+def _affine_kernel(*, noise: float = 1.0, grad_factor: float = 1.0, loss_factor: float = 0.5):
+    """The compiled affine least-squares loss and gradient (:func:`_affine_np`), or a planted defect of it:
+    ``noise=0.0`` forgets the label noise (finite differences run without noise: they pass), ``grad_factor=2.0,
+    loss_factor=1.0`` computes twice the loss and gradient (consistent with itself, not with the twin)."""
+
+    @njit
+    def kernel(theta, X, y, idx, b, noise_q, grad, ws, iargs, fargs):
+        d = X.shape[1]
+        tot = 0.0
+        for j in range(d + 1):
+            grad[j] = 0.0
+        for q in range(b):
+            i = idx[q]
+            r = theta[d] - y[i] - noise * noise_q[q]
+            for j in range(d):
+                r += X[i, j] * theta[j]
+            tot += r * r
+            for j in range(d):
+                grad[j] += grad_factor * r * X[i, j] / b
+            grad[d] += grad_factor * r / b
+        return loss_factor * tot / b
+    return kernel
 
 
-@njit(cache=True)
-def _affine_no_noise(theta, X, y, idx, b, noise, grad, ws, iargs, fargs):
-    """The affine loss with the label noise forgotten (finite differences run without noise: they pass)."""
-    d = X.shape[1]
-    tot = 0.0
-    for j in range(d + 1):
-        grad[j] = 0.0
-    for q in range(b):
-        i = idx[q]
-        r = theta[d] - y[i]
-        for j in range(d):
-            r += X[i, j] * theta[j]
-        tot += r * r
-        for j in range(d):
-            grad[j] += r * X[i, j] / b
-        grad[d] += r / b
-    return 0.5 * tot / b
-
-
-@njit(cache=True)
-def _affine(theta, X, y, idx, b, noise, grad, ws, iargs, fargs):
-    d = X.shape[1]
-    tot = 0.0
-    for j in range(d + 1):
-        grad[j] = 0.0
-    for q in range(b):
-        i = idx[q]
-        r = theta[d] - y[i] - noise[q]
-        for j in range(d):
-            r += X[i, j] * theta[j]
-        tot += r * r
-        for j in range(d):
-            grad[j] += r * X[i, j] / b
-        grad[d] += r / b
-    return 0.5 * tot / b
+_affine = _affine_kernel()
+_affine_doubled = _affine_kernel(grad_factor=2.0, loss_factor=1.0)
+_affine_no_noise = _affine_kernel(noise=0.0)
 
 
 def _affine_np(theta, X, y, idx, b, noise, grad, ws, iargs, fargs):

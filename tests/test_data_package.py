@@ -33,7 +33,8 @@ def test_no_family_module_is_named_after_a_public_name():
         assert importlib.import_module(f"dyntools.data.{name}").__name__ == f"dyntools.data.{name}"
 
 
-def test_the_voronoi_environment_is_reachable_under_both_names():
-    assert dt.data.voronoi is dt.data_voronoi is importlib.import_module("dyntools.data.voronoi")
+def test_the_voronoi_environment_is_reachable_under_one_name():
+    assert dt.data.voronoi is importlib.import_module("dyntools.data.voronoi")
+    assert not hasattr(dt, "data_voronoi")                  # its name before dyntools/data/ was a package: gone
     env = dt.data.voronoi.voronoi(40, n_test=10, k=5, seed=0)
     assert env.X.shape == (40, 2) and env.k == 5

@@ -169,9 +169,11 @@ def test_no_divergence_check_or_recorder_outside_the_engine():
 
 def test_status_vocabulary_and_messages():
     assert result.STATUSES == ("converged", "stabilized", "diverged", "completed", "failed")
-    assert result.check_status("ok") == "completed"
-    with pytest.raises(ValueError, match="Invalid status"):
-        result.check_status("fine")
+    assert result.check_status("completed") == "completed"
+    for old in ("ok", "verified", "shrinking", "fine"):       # the words before the vocabulary was fixed: refused
+        with pytest.raises(ValueError, match="Invalid status"):
+            result.check_status(old)
+    assert not hasattr(result, "LEGACY_STATUSES")
     assert result.message("diverged", diverged=2, paths=5, first=7) == "2 of 5 paths diverged (first at step 7)"
     with pytest.raises(ValueError, match="Invalid status"):
         result.RunResult("x", {}, {}, "great", "")

@@ -15,23 +15,26 @@ def test_every_writing_command_refuses_odd_output_paths_before_work(tmp_path):
     assert not failures, F.describe(failures)
 
 
+def _tmpfs_or_skip(path, size: str):
+    """Yields ``path`` with a tmpfs of ``size`` mounted on it (unmounted after); skips where mounting fails."""
+    with F.tmpfs(path, size) as mounted:
+        if not mounted:
+            pytest.skip("cannot mount a small tmpfs here")
+        yield path
+
+
 @pytest.fixture
 def full_fs(tmp_path):
     """A tmpfs with no space left (mounted here, filled with one file); skipped where mounting fails."""
-    with F.tmpfs(tmp_path / "full", "256k") as mounted:
-        if not mounted:
-            pytest.skip("cannot mount a small tmpfs here")
-        F.fill(tmp_path / "full")
-        yield tmp_path / "full"
+    for path in _tmpfs_or_skip(tmp_path / "full", "256k"):
+        F.fill(path)
+        yield path
 
 
 @pytest.fixture
 def empty_fs(tmp_path):
     """A small empty tmpfs (4 MiB) that a test fills when it chooses; skipped where mounting fails."""
-    with F.tmpfs(tmp_path / "small", "4m") as mounted:
-        if not mounted:
-            pytest.skip("cannot mount a small tmpfs here")
-        yield tmp_path / "small"
+    yield from _tmpfs_or_skip(tmp_path / "small", "4m")
 
 
 def test_a_full_disk_is_one_line_and_leaves_nothing(tmp_path, full_fs):

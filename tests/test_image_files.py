@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dyntools as dt
-from dyntools.data import cifar_batches, idx_files, image_sets
+from dyntools.data import cifar_batches, idx_files, image_formats, image_sets
 from dyntools.engine import streams
 
 IDX_NAMES = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")
@@ -207,7 +207,7 @@ def test_image_set_dispatches_by_the_command_line_name(tmp_path):
                                   dt.data.fashion_mnist(tmp_path, n_train=3).X)
     with pytest.raises(ValueError, match="Invalid dataset: 'svhn'"):
         dt.data.image_set("svhn", tmp_path)
-    assert set(image_sets.IMAGE_SETS) == {"mnist", "fashion-mnist", "cifar10"}
+    assert set(image_formats.IMAGE_SETS) == {"mnist", "fashion-mnist", "cifar10"}
     assert idx_files.read_idx.__module__ == "dyntools.data.idx_files"
 
 

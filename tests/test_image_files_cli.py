@@ -95,10 +95,10 @@ def test_data_dir_without_an_image_set_and_the_resnet_on_images_are_refused(tmp_
 
 
 def test_the_bench_row_is_the_heatmap_mlp_on_an_mnist_sized_epoch():
-    from dyntools.bench import BENCHMARKS, image_epoch
+    from dyntools.bench import benchmarks, image_epoch
     from simulations.adamw_heatmaps import AdamWGridParams
 
-    assert BENCHMARKS["image-epoch"] == "dyntools.bench.image_epoch"
+    assert benchmarks()["image-epoch"] is image_epoch.BENCHMARK
     p = AdamWGridParams()
     assert image_epoch.HIDDEN == p.hidden and image_epoch.BATCH == p.batch_size
     model, X, y, theta0, batches = image_epoch.workload(640)

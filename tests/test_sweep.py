@@ -72,17 +72,23 @@ def test_resume_reuses_finished_cells_without_duplicates(tmp_path):
     assert (third.computed, third.reused) == (3, 0) and len(cell_files(out)) == 3
 
 
+def _sweep_in_a_child(out, *, cells: int, sleep: float, workers: int, started: int) -> subprocess.Popen:
+    """A child process running a demo sweep of ``cells`` sleeping cells into ``out``, once ``started`` cells
+    are on disk (the wait is a hang guard, not a speed limit)."""
+    code = ("from dyntools import sweep; "
+            f"cells=[{{'sleep': {sleep}}} for _ in range({cells})]; "
+            "sweep.run_sweep(sweep.SweepSpec('demo', 'dyntools.sweep:demo_cell', {'size': 4}, cells, 3), "
+            f"{str(out)!r}, workers={workers})")
+    proc = subprocess.Popen([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(ROOT)})
+    deadline = time.time() + HANG_GUARD
+    while time.time() < deadline and not ((out / "cells").exists() and len(cell_files(out)) >= started):
+        time.sleep(0.05)
+    return proc
+
+
 def test_killed_sweep_resumes(tmp_path):
     out = tmp_path / "killed"
-    code = ("import sys; from dyntools import sweep; "
-            "cells=[{'sleep': 0.25} for _ in range(12)]; "
-            "sweep.run_sweep(sweep.SweepSpec('demo', 'dyntools.sweep:demo_cell', {'size': 4}, cells, 3), "
-            f"{str(out)!r}, workers=1)")
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-c", code], env=env)
-    deadline = time.time() + HANG_GUARD          # waits: hang guards, not speed limits
-    while time.time() < deadline and not ((out / "cells").exists() and len(cell_files(out)) >= 3):
-        time.sleep(0.05)
+    proc = _sweep_in_a_child(out, cells=12, sleep=0.25, workers=1, started=3)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     done_before = len(cell_files(out))
@@ -100,15 +106,7 @@ def test_killed_sweep_resumes(tmp_path):
 def test_workers_exit_when_the_driver_is_killed(tmp_path):
     """SIGKILL of a local sweep (2 worker processes): its workers notice and exit within seconds."""
     out = tmp_path / "orphans"
-    code = ("from dyntools import sweep; import os, sys; "
-            "cells=[{'sleep': 0.5} for _ in range(40)]; "
-            "sweep.run_sweep(sweep.SweepSpec('demo', 'dyntools.sweep:demo_cell', {'size': 4}, cells, 3), "
-            f"{str(out)!r}, workers=2)")
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-c", code], env=env)
-    deadline = time.time() + HANG_GUARD
-    while time.time() < deadline and not ((out / "cells").exists() and len(cell_files(out)) >= 2):
-        time.sleep(0.05)
+    proc = _sweep_in_a_child(out, cells=40, sleep=0.5, workers=2, started=2)
     children = [int(p) for p in subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True,
                                                text=True).stdout.split()]
     assert children, "the sweep should run worker processes"

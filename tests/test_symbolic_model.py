@@ -222,10 +222,10 @@ def test_metrics_from_the_derived_hooks():
 
 
 def test_the_benchmark_driver_gives_the_same_run_for_both_kernels():
-    from dyntools.bench import BENCHMARKS
+    from dyntools.bench import benchmarks, symbolic_model
     from dyntools.bench.symbolic_model import sgd_with_kernel
 
-    assert BENCHMARKS["symbolic-model"] == "dyntools.bench.symbolic_model"
+    assert benchmarks()["symbolic-model"] is symbolic_model.BENCHMARK
     d = 6
     ds = _data(10, d)
     idx = np.random.default_rng(0).integers(0, 10, 50)

@@ -37,7 +37,7 @@ GROUPS: dict[str, tuple[str, tuple[str, ...]]] = {
     "Optimizers and schedules": ("PyTorch's update rules as chains of transforms, and learning-rate schedules.",
                                  ("Optimizer", "sgd", "sgdw", "adam", "adamw", "adamw_l1", "adamw_l1l2", "adagrad",
                                   "rmsprop", "rmsprop_bc", "adamw_decay", "optim", "schedules")),
-    "Data": ("Data sets, one module per family, each with its seed.", ("data", "data_voronoi")),
+    "Data": ("Data sets, one module per family, each with its seed.", ("data",)),
     "Metrics": ("Measurements of a trained network: ranks, sparsity, sharpness, norms.",
                 ("metrics", "model_metrics")),
     "SDEs": ("Stochastic differential equations: terms, schemes, built-in models and the label-noise SDE.",

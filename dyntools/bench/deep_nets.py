@@ -20,7 +20,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from dyntools.bench import BenchReport, Target
+from dyntools.bench.report import Benchmark, BenchReport, Target
 
 WIDTH, DEPTH, BATCH, STEPS, TRAININGS = 256, 4, 32, 1_000, 6
 BUDGET_SECONDS = 180.0
@@ -111,3 +111,6 @@ def resnet_epoch(report: BenchReport, epochs: int = 3) -> None:
     report.measurements["resnet: PyTorch (CPU, 1 thread) seconds per epoch"] = theirs
     report.targets.append(Target("deep-nets resnet: PyTorch CPU seconds per epoch / dyntools' (same net, float64, "
                                  "1 thread)", theirs / ours, 1.0))
+
+
+BENCHMARK = Benchmark("deep-nets", run)

@@ -22,8 +22,8 @@ import time
 
 import numpy as np
 
-from dyntools.bench import BenchReport, Target, best_time
 from dyntools.bench.anchors import jax_modules, matmul_rate
+from dyntools.bench.report import Benchmark, BenchReport, Target, best_time
 
 
 def sgd_flops_per_step(d: int, n: int, m: int, records: int, steps: int) -> tuple[float, float]:
@@ -238,3 +238,6 @@ def run(quick: bool = False) -> BenchReport:
         "The step is two dependent O(d) passes (a dot product, then the update) on data that stays in L1, "
         "so GEMM's rate is an upper bound it cannot reach.")
     return report
+
+
+BENCHMARK = Benchmark("diag-net", run)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dyntools.bench import BenchReport, Target, best_time
+from dyntools.bench.report import Benchmark, BenchReport, Target, best_time
 
 
 def _gallery(steps: int, frames: int, out: Path, formats=("png",)) -> tuple[float, float]:
@@ -78,3 +78,6 @@ def run(quick: bool = False) -> BenchReport:
     report.notes.append("wall time on a shared machine includes other processes' load; the CPU seconds are this "
                         "process's own")
     return report
+
+
+BENCHMARK = Benchmark("gallery", run)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dyntools.bench import BenchReport, Target
+from dyntools.bench.report import Benchmark, BenchReport, Target
 
 N_IMAGES, PIXELS, CLASSES, HIDDEN, BATCH = 60_000, 784, 10, (32, 32, 32), 64
 LR, WEIGHT_DECAY = 1e-3, 1e-2
@@ -92,3 +92,6 @@ def _timed(fn) -> tuple[float, float]:
     wall, cpu = time.perf_counter(), time.process_time()
     fn()
     return time.perf_counter() - wall, time.process_time() - cpu
+
+
+BENCHMARK = Benchmark("image-epoch", run)

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from dyntools.bench import BenchReport, Target
+from dyntools.bench.report import Benchmark, BenchReport, Target
 
 
 def workload(steps: int, seed: int = 0):
@@ -65,3 +65,6 @@ def run(quick: bool = False) -> BenchReport:
                     f"{list(model.widths)}; divergence steps agree: {same}"
                     + ("; quick: 10^3 steps" if quick else "")]
     return report
+
+
+BENCHMARK = Benchmark("relu", run)

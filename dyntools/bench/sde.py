@@ -28,7 +28,7 @@ import importlib.util
 
 import numpy as np
 
-from dyntools.bench import BenchReport, Target, best_time
+from dyntools.bench.report import Benchmark, BenchReport, Target, best_time
 from dyntools.engine import streams
 
 
@@ -292,3 +292,6 @@ def run(quick: bool = False) -> BenchReport:
                         "waking the "
                         "second worker thread can cost a scheduler slice (milliseconds) per kernel call")
     return report
+
+
+BENCHMARK = Benchmark("sde", run)

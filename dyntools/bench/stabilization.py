@@ -7,7 +7,7 @@ import tracemalloc
 
 import numba
 
-from dyntools.bench import BenchReport, Target, best_time
+from dyntools.bench.report import Benchmark, BenchReport, Target, best_time
 from dyntools.dynamics.toy_sgd import simulate_toy
 from dyntools.models.quadratic_toy import QuadraticToy
 
@@ -61,3 +61,6 @@ def run(quick: bool = False) -> BenchReport:
     report.notes.append(f"NumPy baseline rate measured on {baseline_steps} steps x {paths} paths "
                         "(rates compared, same process)")
     return report
+
+
+BENCHMARK = Benchmark("stabilization", run)

@@ -26,8 +26,8 @@ import time
 import numpy as np
 
 from dyntools import data
-from dyntools.bench import BenchReport, Target, best_time
 from dyntools.bench.anchors import jax_modules, matmul_rate
+from dyntools.bench.report import Benchmark, BenchReport, Target, best_time
 from dyntools.engine import samplers, streams
 from dyntools.models import mlp_gemm
 from dyntools.models.mlp import MLP
@@ -318,9 +318,6 @@ def run(quick: bool = False) -> BenchReport:
         name = f"16x24x2 grid seconds ({dt}) on {workers} cores, EXTRAPOLATED from {g['cells']} measured cells"
         report.targets.append(Target(name, full, 15.0 if dt == "float32" else 180.0, higher_is_better=False,
                                      unit="s"))
-        if dt == "float64":                           # its name before the float32 grid was added
-            report.aliases[f"16x24x2 grid seconds on {workers} cores, EXTRAPOLATED from {g['cells']} "
-                           "measured cells"] = name
     report.measurements["workers"] = workers
     _memory_measurements(report, steps)
 
@@ -400,3 +397,6 @@ def jax_grid(model, X, y, thetas, batches, lrs, wds, decoupled, dtype: str):
     def run():
         return fn(*args).block_until_ready()
     return run
+
+
+BENCHMARK = Benchmark("sweep", run)

@@ -38,7 +38,7 @@ from types import SimpleNamespace
 import numpy as np
 from numba import njit
 
-from dyntools.bench import BenchReport, Target, best_time
+from dyntools.bench.report import Benchmark, BenchReport, Target, best_time
 
 
 def _setting(steps: int, d: int = 200, n: int = 80):
@@ -292,3 +292,6 @@ def run(quick: bool = False) -> BenchReport:
                         "after that (the trainer loop that calls every generated kernel through a pointer is "
                         "compiled once per installation: trainer_loop_first_compile_seconds)")
     return report
+
+
+BENCHMARK = Benchmark("symbolic-model", run)

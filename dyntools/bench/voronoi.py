@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dyntools.bench import BenchReport, Target, best_time
+from dyntools.bench.report import Benchmark, BenchReport, Target, best_time
 
 K_CENTERS, BATCH, LR, WD = 2048, 64, 1e-2, 1e-2
 
@@ -160,3 +160,6 @@ def run(quick: bool = False) -> BenchReport:
                         "rounding differences grow (Adam's step m/(sqrt(v)+eps) is insensitive to the gradient's "
                         "size), hence the end-point difference above")
     return report
+
+
+BENCHMARK = Benchmark("voronoi", run)

@@ -33,7 +33,8 @@ import numpy as np
 
 from dyntools import memory
 from dyntools.data.containers import ClassificationData
-from dyntools.data.image_sets import assemble
+from dyntools.data.image_sets import READER_SECTIONS, assemble
+from dyntools.docstrings import with_sections
 
 N_CLASSES = 10
 PIXELS = 3 * 32 * 32
@@ -130,34 +131,11 @@ def read_batches(data_dir, names) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
 
+@with_sections(READER_SECTIONS, pixels=3072)
 def cifar10(data_dir, *, n_train: int | None = None, n_test: int | None = None, seed: int = 0,
             dtype="float64") -> ClassificationData:
     """CIFAR-10 (50 000 train / 10 000 test colour images of 32 × 32, 10 classes) from its python batches in
     ``data_dir`` (module docstring): ``X`` (n_train, 3072) in [0, 1], ``X_val`` the test images; ``n_train`` /
-    ``n_test`` draw seeded subsets (:mod:`~dyntools.data.image_sets`), ``None`` keeps all.
-
-    Parameters
-    ----------
-    data_dir : str or path-like
-        The folder holding the files (``~`` expanded).
-    n_train, n_test : int, optional
-        Sizes of the seeded subsets drawn without replacement from the training / test files (kept in file
-        order); ``None`` keeps every image.
-    seed : int, default 0
-        Root seed of the ``data.image-files`` stream the subsets are drawn from.
-    dtype : {"float64", "float32"}, default "float64"
-        Floating type of ``X`` and ``X_val``.
-
-    Returns
-    -------
-    ClassificationData
-        ``X`` the training images (n_train, 3072) scaled to [0, 1], ``y`` their labels 0…9, ``X_val`` /
-        ``y_val`` the test images.
-
-    Raises
-    ------
-    ValueError
-        A file missing or damaged (named, with the expected layout), or a subset larger than the file.
-    """
+    ``n_test`` draw seeded subsets (:mod:`~dyntools.data.image_sets`), ``None`` keeps all."""
     return assemble(read_batches(data_dir, TRAIN_BATCHES), read_batches(data_dir, (TEST_BATCH,)), N_CLASSES,
                     n_train=n_train, n_test=n_test, seed=seed, dtype=dtype)

@@ -28,7 +28,8 @@ from pathlib import Path
 import numpy as np
 
 from dyntools.data.containers import ClassificationData
-from dyntools.data.image_sets import assemble
+from dyntools.data.image_sets import READER_SECTIONS, assemble
+from dyntools.docstrings import with_sections
 
 SIDE = 28
 N_CLASSES = 10
@@ -140,64 +141,18 @@ def _idx_set(data_dir, n_train, n_test, seed, dtype) -> ClassificationData:
                     n_test=n_test, seed=seed, dtype=dtype)
 
 
+@with_sections(READER_SECTIONS, pixels=784)
 def mnist(data_dir, *, n_train: int | None = None, n_test: int | None = None, seed: int = 0,
           dtype="float64") -> ClassificationData:
     """MNIST's handwritten digits (60 000 train / 10 000 test images of 28 × 28, 10 classes) from the IDX
     files in ``data_dir`` (module docstring): ``X`` (n_train, 784) in [0, 1], ``X_val`` the test images;
-    ``n_train`` / ``n_test`` draw seeded subsets (:mod:`~dyntools.data.image_sets`), ``None`` keeps all.
-
-    Parameters
-    ----------
-    data_dir : str or path-like
-        The folder holding the files (``~`` expanded).
-    n_train, n_test : int, optional
-        Sizes of the seeded subsets drawn without replacement from the training / test files (kept in file
-        order); ``None`` keeps every image.
-    seed : int, default 0
-        Root seed of the ``data.image-files`` stream the subsets are drawn from.
-    dtype : {"float64", "float32"}, default "float64"
-        Floating type of ``X`` and ``X_val``.
-
-    Returns
-    -------
-    ClassificationData
-        ``X`` the training images (n_train, 784) scaled to [0, 1], ``y`` their labels 0…9, ``X_val`` /
-        ``y_val`` the test images.
-
-    Raises
-    ------
-    ValueError
-        A file missing or damaged (named, with the expected layout), or a subset larger than the file.
-    """
+    ``n_train`` / ``n_test`` draw seeded subsets (:mod:`~dyntools.data.image_sets`), ``None`` keeps all."""
     return _idx_set(data_dir, n_train, n_test, seed, dtype)
 
 
+@with_sections(READER_SECTIONS, pixels=784)
 def fashion_mnist(data_dir, *, n_train: int | None = None, n_test: int | None = None, seed: int = 0,
                   dtype="float64") -> ClassificationData:
     """Zalando's Fashion-MNIST (clothing, the same sizes, file names and IDX format as MNIST) from
-    ``data_dir``; arguments and result as :func:`mnist`.
-
-    Parameters
-    ----------
-    data_dir : str or path-like
-        The folder holding the files (``~`` expanded).
-    n_train, n_test : int, optional
-        Sizes of the seeded subsets drawn without replacement from the training / test files (kept in file
-        order); ``None`` keeps every image.
-    seed : int, default 0
-        Root seed of the ``data.image-files`` stream the subsets are drawn from.
-    dtype : {"float64", "float32"}, default "float64"
-        Floating type of ``X`` and ``X_val``.
-
-    Returns
-    -------
-    ClassificationData
-        ``X`` the training images (n_train, 784) scaled to [0, 1], ``y`` their labels 0…9, ``X_val`` /
-        ``y_val`` the test images.
-
-    Raises
-    ------
-    ValueError
-        A file missing or damaged (named, with the expected layout), or a subset larger than the file.
-    """
+    ``data_dir``; arguments and result as :func:`mnist`."""
     return _idx_set(data_dir, n_train, n_test, seed, dtype)

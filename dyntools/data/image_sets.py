@@ -20,11 +20,6 @@ from dyntools import validation
 from dyntools.data.containers import ClassificationData
 from dyntools.engine import streams
 
-#: the command line's names of the image data sets → ``(module, function)`` that reads them from a directory
-IMAGE_SETS = {"mnist": ("dyntools.data.idx_files", "mnist"),
-              "fashion-mnist": ("dyntools.data.idx_files", "fashion_mnist"),
-              "cifar10": ("dyntools.data.cifar_batches", "cifar10")}
-
 
 def subset_rows(n_rows: int, n: int | None, seed: int, part: int) -> np.ndarray:
     """Indices (increasing) of ``n`` of ``n_rows`` rows drawn uniformly without replacement from the
@@ -52,25 +47,28 @@ def assemble(train: tuple[np.ndarray, np.ndarray], test: tuple[np.ndarray, np.nd
     return ClassificationData(X, y, Xt, yt, n_classes)
 
 
-def image_set(name: str, data_dir, **kwargs) -> ClassificationData:
-    """The image data set ``name`` (a key of :data:`IMAGE_SETS`) read from ``data_dir``; ``kwargs`` go to
-    its reader (``n_train``, ``n_test``, ``seed``, ``dtype``).
+#: the numpydoc sections every image reader shares (``{pixels}``: the length of a row of ``X``;
+#: :func:`dyntools.docstrings.with_sections` appends them)
+READER_SECTIONS = """Parameters
+----------
+data_dir : str or path-like
+    The folder holding the files (``~`` expanded).
+n_train, n_test : int, optional
+    Sizes of the seeded subsets drawn without replacement from the training / test files (kept in file
+    order); ``None`` keeps every image.
+seed : int, default 0
+    Root seed of the ``data.image-files`` stream the subsets are drawn from.
+dtype : {{"float64", "float32"}}, default "float64"
+    Floating type of ``X`` and ``X_val``.
 
-    Parameters
-    ----------
-    name : {"mnist", "fashion-mnist", "cifar10"}
-        The data set, by its command-line name.
-    data_dir : str or path-like
-        The folder holding its files.
-    **kwargs
-        Passed to the reader: ``n_train``, ``n_test``, ``seed``, ``dtype`` (:func:`~dyntools.data.mnist`).
+Returns
+-------
+ClassificationData
+    ``X`` the training images (n_train, {pixels}) scaled to [0, 1], ``y`` their labels 0…9, ``X_val`` /
+    ``y_val`` the test images.
 
-    Returns
-    -------
-    ClassificationData
-    """
-    import importlib
-
-    validation.one_of("dataset", name, tuple(IMAGE_SETS))
-    module, function = IMAGE_SETS[name]
-    return getattr(importlib.import_module(module), function)(data_dir, **kwargs)
+Raises
+------
+ValueError
+    A file missing or damaged (named, with the expected layout), or a subset larger than the file.
+"""

@@ -52,6 +52,7 @@ import numpy as np
 from numba import njit, prange
 
 from dyntools import validation
+from dyntools.docstrings import with_sections
 from dyntools.dynamics.sde import (
     GBM,
     OU,
@@ -501,70 +502,48 @@ def _diag_net_kernel(U, V, X, XT, y, a_coefs, g_coefs, n_steps, substeps, state,
                         diverged_at[p0 + b] = t + 1
 
 
+#: the arguments of :func:`diag_net_kernel` and its twin :func:`diag_net_numpy`
+_DIAG_NET_SECTIONS = r"""Parameters
+----------
+U, V : ndarray, shape (P, d)
+    The paths' parameters, advanced in place.
+X, XT : ndarray
+    The inputs (n, d) and their transpose (contiguous).
+y : ndarray, shape (n,)
+    The labels.
+a_coefs, g_coefs : ndarray
+    Per-step drift and noise coefficients (the step and :math:`\sqrt{η\tilde δ}` of each step).
+n_steps : int
+    The number of steps.
+substeps : int
+    Fine Brownian increments aggregated per step.
+state : ndarray
+    The per-path xoshiro generator states.
+save_steps : ndarray of int
+    The steps recorded, increasing.
+bound : float
+    A path whose parameters exceed it in magnitude has diverged.
+u_out, v_out, loss_out : ndarray
+    The recordings, written in place.
+diverged_at : ndarray of int, shape (P,)
+    The first step beyond ``bound`` per path (−1: never), written in place.
+"""
+
+
+@with_sections(_DIAG_NET_SECTIONS)
 def diag_net_kernel(U, V, X, XT, y, a_coefs, g_coefs, n_steps, substeps, state, save_steps, bound,
                     u_out, v_out, loss_out, diverged_at):
     r"""See :func:`_diag_net_kernel` (this passes numba's thread count; reading it inside the compiled
-    kernel would stop numba from caching the compilation).
-
-    Parameters
-    ----------
-    U, V : ndarray, shape (P, d)
-        The paths' parameters, advanced in place.
-    X, XT : ndarray
-        The inputs (n, d) and their transpose (contiguous).
-    y : ndarray, shape (n,)
-        The labels.
-    a_coefs, g_coefs : ndarray
-        Per-step drift and noise coefficients (the step and :math:`\sqrt{η\tilde δ}` of each step).
-    n_steps : int
-        The number of steps.
-    substeps : int
-        Fine Brownian increments aggregated per step.
-    state : ndarray
-        The per-path xoshiro generator states.
-    save_steps : ndarray of int
-        The steps recorded, increasing.
-    bound : float
-        A path whose parameters exceed it in magnitude has diverged.
-    u_out, v_out, loss_out : ndarray
-        The recordings, written in place.
-    diverged_at : ndarray of int, shape (P,)
-        The first step beyond ``bound`` per path (−1: never), written in place.
-    """
+    kernel would stop numba from caching the compilation)."""
     _diag_net_kernel(U, V, X, XT, y, a_coefs, g_coefs, n_steps, substeps, state, save_steps, bound, u_out,
                      v_out, loss_out, diverged_at, numba.get_num_threads())
 
 
+@with_sections(_DIAG_NET_SECTIONS)
 def diag_net_numpy(U, V, X, XT, y, a_coefs, g_coefs, n_steps, substeps, state, save_steps, bound,
                    u_out, v_out, loss_out, diverged_at):
     r"""NumPy twin of :func:`diag_net_kernel` (same draws; products by NumPy's BLAS, so equal to
-    rounding rather than bitwise).
-
-    Parameters
-    ----------
-    U, V : ndarray, shape (P, d)
-        The paths' parameters, advanced in place.
-    X, XT : ndarray
-        The inputs (n, d) and their transpose (contiguous).
-    y : ndarray, shape (n,)
-        The labels.
-    a_coefs, g_coefs : ndarray
-        Per-step drift and noise coefficients (the step and :math:`\sqrt{η\tilde δ}` of each step).
-    n_steps : int
-        The number of steps.
-    substeps : int
-        Fine Brownian increments aggregated per step.
-    state : ndarray
-        The per-path xoshiro generator states.
-    save_steps : ndarray of int
-        The steps recorded, increasing.
-    bound : float
-        A path whose parameters exceed it in magnitude has diverged.
-    u_out, v_out, loss_out : ndarray
-        The recordings, written in place.
-    diverged_at : ndarray of int, shape (P,)
-        The first step beyond ``bound`` per path (−1: never), written in place.
-    """
+    rounding rather than bitwise)."""
     with np.errstate(invalid="ignore", over="ignore"):       # diverged paths keep their non-finite values
         _diag_net_numpy(U, V, X, XT, y, a_coefs, g_coefs, n_steps, substeps, state, save_steps, bound,
                         u_out, v_out, loss_out, diverged_at)

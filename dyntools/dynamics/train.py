@@ -55,23 +55,6 @@ from dyntools.optim import chain_step
 from dyntools.optim import kernels as optim_kernels
 from dyntools.optim import optimizers as O
 from dyntools.optim.schedules import Constant, ReduceLROnPlateau, Schedule
-from dyntools.params import Param
-from dyntools.result_schema import ResultSchema, known, register
-
-#: What a result of :func:`train` (kind ``"train"``) holds: its config's scalar keys (the model's own
-#: description and the runs' list are checked for non-finite numbers only) and its summary.
-register(ResultSchema("train", {
-    "steps": (Param("iterations", "int", low=1), False), "batch": (Param("minibatch", "int", low=1), False),
-    "sampler": (known(*samplers.NAMES), False), "drop_last": (Param("drop the last batch", "flag"), False),
-    "label_noise": (Param("label-noise std", "float", low=0.0), False),
-    "seeds": (Param("data sets", "int", low=1), False), "bound": (Param("divergence bound", "float", low=0.0), True),
-    "records": (Param("recorded steps", "int", low=0), False),
-    "common_stream": (Param("one stream for all runs", "flag"), False),
-    "replayed": (Param("indices replayed", "flag"), False), "kernel": (known("numba", "numpy"), False),
-    "path": (known("tuned", "generic"), False), "optimizer_path": (known("fused", "chain"), False)},
-    summary={"paths": "int", "diverged": "int", "first": "number"},
-    optional=frozenset({"kernel", "path", "optimizer_path"})))
-
 
 # ------------------------------------------------------------------------------------------ runner
 

@@ -60,6 +60,19 @@ FLOW_MAX_STEPS = 1_000_000
 REACHED = 1e-3
 
 
+def _distinct_names(names, what: str, each: str, known) -> tuple[str, ...]:
+    """``names`` as a tuple: at least one, each one of ``known`` (``Invalid {each}``), none repeated
+    (``Invalid {what}``)."""
+    names = tuple(names)
+    if not names:
+        raise ValueError(f"Invalid {what}: need at least one")
+    for n in names:
+        validation.one_of(each, n, known)
+    if len(set(names)) != len(names):
+        raise ValueError(f"Invalid {what}: {','.join(names)} (each at most once)")
+    return names
+
+
 def check_optimizers(names) -> tuple[str, ...]:
     """The gallery's optimizer names as a tuple, each known (``NAMES``) and none repeated.
 
@@ -73,14 +86,7 @@ def check_optimizers(names) -> tuple[str, ...]:
     ValueError
         When ``names`` is empty, holds an unknown name or repeats one.
     """
-    names = tuple(names)
-    if not names:
-        raise ValueError("Invalid optimizers: need at least one")
-    for n in names:
-        validation.one_of("optimizer", n, NAMES)
-    if len(set(names)) != len(names):
-        raise ValueError(f"Invalid optimizers: {','.join(names)} (each at most once)")
-    return names
+    return _distinct_names(names, "optimizers", "optimizer", NAMES)
 
 
 def check_surfaces(names) -> tuple[str, ...]:
@@ -97,14 +103,7 @@ def check_surfaces(names) -> tuple[str, ...]:
     ValueError
         When ``names`` is empty, holds an unknown name or repeats one.
     """
-    names = tuple(names)
-    if not names:
-        raise ValueError("Invalid surface: need at least one")
-    for n in names:
-        validation.one_of("surface", n, S.NAMES)
-    if len(set(names)) != len(names):
-        raise ValueError(f"Invalid surface: {','.join(names)} (each at most once)")
-    return names
+    return _distinct_names(names, "surface", "surface", S.NAMES)
 
 
 def learning_rates(surface: str, optimizers, lr=None) -> list[float]:

@@ -44,12 +44,6 @@ MESSAGES = {
     "failed": "check failed: {detail}",
 }
 
-#: Words written by dyntools before the vocabulary was fixed, read back as these statuses.
-LEGACY_STATUSES = {"ok": "completed", "verified": "completed", "order-mismatch": "failed",
-                   "shrinking": "completed", "not-shrinking": "completed", "sparse-recovery": "completed",
-                   "no-recovery": "completed"}
-
-
 def message(status: str, **fields) -> str:
     """The one sentence for ``status`` (see :data:`MESSAGES`), with ``fields`` filled in.
 
@@ -67,8 +61,8 @@ def message(status: str, **fields) -> str:
 
 
 def check_status(status: str) -> str:
-    """``status`` if it is one of :data:`STATUSES` (legacy words are translated), else ``ValueError``."""
-    status = LEGACY_STATUSES.get(status, status)
+    """``status`` if it is one of :data:`STATUSES`, else ``ValueError`` (no other word is read back: a result
+    written before the vocabulary was fixed is refused, see :func:`dyntools.store.validate_meta`)."""
     if status not in STATUSES:
         raise ValueError(f"Invalid status: {status!r} (expected one of {', '.join(STATUSES)})")
     return status

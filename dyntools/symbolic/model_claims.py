@@ -19,38 +19,40 @@ from __future__ import annotations
 
 import sympy as sp
 
+from dyntools.docstrings import with_sections
 from dyntools.symbolic.core import Claim
 
 #: the label of one example in :func:`gradient_claim` (``of="loss"``)
 Y = sp.Symbol("y", real=True)
 ETA = sp.Symbol("eta", positive=True)
 
+#: the sections of each claim builder's docstring; ``{own}``: its own parameters besides these
+_CLAIM_SECTIONS = """Parameters
+----------
+model : SymbolicModel
+    The user's model.
+name : str
+    The claim's name.
+{own}**kwargs
+    Passed to the :class:`~dyntools.symbolic.core.Claim` (``title``, ``source``, ``domains``, …).
+
+Returns
+-------
+Claim
+"""
+
 
 def _to_user(model, expr):
     return sp.sympify(expr).xreplace(model.user_symbols)
 
 
+@with_sections(_CLAIM_SECTIONS, own="derivative : dict\n"
+               "    Parameter symbol → the hand-written derivative (a sympy expression).\n"
+               'of : {"predictor", "loss"}, default "predictor"\n'
+               "    Differentiate the predictor h or the loss ℓ.\n")
 def gradient_claim(model, name: str, derivative: dict, *, of: str = "predictor", **kwargs) -> Claim:
     """``derivative[θ_m] = ∂h/∂θ_m`` (or ``∂ℓ/∂θ_m``) for every parameter symbol given (the user's symbols;
-    coordinatewise models: the per-coordinate symbols, e.g. ``∂(uvwx)/∂u = v w x``).
-
-    Parameters
-    ----------
-    model : SymbolicModel
-        The user's model.
-    name : str
-        The claim's name.
-    derivative : dict
-        Parameter symbol → the hand-written derivative (a sympy expression).
-    of : {"predictor", "loss"}, default "predictor"
-        Differentiate the predictor h or the loss ℓ.
-    **kwargs
-        Passed to the :class:`~dyntools.symbolic.core.Claim` (``title``, ``source``, ``domains``, …).
-
-    Returns
-    -------
-    Claim
-    """
+    coordinatewise models: the per-coordinate symbols, e.g. ``∂(uvwx)/∂u = v w x``)."""
     if of not in ("predictor", "loss"):
         raise ValueError(f"Invalid of: {of!r} (expected 'predictor' or 'loss')")
     der = model.derivation
@@ -112,28 +114,12 @@ def parameter_symbols(model) -> list:
     return [sp.Symbol(f"{model.user_symbols[t]}_{j}", real=True) for t in der.theta for j in range(model.coordinates)]
 
 
+@with_sections(_CLAIM_SECTIONS, own="point : dict\n    Parameter symbol → value at the claimed fixed point.\n"
+                                    "X, y : array_like\n    The data (taken exactly as rationals).\n")
 def fixed_point_claim(model, name: str, point: dict, X, y, **kwargs) -> Claim:
     """``θ* − η ∇L(θ*) = θ*`` for every η, with ``L = (1/n) Σ s (h(x_i) − y_i)²`` on the data ``X, y``
     (floats taken exactly as rationals); ``point`` maps parameter symbols (see :func:`parameter_symbols`)
-    to values; the others stay symbolic.
-
-    Parameters
-    ----------
-    model : SymbolicModel
-        The user's model.
-    name : str
-        The claim's name.
-    point : dict
-        Parameter symbol → value at the claimed fixed point.
-    X, y : array_like
-        The data (taken exactly as rationals).
-    **kwargs
-        Passed to the :class:`~dyntools.symbolic.core.Claim` (``title``, ``source``, ``domains``, …).
-
-    Returns
-    -------
-    Claim
-    """
+    to values; the others stay symbolic."""
     if model.head != "regression":
         raise ValueError("Invalid model: fixed_point_claim needs the regression head")
     rows = [[_exact(v) for v in row] for row in X]
@@ -153,25 +139,10 @@ def fixed_point_claim(model, name: str, point: dict, X, y, **kwargs) -> Claim:
                           domains=kwargs.pop("domains", {ETA: sp.Interval.open(0, sp.oo)}), **kwargs)
 
 
+@with_sections(_CLAIM_SECTIONS, own="n : int, default 2\n    The number of symbolic samples.\n")
 def sde_drift_claim(model, name: str, n: int = 2, **kwargs) -> Claim:
     """The label-noise SDE's drift built from the derived Jacobian equals ``−∇L`` (see the module docstring),
-    on ``n`` symbolic samples (coordinatewise models: ``d`` must be small).
-
-    Parameters
-    ----------
-    model : SymbolicModel
-        The user's model.
-    name : str
-        The claim's name.
-    n : int, default 2
-        The number of symbolic samples.
-    **kwargs
-        Passed to the :class:`~dyntools.symbolic.core.Claim` (``title``, ``source``, ``domains``, …).
-
-    Returns
-    -------
-    Claim
-    """
+    on ``n`` symbolic samples (coordinatewise models: ``d`` must be small)."""
     if model.head != "regression":
         raise ValueError("Invalid model: the label-noise SDE needs the regression head")
     width = model.n_inputs
