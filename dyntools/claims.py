@@ -27,12 +27,9 @@ def claim_families() -> list[str]:
 
 def builtin_registry():
     """A :class:`~dyntools.symbolic.registry.Registry` filled with the built-in families, in order."""
-    from dyntools.symbolic.registry import Registry
+    from dyntools.symbolic.registry import registry_of
 
-    reg = Registry()
-    for name, family in plugins.claim_families().items():
-        reg.register_family(name, family.claims)
-    return reg
+    return registry_of(plugins.claim_families())
 
 
 def builtin_claims(names=(), *, controls: bool = False) -> list:

@@ -131,20 +131,6 @@ def claim_families() -> dict:
     RuntimeError
         When two modules declare the same family name.
     """
-    import dataclasses
+    from dyntools.symbolic.registry import families_of
 
-    from dyntools.symbolic.registry import ClaimFamily
-
-    found: dict = {}
-    for module in modules(("dyntools.proofs",)):
-        for family in declared(module, "FAMILY", "FAMILIES"):
-            if not isinstance(family, ClaimFamily):
-                raise TypeError(f"{module.__name__}: FAMILY must be a ClaimFamily, got {type(family).__name__}")
-            if family.claims is None:
-                if not hasattr(module, "CLAIMS"):
-                    raise TypeError(f"{module.__name__}: family {family.name!r} has no claims (no CLAIMS list)")
-                family = dataclasses.replace(family, claims=module.CLAIMS)
-            if family.name in found:
-                raise RuntimeError(f"two claim families named {family.name!r} ({module.__name__})")
-            found[family.name] = family
-    return dict(sorted(found.items(), key=lambda item: item[1].order))
+    return families_of(modules(("dyntools.proofs",)))

@@ -22,7 +22,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def main(argv=None) -> int:
-    from dyntools.claims import builtin_claims
+    from dyntools.proofs import _package
+
     from dyntools.symbolic import INCONCLUSIVE, registry, render
 
     parser = _Parser(prog="python -m dyntools.proofs", description=__doc__.split("\n\n")[1])
@@ -33,7 +34,7 @@ def main(argv=None) -> int:
         args = parser.parse_args(argv)
         if args.md:
             render.check_output_file(args.md, "--md")
-        claims = builtin_claims(args.names, controls=True)
+        claims = _package.registry().select(args.names, controls=True)
     except ValueError as exc:
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)
         return 2

@@ -49,11 +49,13 @@ def simulation_crosscheck(*, steps: int = 20000, paths: int = 32, seed: int = 0)
 
 
 def reproduce(ctx):
-    from dyntools import claims, tables
+    from dyntools.proofs import _package
+
+    from dyntools import tables
     from dyntools.report import Section
     from dyntools.symbolic import registry, render
 
-    results = registry.run(claims.builtin_registry().select(controls=True), timeout=CLAIM_BUDGET)
+    results = registry.run(_package.registry().select(controls=True), timeout=CLAIM_BUDGET)
     md_path = ctx.out_dir / "proofs.md"
     tex_path = ctx.out_dir / "proofs.tex"
     md_path.write_text(render.markdown(results), encoding="utf-8")

@@ -46,9 +46,9 @@ def adam_run(gradient, theta0, lr: float, steps: int):
     """Parameters before each step (T × p) and the gradients there, with ``dt.adam(lr)``."""
     import numpy as np
 
-    import dyntools as dt
+    from dyntools.optim import adam
 
-    opt = dt.adam(lr, betas=BETAS)
+    opt = adam(lr, betas=BETAS)
     theta, state = np.array(theta0, dtype=np.float64), None
     state = opt.init(theta)
     thetas, grads = [], []
@@ -72,9 +72,9 @@ def ratio(grads):
 def quadratic_run(steps: int = 400):
     import numpy as np
 
-    import dyntools as dt
+    from dyntools.models.surfaces import Surface
 
-    model = dt.Surface("quadratic")
+    model = Surface("quadratic")
 
     def gradient(theta):
         gx, gy = model.gradient(np.array([theta[0]]), np.array([theta[1]]))

@@ -532,16 +532,19 @@ def survival_under_perturbation(kernel: str, *, eta: float, steps: int, draws: i
     from the generator seeded with the draw's index (the same starts for every kernel)."""
     from types import SimpleNamespace
 
-    import dyntools as dt
+    from dyntools.data import paper_diag_net_data, paper_sgd_indices
+    from dyntools.dynamics.train import train
+    from dyntools.models.diag_net import DiagNet
+    from dyntools.optim import sgd
 
-    d = dt.data.paper_diag_net_data()
+    d = paper_diag_net_data()
     n, dim = d.X.shape
-    indices = dt.data.paper_sgd_indices(n, steps)
-    model = dt.DiagNet(dim)
+    indices = paper_sgd_indices(n, steps)
+    model = DiagNet(dim)
     out = []
     for k in range(draws):
         u0 = 0.1 * (1.0 + scale * np.random.default_rng(k).standard_normal(dim))
-        res = dt.train(model, SimpleNamespace(X=d.X, y=d.y), dt.optim.sgd(eta), steps=steps, batch=1,
+        res = train(model, SimpleNamespace(X=d.X, y=d.y), sgd(eta), steps=steps, batch=1,
                        sampler="replay", indices=indices, record_steps=np.array([steps]), seed=0, kernel=kernel,
                        theta0=np.concatenate([u0, np.zeros(dim)]))
         out.append(int(res["diverged_at"][0, 0]))

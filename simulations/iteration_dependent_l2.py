@@ -37,9 +37,9 @@ def adamw_run(theta0, gradient, b1: float, steps: int = STEPS):
     """AdamW with ``β = (b1, 0.999)``: ``dt.adamw``'s own chain."""
     import numpy as np
 
-    import dyntools as dt
+    from dyntools.optim import adamw
 
-    opt = dt.adamw(LR, betas=(b1, 0.999), eps=EPS, weight_decay=LAM)
+    opt = adamw(LR, betas=(b1, 0.999), eps=EPS, weight_decay=LAM)
     theta = np.array(theta0, dtype=np.float64)
     state, out = opt.init(theta), []
     for t in range(1, steps + 1):

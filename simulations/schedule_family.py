@@ -48,24 +48,27 @@ def run(steps: int, seeds: int, seed: int = 0):
 
     import numpy as np
 
-    import dyntools as dt
+    from dyntools.data import spirals
+    from dyntools.dynamics.train import train
+    from dyntools.models.mlp import MLP
+    from dyntools.optim import adam
 
-    spirals = dt.data.spirals(800, n_val=400, seed=seed)
-    data = SimpleNamespace(X=spirals.X, y=spirals.y, X_test=spirals.X_val, y_test=spirals.y_val)  # dt.train
+    spiral_set = spirals(800, n_val=400, seed=seed)
+    data = SimpleNamespace(X=spiral_set.X, y=spiral_set.y, X_test=spiral_set.X_val, y_test=spiral_set.y_val)  # dt.train
     # records the loss on X_test at every recording: here the validation loss
-    model = dt.MLP((2, 32, 32, 2), head="cross-entropy")
+    model = MLP((2, 32, 32, 2), head="cross-entropy")
     family = schedules(steps)
     records = np.unique(np.linspace(0, steps, 61).astype(np.int64))
 
     def validation_loss(thetas):
-        return float(np.mean([model.loss(th, spirals.X_val, spirals.y_val) for th in thetas]))
+        return float(np.mean([model.loss(th, spiral_set.X_val, spiral_set.y_val) for th in thetas]))
 
     results = []
     for name, schedule in family.items():
         kwargs = {}
         if name == "reduce-on-plateau":
             kwargs["plateau_metric"] = validation_loss
-        results.append(dt.train(model, data, dt.adam(LR), steps=steps, schedule=schedule, batch=32,
+        results.append(train(model, data, adam(LR), steps=steps, schedule=schedule, batch=32,
                                 sampler="epoch", record_steps=records, seed=seed, seeds=seeds,
                                 common_stream=True, **kwargs))
     return list(family), results

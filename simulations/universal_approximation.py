@@ -143,12 +143,13 @@ def train_both_layers(d: int, n: int, data, steps: int, seeds: int, seed: int, r
     layer at 0; ``data``: one object with ``X``, ``y`` or one per draw. Returns the model and the parameters
     ``(seeds, len(records), p)`` at the recorded steps (NaN where a run diverged); ``workers`` threads (default: one per
     draw; the results do not depend on it)."""
-    import dyntools as dt
+    from dyntools.dynamics.train import train
     from dyntools.models.sigmoid_net import SigmoidNet
+    from dyntools.optim import adam
 
     model = SigmoidNet(d, n, slope=SLOPE)
     theta0 = np.stack([model.init(seed, s) for s in range(seeds)])
-    res = dt.train(model, data, dt.adam(GD_LR), steps=steps, sampler="full", theta0=theta0, seeds=seeds,
+    res = train(model, data, adam(GD_LR), steps=steps, sampler="full", theta0=theta0, seeds=seeds,
                    record_steps=records, workers=workers or seeds)
     return model, res["theta"][0]
 

@@ -94,7 +94,7 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
                                                    "(llvm-vector or the fallback) and inspects a panel's code",
 }
 
-PENDING_MERGES = "until the w46a/w46b/w46c merges (PLOTTERS, BUILTIN_FAMILIES, experiments importing each other)"
+PENDING_MERGES = "until the w46b merge (PLOTTERS: figures declared by their experiments)"
 
 
 def _module_name(path: Path) -> str:
@@ -440,14 +440,8 @@ def test_the_scan_covers_the_whole_tree():
 #: upward reach fails at once; an entry that no longer occurs fails too (delete it).
 PENDING_CIRCLE_MEMBERS = {
     "dyntools.plots": "PLOTTERS (w46b: figures declared by their experiments)",
-    "dyntools": "simulations/ reach the namespace (import dyntools as dt) and _LAZY names commands.prove (w46a)",
 }
-PENDING_UPWARD = {
-    "dyntools.proofs.report": "imports dyntools.commands.prove (w46a)",
-    **{f"dyntools.simulations.{m}": "import dyntools as dt (reaches the namespace: import the module instead)"
-       for m in ("adam_effective_step", "diag_nets", "grokking", "iteration_dependent_l2", "schedule_family",
-                 "universal_approximation")},
-}
+PENDING_UPWARD: dict[str, str] = {}
 
 
 def test_only_the_pending_circles_and_reaches_remain():
@@ -471,13 +465,11 @@ def test_no_circle_in_the_whole_tree_strings_included():
         "\n".join(" <-> ".join(c) for c in found)
 
 
-@pytest.mark.xfail(strict=True, reason=PENDING_MERGES)
 def test_no_dependency_climbs_in_the_whole_tree():
     bad = upward_imports(import_graph(True, True))
     assert not bad, "dependencies from a lower floor to a higher one:\n" + "\n".join(bad)
 
 
-@pytest.mark.xfail(strict=True, reason=PENDING_MERGES)
 def test_no_circle_between_rooms_of_the_whole_tree():
     found = circles(room_graph(import_graph(True, True)))
     assert not found, "rooms that depend on one another: " + "; ".join(" <-> ".join(c) for c in found)

@@ -282,7 +282,8 @@ def test_a_family_declared_by_an_entry_point_plugin_is_found(user_package):
     assert [c.name for c in chosen] == ["user-square"] and chosen[0].family == "user-family"
     report_ = dt.prove(dt.builtin_claims(["user-family"], controls=True))
     assert report_["user-square"].verdict == "verified" and report_["user-square-control"].verdict == "refuted"
-    proc = subprocess.run([sys.executable, "-m", "dyntools.proofs", "user-family"], capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-m", "dyntools", "prove", "user-family", "--controls"],
+                          capture_output=True, text=True,
                           cwd=ROOT, env={**os.environ, "PYTHONPATH": f"{ROOT}:{user_package}"},
                           timeout=HANG_GUARD)
     assert proc.returncode == 0, proc.stderr

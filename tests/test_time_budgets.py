@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 
 import sympy as sp
+from dyntools.proofs import _package as builtin
 from dyntools.proofs import report as proofs_report
 
-from dyntools import claims as builtin
 from dyntools.cli import main
 from dyntools.symbolic import Claim
 from dyntools.symbolic.registry import Registry
@@ -43,7 +43,7 @@ def _reproduce(tmp_path, capsys):
 def test_a_budget_stop_is_inconclusive_not_a_failed_check(tmp_path, capsys, monkeypatch):
     """The spinning claim is stopped by its budget and the whole set overruns a planted (tiny) target: the
     entry says 'inconclusive: budget', the true claim stays verified, the control refuted, exit 0."""
-    monkeypatch.setattr(builtin, "builtin_registry", _planted())
+    monkeypatch.setattr(builtin, "registry", _planted())
     monkeypatch.setattr(proofs_report, "BUDGET_SECONDS", 1e-6)
     code, summary, text = _reproduce(tmp_path, capsys)
     assert code == 0
@@ -63,7 +63,7 @@ def test_the_runner_budget_reaches_the_claims(tmp_path, capsys, monkeypatch):
     slow = Claim("planted-slow", "slow", "never ends", "x", _spin)      # no own timeout: the runner's applies
     reg = Registry()
     reg.register_family("planted", [Claim.equation("planted-true", x, x), slow])
-    monkeypatch.setattr(builtin, "builtin_registry", lambda: reg)
+    monkeypatch.setattr(builtin, "registry", lambda: reg)
     monkeypatch.setattr(proofs_report, "CLAIM_BUDGET", 0.2)
     code, summary, _ = _reproduce(tmp_path, capsys)
     [entry] = summary["entries"].values()
@@ -73,7 +73,7 @@ def test_the_runner_budget_reaches_the_claims(tmp_path, capsys, monkeypatch):
 
 def test_a_wrong_verdict_still_fails_the_entry(tmp_path, capsys, monkeypatch):
     """The control of the rule: a claim expected verified that is refuted is CHECK FAILED, exit 1."""
-    monkeypatch.setattr(builtin, "builtin_registry", _planted(true_claim_refuted=True))
+    monkeypatch.setattr(builtin, "registry", _planted(true_claim_refuted=True))
     code, summary, text = _reproduce(tmp_path, capsys)
     [entry] = summary["entries"].values()
     assert code == 1 and not entry["ok"] and entry["status"] == "CHECK FAILED"

@@ -21,6 +21,7 @@ A plugin module declares its family with :class:`ClaimFamily` (see :mod:`dyntool
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -66,6 +67,42 @@ class ClaimFamily:
             raise ValueError(f"ClaimFamily name must be a non-empty string, got {self.name!r}")
         if isinstance(self.order, bool) or not isinstance(self.order, int | float) or math.isnan(self.order):
             raise TypeError(f"ClaimFamily order must be a number, got {self.order!r}")
+
+
+def families_of(modules) -> dict[str, ClaimFamily]:
+    """The claim families that ``modules`` declare (``FAMILY``/``FAMILIES``), by name, in increasing ``order``
+    (ties: the modules' order); a family without its own ``claims`` gets its module's ``CLAIMS``.
+
+    Raises
+    ------
+    TypeError
+        When a declaration is not a :class:`ClaimFamily`, or a family without ``claims`` is declared by a module
+        without ``CLAIMS``.
+    RuntimeError
+        When two modules declare the same family name.
+    """
+    found: dict[str, ClaimFamily] = {}
+    for module in modules:
+        declared = list(getattr(module, "FAMILIES", ())) + ([module.FAMILY] if hasattr(module, "FAMILY") else [])
+        for family in declared:
+            if not isinstance(family, ClaimFamily):
+                raise TypeError(f"{module.__name__}: FAMILY must be a ClaimFamily, got {type(family).__name__}")
+            if family.claims is None:
+                if not hasattr(module, "CLAIMS"):
+                    raise TypeError(f"{module.__name__}: family {family.name!r} has no claims (no CLAIMS list)")
+                family = dataclasses.replace(family, claims=module.CLAIMS)
+            if family.name in found:
+                raise RuntimeError(f"two claim families named {family.name!r} ({module.__name__})")
+            found[family.name] = family
+    return dict(sorted(found.items(), key=lambda item: item[1].order))
+
+
+def registry_of(families: dict[str, ClaimFamily]) -> Registry:
+    """A :class:`Registry` filled with ``families`` (name → :class:`ClaimFamily`), in their order."""
+    reg = Registry()
+    for name, family in families.items():
+        reg.register_family(name, family.claims)
+    return reg
 
 
 class Registry:
