@@ -332,10 +332,8 @@ def sharpness_batch(hvp, dim: int, batch: int, *, iters: int = 200, tol: float =
         The number of parameters.
     batch : int
         The number of Hessians.
-    iters : int, default 200
-        The largest number of power iterations per run.
-    tol : float, default 1e-7
-        The relative change of λ at which a run stops.
+    iters, tol
+        As in :func:`sharpness`.
     seed : int, default 0
         Seed of the random start vectors (the shifted run uses ``seed + 1``).
     """

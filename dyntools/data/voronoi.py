@@ -103,10 +103,8 @@ def disagreement(X, centers, center_labels=None) -> dict:
 
     Parameters
     ----------
-    X : ndarray, shape (m, D)
-        The points.
-    centers : ndarray, shape (k, D)
-        The centers.
+    X, centers
+        As in :func:`label_points`.
     center_labels : ndarray of int, optional
         Each center's label (for the label disagreement).
     """

@@ -103,10 +103,8 @@ def label_noise_std(intensity: float, n: int, scale: float = 1.0) -> float:
     ----------
     intensity : float
         The SDE's noise intensity :math:`\tilde δ`.
-    n : int
-        The number of samples.
-    scale : float, default 1.0
-        The loss's factor.
+    n, scale
+        As in :func:`sde_intensity`.
     """
     intensity = validation.non_negative("intensity", intensity)
     n = validation.count("n", n)
@@ -218,10 +216,8 @@ def ou_moments(x0: float, theta: float, mu: float, sigma: float, t) -> tuple[np.
 
     Parameters
     ----------
-    x0 : float
-        The start.
-    theta, mu, sigma : float
-        Rate, mean and noise level.
+    x0, theta, mu, sigma
+        As in :func:`ou_pathwise`.
     t : float or ndarray
         The times.
     """

@@ -248,20 +248,10 @@ def gallery(surfaces=S.NAMES, optimizers=NAMES, lr=None, *, steps: int = 10_000,
     ----------
     surfaces : sequence of str, default six surfaces
         The surface names.
-    optimizers : sequence of str, default all eight
-        The optimizer names (``NAMES``).
-    lr : float or sequence of float, optional
-        One shared step, or one per optimizer (default: ``LRS``).
-    steps : int, default 10000
-        Steps per trajectory.
-    noise : float, default 0.0
-        Standard deviation of Gaussian noise added to each gradient (≥ 0).
-    seed : int, default 0
-        The seed of that noise.
+    optimizers, lr, steps, noise, seed, flow
+        As in :func:`run_surface` (``lr`` defaults to the table ``LRS``).
     start : pair of float, optional
         One start point (a single surface only).
-    flow : bool, default False
-        Also integrate the gradient flow.
     frames : int, default 60
         The GIF's frame count.
 
