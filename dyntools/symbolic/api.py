@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from dyntools.symbolic.core import INCONCLUSIVE, Claim, ClaimResult
+from dyntools.symbolic.core import INCONCLUSIVE, Claim, ClaimResult, claim_list
 
 
 @dataclass
@@ -104,12 +104,7 @@ def prove(claims: Claim | Iterable[Claim], *, timeout: float | None = None) -> P
     ProofReport
         One verdict per claim (verified, refuted with a counterexample, or inconclusive with a reason).
     """
-    if isinstance(claims, Claim):
-        claims = [claims]
-    claims = list(claims)
-    bad = [c for c in claims if not isinstance(c, Claim)]
-    if bad:
-        raise TypeError(f"prove() takes Claim objects, got {type(bad[0]).__name__}")
+    claims = claim_list(claims, "prove() takes")
     names = [c.name for c in claims]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:

@@ -29,7 +29,7 @@ import re
 import time
 import traceback
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import sympy as sp
@@ -70,13 +70,8 @@ class Step:
     detail: str = ""
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "text": self.text,
-            "latex": self.latex,
-            "kind": self.kind,
-            "ok": self.ok,
-            "detail": self.detail,
-        }
+        """The five fields by name (the JSON form of a step)."""
+        return asdict(self)
 
 
 _GREEK = ("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi pi rho sigma tau "
@@ -446,6 +441,16 @@ class Claim:
         seconds = time.perf_counter() - start
         return ClaimResult(self, verdict, reason, proof.counterexample, proof.steps, seconds, proof.values,
                            error, timed_out)
+
+
+def claim_list(claims, who: str) -> list[Claim]:
+    """``claims`` (one :class:`Claim` or an iterable of them) as a list; a ``TypeError`` naming ``who`` (the
+    caller's sentence, e.g. ``"prove() takes"``) when any item is not a Claim."""
+    claims = [claims] if isinstance(claims, Claim) else list(claims)
+    bad = [c for c in claims if not isinstance(c, Claim)]
+    if bad:
+        raise TypeError(f"{who} Claim objects, got {type(bad[0]).__name__}")
+    return claims
 
 
 @dataclass

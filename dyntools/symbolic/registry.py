@@ -26,7 +26,7 @@ import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from dyntools.symbolic.core import Claim, ClaimResult
+from dyntools.symbolic.core import Claim, ClaimResult, claim_list
 
 
 def _claims_of(source) -> list[Claim]:
@@ -34,13 +34,7 @@ def _claims_of(source) -> list[Claim]:
         source = source()
     if hasattr(source, "CLAIMS"):
         source = source.CLAIMS
-    if isinstance(source, Claim):
-        source = [source]
-    claims = list(source)
-    bad = [c for c in claims if not isinstance(c, Claim)]
-    if bad:
-        raise TypeError(f"a family must contain Claim objects, got {type(bad[0]).__name__}")
-    return claims
+    return claim_list(source, "a family must contain")
 
 
 @dataclass(frozen=True)
