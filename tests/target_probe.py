@@ -23,7 +23,8 @@ import numpy as np
 GOLDEN_DIR = Path(__file__).parent / "goldens" / "engine"
 
 
-def _maker():
+def golden_maker():
+    """The golden generator ``tests/goldens/engine/make_engine_goldens.py``, loaded as a module."""
     spec = importlib.util.spec_from_file_location("make_engine_goldens", GOLDEN_DIR / "make_engine_goldens.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -61,7 +62,7 @@ def voronoi_steps() -> np.ndarray:
 def main(out: Path, cases: list[str]) -> None:
     import numba
 
-    maker = _maker()
+    maker = golden_maker()
     out.mkdir(parents=True, exist_ok=True)
     for case in cases:
         with tempfile.TemporaryDirectory() as tmp:

@@ -31,12 +31,12 @@ Arrays that are missing from the new run (after renames) fail; new extra arrays 
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
+
+from tests.target_probe import GOLDEN_DIR, golden_maker
 
 RENAMES: dict[str, str] = {}
 
@@ -85,17 +85,7 @@ STATUS_RENAMES: dict[str, str] = {"ok": "completed", "verified": "completed", "o
                                   "shrinking": "completed", "not-shrinking": "completed",
                                   "sparse-recovery": "completed", "no-recovery": "completed"}
 
-GOLDEN_DIR = Path(__file__).parent / "goldens" / "engine"
-
-
-def _load_maker():
-    spec = importlib.util.spec_from_file_location("make_engine_goldens", GOLDEN_DIR / "make_engine_goldens.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-maker = _load_maker()
+maker = golden_maker()
 CASE_NAMES = [name for name, _ in maker.CASES]
 
 

@@ -41,11 +41,17 @@ def _rotl(x, k):
 def next_u64(state, row):
     """Advance ``state[row]`` by one xoshiro256** step and return the 64-bit output."""
     result, s0, s1, s2, s3 = xoshiro_next(state[row, 0], state[row, 1], state[row, 2], state[row, 3])
+    store_row(state, row, s0, s1, s2, s3)
+    return result
+
+
+@njit(inline="always")
+def store_row(state, row, s0, s1, s2, s3):
+    """Write a generator's four words, held in locals while it ran, back to ``state[row]``."""
     state[row, 0] = s0
     state[row, 1] = s1
     state[row, 2] = s2
     state[row, 3] = s3
-    return result
 
 
 @njit(inline="always")

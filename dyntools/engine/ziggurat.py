@@ -108,10 +108,7 @@ def normal(state, row):
     Loads and stores the state row; hot loops should hold the state in locals and call
     :func:`normal_reg` instead."""
     z, s0, s1, s2, s3 = normal_reg(state[row, 0], state[row, 1], state[row, 2], state[row, 3])
-    state[row, 0] = s0
-    state[row, 1] = s1
-    state[row, 2] = s2
-    state[row, 3] = s3
+    rng.store_row(state, row, s0, s1, s2, s3)
     return z
 
 

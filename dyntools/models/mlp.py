@@ -273,6 +273,19 @@ def _twin_layers(iargs, theta):
     return L, widths, w_off, b_off, unpack(widths, w_off, b_off, theta)
 
 
+def _backprop_np(delta, layers, acts, gates, w_off, b_off, grad):
+    """Write ∂L/∂θ into ``grad`` from the output error ``delta`` = ∂L/∂z_L (b, out), layer by layer down:
+    ∂L/∂W_l = δ_lᵀ a_l, ∂L/∂b_l = Σ_rows δ_l, δ_{l-1} = (δ_l W_l) ⊙ [g_l > 0] with ``gates[l]`` = g_l the layer's
+    pre-activation (or its ReLU, which is positive exactly where the pre-activation is)."""
+    for l in range(len(layers) - 1, -1, -1):
+        W, _ = layers[l]
+        grad[w_off[l]:w_off[l] + W.size] = (delta.T @ acts[l]).ravel()
+        if b_off[l] >= 0:
+            grad[b_off[l]:b_off[l] + W.shape[0]] = delta.sum(axis=0)
+        if l > 0:
+            delta = (delta @ W) * (gates[l] > 0.0)
+
+
 def loss_grad_regression_np(theta, X, y, idx, b, noise, grad, ws, iargs, fargs):
     """NumPy twin of :func:`loss_grad_regression`: the whole batch at once with ``@``."""
     L, widths, w_off, b_off, layers = _twin_layers(iargs, theta)
@@ -286,14 +299,7 @@ def loss_grad_regression_np(theta, X, y, idx, b, noise, grad, ws, iargs, fargs):
         res = acts[-1][:, 0] - y[i]
         if noise[:b].any():
             res = res - noise[:b]
-        delta = (2.0 * res / b)[:, None]
-        for l in range(L - 1, -1, -1):
-            W, _ = layers[l]
-            grad[w_off[l]:w_off[l] + W.size] = (delta.T @ acts[l]).ravel()
-            if b_off[l] >= 0:
-                grad[b_off[l]:b_off[l] + W.shape[0]] = delta.sum(axis=0)
-            if l > 0:
-                delta = (delta @ W) * (pres[l] > 0.0)
+        _backprop_np((2.0 * res / b)[:, None], layers, acts, pres, w_off, b_off, grad)
         return float(res @ res) / b
 
 
@@ -314,13 +320,7 @@ def loss_grad_cross_entropy_np(theta, X, y, idx, b, noise, grad, ws, iargs, farg
         loss = float(np.mean(lse - z[rows, labels]))
         delta = np.exp(z - lse[:, None]) / b
         delta[rows, labels] -= 1.0 / b
-        for l in range(L - 1, -1, -1):
-            W, _ = layers[l]
-            grad[w_off[l]:w_off[l] + W.size] = (delta.T @ acts[l]).ravel()
-            if b_off[l] >= 0:
-                grad[b_off[l]:b_off[l] + W.shape[0]] = delta.sum(axis=0)
-            if l > 0:
-                delta = (delta @ W) * (acts[l] > 0.0)
+        _backprop_np(delta, layers, acts, acts, w_off, b_off, grad)
     return loss
 
 
