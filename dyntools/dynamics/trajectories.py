@@ -248,8 +248,10 @@ def gallery(surfaces=S.NAMES, optimizers=NAMES, lr=None, *, steps: int = 10_000,
     ----------
     surfaces : sequence of str, default six surfaces
         The surface names.
-    optimizers, lr, steps, noise, seed, flow
-        As in :func:`run_surface` (``lr`` defaults to the table ``LRS``).
+    optimizers, steps, noise, seed, flow
+        As in :func:`run_surface`.
+    lr : float or sequence of float, optional
+        One shared step, or one per optimizer (default: ``LRS``).
     start : pair of float, optional
         One start point (a single surface only).
     frames : int, default 60
