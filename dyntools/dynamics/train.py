@@ -34,8 +34,9 @@ run of a seed shares the stream of ``(KEY, s)`` (paired comparisons of schedules
 :func:`~dyntools.dynamics.path_loop.advance_path` is the compiled step loop of one path (inlined into a
 ``nogil`` loop over paths that runs on a thread pool: one per built-in model, cached on disk, in
 :mod:`dyntools.dynamics.loops`) and :func:`~dyntools.dynamics.path_loop.advance_path_numpy` its twin;
-:func:`train` validates, allocates, picks the tuned loop registered for the model and the setting when one
-applies (:func:`dyntools.dynamics.fast.select`), drives the chunks and returns a :class:`RunResult`.
+:func:`train` validates and builds the run (:mod:`dyntools.dynamics.run_plan`: the checks, the buffers, the
+tuned loop registered for the model and the setting when one applies, :func:`dyntools.dynamics.fast.select`),
+then :func:`dispatch` drives the chunks and :func:`collect` returns a :class:`RunResult`.
 """
 
 from __future__ import annotations
@@ -44,34 +45,16 @@ import numpy as np
 
 from dyntools import validation
 from dyntools.dynamics import fast as tuned_loops
-from dyntools.dynamics import kernel_check, loops, path_loop
+from dyntools.dynamics import run_plan
 from dyntools.dynamics.fast import probe as tuned_probe
 from dyntools.dynamics.path_loop import advance_path_numpy, advance_paths
-from dyntools.dynamics.rates import WINDOW, LearningRates
-from dyntools.engine import drive, guard, record, samplers, streams
+from dyntools.dynamics.rates import WINDOW
+from dyntools.engine import drive, guard
 from dyntools.engine.result import RunResult, timed
-from dyntools.models.base import HEADS, Model
 from dyntools.optim import chain_step
-from dyntools.optim import kernels as optim_kernels
-from dyntools.optim import optimizers as O
-from dyntools.optim.schedules import Constant, ReduceLROnPlateau, Schedule
+from dyntools.optim.schedules import Schedule
 
 # ------------------------------------------------------------------------------------------ runner
-
-def _as_list(value, what: str) -> list:
-    items = list(value) if isinstance(value, list | tuple) else [value]
-    if not items:
-        raise ValueError(f"Invalid {what}: need at least one")
-    return items
-
-
-def _datasets(data) -> list:
-    sets = _as_list(data, "data")
-    for ds in sets:
-        if not hasattr(ds, "X") or not hasattr(ds, "y"):
-            raise TypeError("Invalid data: expected an object with arrays X and y (or a list of them)")
-    return sets
-
 
 def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | None = None, batch: int = 1,
           sampler: str = "with-replacement", drop_last: bool = True, label_noise: float = 0.0,
@@ -166,140 +149,31 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
         ``diverged_at``, ``final_theta``; ``steps`` (K,), ``lrs`` (G, 1 or T) or ``lr_rec`` (G, K).
     """
 
-    steps = validation.count("steps", steps)
-    kernel = validation.one_of("kernel", kernel, ("numba", "numpy"))
-    sampler_code = samplers.code(sampler)
-    if not isinstance(model, Model):
-        raise TypeError(f"Invalid model: {type(model).__name__} is not a dyntools.Model (subclass dyntools.Model: "
-                        "it declares every hook the trainer calls, with its default)")
-    if model.sampling_stream is None:
-        raise ValueError(f"Invalid model {model.name!r}: it declares no sampling_stream (set the class attribute to "
-                         "a purpose of dyntools.engine.streams.KEYS, e.g. a new one for a new model)")
-    if model.head not in HEADS:
-        raise ValueError(f"Invalid model: head {model.head!r} (expected one of {', '.join(HEADS)})")
-    label_noise = validation.non_negative("label_noise", label_noise)
-    if label_noise and model.head != "regression":
-        raise ValueError("Invalid label_noise: label noise needs a regression head")
-    sets = _datasets(data)
-    for ds in sets:                             # a model that knows its input width refuses other data
-        model.check_data(ds.X, ds.y)
-    S = validation.count("seeds", seeds) if seeds is not None else len(sets)
-    if len(sets) not in (1, S):
-        raise ValueError(f"Invalid data: {len(sets)} data sets for {S} seeds (give one, or one per seed)")
-    n, d = np.shape(sets[0].X)
-    for ds in sets:
-        X = validation.finite_array("X", ds.X, ndim=2)
-        if X.shape != (n, d):
-            raise ValueError(f"Invalid data: every data set needs X of shape ({n}, {d}), got {X.shape}")
-        _check_targets(ds.y, n, model.head)
-    batch = validation.count("batch", batch)
-    if sampler_code != samplers.FULL and batch > n:
-        raise ValueError(f"Invalid batch: {batch} (must be <= n = {n})")
-    b = n if sampler_code == samplers.FULL else batch
-
-    opts = _as_list(optimizer, "optimizer")
-    scheds = _as_list(Constant() if schedule is None else schedule, "schedule")
-    G = max(len(opts), len(scheds))
-    if len(opts) not in (1, G) or len(scheds) not in (1, G):
-        raise ValueError(f"Invalid schedule: {len(scheds)} schedules for {len(opts)} optimizers "
-                         "(give one of either, or as many of both)")
-    opts = opts * G if len(opts) == 1 else opts
-    scheds = scheds * G if len(scheds) == 1 else scheds
-    for o in opts:
-        if not isinstance(o, O.Optimizer):
-            raise TypeError(f"Invalid optimizer: {o!r} (expected a dyntools.optim optimizer)")
-        chain_step.check_fused_matches_chain(o)
-    by_chain = not all(o.fused for o in opts)   # an optimizer without a fused kernel: every run by its chain
-    reactive = [g for g, s in enumerate(scheds) if isinstance(s, ReduceLROnPlateau)]
-    precond_of = np.array([o.precond for o in opts], dtype=np.int64)
-    hps = np.ascontiguousarray(np.stack([o.hparams if o.fused else np.zeros(O.N_HPARAMS) for o in opts]),
-                               dtype=np.float64)
-    labels = [o.name for o in opts] if labels is None else [str(x) for x in labels]
-    if len(labels) != G:
-        raise ValueError(f"Invalid labels: {len(labels)} names for {G} runs")
-
-    if record_steps is None:
-        record_steps = record.make_grid(grid, steps, records)
-    record_steps = record.validate_steps(record_steps, steps)
-    K = record_steps.size
-    rates = LearningRates(opts, scheds, steps, reactive, record_steps, keep=bool(keep_lrs))
-    p_dim = model.n_params
-    P = G * S
-    if theta0 is None:
-        inits = [np.asarray(model.init(seed, s)) for s in range(S)]
-        if inits[0].shape != (p_dim,) or not np.all(np.isfinite(inits[0])):
-            raise ValueError(f"Invalid model {model.name!r}: init(seed, 0) returned shape {inits[0].shape}"
-                             f"{'' if inits[0].shape != (p_dim,) else ' with non-finite entries'} (expected "
-                             f"n_params = {p_dim} finite numbers)")
-        inits = np.stack(inits)
-    else:
-        inits = validation.finite_array("theta0", theta0)
-        if inits.shape not in ((p_dim,), (S, p_dim)):
-            raise ValueError(f"Invalid theta0: expected shape ({p_dim},) or ({S}, {p_dim}), got {inits.shape}")
-        inits = np.broadcast_to(inits, (S, p_dim))
-    fdt = np.dtype(model.dtype)          # the precision the model trains in
-    thetas = np.ascontiguousarray(np.tile(inits, (G, 1)), dtype=fdt)
-    bound = (guard.default_bound(np.abs(inits).sum(axis=1).max()) if bound is None
-             else validation.positive("bound", bound))
-    if sampler_code == samplers.REPLAY:
-        if indices is None:
-            raise ValueError("Invalid indices: the replay sampler needs the index sequence")
-        replay = samplers.check_replay(indices, steps=steps, batch=b, paths=P, n=n)
-    elif indices is not None:
-        raise ValueError("Invalid indices: given indices need sampler='replay'")
-    else:
-        replay = samplers.NO_REPLAY
-
-    key = streams.key(model.sampling_stream)
-    if common_stream:
-        states = np.tile(streams.path_states(seed, S, key, *stream_key), (G, 1))
-    else:
-        states = np.concatenate([streams.path_states(seed, S, key, g, *stream_key) for g in range(G)])
-    Xs = np.ascontiguousarray(np.stack([np.asarray(ds.X, dtype=np.float64) for ds in sets]), dtype=fdt)
-    y_dtype = fdt if model.head == "regression" else np.int64
-    ys = np.ascontiguousarray(np.stack([np.asarray(ds.y).astype(y_dtype) for ds in sets]))
-    data_of = np.tile(np.arange(S, dtype=np.int64) if len(sets) == S else np.zeros(S, dtype=np.int64), G)
-    run_of = np.repeat(np.arange(G, dtype=np.int64), S)
-    opt_states = np.ascontiguousarray(np.stack([optim_kernels.init_state(opts[g], p_dim) for g in run_of]),
-                                      dtype=fdt)
-    perms = np.tile(np.arange(n, dtype=np.int64), (P, 1))
-    pos = np.full(P, n, dtype=np.int64)
-    diverged_at = np.full(P, guard.NEVER, dtype=np.int64)
-    theta_rec = np.full((P, K, p_dim), np.nan)
-    iargs, fargs = model.kernel_args()
-    ws_size = int(model.workspace_size(b))
-    step_losses = np.full((P, steps if step_loss or reactive else 0), np.nan)
-    args = (thetas, opt_states, Xs, ys, data_of, iargs, fargs, ws_size, sampler_code, b, bool(drop_last), replay,
-            states, perms, pos, label_noise, precond_of, hps, rates.window(0, min(steps, tuned_probe.PROBE_STEPS)),
-            run_of, step_losses)
-
-    setting = {"sampler": sampler, "batch": b, "label_noise": label_noise, "optimizers": opts, "kernel": kernel,
-               "step_loss": step_losses.shape[1] > 0, "seed": seed, "common_stream": bool(common_stream),
-               "stream_key": tuple(int(k) for k in stream_key)}
-    if model.regularized and (by_chain or not fast):
-        raise ValueError("Invalid " + ("optimizer: dropout and batch norm train with a fused optimizer step only"
-                                       if by_chain else "fast: dropout and batch norm train through their own "
-                                       "loop (dyntools.dynamics.fast.mlp_regularized); leave fast=True"))
-    tuned = tuned_loops.select(model, setting) if fast and not by_chain else None
-    if kernel == "numba" and not hasattr(model.loss_grad, "py_func"):
-        raise ValueError(f"Invalid model {model.name!r}: kernel='numba' needs model.loss_grad compiled with "
-                         f"numba.njit (got {type(model.loss_grad).__name__}); njit it, or pass kernel='numpy' "
-                         "to run loss_grad_np")
-    kernel_fn = model.loss_grad if kernel == "numba" else model.loss_grad_np
-    builtin = kernel_check.is_builtin(model)
-    if not builtin:
-        kernel_check.check_kernel(model, kernel_fn, thetas[0], Xs[0], ys[0], b, iargs, fargs, ws_size,
-                                  gradient=bool(check_gradient))
-    elif kernel == "numba" and model.generated_kernel:       # generated from a user's expression
-        kernel_check.check_generated(model, thetas[0], Xs[0], ys[0], b, iargs, fargs, ws_size)
-    cached = loops.for_kernel(model.loss_grad)
-    if cached is None and kernel == "numba" and model.generated_kernel:
-        cached = path_loop.by_pointer(model.loss_grad, args)      # one compiled loop for every such kernel
-    elif cached is None and kernel == "numba":     # a user's kernel, or a library model without an entry in loops
-        cached = loops.user_loop(model.loss_grad)
+    problem = run_plan.check_problem(model, data, steps=steps, kernel=kernel, sampler=sampler,
+                                     label_noise=label_noise, seeds=seeds, batch=batch)
+    runs = run_plan.check_runs(optimizer, schedule, labels)
+    run = run_plan.build_run(problem, runs, record_steps=record_steps, records=records, grid=grid, seed=seed,
+                             theta0=theta0, bound=bound, indices=indices, common_stream=common_stream,
+                             stream_key=stream_key, drop_last=drop_last, step_loss=step_loss, keep_lrs=keep_lrs,
+                             fast=fast, check_gradient=check_gradient)
     timings: dict[str, float] = {}
+    dispatch(run, workers=workers, chunks=chunks, progress=progress, plateau_every=plateau_every,
+             plateau_metric=plateau_metric, timings=timings)
+    return collect(run, step_loss=step_loss, keep_lrs=keep_lrs, replayed=indices is not None,
+                   drop_last=drop_last, common_stream=common_stream, seed=seed, timings=timings)
 
-    steppers = [chain_step.ChainStepper(opts[run_of[p]], thetas[p]) for p in range(P)] if by_chain else None
+
+def dispatch(run: run_plan.Run, *, workers, chunks: int, progress: bool, plateau_every, plateau_metric,
+             timings: dict) -> None:
+    """Advance every path of ``run`` through its ``T`` steps in place: by the optimizers' chains (stepped from
+    Python), the tuned loop, or the generic loop (compiled on a thread pool, or its NumPy twin), at most
+    :data:`~dyntools.dynamics.rates.WINDOW` steps per call, in ``chunks`` pieces; a reactive schedule is
+    stepped at every ``plateau_every`` steps on the piece's metric. A user's tuned loop is first checked
+    against the generic loop (:func:`dyntools.dynamics.fast.probe.check_tuned_loop`)."""
+    pb, rs = run.problem, run.runs
+    model, kernel, steps, P, n, b = pb.model, pb.kernel, pb.steps, run.P, pb.n, pb.b
+    args, record_steps, bound, tuned, cached = run.args, run.record_steps, run.bound, run.tuned, run.cached
+    theta_rec, diverged_at, rates, run_of = run.theta_rec, run.diverged_at, run.rates, run.run_of
 
     def generic(arrays, t0, t1, rec, diverged, last=False):
         """The generic loop (compiled, or the NumPy twin) on ``arrays``."""
@@ -316,14 +190,14 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
     if selector is not None:                # a user's tuned loop: run beside the generic loop before it trains
         tuned_probe.check_tuned_loop(type(model).__name__, tuned, generic, args, record_steps, theta_rec.shape,
                                      float(bound), steps, workers=workers,
-                                     key=tuned_probe.setting_key(type(model), selector, setting))
+                                     key=tuned_probe.setting_key(type(model), selector, run.setting))
 
     def advance_window(t0, t1, last):
         window = (*args[:18], rates.window(t0, t1), *args[19:])         # the rates of steps t0 … t1 − 1
-        if by_chain:                       # the optimizers' own chains, stepped from Python
+        if rs.by_chain:                    # the optimizers' own chains, stepped from Python
             for p in range(P):
-                advance_path_numpy(kernel_fn, p, *window, t0, t1, record_steps, theta_rec, bound, diverged_at,
-                                   last, stepper=steppers[p])
+                advance_path_numpy(run.kernel_fn, p, *window, t0, t1, record_steps, theta_rec, bound, diverged_at,
+                                   last, stepper=run.steppers[p])
         elif tuned is not None:
             tuned(*window, t0, t1, record_steps, theta_rec, bound, diverged_at, last, workers=workers)
         else:
@@ -334,38 +208,49 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
             advance_window(a, min(a + WINDOW, t1), last and a + WINDOW >= t1)
 
     bounds = None
-    if reactive:
+    if rs.reactive:
         every = validation.count("plateau_every", plateau_every) if plateau_every is not None else max(1, n // b)
         bounds = np.append(np.arange(0, steps, every), steps)
-        for g in reactive:
-            scheds[g].reset()
+        for g in rs.reactive:
+            rs.scheds[g].reset()
 
     def advance_and_react(t0, t1, last):
         advance(t0, t1, last)
-        for g in reactive:                 # the multiplier of the next piece, as lr · (m_t · factor)
-            metric = (np.mean(step_losses[run_of == g, t0:t1]) if plateau_metric is None
-                      else plateau_metric(thetas[run_of == g]))
-            rates.react(g, scheds[g].step(float(metric)))
+        for g in rs.reactive:              # the multiplier of the next piece, as lr · (m_t · factor)
+            metric = (np.mean(run.step_losses[run_of == g, t0:t1]) if plateau_metric is None
+                      else plateau_metric(run.thetas[run_of == g]))
+            rates.react(g, rs.scheds[g].step(float(metric)))
 
-    drive.chunked(advance_and_react if reactive else advance, steps, chunks=chunks, bounds=bounds, work_per_step=P,
-                  desc=f"{model.name} ({sampler})", unit="path-step", progress=progress, timings=timings)
+    drive.chunked(advance_and_react if rs.reactive else advance, steps, chunks=chunks, bounds=bounds,
+                  work_per_step=P, desc=f"{model.name} ({pb.sampler})", unit="path-step", progress=progress,
+                  timings=timings)
+
+
+def collect(run: run_plan.Run, *, step_loss: bool, keep_lrs: bool, replayed: bool, drop_last: bool,
+            common_stream: bool, seed: int, timings: dict) -> RunResult:
+    """The :class:`RunResult` of an advanced ``run``: arrays indexed ``[run, seed, …]``, the recorded losses,
+    the status (the first diverged path, :func:`dyntools.engine.drive.classify`) and the config."""
+    pb, rs = run.problem, run.runs
+    model, sets, G, S, tuned = pb.model, pb.sets, rs.G, pb.S, run.tuned
+    theta_rec, thetas, diverged_at, bound = run.theta_rec, run.thetas, run.diverged_at, run.bound
 
     def shape(a):
         return a.reshape((G, S) + a.shape[1:])
 
-    arrays = {"steps": record_steps, **({"lrs": rates.whole()} if keep_lrs else {"lr_rec": rates.at()}),
+    arrays = {"steps": run.record_steps,
+              **({"lrs": run.rates.whole()} if keep_lrs else {"lr_rec": run.rates.at()}),
               "theta": shape(theta_rec),
               "final_theta": shape(thetas.astype(np.float64, copy=False)),
               "diverged_at": shape(diverged_at)}
     if step_loss:
-        arrays["step_loss"] = shape(step_losses)
+        arrays["step_loss"] = shape(run.step_losses)
     with timed(timings, "metrics"):
         running_rec = getattr(tuned, "running_rec", None) if model.batch_norm else None
-        arrays["train_loss"] = shape(_recorded_loss(model, theta_rec, Xs, ys, data_of, running_rec))
+        arrays["train_loss"] = shape(_recorded_loss(model, theta_rec, run.Xs, run.ys, run.data_of, running_rec))
         if all(getattr(ds, "X_test", None) is not None for ds in sets):
             Xt = np.stack([np.asarray(ds.X_test, dtype=np.float64) for ds in sets])
-            yt = np.stack([np.asarray(ds.y_test).astype(y_dtype) for ds in sets])
-            arrays["test_loss"] = shape(_recorded_loss(model, theta_rec, Xt, yt, data_of, running_rec))
+            yt = np.stack([np.asarray(ds.y_test).astype(run.y_dtype) for ds in sets])
+            arrays["test_loss"] = shape(_recorded_loss(model, theta_rec, Xt, yt, run.data_of, running_rec))
     last = arrays["train_loss"][..., -1].reshape(-1)
     first = int(np.argmin(np.where(diverged_at == guard.NEVER, np.iinfo(np.int64).max, diverged_at)))
     detail = (guard.cause(thetas[first], bound, where=" (the ‖θ‖₁ guard)")
@@ -374,36 +259,16 @@ def train(model, data, optimizer, *, steps: int, schedule: Schedule | list | Non
                                      detail=detail)
     config = {"model": model.config(), "runs": [{"label": lab, "optimizer": o.name, "lr": o.lr,
                                                  "schedule": repr(s), "optimizer_step": chain_step.describe(o)}
-                                                for lab, o, s in zip(labels, opts, scheds)],
-              "steps": steps, "batch": b, "sampler": sampler, "drop_last": bool(drop_last),
-              "label_noise": label_noise, "seeds": S, "bound": bound, "records": int(K),
-              "common_stream": bool(common_stream), "replayed": indices is not None, "kernel": kernel,
+                                                for lab, o, s in zip(rs.labels, rs.opts, rs.scheds)],
+              "steps": pb.steps, "batch": pb.b, "sampler": pb.sampler, "drop_last": bool(drop_last),
+              "label_noise": pb.label_noise, "seeds": S, "bound": bound, "records": int(run.record_steps.size),
+              "common_stream": bool(common_stream), "replayed": replayed, "kernel": pb.kernel,
               "path": "tuned" if tuned is not None else "generic",
-              "optimizer_path": "chain" if by_chain else "fused"}
+              "optimizer_path": "chain" if rs.by_chain else "fused"}
     for name, extra in getattr(tuned, "extras", {}).items():        # per-path arrays of a tuned loop
         arrays[name] = shape(extra)
-    summary = {"paths": P, **guard.summary(diverged_at)}
+    summary = {"paths": run.P, **guard.summary(diverged_at)}
     return RunResult("train", config, arrays, status, message, seed=seed, summary=summary, timings=timings)
-
-
-def _check_targets(y, n: int, head: str) -> None:
-    """``y`` must be n finite numbers (regression) or n integer class labels ≥ 0 (cross-entropy), as a
-    flat array: a ValueError names what is wrong (shape, dtype, the first bad entry)."""
-    y = np.asarray(y)
-    if y.shape != (n,):
-        hint = "; flatten it with y.ravel()" if y.size == n else ""
-        raise ValueError(f"Invalid data: y has shape {y.shape} (expected ({n},): one target per example{hint})")
-    if y.dtype.kind not in "biuf":
-        raise ValueError(f"Invalid data: y has dtype {y.dtype} (expected "
-                         f"{'numbers' if head == 'regression' else 'integer class labels'})")
-    bad = np.flatnonzero(~np.isfinite(y.astype(np.float64)))
-    if bad.size:
-        raise ValueError(f"Invalid data: y has {bad.size} non-finite entries (first y[{bad[0]}] = {y[bad[0]]})")
-    if head == "cross-entropy":
-        wrong = np.flatnonzero((y < 0) | (y != np.round(y)))
-        if wrong.size:
-            raise ValueError(f"Invalid data: y[{wrong[0]}] = {y[wrong[0]]} is not a class label (integers >= 0 "
-                             "for a cross-entropy head)")
 
 
 def _recorded_loss(model, theta_rec, Xs, ys, data_of, running_rec=None) -> np.ndarray:
