@@ -20,11 +20,14 @@ import contextvars
 import importlib
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-from matplotlib.figure import Figure
 
 from dyntools.store import StoreError
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 PLOTTERS: dict[str, str] = {
     "stabilization": "dyntools.plots.stabilization",
@@ -89,6 +92,7 @@ def figure(ncols: int = 1, nrows: int = 1, width: float = 4.2, height: float = 3
     axes : ndarray of Axes, shape (nrows, ncols)
     """
     import matplotlib
+    from matplotlib.figure import Figure
 
     with matplotlib.rc_context(RC):
         fig = Figure(figsize=(width * ncols, height * nrows), layout="constrained")
