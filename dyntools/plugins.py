@@ -6,6 +6,9 @@ A plugin is a module. It declares, at module level, any of
   ``dyntools sweep NAME`` command, its parameters, its result schema;
 * ``REPORT`` / ``REPORTS`` (:class:`dyntools.spec.Entry`): an entry of ``dyntools reproduce``.
 
+An experiment declares the figures of the result kinds it writes (``Experiment.figures``: kind → plotter);
+:func:`figures` gathers them with the library's own kinds (``dt.train``'s ``"train"``).
+
 One discovery finds every plugin: the modules of the ``dyntools.simulations`` and ``dyntools.proofs`` packages (the
 repository's ``simulations/`` and ``proofs/``), then the modules that installed distributions name in the entry-point
 group :data:`ENTRY_POINT_GROUP` — so a researcher's own package adds experiments the same way::
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from collections.abc import Callable
 from functools import cache
 from importlib import metadata
 
@@ -110,3 +114,46 @@ def load_result(directory):
 
     modules()
     return store.load(directory)
+
+
+def _library_figures() -> dict[str, Callable]:
+    """The plotters of the result kinds the library writes itself (no experiment owns them)."""
+    from dyntools.plots import train
+
+    return dict(train.FIGURES)
+
+
+@cache
+def figures() -> dict[str, Callable]:
+    """Result kind → its plotter ``plotter(result, out_dir, formats) -> [paths]``: the library's kinds, then what
+    every experiment declares (``Experiment.figures``), of both verbs and of every plugin module.
+
+    Raises
+    ------
+    RuntimeError
+        When two plugins declare different plotters for one kind.
+    """
+    out = _library_figures()
+    for module in modules(("dyntools.simulations",)):
+        for exp in declared(module, "EXPERIMENT", "EXPERIMENTS"):
+            for kind, plotter in exp.figures.items():
+                if out.setdefault(kind, plotter) is not plotter:
+                    raise RuntimeError(f"two plotters declared for results of kind {kind!r} "
+                                       f"({module.__name__} {exp.name!r} and {out[kind].__module__})")
+    return out
+
+
+def plotter(kind: str) -> Callable:
+    """The plotter of ``kind`` (:func:`figures`); ``ValueError`` naming the known kinds otherwise."""
+    found = figures()
+    if kind not in found:
+        raise ValueError(f"Invalid result kind: {kind!r} has no figures (known: {', '.join(sorted(found))})")
+    return found[kind]
+
+
+def plot_result(result, out_dir, formats=("png", "pdf")) -> list:
+    """Every figure of ``result``: :func:`dyntools.plots.plot_result` with the plotter its kind's experiment
+    declares (:func:`plotter`), into ``out_dir`` in each of ``formats``; returns the written paths."""
+    from dyntools import plots
+
+    return plots.plot_result(result, out_dir, formats, plotter=plotter(result.kind))

@@ -21,6 +21,7 @@ import numpy as np
 from dyntools import validation
 from dyntools.classifier_cell import CELL_VALUES
 from dyntools.engine.result import RunResult
+from dyntools.plots import adamw_schedules as adamw_schedules_figures
 from dyntools.result_schema import derive
 from dyntools.spec import Entry, Experiment, RunContext, param
 
@@ -251,7 +252,8 @@ EXPERIMENT = Experiment(
     name=KIND, verb="sweep",
     help="Adam and AdamW with constant / cosine / warm-restart schedules at equal budget over seeds (seed 003)",
     example="dyntools sweep adamw-schedules --schedules constant,cosine,sgdr --seeds 5 --out runs/schedules",
-    params=ScheduleParams, results=RESULTS, run=run, table=table, summary=summary, check=check)
+    params=ScheduleParams, results=RESULTS, run=run, table=table, summary=summary, check=check,
+    figures={KIND: adamw_schedules_figures.plot_result})
 
 
 # ----------------------------------------------------------------------------------- report entry
@@ -281,7 +283,7 @@ def reproduce(ctx):
     heat = run_grid(grid, ctx.out_dir / "runs" / "adamw-grid-sgdr", seed=ctx.seed, workers=1 if ctx.quick else None,
                     progress=ctx.progress)
     seconds = time.perf_counter() - start
-    figs = plots.plot_result(result, ctx.figure_dir, ("png",))
+    figs = plots.plot_result(result, ctx.figure_dir, ("png",), plotter=adamw_schedules_figures.plot_result)
     figs += HP.plot_val_accuracy(heat, ctx.figure_dir, ("png",), name="adamw_schedules_sgdr_heatmap")
     verdicts = result.summary["verdicts"]
     claim_rows = claims(result)

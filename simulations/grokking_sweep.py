@@ -31,6 +31,7 @@ import numpy as np
 from dyntools.simulations import grokking as G
 
 from dyntools import validation
+from dyntools.plots import grokking as grokking_figures
 from dyntools.result_schema import derive
 from dyntools.spec import Experiment, RunContext, param
 
@@ -255,4 +256,5 @@ EXPERIMENT = Experiment(
     example="dyntools sweep grokking --p 11 --decays 0.3,1 --fractions 0.5,0.7 --seeds 3 --workers 2 --out runs/gs\n"
             "  dyntools sweep grokking --model transformer --p 11 --d-model 32 --heads 4 --steps 1500 "
             "--optimizers adamw,none --dask-local 2 --out runs/gs-t",
-    params=GrokkingSweepParams, results=RESULTS, run=run, table=table, summary=summary, check=check)
+    params=GrokkingSweepParams, results=RESULTS, run=run, table=table, summary=summary, check=check,
+    figures={KIND: grokking_figures.plot_result})

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dyntools import memory, validation
+from dyntools.plots import universal as universal_figures
 from dyntools.result_schema import derive
 from dyntools.spec import Entry, Experiment, RunContext, param
 
@@ -600,6 +601,7 @@ EXPERIMENT = Experiment(
          "on [0,1] and [0,1]^2 (an illustration, not a proof), next to the same networks trained by gradient descent "
          "and fitted to few samples",
     example="dyntools simulate universal-approximation --max-width-1d 512 --max-width-2d 1024 --out runs/uat",
-    params=UAParams, results=RESULTS, run=run, table=table, summary=summary, check=check)
+    params=UAParams, results=RESULTS, run=run, table=table, summary=summary, check=check,
+    figures={"universal-approximation": universal_figures.plot_result})
 
 REPORT = Entry("universal-approximation", TITLE, reproduce, order=86, single_core=True)
