@@ -7,7 +7,9 @@ A plugin is a module. It declares, at module level, any of
 * ``REPORT`` / ``REPORTS`` (:class:`dyntools.spec.Entry`): an entry of ``dyntools reproduce``.
 
 An experiment declares the figures of the result kinds it writes (``Experiment.figures``: kind → plotter);
-:func:`figures` gathers them with the library's own kinds (``dt.train``'s ``"train"``).
+:func:`figures` gathers them with the library's own kinds (``dt.train``'s ``"train"``). A plugin module declares
+its own stream purposes as ``STREAMS = {purpose: key word}``; :func:`stream_keys` checks them against the
+library's table (:data:`dyntools.engine.streams.KEYS`) and each other.
 
 One discovery finds every plugin: the modules of the ``dyntools.simulations`` and ``dyntools.proofs`` packages (the
 repository's ``simulations/`` and ``proofs/``), then the modules that installed distributions name in the entry-point
@@ -157,3 +159,15 @@ def plot_result(result, out_dir, formats=("png", "pdf")) -> list:
     from dyntools import plots
 
     return plots.plot_result(result, out_dir, formats, plotter=plotter(result.kind))
+
+
+@cache
+def stream_keys() -> dict[str, int]:
+    """Every stream purpose → its key word: the library's (:data:`dyntools.engine.streams.KEYS`), then each
+    plugin module's ``STREAMS``; ``ValueError`` (:func:`dyntools.engine.streams.combine`) when two purposes share a
+    name or a key word."""
+    from dyntools.engine import streams
+
+    tables = [("dyntools.engine.streams", streams.KEYS)]
+    tables += [(m.__name__, m.STREAMS) for m in modules(("dyntools.simulations",)) if hasattr(m, "STREAMS")]
+    return streams.combine(tables)

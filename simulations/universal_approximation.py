@@ -47,6 +47,10 @@ from dyntools.plots import universal as universal_figures
 from dyntools.result_schema import derive
 from dyntools.spec import Entry, Experiment, RunContext, param
 
+#: this experiment's own stream purposes (its key words are checked unique against the library's table and
+#: every plugin's: dyntools.plugins.stream_keys); the few training points of its overfitting study
+STREAMS = {"universal.samples": 0x0A78}
+
 TITLE = "Universal approximation: sup-norm error of two-layer sigmoid networks against the width"
 SLOPE = 4.0                # hidden slope k = SLOPE · n^(1/d)
 RIDGE = 1e-10              # ridge λ = RIDGE · ‖Φ‖_F² / (n + 1) on the output-layer least squares
@@ -180,7 +184,7 @@ def few_samples(d: int, m: int, seeds: int, seed: int) -> list[np.ndarray]:
     from dyntools.engine import streams
 
     return [rng.uniform(0.0, 1.0, size=(m, d))
-            for rng in streams.path_generators(seed, seeds, streams.key("universal.samples"), d, m)]
+            for rng in streams.path_generators(seed, seeds, STREAMS["universal.samples"], d, m)]
 
 
 def few_study(d: int, widths: np.ndarray, m: int, steps: int, seeds: int, seed: int,
