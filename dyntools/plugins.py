@@ -154,8 +154,28 @@ def plotter(kind: str) -> Callable:
 
 
 def plot_result(result, out_dir, formats=("png", "pdf")) -> list:
-    """Every figure of ``result``: :func:`dyntools.plots.plot_result` with the plotter its kind's experiment
-    declares (:func:`plotter`), into ``out_dir`` in each of ``formats``; returns the written paths."""
+    """``dt.plot``: every figure of ``result``, drawn by the plotter its kind's experiment declares
+    (:func:`plotter`), each marked when the run diverged or ran in float32 (:func:`dyntools.plots.plot_result`).
+
+    Parameters
+    ----------
+    result : RunResult
+        A run's result, e.g. from :func:`dyntools.train` (kind ``"train"``) or ``dt.load``.
+    out_dir : path
+        The directory the figures are written to (created when missing).
+    formats : sequence of str, default ("png", "pdf")
+        The formats written.
+
+    Returns
+    -------
+    list of Path
+        The written files.
+
+    Raises
+    ------
+    ValueError
+        When no experiment declares a figure for ``result.kind``.
+    """
     from dyntools import plots
 
     return plots.plot_result(result, out_dir, formats, plotter=plotter(result.kind))
