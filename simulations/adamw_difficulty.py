@@ -128,7 +128,7 @@ def build_spec(config: dict, seed: int):
              for r in range(config["replicates"]) for a, s in enumerate(config["noise_levels"])
              for b, t in enumerate(config["turn_counts"]) for o, name in enumerate(config["optimizers"])
              for i, lr in enumerate(lrs) for j, wd in enumerate(wds)]
-    return sweep.SweepSpec(KIND, "dyntools.simulations.adamw_difficulty:difficulty_cell", config, cells,
+    return sweep.SweepSpec(KIND, difficulty_cell, config, cells,
                            validation.seed(seed), finite=CELL_VALUES)
 
 

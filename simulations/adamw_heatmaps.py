@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from dyntools import data, memory, sweep, validation
-from dyntools.classifier_cell import (  # noqa: F401 - train_cell is the sweep's cell function (by name)
+from dyntools.classifier_cell import (  # noqa: F401 - re-exported names
     CELL_VALUES,
     DATASETS,
     DTYPES,
@@ -340,7 +340,7 @@ def build_spec(cfg: GridConfig, seed: int) -> sweep.SweepSpec:
                  for r in range(cfg.replicates) for c in cells]
     config = {k: v for k, v in cfg.as_json().items()
               if k not in AFTER_THE_SWEEP and not (k in OMITTED_AT_DEFAULT and v == OMITTED_AT_DEFAULT[k])}
-    return sweep.SweepSpec(KIND, "dyntools.simulations.adamw_heatmaps:train_cell", config, cells, seed,
+    return sweep.SweepSpec(KIND, train_cell, config, cells, seed,
                            finite=CELL_VALUES, cell_memory=cell_peak_arrays(cfg, 1))
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dyntools import validation
-from dyntools.classifier_cell import CELL_VALUES
+from dyntools.classifier_cell import CELL_VALUES, train_cell
 from dyntools.engine.result import RunResult
 from dyntools.plots import adamw_schedules as adamw_schedules_figures
 from dyntools.result_schema import derive
@@ -27,7 +27,6 @@ from dyntools.spec import Entry, Experiment, RunContext, param
 
 KIND = "adamw-schedules"
 TITLE = "Scheduled learning-rate multiplier and warm restarts: Adam vs AdamW at equal budget (seed 003)"
-CELL_FN = "dyntools.classifier_cell:train_cell"
 
 
 @dataclass(frozen=True)
@@ -120,7 +119,7 @@ def build_spec(p: ScheduleParams, seed: int):
               "o": o, "s": s, "r": r}
              for o, name in enumerate(cfg.optimizers) for s, sched in enumerate(p.schedules)
              for r in range(p.seeds)]
-    return cfg, sweep.SweepSpec(KIND, CELL_FN, config, cells, validation.seed(seed), finite=CELL_VALUES)
+    return cfg, sweep.SweepSpec(KIND, train_cell, config, cells, validation.seed(seed), finite=CELL_VALUES)
 
 
 def run_schedules(p: ScheduleParams, out, *, seed: int = 0, progress: bool = False) -> RunResult:

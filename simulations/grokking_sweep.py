@@ -36,7 +36,6 @@ from dyntools.result_schema import derive
 from dyntools.spec import Experiment, RunContext, param
 
 KIND = "grokking-sweep"
-CELL_FN = "dyntools.simulations.grokking_sweep:sweep_cell"
 #: the sweep's optimizer names → their place in :func:`dyntools.simulations.grokking.optimizers` (and RUNS)
 OPTIMIZERS = {"adamw": 0, "adam+l2": 1, "none": 2}
 GRID, WHERE = "grid", "where the cells run"
@@ -140,7 +139,7 @@ def build_spec(p: GrokkingSweepParams, seed: int):
     from dyntools.sweep import SweepSpec
 
     check(p)
-    return SweepSpec(KIND, CELL_FN, common_config(p), cells_of(p), validation.seed(seed), finite=FINITE)
+    return SweepSpec(KIND, sweep_cell, common_config(p), cells_of(p), validation.seed(seed), finite=FINITE)
 
 
 def run_grid(p: GrokkingSweepParams, out, *, seed: int = 0, progress: bool = False):

@@ -427,7 +427,7 @@ def ladder_spec(p: VoronoiParams, rungs=LADDER_RUNGS, decays=DECAYS, seeds: int 
     config["no_decay"] = list(p.no_decay)
     cells = [{"rung": r, "decay": d, "seed_index": s} for r in rungs for d in (decays if r != "exact" else ("-",))
              for s in range(seeds)]
-    return SweepSpec("voronoi-ladder", "dyntools.simulations.voronoi:ladder_cell", config, cells, int(seed),
+    return SweepSpec("voronoi-ladder", ladder_cell, config, cells, int(seed),
                      finite=("final_test_acc", "majority", "test_acc"))
 
 

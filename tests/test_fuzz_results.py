@@ -82,7 +82,7 @@ def _demo(finite=("x",)):
     from dyntools import sweep
 
     cells = [{"sleep": 0.0, "diverge": i == 3} for i in range(6)]
-    return sweep.SweepSpec("demo", "dyntools.sweep:demo_cell", {"size": 5}, cells, 7, finite=finite)
+    return sweep.SweepSpec("demo", sweep.demo_cell, {"size": 5}, cells, 7, finite=finite)
 
 
 def _rewrite(path, edit):

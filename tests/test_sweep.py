@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def demo_spec(n=8, sleep=0.0, diverge=(), size=4, seed=3):
     cells = [{"sleep": sleep, "diverge": i in diverge} for i in range(n)]
-    return sweep.SweepSpec("demo", "dyntools.sweep:demo_cell", {"size": size}, cells, seed)
+    return sweep.SweepSpec("demo", sweep.demo_cell, {"size": size}, cells, seed)
 
 
 def tiny_grid_spec(seed=1):
@@ -76,7 +76,7 @@ def test_killed_sweep_resumes(tmp_path):
     out = tmp_path / "killed"
     code = ("import sys; from dyntools import sweep; "
             "cells=[{'sleep': 0.25} for _ in range(12)]; "
-            "sweep.run_sweep(sweep.SweepSpec('demo', 'dyntools.sweep:demo_cell', {'size': 4}, cells, 3), "
+            "sweep.run_sweep(sweep.SweepSpec('demo', sweep.demo_cell, {'size': 4}, cells, 3), "
             f"{str(out)!r}, workers=1)")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen([sys.executable, "-c", code], env=env)
@@ -91,7 +91,7 @@ def test_killed_sweep_resumes(tmp_path):
     for i in range(12):
         if sweep.cell_path(out, i).exists():
             sweep.read_cell(out, i)
-    spec = sweep.SweepSpec("demo", "dyntools.sweep:demo_cell", {"size": 4}, [{"sleep": 0.25}] * 12, 3)
+    spec = sweep.SweepSpec("demo", sweep.demo_cell, {"size": 4}, [{"sleep": 0.25}] * 12, 3)
     resumed = sweep.run_sweep(spec, out, workers=1)
     assert resumed.reused == done_before and resumed.computed == 12 - done_before
     same_cells(resumed.cells, sweep.run_sweep(demo_spec(n=12), tmp_path / "ref", workers=1).cells)
@@ -102,7 +102,7 @@ def test_workers_exit_when_the_driver_is_killed(tmp_path):
     out = tmp_path / "orphans"
     code = ("from dyntools import sweep; import os, sys; "
             "cells=[{'sleep': 0.5} for _ in range(40)]; "
-            "sweep.run_sweep(sweep.SweepSpec('demo', 'dyntools.sweep:demo_cell', {'size': 4}, cells, 3), "
+            "sweep.run_sweep(sweep.SweepSpec('demo', sweep.demo_cell, {'size': 4}, cells, 3), "
             f"{str(out)!r}, workers=2)")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen([sys.executable, "-c", code], env=env)
@@ -209,7 +209,7 @@ RESUME_ELSEWHERE = """
 import json, sys
 from dyntools import sweep
 cells = [{"sleep": 0.0, "diverge": False} for _ in range(4)]
-spec = sweep.SweepSpec("demo", "dyntools.sweep:demo_cell", {"size": 4}, cells, 3)
+spec = sweep.SweepSpec("demo", sweep.demo_cell, {"size": 4}, cells, 3)
 outcome = sweep.run_sweep(spec, sys.argv[1], workers=1)
 summary = {}
 message = outcome.with_targets("4 cells", summary)
