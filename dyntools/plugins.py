@@ -38,6 +38,9 @@ ENTRY_POINT_GROUP = "dyntools.plugins"
 #: the packages scanned for plugin modules, in this order
 PACKAGES = ("dyntools.proofs", "dyntools.simulations")
 
+#: the packages scanned for experiments, their figures and their streams (not the proofs: those import sympy)
+EXPERIMENT_PACKAGES = PACKAGES[1:]
+
 
 def _scan(package_name: str) -> list:
     package = importlib.import_module(package_name)
@@ -71,7 +74,7 @@ def declared(module, one: str, many: str) -> list:
 def experiments(verb: str) -> dict[str, Experiment]:
     """The experiments of one verb (``"simulate"`` or ``"sweep"``) by name."""
     out: dict[str, Experiment] = {}
-    for module in modules(("dyntools.simulations",)):
+    for module in modules(EXPERIMENT_PACKAGES):
         for exp in declared(module, "EXPERIMENT", "EXPERIMENTS"):
             if exp.verb != verb:
                 continue
@@ -136,7 +139,7 @@ def figures() -> dict[str, Callable]:
         When two plugins declare different plotters for one kind.
     """
     out = _library_figures()
-    for module in modules(("dyntools.simulations",)):
+    for module in modules(EXPERIMENT_PACKAGES):
         for exp in declared(module, "EXPERIMENT", "EXPERIMENTS"):
             for kind, plotter in exp.figures.items():
                 if out.setdefault(kind, plotter) is not plotter:
@@ -189,5 +192,5 @@ def stream_keys() -> dict[str, int]:
     from dyntools.engine import streams
 
     tables = [("dyntools.engine.streams", streams.KEYS)]
-    tables += [(m.__name__, m.STREAMS) for m in modules(("dyntools.simulations",)) if hasattr(m, "STREAMS")]
+    tables += [(m.__name__, m.STREAMS) for m in modules(EXPERIMENT_PACKAGES) if hasattr(m, "STREAMS")]
     return streams.combine(tables)
