@@ -30,6 +30,7 @@ extensions = [
     "api_links",                    # every ``dt.name`` of a guide links to its API entry
     "guide_sections",               # a guide page not yet in a section of guide/index.md still builds
     "plain_titles",                 # a heading's math reads as plain text in the <title> and the sidebar
+    "catalogue",                    # catalogue.md: every experiment, report entry and figure, from the plugins
 ]
 
 myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "deflist"]

@@ -42,6 +42,7 @@ from dyntools.version import __version__
 #: public name → (module, attribute or None for the module itself)
 _LAZY = {
     "load": ("dyntools.plugins", "load_result"),   # every experiment's result schema known
+    "plot": ("dyntools.plugins", "plot_result"),   # every figure of a result, by the plotter its kind declares
     "train": ("dyntools.dynamics.train", "train"),
     "prove": ("dyntools.symbolic.api", "prove"),
     "Claim": ("dyntools.symbolic.core", "Claim"),

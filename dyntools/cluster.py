@@ -56,8 +56,8 @@ class ForeignWorker(Exception):
     """The worker at ``args[0]`` cannot run this sweep's cells; ``args[1]`` is its probe's answer."""
 
 
-def guarded(version, runner, *args):
-    import importlib
+def guarded(version, task):
+    import pickle
     info = probe()
     if info.get("dyntools") != version or info.get("numba") is None or info.get("numpy") is None:
         try:
@@ -66,8 +66,8 @@ def guarded(version, runner, *args):
         except Exception:
             address = "(unknown address)"
         raise ForeignWorker(address, info)
-    module, _, name = runner.partition(":")
-    return getattr(importlib.import_module(module), name)(*args)
+    function, args = pickle.loads(task)
+    return function(*args)
 '''
 
 
@@ -82,10 +82,11 @@ def _probe_function():
 
 
 def guarded_cell():
-    """The function each cell is submitted as: ``guarded(version, "module:function", *args)`` probes the worker
-    running it (as :func:`handshake` does) and calls ``function(*args)`` only when its dyntools is ``version``
-    and numba and numpy import; otherwise it raises ``ForeignWorker(address, answer)`` having imported nothing
-    of dyntools' cell code. Sent by value, like the probe: a worker without dyntools can run it to say so."""
+    """The function each cell is submitted as: ``guarded(version, task)``, ``task`` the pickled pair
+    ``(function, args)`` (:func:`task`), probes the worker running it (as :func:`handshake` does) and unpickles and
+    calls ``function(*args)`` only when its dyntools is ``version`` and numba and numpy import; otherwise it
+    raises ``ForeignWorker(address, answer)`` having imported nothing of dyntools' cell code (the task stays bytes
+    until then). Sent by value, like the probe: a worker without dyntools can run it to say so."""
     return _probe_namespace()["guarded"]
 
 
@@ -162,3 +163,11 @@ def quiet_logs():
     finally:
         for name, level in saved.items():
             logging.getLogger(name).setLevel(level)
+
+
+def task(function, *args) -> bytes:
+    """``function(*args)`` as the bytes a guarded cell runs (:func:`guarded_cell`): ``function`` a module-level
+    function (pickled by reference: the worker imports it only after its probe)."""
+    import pickle
+
+    return pickle.dumps((function, args))

@@ -44,8 +44,6 @@ from dyntools.sweep_backend import SweepBackendParams
 
 #: the result kind of a grid (``dyntools sweep adamw-grid``)
 KIND = "adamw-grid"
-#: the cell function of every grid's sweep
-CELL_FN = "dyntools.classifier_cell:train_cell"
 #: The most cells one sweep may hold (each writes one file and costs about a second).
 MAX_CELLS = 100_000
 
@@ -324,7 +322,7 @@ def build_spec(cfg: GridConfig, seed: int) -> sweep.SweepSpec:
                  for r in range(cfg.replicates) for c in cells]
     config = {k: v for k, v in cfg.as_json().items()
               if k not in AFTER_THE_SWEEP and not (k in OMITTED_AT_DEFAULT and v == OMITTED_AT_DEFAULT[k])}
-    return sweep.SweepSpec(KIND, CELL_FN, config, cells, seed,
+    return sweep.SweepSpec(KIND, train_cell, config, cells, seed,
                            finite=CELL_VALUES, cell_memory=cell_peak_arrays(cfg, 1))
 
 

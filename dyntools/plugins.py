@@ -12,6 +12,11 @@ A plugin is a module. It declares, at module level, any of
       FAMILY = ClaimFamily("sgd-weight-decay", order=10)
       CLAIMS = [Claim(...), ...]
 
+An experiment declares the figures of the result kinds it writes (``Experiment.figures``: kind → plotter);
+:func:`figures` gathers them with the library's own kinds (``dt.train``'s ``"train"``). A plugin module declares
+its own stream purposes as ``STREAMS = {purpose: key word}``; :func:`stream_keys` checks them against the
+library's table (:data:`dyntools.engine.streams.KEYS`) and each other.
+
 One discovery finds every plugin: the modules of the ``dyntools.simulations`` and ``dyntools.proofs`` packages (the
 repository's ``simulations/`` and ``proofs/``), then the modules that installed distributions name in the entry-point
 group :data:`ENTRY_POINT_GROUP` — so a researcher's own package adds experiments the same way::
@@ -27,6 +32,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from collections.abc import Callable
 from functools import cache
 from importlib import metadata
 
@@ -37,6 +43,9 @@ ENTRY_POINT_GROUP = "dyntools.plugins"
 
 #: the packages scanned for plugin modules, in this order
 PACKAGES = ("dyntools.proofs", "dyntools.simulations")
+
+#: the packages scanned for experiments, their figures and their streams (not the proofs: those import sympy)
+EXPERIMENT_PACKAGES = PACKAGES[1:]
 
 
 def _scan(package_name: str) -> list:
@@ -71,7 +80,7 @@ def declared(module, one: str, many: str) -> list:
 def experiments(verb: str) -> dict[str, Experiment]:
     """The experiments of one verb (``"simulate"`` or ``"sweep"``) by name."""
     out: dict[str, Experiment] = {}
-    for module in modules(("dyntools.simulations",)):
+    for module in modules(EXPERIMENT_PACKAGES):
         for exp in declared(module, "EXPERIMENT", "EXPERIMENTS"):
             if exp.verb != verb:
                 continue
@@ -134,3 +143,78 @@ def claim_families() -> dict:
     from dyntools.symbolic.registry import families_of
 
     return families_of(modules(("dyntools.proofs",)))
+
+
+def _library_figures() -> dict[str, Callable]:
+    """The plotters of the result kinds the library writes itself (no experiment owns them)."""
+    from dyntools.plots import train
+
+    return dict(train.FIGURES)
+
+
+@cache
+def figures() -> dict[str, Callable]:
+    """Result kind → its plotter ``plotter(result, out_dir, formats) -> [paths]``: the library's kinds, then what
+    every experiment declares (``Experiment.figures``), of both verbs and of every plugin module.
+
+    Raises
+    ------
+    RuntimeError
+        When two plugins declare different plotters for one kind.
+    """
+    out = _library_figures()
+    for module in modules(EXPERIMENT_PACKAGES):
+        for exp in declared(module, "EXPERIMENT", "EXPERIMENTS"):
+            for kind, plotter in exp.figures.items():
+                if out.setdefault(kind, plotter) is not plotter:
+                    raise RuntimeError(f"two plotters declared for results of kind {kind!r} "
+                                       f"({module.__name__} {exp.name!r} and {out[kind].__module__})")
+    return out
+
+
+def plotter(kind: str) -> Callable:
+    """The plotter of ``kind`` (:func:`figures`); ``ValueError`` naming the known kinds otherwise."""
+    found = figures()
+    if kind not in found:
+        raise ValueError(f"Invalid result kind: {kind!r} has no figures (known: {', '.join(sorted(found))})")
+    return found[kind]
+
+
+def plot_result(result, out_dir, formats=("png", "pdf")) -> list:
+    """``dt.plot``: every figure of ``result``, drawn by the plotter its kind's experiment declares
+    (:func:`plotter`), each marked when the run diverged or ran in float32 (:func:`dyntools.plots.plot_result`).
+
+    Parameters
+    ----------
+    result : RunResult
+        A run's result, e.g. from :func:`dyntools.train` (kind ``"train"``) or ``dt.load``.
+    out_dir : path
+        The directory the figures are written to (created when missing).
+    formats : sequence of str, default ("png", "pdf")
+        The formats written.
+
+    Returns
+    -------
+    list of Path
+        The written files.
+
+    Raises
+    ------
+    ValueError
+        When no experiment declares a figure for ``result.kind``.
+    """
+    from dyntools import plots
+
+    return plots.plot_result(result, out_dir, formats, plotter=plotter(result.kind))
+
+
+@cache
+def stream_keys() -> dict[str, int]:
+    """Every stream purpose → its key word: the library's (:data:`dyntools.engine.streams.KEYS`), then each
+    plugin module's ``STREAMS``; ``ValueError`` (:func:`dyntools.engine.streams.combine`) when two purposes share a
+    name or a key word."""
+    from dyntools.engine import streams
+
+    tables = [("dyntools.engine.streams", streams.KEYS)]
+    tables += [(m.__name__, m.STREAMS) for m in modules(EXPERIMENT_PACKAGES) if hasattr(m, "STREAMS")]
+    return streams.combine(tables)

@@ -29,7 +29,7 @@ peak memory against the memory available (:func:`dyntools.memory.require`).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -67,7 +67,10 @@ class Experiment:
     ``summary(params, result)`` is the JSON summary, ``table(params, result)`` the human one.
     ``verb="simulate"``: the CLI saves the result to ``--out``; ``verb="sweep"``: ``run`` writes
     there itself (cells as they finish, resumable). ``results`` declares, per kind of result it writes, the
-    schema of ``config``/``summary`` (derived from ``params``) that every load checks.
+    schema of ``config``/``summary`` (derived from ``params``) that every load checks; ``figures`` maps some of
+    those kinds to their plotter, the function ``plotter(result, out_dir, formats) -> [paths]`` that draws every
+    figure of a result of that kind (``dyntools plot`` and the report find it through
+    :func:`dyntools.plugins.figures`).
     """
 
     name: str
@@ -83,11 +86,20 @@ class Experiment:
     conditional: Callable | None = None   # (preset, given options) -> defaults implied by them
     #: what its results hold, per kind (:func:`dyntools.result_schema.derive`); checked on every load
     results: tuple = ()
+    #: result kind → its plotter (a kind among ``results``)
+    figures: Mapping[str, Callable] = field(default_factory=dict)
 
     def __post_init__(self):
         validation.one_of("verb", self.verb, ("simulate", "sweep"))
         for schema in self.results:
             result_schema.register(schema)
+        kinds = {schema.kind for schema in self.results}
+        for kind, plotter in self.figures.items():
+            if kind not in kinds:
+                raise TypeError(f"{self.name}: a figure of kind {kind!r}, which it declares no result of "
+                                f"(results: {', '.join(sorted(kinds)) or 'none'})")
+            if not callable(plotter):
+                raise TypeError(f"{self.name}: the plotter of kind {kind!r} is {plotter!r}, not a function")
         names = {f.name for f in dataclasses.fields(self.params)}
         for preset, values in self.presets.items():
             unknown = set(values) - names

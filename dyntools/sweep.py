@@ -16,7 +16,11 @@ Backends (no home-made scheduler or transport):
 * ``scheduler="tcp://HOST:PORT"``: an existing Dask cluster. An unreachable address is a
   ``ValueError`` after ``connect_timeout`` seconds, never a hang.
 
-Storage, in the output directory: ``sweep.json`` (the sweep's identity: cell function, config,
+The cell function is passed as itself (``SweepSpec(kind, train_cell, …)``), never as a ``"module:function"``
+string: a module-level function pickles by reference, which is how it reaches the spawned local processes and
+the Dask workers (there inside the guarded, by-value task of :mod:`dyntools.cluster`).
+
+Storage, in the output directory: ``sweep.json`` (the sweep's identity: the cell function's name, config,
 cells, seed), ``cells/cell_NNNNN.npz`` written by the driver as each cell finishes (temporary
 file + fsync + ``os.replace``, so a cell file is complete or absent), and at the end ``arrays.npz`` +
 ``result.json`` (a normal :mod:`dyntools.store` result). Running the same sweep again into the
@@ -37,7 +41,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import importlib
 import io
 import json
 import os
@@ -65,8 +68,11 @@ _ADDRESS = re.compile(r"^(tcp|tls)://(\[[0-9a-fA-F:]+\]|[A-Za-z0-9_.\-]+):(\d{1,
 
 @dataclass(frozen=True)
 class SweepSpec:
+    """One sweep: ``cell_fn(config, cell, seed, index) -> dict`` (a module-level function, so that it pickles by
+    reference) run on each of ``cells``."""
+
     kind: str
-    cell_fn: str
+    cell_fn: Callable
     config: dict[str, Any]
     cells: list[dict[str, Any]]
     seed: int
@@ -76,8 +82,12 @@ class SweepSpec:
     #: against each Dask worker's memory limit (:func:`dyntools.memory.check_workers`; not part of the identity)
     cell_memory: tuple[dict[str, int], str] | None = None
 
+    def __post_init__(self):
+        if not callable(self.cell_fn):
+            raise TypeError(f"Invalid cell_fn: {self.cell_fn!r} (pass the cell function itself, not its name)")
+
     def identity(self) -> dict:
-        return json.loads(store.to_json({"kind": self.kind, "cell_fn": self.cell_fn, "config": self.config,
+        return json.loads(store.to_json({"kind": self.kind, "cell_fn": cell_name(self.cell_fn), "config": self.config,
                                          "cells": self.cells, "seed": self.seed}))
 
 
@@ -124,21 +134,22 @@ class SweepOutcome:
         return "; ".join([message, *self.refused])
 
 
-def resolve(path: str) -> Callable:
-    module, _, name = path.partition(":")
-    return getattr(importlib.import_module(module), name)
+def cell_name(cell_fn: Callable) -> str:
+    """``"module:qualname"`` of a cell function: how ``sweep.json`` records which function computed the cells (a
+    record of the sweep's identity, never imported back)."""
+    return f"{getattr(cell_fn, '__module__', '?')}:{getattr(cell_fn, '__qualname__', repr(cell_fn))}"
 
 
 #: The key of a cell's result that carries its compile target (stored in the cell's metadata).
 TARGET_KEY = "compile_target"
 
 
-def run_cell(cell_fn: str, config: dict, cell: dict, seed: int, index: int) -> dict:
-    """Executed on the workers: import and call the cell function; record the worker's compile target
+def run_cell(cell_fn: Callable, config: dict, cell: dict, seed: int, index: int) -> dict:
+    """Executed on the workers: call the cell function; record the worker's compile target
     (:func:`dyntools.engine.target.compile_target`)."""
     from dyntools.engine.target import compile_target
 
-    out = dict(resolve(cell_fn)(config, cell, seed, index))
+    out = dict(cell_fn(config, cell, seed, index))
     out.setdefault("status", "completed")
     out.setdefault("message", "")
     out[TARGET_KEY] = compile_target()
@@ -583,13 +594,13 @@ def _exit_with_parent(parent: int, period: float = 0.5) -> None:
     threading.Thread(target=watch, name="dyntools-parent-watch", daemon=True).start()
 
 
-def warm_up(cell_fn: str, config: dict) -> None:
+def warm_up(cell_fn: Callable, config: dict) -> None:
     """Load what the cell function compiles (its ``warm_up(config)`` attribute, if it has one) before the
     first cell: a worker's one-off cost (numba's cached kernels loaded, ~0.4 s) then lands in the sweep's
     fixed cost instead of in the time of the worker's first cell. A failing warm-up is ignored here:
     the cell itself then fails and reports why."""
     try:
-        warm = getattr(resolve(cell_fn), "warm_up", None)
+        warm = getattr(cell_fn, "warm_up", None)
         if warm is not None:
             warm(config)
     except Exception:  # noqa: BLE001 — the cells report their own errors
@@ -608,7 +619,7 @@ def _thread_lock_for_bars() -> None:
     tqdm.set_lock(threading.RLock())
 
 
-def _start_worker(parent: int, cell_fn: str, config: dict) -> None:
+def _start_worker(parent: int, cell_fn: Callable, config: dict) -> None:
     """Pool-worker initializer: :func:`_exit_with_parent`, :func:`_thread_lock_for_bars`, then :func:`warm_up`."""
     _exit_with_parent(parent)
     _thread_lock_for_bars()
@@ -684,7 +695,7 @@ def _run_dask(client, spec, todo, sink, retries, where, lost_after) -> list[str]
 
     from distributed import as_completed as dask_completed
 
-    from dyntools.cluster import foreign_worker, guarded_cell
+    from dyntools.cluster import foreign_worker, guarded_cell, task
     from dyntools.version import __version__
 
     guard = guarded_cell()
@@ -699,8 +710,9 @@ def _run_dask(client, spec, todo, sink, retries, where, lost_after) -> list[str]
 
     def submit(i):
         where_to = {"workers": sorted(allowed[i]), "allow_other_workers": False} if i in allowed else {}
-        return client.submit(guard, __version__, f"{__name__}:run_cell", spec.cell_fn, spec.config, spec.cells[i],
-                             spec.seed, i, key=f"{token}-cell-{i}-{next(serial)}", pure=False, **where_to)
+        cell = task(run_cell, spec.cell_fn, spec.config, spec.cells[i], spec.seed, i)
+        return client.submit(guard, __version__, cell, key=f"{token}-cell-{i}-{next(serial)}", pure=False,
+                             **where_to)
 
     def place(i):
         """(Re)submit cell ``i``; once a worker was refused, only to the live workers that were not."""

@@ -32,6 +32,7 @@ import numpy as np
 
 from dyntools import validation
 from dyntools.engine.result import RunResult
+from dyntools.plots import adamw_budgets as adamw_budgets_figures
 from dyntools.result_schema import derive
 from dyntools.spec import Entry, Experiment, RunContext, param
 
@@ -275,7 +276,8 @@ EXPERIMENT = Experiment(
     name=KIND, verb="sweep",
     help="AdamW heatmaps at several budgets over raw λ and normalized λ_norm: does the best λ move? (seed 003)",
     example="dyntools sweep adamw-budgets --budgets 8,64,512 --out runs/budgets",
-    params=BudgetParams, results=RESULTS, run=run, table=table, summary=summary, check=check)
+    params=BudgetParams, results=RESULTS, run=run, table=table, summary=summary, check=check,
+    figures={KIND: adamw_budgets_figures.plot_result})
 
 
 # ----------------------------------------------------------------------------------- report entry
@@ -296,7 +298,7 @@ def reproduce(ctx):
     start = time.perf_counter()
     result = run_budgets(p, ctx.out_dir / "runs" / KIND, seed=ctx.seed, progress=ctx.progress)
     seconds = time.perf_counter() - start
-    figs = plots.plot_result(result, ctx.figure_dir, ("png",))
+    figs = plots.plot_result(result, ctx.figure_dir, ("png",), plotter=adamw_budgets_figures.plot_result)
     s = result.summary
     md = [f"{p.optimizer} on the spirals ({p.n} points, MLP {'×'.join(map(str, p.hidden))}, batch {p.batch_size}, "
           f"{p.schedule} schedule), budgets {', '.join(f'{b:g}' for b in p.budgets)} epochs; per budget a "

@@ -41,6 +41,7 @@ import numpy as np
 from dyntools import memory, validation
 from dyntools.classifier_cell import CELL_VALUES, train_cell, warm_up
 from dyntools.engine.result import RunResult
+from dyntools.plots import adamw_difficulty as adamw_difficulty_figures
 from dyntools.result_schema import derive
 from dyntools.spec import Entry, Experiment, RunContext, param
 
@@ -127,7 +128,7 @@ def build_spec(config: dict, seed: int):
              for r in range(config["replicates"]) for a, s in enumerate(config["noise_levels"])
              for b, t in enumerate(config["turn_counts"]) for o, name in enumerate(config["optimizers"])
              for i, lr in enumerate(lrs) for j, wd in enumerate(wds)]
-    return sweep.SweepSpec(KIND, "dyntools.simulations.adamw_difficulty:difficulty_cell", config, cells,
+    return sweep.SweepSpec(KIND, difficulty_cell, config, cells,
                            validation.seed(seed), finite=CELL_VALUES)
 
 
@@ -430,7 +431,8 @@ EXPERIMENT = Experiment(
          "turns (seed 001)",
     example="dyntools sweep adamw-difficulty --noises 0.02,0.05,0.1 --turns 1,1.5,2 --replicates 3 "
             "--out runs/difficulty",
-    params=DifficultyParams, results=RESULTS, run=run, table=table, summary=summary, check=check)
+    params=DifficultyParams, results=RESULTS, run=run, table=table, summary=summary, check=check,
+    figures={KIND: adamw_difficulty_figures.plot_result})
 
 
 # ----------------------------------------------------------------------------------- report entry
@@ -449,7 +451,7 @@ def reproduce(ctx):
     start = time.perf_counter()
     result = run_difficulty(p, ctx.out_dir / "runs" / KIND, seed=ctx.seed, progress=ctx.progress)
     seconds = time.perf_counter() - start
-    figs = plots.plot_result(result, ctx.figure_dir, ("png",))
+    figs = plots.plot_result(result, ctx.figure_dir, ("png",), plotter=adamw_difficulty_figures.plot_result)
     s, c = result.summary, result.config
     coupled, decoupled = (DISPLAY[n] for n in s["optimizers"])
     lrs, wds = result["lrs"], result["wds"]

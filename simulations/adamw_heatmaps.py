@@ -32,6 +32,7 @@ from dyntools.heatmap_grid import (
     report_grid,
     run_grid,
 )
+from dyntools.plots import adamw_heatmaps as adamw_heatmaps_figures
 from dyntools.result_schema import derive
 from dyntools.spec import Entry, Experiment, RunContext
 
@@ -143,6 +144,7 @@ EXPERIMENT = Experiment(
     help="spiral MLP heatmaps over (lr, weight decay): Adam+L2 vs AdamW, SGD+L2 vs SGDW (seed 001)",
     example=("dyntools sweep adamw-grid --optimizers adam,adamw --lr-grid 1e-4:1e-1:16 --wd-grid 1e-6:1:24 "
              "--dask-local 2 --out runs/adamw-grid"),
-    params=AdamWGridParams, results=RESULTS, run=run, table=table, summary=summary, check=check)
+    params=AdamWGridParams, results=RESULTS, run=run, table=table, summary=summary, check=check,
+    figures={KIND: adamw_heatmaps_figures.plot_result})
 
 REPORT = Entry("adamw-heatmaps", TITLE, reproduce, order=30)

@@ -19,14 +19,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from dyntools import validation
-from dyntools.classifier_cell import CELL_VALUES
+from dyntools.classifier_cell import CELL_VALUES, train_cell
 from dyntools.engine.result import RunResult
+from dyntools.plots import adamw_schedules as adamw_schedules_figures
 from dyntools.result_schema import derive
 from dyntools.spec import Entry, Experiment, RunContext, param
 
 KIND = "adamw-schedules"
 TITLE = "Scheduled learning-rate multiplier and warm restarts: Adam vs AdamW at equal budget (seed 003)"
-CELL_FN = "dyntools.classifier_cell:train_cell"
 
 
 @dataclass(frozen=True)
@@ -118,7 +118,7 @@ def build_spec(p: ScheduleParams, seed: int):
               "o": o, "s": s, "r": r}
              for o, name in enumerate(cfg.optimizers) for s, sched in enumerate(p.schedules)
              for r in range(p.seeds)]
-    return cfg, sweep.SweepSpec(KIND, CELL_FN, config, cells, validation.seed(seed), finite=CELL_VALUES)
+    return cfg, sweep.SweepSpec(KIND, train_cell, config, cells, validation.seed(seed), finite=CELL_VALUES)
 
 
 def run_schedules(p: ScheduleParams, out, *, seed: int = 0, progress: bool = False) -> RunResult:
@@ -250,7 +250,8 @@ EXPERIMENT = Experiment(
     name=KIND, verb="sweep",
     help="Adam and AdamW with constant / cosine / warm-restart schedules at equal budget over seeds (seed 003)",
     example="dyntools sweep adamw-schedules --schedules constant,cosine,sgdr --seeds 5 --out runs/schedules",
-    params=ScheduleParams, results=RESULTS, run=run, table=table, summary=summary, check=check)
+    params=ScheduleParams, results=RESULTS, run=run, table=table, summary=summary, check=check,
+    figures={KIND: adamw_schedules_figures.plot_result})
 
 
 # ----------------------------------------------------------------------------------- report entry
@@ -279,7 +280,7 @@ def reproduce(ctx):
     heat = run_grid(grid, ctx.out_dir / "runs" / "adamw-grid-sgdr", seed=ctx.seed, workers=1 if ctx.quick else None,
                     progress=ctx.progress)
     seconds = time.perf_counter() - start
-    figs = plots.plot_result(result, ctx.figure_dir, ("png",))
+    figs = plots.plot_result(result, ctx.figure_dir, ("png",), plotter=adamw_schedules_figures.plot_result)
     figs += HP.plot_val_accuracy(heat, ctx.figure_dir, ("png",), name="adamw_schedules_sgdr_heatmap")
     verdicts = result.summary["verdicts"]
     claim_rows = claims(result)

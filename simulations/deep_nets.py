@@ -55,6 +55,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dyntools import memory, validation
+from dyntools.plots import deep_nets as deep_nets_figures
 from dyntools.result_schema import derive
 from dyntools.spec import Entry, Experiment, RunContext, param
 
@@ -565,6 +566,7 @@ EXPERIMENT = Experiment(
             "  dyntools simulate deep-nets --arch resnet --settings basic --out runs/deep-resnet\n"
             "  dyntools simulate deep-nets --dataset mnist --data-dir ~/mnist --n-train 5000 --out runs/deep-mnist",
     params=DeepNetParams, results=RESULTS, run=run, table=table, summary=summary, check=check,
+    figures={"deep-nets": deep_nets_figures.plot_result},
     conditional=arch_defaults)
 
 REPORTS = [Entry("deep-nets", TITLE, reproduce, order=66),

@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from dyntools import memory, validation
+from dyntools.plots import diag_net as diag_net_figures
 from dyntools.result_schema import derive, known
 from dyntools.spec import Entry, Experiment, RunContext, param
 
@@ -865,6 +866,7 @@ EXPERIMENT = Experiment(
     help="diagonal linear network h(x) = <u*v, x> on sparse regression (seed 004): GD/SGD over schedules and seeds",
     example="dyntools simulate diag-net --preset paper-sgd --seeds 16 --out runs/diag-sgd",
     params=DiagNetParams, results=RESULTS, presets=PRESETS, run=run, table=table, summary=summary, check=check,
+    figures={"diag-net": diag_net_figures.plot_result},
     conditional=paper_defaults)
 
 REPORTS = [Entry("diag-nets", TITLE, reproduce, order=60),

@@ -59,6 +59,7 @@ from dyntools.grokking_study import (  # noqa: F401 - the study's pieces, as sim
     optimizers,
     train_runs,
 )
+from dyntools.plots import grokking as grokking_figures
 from dyntools.result_schema import derive
 from dyntools.spec import Entry, Experiment, RunContext, param
 
@@ -260,6 +261,7 @@ EXPERIMENT = Experiment(
          "norm, and AdamW's (λ × train fraction) phase diagram",
     example="dyntools simulate grokking --p 23 --op + --train-fraction 0.7 --seeds 5 --out runs/grok\n"
             "  dyntools simulate grokking --model transformer --p 11 --steps 2000 --phase-seeds 0 --out runs/grok-t",
-    params=GrokkingParams, results=RESULTS, run=run, table=table, summary=summary, check=check)
+    params=GrokkingParams, results=RESULTS, run=run, table=table, summary=summary, check=check,
+    figures={KIND: grokking_figures.plot_result})
 
 REPORTS = [Entry(KIND, TITLE, reproduce, order=68)]

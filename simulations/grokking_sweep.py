@@ -31,12 +31,12 @@ import numpy as np
 
 from dyntools import grokking_study as G
 from dyntools import validation
+from dyntools.plots import grokking as grokking_figures
 from dyntools.result_schema import derive
 from dyntools.spec import Experiment, RunContext, param
 from dyntools.sweep_backend import SweepBackendParams
 
 KIND = "grokking-sweep"
-CELL_FN = "dyntools.simulations.grokking_sweep:sweep_cell"
 #: the sweep's optimizer names → their place in :func:`dyntools.grokking_study.optimizers` (and RUNS)
 OPTIMIZERS = {"adamw": 0, "adam+l2": 1, "none": 2}
 GRID = "grid"
@@ -138,7 +138,7 @@ def build_spec(p: GrokkingSweepParams, seed: int):
     from dyntools.sweep import SweepSpec
 
     check(p)
-    return SweepSpec(KIND, CELL_FN, common_config(p), cells_of(p), validation.seed(seed), finite=FINITE)
+    return SweepSpec(KIND, sweep_cell, common_config(p), cells_of(p), validation.seed(seed), finite=FINITE)
 
 
 def run_grid(p: GrokkingSweepParams, out, *, seed: int = 0, progress: bool = False):
@@ -253,4 +253,5 @@ EXPERIMENT = Experiment(
     example="dyntools sweep grokking --p 11 --decays 0.3,1 --fractions 0.5,0.7 --seeds 3 --workers 2 --out runs/gs\n"
             "  dyntools sweep grokking --model transformer --p 11 --d-model 32 --heads 4 --steps 1500 "
             "--optimizers adamw,none --dask-local 2 --out runs/gs-t",
-    params=GrokkingSweepParams, results=RESULTS, run=run, table=table, summary=summary, check=check)
+    params=GrokkingSweepParams, results=RESULTS, run=run, table=table, summary=summary, check=check,
+    figures={KIND: grokking_figures.plot_result})

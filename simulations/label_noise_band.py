@@ -40,6 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dyntools import memory, validation
+from dyntools.plots import label_noise_band as label_noise_band_figures
 from dyntools.result_schema import derive
 from dyntools.spec import Entry, Experiment, RunContext, param
 
@@ -329,6 +330,7 @@ EXPERIMENT = Experiment(
          "delta, its fitted exponent and a verdict against 1/2 (seed 004)",
     example="dyntools simulate label-noise-band --etas 0.005,0.01,0.02 --deltas 0.002,0.008,0.032 --seeds 8 "
             "--out runs/band",
-    params=BandParams, results=RESULTS, run=run, table=table, summary=summary, check=check)
+    params=BandParams, results=RESULTS, run=run, table=table, summary=summary, check=check,
+    figures={KIND: label_noise_band_figures.plot_result})
 
 REPORTS = [Entry(KIND, TITLE, reproduce, order=51)]

@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from dyntools import memory, validation
+from dyntools.plots import stabilization as stabilization_figures
 from dyntools.result_schema import derive, known
 from dyntools.spec import Entry, Experiment, RunContext, param
 
@@ -200,7 +201,8 @@ EXPERIMENT = Experiment(
     help="quadratic-parametrization toy of seed 004: loss stabilization of large-step SGD",
     example=("dyntools simulate stabilization --eta 1.08 --x-min 1 --x-max 1.05 --steps 100000 "
              "--paths 64 --seed 0 --out runs/stab"),
-    params=StabilizationParams, results=RESULTS, run=run, table=table, summary=summary, check=check)
+    params=StabilizationParams, results=RESULTS, run=run, table=table, summary=summary, check=check,
+    figures=dict.fromkeys(("stabilization", "stabilization-phase"), stabilization_figures.plot_result))
 
 
 def check_proposition(result, toy) -> dict:

@@ -33,6 +33,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from dyntools import memory, validation
+from dyntools.plots import relu as relu_figures
 from dyntools.relu_settings import SETTINGS, Setting, build, get_setting
 from dyntools.result_schema import derive
 from dyntools.spec import Entry, Experiment, RunContext, param
@@ -541,6 +542,7 @@ EXPERIMENT = Experiment(
     name="relu", verb="simulate",
     help="small ReLU networks (seed 004): loss stabilization, feature sparsity, Jacobian rank",
     example="dyntools simulate relu --setting teacher3 --seeds 5 --seed 0 --out runs/relu3",
-    params=ReluParams, results=RESULTS, run=run, table=table, summary=summary, check=check)
+    params=ReluParams, results=RESULTS, run=run, table=table, summary=summary, check=check,
+    figures={"relu": relu_figures.plot_result})
 
 REPORT = Entry("relu-nets", TITLE, reproduce, order=20, single_core=True)

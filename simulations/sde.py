@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dyntools import memory, validation
+from dyntools.plots import sde as sde_figures
 from dyntools.result_schema import derive, known
 from dyntools.spec import Experiment, Param, RunContext, param
 
@@ -186,4 +187,6 @@ EXPERIMENT = Experiment(
     name="sde", verb="simulate",
     help="SDE engine (Euler-Maruyama / Milstein): GBM, OU, the quadratic toy, diagonal-net label noise",
     example="dyntools simulate sde --model gbm --scheme milstein --h 1e-3 --paths 1000 --out runs/gbm",
-    params=SDEParams, results=RESULTS, run=run, table=table, summary=summary, check=check)
+    params=SDEParams, results=RESULTS, run=run, table=table, summary=summary, check=check,
+    figures=dict.fromkeys(("sde", "sde-convergence", "sde-diag-net", "sde-sgd-vs-sde", "sde-sparsity"),
+                          sde_figures.plot_result))

@@ -48,6 +48,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dyntools import validation
+from dyntools.plots import label_noise as label_noise_figures
 from dyntools.result_schema import derive
 from dyntools.spec import Entry, Experiment, RunContext, param
 
@@ -450,6 +451,7 @@ EXPERIMENT = Experiment(
     name="sgd-vs-label-noise", verb="simulate",
     help="the conjecture (seed 004): large-step SGD vs GD with label noise at the matched delta, its SDE and GD",
     example="dyntools simulate sgd-vs-label-noise --preset relu --seeds 8 --seed 0 --out runs/conjecture",
-    params=ConjectureParams, results=RESULTS, presets=PRESETS, run=run, table=table, summary=summary, check=check)
+    params=ConjectureParams, results=RESULTS, presets=PRESETS, run=run, table=table, summary=summary, check=check,
+    figures={"sgd-vs-label-noise": label_noise_figures.plot_result})
 
 REPORT = Entry("sgd-vs-label-noise", TITLE, reproduce, order=65, single_core=True)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from dyntools.plots import symbolic_model as symbolic_model_figures
 from dyntools.result_schema import derive
 from dyntools.spec import Experiment, Param, RunContext, param
 
@@ -142,4 +143,5 @@ EXPERIMENT = Experiment(
     help="train your own model (MODEL in a Python file, e.g. a dt.SymbolicModel) on your data (.npz)",
     example="dyntools simulate model --file my_model.py --data data.npz --optimizer sgd --lr 0.05 "
             "--steps 2000 --label-noise 0.5 --out runs/mine",
-    params=ModelParams, results=RESULTS, run=run, table=table, summary=summary, check=check)
+    params=ModelParams, results=RESULTS, run=run, table=table, summary=summary, check=check,
+    figures={"symbolic-model": symbolic_model_figures.plot_result})

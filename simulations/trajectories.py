@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dyntools import memory
+from dyntools.plots import trajectories as trajectories_figures
 from dyntools.result_schema import derive
 from dyntools.spec import Entry, Experiment, Param, RunContext, param
 
@@ -192,6 +193,7 @@ EXPERIMENT = Experiment(
          "net): contours, loss against the step, animated GIFs",
     example="dyntools simulate trajectories --surface rosenbrock,himmelblau --optimizers sgd,momentum,adam "
             "--steps 5000 --frames 30 --out runs/gallery",
-    params=TrajectoryParams, results=RESULTS, run=run, table=table, summary=summary, check=check)
+    params=TrajectoryParams, results=RESULTS, run=run, table=table, summary=summary, check=check,
+    figures={"trajectories": trajectories_figures.plot_result})
 
 REPORT = Entry("trajectory-gallery", TITLE, reproduce, order=85, single_core=True)

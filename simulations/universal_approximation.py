@@ -43,8 +43,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from dyntools import memory, validation
+from dyntools.plots import universal as universal_figures
 from dyntools.result_schema import derive
 from dyntools.spec import Entry, Experiment, RunContext, param
+
+#: this experiment's own stream purposes (its key words are checked unique against the library's table and
+#: every plugin's: dyntools.plugins.stream_keys); the few training points of its overfitting study
+STREAMS = {"universal.samples": 0x0A78}
 
 TITLE = "Universal approximation: sup-norm error of two-layer sigmoid networks against the width"
 SLOPE = 4.0                # hidden slope k = SLOPE · n^(1/d)
@@ -180,7 +185,7 @@ def few_samples(d: int, m: int, seeds: int, seed: int) -> list[np.ndarray]:
     from dyntools.engine import streams
 
     return [rng.uniform(0.0, 1.0, size=(m, d))
-            for rng in streams.path_generators(seed, seeds, streams.key("universal.samples"), d, m)]
+            for rng in streams.path_generators(seed, seeds, STREAMS["universal.samples"], d, m)]
 
 
 def few_study(d: int, widths: np.ndarray, m: int, steps: int, seeds: int, seed: int,
@@ -601,6 +606,7 @@ EXPERIMENT = Experiment(
          "on [0,1] and [0,1]^2 (an illustration, not a proof), next to the same networks trained by gradient descent "
          "and fitted to few samples",
     example="dyntools simulate universal-approximation --max-width-1d 512 --max-width-2d 1024 --out runs/uat",
-    params=UAParams, results=RESULTS, run=run, table=table, summary=summary, check=check)
+    params=UAParams, results=RESULTS, run=run, table=table, summary=summary, check=check,
+    figures={"universal-approximation": universal_figures.plot_result})
 
 REPORT = Entry("universal-approximation", TITLE, reproduce, order=86, single_core=True)

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dyntools import memory, validation
+from dyntools.plots import voronoi as voronoi_figures
 from dyntools.result_schema import derive
 from dyntools.spec import Entry, Experiment, param
 from dyntools.sweep_backend import SweepBackendParams
@@ -419,7 +420,7 @@ def ladder_spec(p: VoronoiParams, rungs=LADDER_RUNGS, decays=DECAYS, seeds: int 
     config["no_decay"] = list(p.no_decay)
     cells = [{"rung": r, "decay": d, "seed_index": s} for r in rungs for d in (decays if r != "exact" else ("-",))
              for s in range(seeds)]
-    return SweepSpec("voronoi-ladder", "dyntools.simulations.voronoi:ladder_cell", config, cells, int(seed),
+    return SweepSpec("voronoi-ladder", ladder_cell, config, cells, int(seed),
                      finite=("final_test_acc", "majority", "test_acc"))
 
 
@@ -830,12 +831,14 @@ EXPERIMENTS = [
         help="one rung of seed 000's Voronoi ladder trained by AdamW with l2/l1/l1l2/min decay, over seeds "
              "(snapshots for the animations)",
         example="dyntools simulate voronoi --rung centers --decay l1 --seeds 5 --out runs/voronoi-centers-l1",
-        params=VoronoiParams, results=RESULTS, run=run_simulate, table=table_of, summary=summary, check=check),
+        params=VoronoiParams, results=RESULTS, run=run_simulate, table=table_of, summary=summary, check=check,
+        figures={"voronoi": voronoi_figures.plot_result}),
     Experiment(
         name="voronoi-ladder", verb="sweep",
         help="seed 000's Voronoi ladder: rungs x decay types x seeds (local processes or Dask, resumable)",
         example="dyntools sweep voronoi-ladder --seeds 5 --workers 2 --out runs/voronoi-ladder",
-        params=LadderParams, results=LADDER_RESULTS, run=run_sweep, table=table_of, summary=summary, check=check_ladder),
+        params=LadderParams, results=LADDER_RESULTS, run=run_sweep, table=table_of, summary=summary, check=check_ladder,
+        figures={"voronoi-ladder": voronoi_figures.plot_result}),
 ]
 
 REPORT = Entry("voronoi", TITLE, reproduce, order=70)

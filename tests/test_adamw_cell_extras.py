@@ -159,12 +159,12 @@ def test_worker_warm_up_trains_two_steps_and_never_raises(monkeypatch):
     assert calls[1][0]["dtype"] == "float32"
     monkeypatch.setattr(C, "train_cell", real)
     monkeypatch.setattr(real, "warm_up", lambda cfg: calls.append(("called", cfg)))
-    sweep.warm_up("dyntools.classifier_cell:train_cell", config)
+    sweep.warm_up(C.train_cell, config)
     assert calls[-1] == ("called", config)
 
     def broken(cfg):
         raise RuntimeError("warm-up failed")
 
     monkeypatch.setattr(real, "warm_up", broken)
-    sweep.warm_up("dyntools.classifier_cell:train_cell", config)        # ignored
-    sweep.warm_up("dyntools.no_such_module:fn", config)                  # ignored too
+    sweep.warm_up(C.train_cell, config)        # ignored
+    sweep.warm_up(sorted, config)              # a function without a warm_up: nothing to do

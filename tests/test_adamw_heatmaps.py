@@ -42,7 +42,7 @@ def test_parse_grid_rejects_malformed_ranges(text, match):
 
 
 def test_plots_mark_best_cell_and_share_one_colour_scale(tmp_path):
-    from dyntools import plots
+    from dyntools import plugins
 
     cfg = H.GridConfig(n_lr=3, n_wd=4)
     rng = np.random.default_rng(0)
@@ -51,7 +51,7 @@ def test_plots_mark_best_cell_and_share_one_colour_scale(tmp_path):
     arrays = {"val_acc": acc, "val_loss": 1.1 - acc, "train_loss": 1.05 - acc, "train_acc": acc,
               "diverged": np.isnan(acc), "lrs": cfg.lrs(), "wds": cfg.wds()}
     result = RunResult("adamw-grid", cfg.as_json(), arrays, "completed", "synthetic")
-    paths = plots.plot_result(result, tmp_path, ("png",))
+    paths = plugins.plot_result(result, tmp_path, ("png",))
     assert [p.name for p in paths] == ["adamw_grid_val_accuracy.png", "adamw_grid_val_loss.png",
                                        "adamw_grid_train_loss.png"]
     assert all(p.stat().st_size > 10_000 for p in paths)

@@ -136,8 +136,28 @@ def test_every_purpose_has_its_own_key():
         streams.key("nope")
 
 
+def test_no_two_declared_purposes_share_a_key_word_over_the_library_and_every_plugin():
+    """The library's table and each plugin's ``STREAMS`` (an experiment's own purposes) form one table; the same
+    key numbers as before, so results of a seed stay bitwise identical."""
+    from dyntools import plugins
+
+    found = plugins.stream_keys()
+    assert len(set(found.values())) == len(found)
+    assert set(streams.KEYS) <= set(found)
+    assert found["universal.samples"] == 0x0A78 and "universal.samples" not in streams.KEYS   # experiment-owned
+    assert found["sweep.adamw-grid"] == 0xADA3 and found["sweep.demo"] == 0xD3       # read by library cells
+    with pytest.raises(ValueError, match="share the key word 0xd3"):
+        streams.combine([("lib", {"a": 0xD3}), ("mine", {"b": 0xD3})])
+    with pytest.raises(ValueError, match="declared twice"):
+        streams.combine([("lib", {"a": 1}), ("mine", {"a": 2})])
+    with pytest.raises(ValueError, match="non-negative int"):
+        streams.combine([("mine", {"a": "0xD3"})])
+    assert streams.combine([("lib", {"a": 1}), ("mine", {"b": 2})]) == {"a": 1, "b": 2}
+
+
 def test_no_stream_key_literal_outside_the_engine():
-    """Seeds are namespaced only through streams.KEYS: no module writes a hex key of its own."""
+    """Seeds are namespaced only through streams.KEYS and the plugins' STREAMS: no module writes a hex key of its
+    own elsewhere."""
     offenders = []
     pattern = re.compile(r"(path_states|path_generators|path_sequences|root_sequence)\([^)]*0x[0-9A-Fa-f]+")
     literal = re.compile(r"_KEY\s*=\s*0x[0-9A-Fa-f]+")

@@ -37,12 +37,12 @@ def test_plot_of_a_damaged_result_is_one_line_or_harmless(tmp_path, sde_result):
 def test_every_kind_plot_draws_has_a_schema_and_a_sample_that_passes_it():
     """The schema of each kind is the experiments' declaration; the samples are real results' config/summary
     (tests/goldens/make_result_samples.py), so a schema that refused what its experiment writes fails here."""
-    from dyntools import plots, result_schema
+    from dyntools import plugins, result_schema
 
     F._parser_once()
     samples = F.result_samples()
-    assert all(result_schema.schema_of(kind) is not None for kind in plots.PLOTTERS)
-    assert set(plots.PLOTTERS) <= set(samples)
+    assert all(result_schema.schema_of(kind) is not None for kind in plugins.figures())
+    assert set(plugins.figures()) <= set(samples)
     for kind, sample in samples.items():
         result_schema.validate(kind, sample["config"], sample["summary"])
 
@@ -82,7 +82,7 @@ def _demo(finite=("x",)):
     from dyntools import sweep
 
     cells = [{"sleep": 0.0, "diverge": i == 3} for i in range(6)]
-    return sweep.SweepSpec("demo", "dyntools.sweep:demo_cell", {"size": 5}, cells, 7, finite=finite)
+    return sweep.SweepSpec("demo", sweep.demo_cell, {"size": 5}, cells, 7, finite=finite)
 
 
 def _rewrite(path, edit):

@@ -29,21 +29,69 @@ def _subparser(verb: str, name: str):
     return verb_parser._subparsers._group_actions[0].choices[name]
 
 
+def _declaring_modules(folder: str, names: tuple[str, ...]) -> set[str]:
+    """The modules of ``folder`` that assign one of ``names`` at module level, read from their source."""
+    found = set()
+    for path in sorted((ROOT / folder).glob("*.py")):
+        if path.name.startswith("_"):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        targets = {t.id for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))
+                   for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+                   if isinstance(t, ast.Name)}
+        if targets & set(names):
+            found.add(f"dyntools.{folder}.{path.stem}")
+    return found
+
+
 def test_the_registry_finds_every_experiment_and_entry():
-    assert set(plugins.experiments("simulate")) == {"stabilization", "relu", "sde", "diag-net", "voronoi",
-                                                     "trajectories", "universal-approximation", "sgd-vs-label-noise",
-                                                     "deep-nets", "model", "label-noise-band", "grokking"}
-    assert set(plugins.experiments("sweep")) == {"adamw-grid", "adamw-budgets", "adamw-schedules", "adamw-difficulty",
-                                                  "voronoi-ladder", "grokking"}
-    assert list(plugins.catalogue()) == ["proofs", "loss-stabilization", "relu-nets", "adamw-heatmaps",
-                                          "adamw-learning-curves", "adamw-normalized-wd", "adamw-schedules",
-                                          "adamw-l1-sparsity", "adamw-difficulty", "adamw-digits", "schedule-family",
-                                          "adam-effective-step", "iteration-dependent-l2", "regularized-heatmaps",
-                                          "sgd-vs-adam-heatmaps",
-                                          "sde-orders", "sde-label-noise", "label-noise-band",
-                                          "diag-nets", "diag-nets-paper", "sgd-vs-label-noise", "deep-nets",
-                                          "deep-nets-resnet", "grokking", "voronoi",
-                                          "trajectory-gallery", "universal-approximation"]
+    """What the discovery finds is what the modules declare: every module of simulations/ and proofs/ that
+    assigns EXPERIMENT(S) or REPORT(S) is found, each name once, and every experiment is a subcommand."""
+    declaring = {m.__name__ for m in plugins.modules() if m.__name__.startswith("dyntools.")
+                 and any(plugins.declared(m, one, many) for one, many in (("EXPERIMENT", "EXPERIMENTS"),
+                                                                         ("REPORT", "REPORTS")))}
+    on_disk = (_declaring_modules("simulations", ("EXPERIMENT", "EXPERIMENTS", "REPORT", "REPORTS"))
+               | _declaring_modules("proofs", ("EXPERIMENT", "EXPERIMENTS", "REPORT", "REPORTS")))
+    assert declaring == on_disk
+    for verb in ("simulate", "sweep"):
+        for name, exp in plugins.experiments(verb).items():
+            assert exp.name == name and exp.verb == verb
+            assert _subparser(verb, name).prog.endswith(f"{verb} {name}")
+    entries = [e for m in plugins.modules() for e in plugins.declared(m, "REPORT", "REPORTS")]
+    assert sorted(e.name for e in entries) == sorted(plugins.catalogue())
+    assert list(plugins.catalogue())[0] == "proofs"
+    orders = [e.order for e in plugins.catalogue().values()]
+    assert orders == sorted(orders)
+
+
+def test_every_kind_an_experiment_writes_has_its_figure():
+    """``dyntools plot`` draws every result an experiment writes: each declared result kind has a plotter,
+    and a plotter is declared only for a kind the experiment writes."""
+    figures = plugins.figures()
+    for verb in ("simulate", "sweep"):
+        for exp in plugins.experiments(verb).values():
+            kinds = {schema.kind for schema in exp.results}
+            assert kinds <= set(figures), (exp.name, kinds - set(figures))
+            assert set(exp.figures) <= kinds
+            assert all(figures[k] is exp.figures[k] for k in exp.figures)
+    assert figures["train"].__module__ == "dyntools.plots.train"
+    with pytest.raises(ValueError, match="has no figures"):
+        plugins.plotter("no-such-kind")
+
+
+def test_a_figure_for_a_kind_the_experiment_does_not_write_is_refused():
+    from dyntools.result_schema import derive
+
+    @dataclasses.dataclass
+    class P:
+        n: int = spec.param(3, help="n", low=1, high=9)
+
+    common = dict(name="x", verb="simulate", help="h", example="e", params=P, run=print, table=print, summary=print)
+    spec.Experiment(**common, results=(derive("spec-test-kind", P, "n"),), figures={"spec-test-kind": print})
+    with pytest.raises(TypeError, match="a figure of kind 'other'"):
+        spec.Experiment(**common, results=(derive("spec-test-kind", P, "n"),), figures={"other": print})
+    with pytest.raises(TypeError, match="not a function"):
+        spec.Experiment(**common, results=(derive("spec-test-kind", P, "n"),), figures={"spec-test-kind": "a:b"})
 
 
 @pytest.mark.parametrize("verb, name, exp", EXPERIMENTS, ids=IDS)

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def demo_spec(n=8, sleep=0.0, diverge=(), size=4, seed=3):
     cells = [{"sleep": sleep, "diverge": i in diverge} for i in range(n)]
-    return sweep.SweepSpec("demo", "dyntools.sweep:demo_cell", {"size": size}, cells, seed)
+    return sweep.SweepSpec("demo", sweep.demo_cell, {"size": size}, cells, seed)
 
 
 def tiny_grid_spec(seed=1):
@@ -77,7 +77,7 @@ def _sweep_in_a_child(out, *, cells: int, sleep: float, workers: int, started: i
     are on disk (the wait is a hang guard, not a speed limit)."""
     code = ("from dyntools import sweep; "
             f"cells=[{{'sleep': {sleep}}} for _ in range({cells})]; "
-            "sweep.run_sweep(sweep.SweepSpec('demo', 'dyntools.sweep:demo_cell', {'size': 4}, cells, 3), "
+            "sweep.run_sweep(sweep.SweepSpec('demo', sweep.demo_cell, {'size': 4}, cells, 3), "
             f"{str(out)!r}, workers={workers})")
     proc = subprocess.Popen([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(ROOT)})
     deadline = time.time() + HANG_GUARD
@@ -97,7 +97,7 @@ def test_killed_sweep_resumes(tmp_path):
     for i in range(12):
         if sweep.cell_path(out, i).exists():
             sweep.read_cell(out, i)
-    spec = sweep.SweepSpec("demo", "dyntools.sweep:demo_cell", {"size": 4}, [{"sleep": 0.25}] * 12, 3)
+    spec = sweep.SweepSpec("demo", sweep.demo_cell, {"size": 4}, [{"sleep": 0.25}] * 12, 3)
     resumed = sweep.run_sweep(spec, out, workers=1)
     assert resumed.reused == done_before and resumed.computed == 12 - done_before
     same_cells(resumed.cells, sweep.run_sweep(demo_spec(n=12), tmp_path / "ref", workers=1).cells)
@@ -207,7 +207,7 @@ RESUME_ELSEWHERE = """
 import json, sys
 from dyntools import sweep
 cells = [{"sleep": 0.0, "diverge": False} for _ in range(4)]
-spec = sweep.SweepSpec("demo", "dyntools.sweep:demo_cell", {"size": 4}, cells, 3)
+spec = sweep.SweepSpec("demo", sweep.demo_cell, {"size": 4}, cells, 3)
 outcome = sweep.run_sweep(spec, sys.argv[1], workers=1)
 summary = {}
 message = outcome.with_targets("4 cells", summary)

@@ -38,7 +38,7 @@ from dyntools import sweep
 from dyntools.store import StoreError
 out, scheduler, log, n, sleep = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5])
 cells = [{"sleep": sleep, "diverge": False} for _ in range(n)]
-spec = sweep.SweepSpec("demo", "dyntools.sweep:demo_cell", {"size": 4, "log": log}, cells, 3)
+spec = sweep.SweepSpec("demo", sweep.demo_cell, {"size": 4, "log": log}, cells, 3)
 try:
     o = sweep.run_sweep(spec, out, scheduler=scheduler, connect_timeout=20, retries=2)
 except (ValueError, TypeError, StoreError) as exc:
@@ -150,7 +150,7 @@ def computations(log) -> Counter:
 
 def reference(tmp_path, n=16):
     cells = [{"sleep": 0.0, "diverge": False} for _ in range(n)]
-    spec = sweep.SweepSpec("demo", "dyntools.sweep:demo_cell", {"size": 4}, cells, 3)
+    spec = sweep.SweepSpec("demo", sweep.demo_cell, {"size": 4}, cells, 3)
     return sweep.run_sweep(spec, tmp_path / "ref", workers=1).cells
 
 
@@ -283,14 +283,14 @@ def test_the_guard_runs_the_cell_only_on_a_worker_of_this_version():
     raises ForeignWorker, which the client recognises after a by-value round trip and turns into the reason."""
     import cloudpickle
 
-    from dyntools.cluster import foreign_worker, guarded_cell
+    from dyntools.cluster import foreign_worker, guarded_cell, task
     from dyntools.version import __version__
 
     guard = cloudpickle.loads(cloudpickle.dumps(guarded_cell()))
-    out = guard(__version__, "dyntools.sweep:run_cell", "dyntools.sweep:demo_cell", {"size": 3}, {}, 3, 5)
+    out = guard(__version__, task(sweep.run_cell, sweep.demo_cell, {"size": 3}, {}, 3, 5))
     assert out["x"].shape == (3,) and out["status"] == "completed"
     with pytest.raises(Exception) as caught:
-        guard("0.0.1", "dyntools.sweep:run_cell", "dyntools.sweep:demo_cell", {}, {}, 3, 5)
+        guard("0.0.1", task(sweep.run_cell, sweep.demo_cell, {}, {}, 3, 5))
     error = cloudpickle.loads(cloudpickle.dumps(caught.value))
     assert type(error).__name__ == "ForeignWorker"
     # as seen from a client of version 0.0.1: this worker runs another version
@@ -310,7 +310,7 @@ def test_a_scheduler_without_workers_is_one_line_naming_the_timeout(tmp_path, cl
     # 15 s, not 3: on a loaded machine the scheduler's first answer alone can take seconds (seen: "cannot reach
     # … within 3 s" at load 12) — the budget is the user's, the test asserts what happens when no worker comes
     with pytest.raises(ValueError, match="no worker joined at tcp://127.0.0.1:.* within 15 s"):
-        sweep.run_sweep(sweep.SweepSpec("demo", "dyntools.sweep:demo_cell", {}, [{}], 3), out,
+        sweep.run_sweep(sweep.SweepSpec("demo", sweep.demo_cell, {}, [{}], 3), out,
                         scheduler=cluster.address, connect_timeout=15)
     assert not out.exists()
 
@@ -325,7 +325,8 @@ import sys
 from dyntools import sweep
 from dyntools.store import StoreError
 cells = [{{"sleep": 0.0, "diverge": False}} for _ in range(3)] + [{{"kill": True}}]
-spec = sweep.SweepSpec("demo", "tests.test_sweep_cluster:killer_cell", {{}}, cells, 3)
+from tests.test_sweep_cluster import killer_cell
+spec = sweep.SweepSpec("demo", killer_cell, {{}}, cells, 3)
 try:
     sweep.run_sweep(spec, sys.argv[1], scheduler={cluster.address!r}, connect_timeout=20, retries=0)
 except (ValueError, StoreError) as exc:

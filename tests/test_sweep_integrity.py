@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def demo_spec(n=6, seed=3, log=None, sleep=0.0):
     config = {"size": 4, **({"log": str(log)} if log else {})}
-    return sweep.SweepSpec("demo", "dyntools.sweep:demo_cell", config, [{"sleep": sleep}] * n, seed)
+    return sweep.SweepSpec("demo", sweep.demo_cell, config, [{"sleep": sleep}] * n, seed)
 
 
 def ledger(out) -> dict:
@@ -105,9 +105,20 @@ def test_a_stale_lock_is_taken_over_and_a_lock_alone_is_an_empty_folder(tmp_path
     assert not (out / store.LOCK_FILE).exists()
 
 
+def broken_cell(config, cell, seed, index):
+    """A cell function that fails as it starts."""
+    raise AttributeError("no such attribute (a broken cell)")
+
+
+def test_a_cell_is_a_function_never_its_name():
+    with pytest.raises(TypeError, match="pass the cell function itself"):
+        sweep.SweepSpec("demo", "dyntools.sweep:demo_cell", {}, [{}], 3)
+    assert sweep.SweepSpec("demo", sweep.demo_cell, {}, [{}], 3).identity()["cell_fn"] == "dyntools.sweep:demo_cell"
+
+
 def test_a_failing_sweep_removes_only_the_folders_it_created(tmp_path):
     parent = tmp_path / "p"
-    bad = sweep.SweepSpec("demo", "dyntools.sweep:no_such_cell", {}, [{}], 3)
+    bad = sweep.SweepSpec("demo", broken_cell, {}, [{}], 3)
     with pytest.raises(AttributeError):
         sweep.run_sweep(bad, parent / "a" / "s", workers=1)
     assert not parent.exists()                                   # made by it, nothing finished: removed
@@ -123,7 +134,7 @@ import sys
 from dyntools import sweep
 from dyntools.store import StoreError
 cells = [{"sleep": 0.05} for _ in range(6)]
-spec = sweep.SweepSpec("demo", "dyntools.sweep:demo_cell", {"size": 4, "log": sys.argv[2]}, cells, 3)
+spec = sweep.SweepSpec("demo", sweep.demo_cell, {"size": 4, "log": sys.argv[2]}, cells, 3)
 try:
     o = sweep.run_sweep(spec, sys.argv[1], workers=1)
 except (ValueError, StoreError) as exc:
@@ -161,11 +172,13 @@ def test_two_sweeps_started_at_once_into_one_new_folder_never_compute_a_cell_twi
 
 
 POOL = """
+import importlib
 import sys
 from dyntools import sweep
 from dyntools.store import StoreError
 cells = [{"sleep": 0.4} for _ in range(12)]
-spec = sweep.SweepSpec("demo", sys.argv[3], {"size": 4}, cells, 3)
+module, _, name = sys.argv[3].partition(":")          # the test names its cell; the sweep gets the function
+spec = sweep.SweepSpec("demo", getattr(importlib.import_module(module), name), {"size": 4}, cells, 3)
 try:
     o = sweep.run_sweep(spec, sys.argv[1], workers=2, retries=int(sys.argv[2]))
 except (ValueError, StoreError) as exc:
@@ -209,12 +222,11 @@ def bar_cell(config, cell, seed, index):
     return sweep.demo_cell(config, cell, seed, index)
 
 
-@pytest.mark.parametrize(("retries", "cell_fn"), [(0, "dyntools.sweep:demo_cell"), (2, "dyntools.sweep:demo_cell"),
-                                                  (0, "tests.test_sweep_integrity:bar_cell")])
+@pytest.mark.parametrize(("retries", "cell_fn"), [(0, sweep.demo_cell), (2, sweep.demo_cell), (0, bar_cell)])
 def test_a_killed_local_pool_process_is_retried_or_one_line(tmp_path, retries, cell_fn):
     out = tmp_path / "s"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-c", POOL, str(out), str(retries), cell_fn], env=env,
+    proc = subprocess.Popen([sys.executable, "-c", POOL, str(out), str(retries), sweep.cell_name(cell_fn)], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         wait_for(lambda: len(sweep.finished_cells(out, 12) if (out / "cells").is_dir() else ()) >= 2, proc)

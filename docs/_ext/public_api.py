@@ -46,7 +46,7 @@ GROUPS: dict[str, tuple[str, tuple[str, ...]]] = {
                  ("prove", "Claim", "ClaimFamily", "IntervalCheck", "unroll", "load_claims", "builtin_claims",
                   "claim_families", "model_claims", "grade")),
     "Plots": ("Figures: one module per kind, no global state.", ("plots",)),
-    "Results": ("One result object per run, saved and loaded atomically.", ("RunResult", "save", "load")),
+    "Results": ("One result object per run, saved and loaded atomically.", ("RunResult", "save", "load", "plot")),
 }
 
 #: a sentence for the subjects that have no public Python name of their own

@@ -160,8 +160,9 @@ def grid_axes(n_lr: int, n_wd: int) -> list[dict]:
 def grid_spec(n_lr: int, n_wd: int, *, epochs: float, seed: int = 0, dtype: str = "float64"):
     """The sweep of :func:`grid_axes` (the adamw-grid's cell function, in precision ``dtype``)."""
     from dyntools import sweep
+    from dyntools.classifier_cell import train_cell
 
-    return sweep.SweepSpec("bench-grid", "dyntools.classifier_cell:train_cell",
+    return sweep.SweepSpec("bench-grid", train_cell,
                            {**CELL_CONFIG, "epochs": epochs, "dtype": dtype}, grid_axes(n_lr, n_wd), seed)
 
 

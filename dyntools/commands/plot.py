@@ -49,7 +49,7 @@ def check_out(out) -> Path | None:
 
 
 def run(args, progress: bool) -> CommandOutput:
-    from dyntools import plots  # matplotlib only when drawing (keeps `dyntools --help` fast)
+    from dyntools import plots, plugins  # the plotters each experiment declares; matplotlib only when drawing
 
     formats = tuple(dict.fromkeys(f.strip() for f in args.format.split(",") if f.strip()))   # each drawn once
     bad = [f for f in formats if f not in FORMATS]
@@ -58,9 +58,7 @@ def run(args, progress: bool) -> CommandOutput:
     args.out = check_out(args.out)
     dirs = _result_dirs(args.dir)
     results = [(d, store.load(d)) for d in dirs]          # validate everything before drawing
-    for _, r in results:
-        if r.kind not in plots.PLOTTERS:
-            raise ValueError(f"Invalid result kind: {r.kind!r} has no figures")
+    drawers = {r.kind: plugins.plotter(r.kind) for _, r in results}      # every kind known before drawing
     written: list[str] = []
     for d, r in results:
         out = args.out if args.out is not None else d / "figures"
@@ -70,7 +68,7 @@ def run(args, progress: bool) -> CommandOutput:
         try:
             with warnings.catch_warnings(), np.errstate(all="ignore"):
                 warnings.simplefilter("ignore", RuntimeWarning)      # NaN/inf in a figure: drawn, not printed
-                written += [str(p) for p in plots.plot_result(r, out, formats)]
+                written += [str(p) for p in plots.plot_result(r, out, formats, plotter=drawers[r.kind])]
         except store.StoreError:
             raise
         except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:   # contents a plotter cannot use

@@ -5,10 +5,13 @@ path (or per grid cell). A path's stream depends only on (seed, purpose, path in
 many workers or chunks computed it, so the same seed gives bitwise-identical arrays.
 
 Every *purpose* that draws random numbers (an initialization, a sampler, label noise, Brownian
-increments, a data set, …) has its own key word in :data:`KEYS`, the only place key numbers are
-written: its streams are ``SeedSequence(seed, spawn_key=(KEYS[purpose], …, path))``, so two purposes
-never share a stream for the same seed. ``tests/test_engine.py`` checks that no two purposes share
-a key and that no module outside the engine writes one.
+increments, a data set, …) has its own key word: its streams are ``SeedSequence(seed, spawn_key=(key, …,
+path))``, so two purposes never share a stream for the same seed. The library's purposes (those its models,
+data sets, samplers and cells draw from) are the table :data:`KEYS`; an experiment's own purposes are declared
+by its module (``STREAMS = {purpose: key word}``, :mod:`dyntools.plugins`). :func:`combine` is the one check that
+no two purposes share a name or a key word over the library's table and every plugin's
+(:func:`dyntools.plugins.stream_keys`; ``tests/test_engine.py``), which also checks that no module outside the
+engine writes a key word elsewhere.
 """
 
 from __future__ import annotations
@@ -42,7 +45,6 @@ KEYS: dict[str, int] = {
     "voronoi.mlp-init": 0x7023,      # initializations of the MLP baseline of the Voronoi study
     "surface.noise": 0x5AF1,         # gradient noise of the 2-D surfaces (optimizer trajectory gallery)
     "universal.features": 0x0A77,    # random hidden layers of the universal-approximation study
-    "universal.samples": 0x0A78,     # the few training points of its overfitting experiment
     "symbolic.init": 0x5B01,         # initializations of user-declared symbolic models
     "symbolic.sampling": 0x5B02,     # SGD indices and label noise of user-declared symbolic models
     "resnet.init": 0x4E31,           # initializations of the convolutional ResNet (dyntools.models.resnet)
@@ -54,6 +56,32 @@ KEYS: dict[str, int] = {
     "user.init": 0xB10D,             # initializations of a user's own model (a dyntools.Model written outside it)
     "user.sampling": 0xB10E,         # minibatch indices and label noise of a user's own model
 }
+
+
+def combine(tables) -> dict[str, int]:
+    """One table of purposes from ``tables``, pairs ``(owner, {purpose: key word})`` (the library's :data:`KEYS`
+    first, then each plugin's ``STREAMS``).
+
+    Raises
+    ------
+    ValueError
+        When two purposes share a name or a key word (naming both owners), or a key word is not a
+        non-negative integer.
+    """
+    out: dict[str, int] = {}
+    owners: dict[int, tuple[str, str]] = {}
+    for owner, table in tables:
+        for purpose, word in dict(table).items():
+            if isinstance(word, bool) or not isinstance(word, int) or word < 0:
+                raise ValueError(f"Invalid stream key word of {purpose!r} ({owner}): {word!r} (a non-negative int)")
+            if purpose in out:
+                raise ValueError(f"Stream purpose {purpose!r} declared twice ({owners[out[purpose]][0]} and {owner})")
+            if word in owners:
+                raise ValueError(f"Stream purposes {owners[word][1]!r} ({owners[word][0]}) and {purpose!r} ({owner}) "
+                                 f"share the key word {word:#x}")
+            out[purpose] = word
+            owners[word] = (owner, purpose)
+    return out
 
 
 def key(purpose: str) -> int:

@@ -1,7 +1,10 @@
 """Figures: one function per kind of figure; matplotlib with no global state.
 
-``PLOTTERS`` maps a result ``kind`` to the module whose ``plot_result(result, out_dir, formats)``
-draws every figure of that kind and returns the written paths. Shared style lives here:
+Each module draws one kind of figure: its ``plot_result(result, out_dir, formats)`` draws every figure of a
+result and returns the written paths. The experiment that writes a kind of result declares that plotter
+(:attr:`dyntools.spec.Experiment.figures`; ``dt.train``'s kind ``"train"``: :data:`dyntools.plots.train.FIGURES`),
+and :func:`dyntools.plugins.figures` finds them. The modules import matplotlib inside their functions, so that
+declaring a plotter costs no matplotlib import (``dyntools --help`` stays light). Shared style lives here:
 :func:`figure` (a fresh ``Figure``, not pyplot's global state), :data:`PALETTE` (Okabe–Ito,
 colour-blind safe) and :func:`save` (PNG and PDF; a legend left at ``loc="best"`` is first moved where it
 covers no drawn pixel, :mod:`dyntools.plots.legends`).
@@ -17,41 +20,16 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import importlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-from matplotlib.figure import Figure
 
 from dyntools.store import StoreError
 
-PLOTTERS: dict[str, str] = {
-    "stabilization": "dyntools.plots.stabilization",
-    "stabilization-phase": "dyntools.plots.stabilization",
-    "relu": "dyntools.plots.relu",
-    "adamw-grid": "dyntools.plots.adamw_heatmaps",
-    "adamw-budgets": "dyntools.plots.adamw_budgets",
-    "adamw-schedules": "dyntools.plots.adamw_schedules",
-    "adamw-difficulty": "dyntools.plots.adamw_difficulty",
-    "sde": "dyntools.plots.sde",
-    "sde-convergence": "dyntools.plots.sde",
-    "sde-diag-net": "dyntools.plots.sde",
-    "sde-sgd-vs-sde": "dyntools.plots.sde",
-    "sde-sparsity": "dyntools.plots.sde",
-    "diag-net": "dyntools.plots.diag_net",
-    "voronoi": "dyntools.plots.voronoi",
-    "voronoi-ladder": "dyntools.plots.voronoi",
-    "sgd-vs-label-noise": "dyntools.plots.label_noise",
-    "deep-nets": "dyntools.plots.deep_nets",
-    "trajectories": "dyntools.plots.trajectories",
-    "universal-approximation": "dyntools.plots.universal",
-    "grokking": "dyntools.plots.grokking",
-    "grokking-sweep": "dyntools.plots.grokking",
-    "train": "dyntools.plots.train",
-    "symbolic-model": "dyntools.plots.symbolic_model",
-    "label-noise-band": "dyntools.plots.label_noise_band",
-}
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 #: The divergence line of the result being drawn (set by :func:`plot_result`, read by :func:`save`).
 _NOTE: contextvars.ContextVar[str | None] = contextvars.ContextVar("divergence_note", default=None)
@@ -89,6 +67,7 @@ def figure(ncols: int = 1, nrows: int = 1, width: float = 4.2, height: float = 3
     axes : ndarray of Axes, shape (nrows, ncols)
     """
     import matplotlib
+    from matplotlib.figure import Figure
 
     with matplotlib.rc_context(RC):
         fig = Figure(figsize=(width * ncols, height * nrows), layout="constrained")
@@ -210,8 +189,10 @@ def stamp_note(fig: Figure, inside: bool = False) -> None:
     fig._dyntools_note = True
 
 
-def plot_result(result, out_dir: Path, formats: Sequence[str] = ("png", "pdf")) -> list[Path]:
-    """Draw every figure registered for ``result.kind``.
+def plot_result(result, out_dir: Path, formats: Sequence[str] = ("png", "pdf"), *, plotter: Callable) -> list[Path]:
+    """Draw every figure of ``result`` with ``plotter``, the function its kind's experiment declares
+    (:attr:`dyntools.spec.Experiment.figures`, found by :func:`dyntools.plugins.figures`), each figure marked
+    with the result's divergence and precision notes.
 
     Parameters
     ----------
@@ -221,23 +202,18 @@ def plot_result(result, out_dir: Path, formats: Sequence[str] = ("png", "pdf")) 
         The directory the figures are written to.
     formats : sequence of str, default ("png", "pdf")
         The formats written.
+    plotter : callable
+        ``plotter(result, out_dir, formats) -> list of Path``: draws and saves (:func:`save`) the figures.
 
     Returns
     -------
     list of Path
         The written files.
-
-    Raises
-    ------
-    ValueError
-        When no figure is registered for ``result.kind``.
     """
-    if result.kind not in PLOTTERS:
-        raise ValueError(f"Invalid result kind: {result.kind!r} has no figures (known: {', '.join(PLOTTERS)})")
     notes = [n for n in (precision_note(result), divergence_note(result)) if n]
     token = _NOTE.set(" · ".join(notes) or None)
     try:
-        return importlib.import_module(PLOTTERS[result.kind]).plot_result(result, Path(out_dir), formats)
+        return plotter(result, Path(out_dir), formats)
     finally:
         _NOTE.reset(token)
 

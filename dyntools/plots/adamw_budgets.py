@@ -7,7 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from matplotlib.colors import LogNorm, Normalize
 
 from dyntools import plots
 from dyntools.plots.adamw_heatmaps import _edges
@@ -17,6 +16,7 @@ LAMBDA_NORM = r"$\lambda_{\mathrm{norm}}$"
 
 
 def plot_result(result, out_dir: Path, formats=("png", "pdf")) -> list[Path]:
+    from matplotlib.colors import LogNorm, Normalize
     budgets, lrs = result["budgets"], result["lrs"]
     nb = len(budgets)
     fig, axes = plots.figure(ncols=nb, nrows=2, width=3.4, height=3.0)

@@ -8,7 +8,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from matplotlib.colors import Normalize
 
 from dyntools import plots
 
@@ -40,6 +39,7 @@ def _ink(value, norm, cmap) -> str:
 
 
 def plot_result(result, out_dir: Path, formats=("png", "pdf")) -> list[Path]:
+    from matplotlib.colors import Normalize
     s = result.summary
     names = s["optimizers"]
     noises, turns = result["noises"], result["turns"]

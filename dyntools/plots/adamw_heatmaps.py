@@ -11,7 +11,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from matplotlib.colors import LogNorm, Normalize
 
 from dyntools import plots
 
@@ -102,6 +101,7 @@ def plot_result(result, out_dir: Path, formats=("png", "pdf")) -> list[Path]:
 
 def plot_heatmaps(result, out_dir: Path, formats=("png", "pdf")) -> list[Path]:
     """Validation accuracy, validation loss and final training loss over (lr, wd)."""
+    from matplotlib.colors import LogNorm
     names = result.config["optimizers"]
     paths = plot_val_accuracy(result, out_dir, formats)
     loss = result["val_loss"]
@@ -122,6 +122,7 @@ def plot_heatmaps(result, out_dir: Path, formats=("png", "pdf")) -> list[Path]:
 
 def plot_val_accuracy(result, out_dir: Path, formats=("png", "pdf"), name="adamw_grid_val_accuracy"):
     """Heatmaps of the final validation accuracy, the threshold's contour and the best cell."""
+    from matplotlib.colors import Normalize
     fig, axes = plots.figure(ncols=len(result.config["optimizers"]), nrows=1, width=4.3, height=4.2)
     chance = 1.0 / result.config.get("classes", 2)
     _panel_row(fig, axes[0], result, "val_acc", "validation accuracy", Normalize(chance, 1.0), "viridis",
@@ -131,6 +132,7 @@ def plot_val_accuracy(result, out_dir: Path, formats=("png", "pdf"), name="adamw
 
 def plot_train_accuracy(result, out_dir: Path, formats=("png", "pdf"), name="adamw_grid_train_accuracy"):
     """Heatmaps of the final training accuracy (contour and star: validation accuracy, as elsewhere)."""
+    from matplotlib.colors import Normalize
     fig, axes = plots.figure(ncols=len(result.config["optimizers"]), nrows=1, width=4.3, height=4.2)
     chance = 1.0 / result.config.get("classes", 2)
     _panel_row(fig, axes[0], result, "train_acc", "final training accuracy", Normalize(chance, 1.0),
@@ -140,6 +142,7 @@ def plot_train_accuracy(result, out_dir: Path, formats=("png", "pdf"), name="ada
 
 def plot_weight_sparsity(result, out_dir: Path, formats=("png", "pdf"), name="adamw_grid_weight_sparsity"):
     """Heatmaps of the fraction of weights (biases left out) with ``|w| <`` the sweep's tolerance."""
+    from matplotlib.colors import Normalize
     fig, axes = plots.figure(ncols=len(result.config["optimizers"]), nrows=1, width=4.3, height=4.2)
     tol = result.config.get("sparsity_tol", 1e-3)
     _panel_row(fig, axes[0], result, "w_small", f"weights with |w| < {tol:g}", Normalize(0.0, 1.0),
@@ -175,6 +178,7 @@ def plot_learning_curves(result, out_dir: Path, formats=("png", "pdf"), name="ad
 def plot_variants(results, labels, out_dir: Path, formats=("png", "pdf"), name="adamw_grid_variants_val_accuracy"):
     """Validation-accuracy heatmaps of several sweeps on the same grid, one row per sweep (``labels``: what
     distinguishes them, e.g. the network's regularizer), one column per optimizer, one colour scale."""
+    from matplotlib.colors import Normalize
     first = results[0]
     fig, axes = plots.figure(ncols=len(first.config["optimizers"]), nrows=len(results), width=4.3, height=4.2)
     chance = 1.0 / first.config.get("classes", 2)

@@ -54,9 +54,12 @@ import json
 import os
 import re
 from itertools import combinations
+from typing import TYPE_CHECKING
 
 import numpy as np
-from matplotlib.transforms import Bbox
+
+if TYPE_CHECKING:
+    from matplotlib.transforms import Bbox
 
 #: Two text boxes overlap when they share more than this many square pixels …
 OVERLAP_PX = 4.0
@@ -229,6 +232,7 @@ def _text_boxes(fig, renderer) -> list[tuple[str, Bbox]]:
 
 
 def _overlap_problems(boxes) -> list[str]:
+    from matplotlib.transforms import Bbox
     problems = []
     for (a, ba), (b, bb) in combinations(boxes, 2):
         if not ba.overlaps(bb):
@@ -286,6 +290,7 @@ def _legends(fig) -> list:
 
 
 def _legend_problems(fig, renderer) -> list[str]:
+    from matplotlib.transforms import Bbox
     problems = []
     boxes = [(leg, leg.get_window_extent(renderer)) for leg in _legends(fig)]
     if not boxes:
@@ -333,6 +338,7 @@ def _hidden_problems(fig) -> list[str]:
 
 
 def _edges(frame: Bbox, sides=("left", "right", "bottom", "top")) -> list[tuple[str, Bbox]]:
+    from matplotlib.transforms import Bbox
     lines = {"left": Bbox([[frame.x0, frame.y0], [frame.x0, frame.y1]]),
              "right": Bbox([[frame.x1, frame.y0], [frame.x1, frame.y1]]),
              "bottom": Bbox([[frame.x0, frame.y0], [frame.x1, frame.y0]]),

@@ -14,8 +14,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from matplotlib.lines import Line2D
-from matplotlib.ticker import LogLocator, NullFormatter
 
 from dyntools import plots
 
@@ -36,6 +34,9 @@ def plot_column_norms(result, out_dir: Path, formats=("png", "pdf"), *, runs=Non
                       stem: str = "column_norms", title: str | None = None) -> list[Path]:
     """Three panels against the iteration: train loss; column norms of φ_θ(X); per-example gradient
     norms — ``runs`` (indices; default all) in distinct colours, median solid, 10–90 % band, max dotted."""
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import LogLocator, NullFormatter
+
     from dyntools.metrics import NORM_QUANTILES
 
     labels, steps, loss, colq, gradq = _runs(result, seed)

@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-from matplotlib.lines import Line2D
 
 from dyntools import plots
 
@@ -94,6 +93,7 @@ def level_note(ax, y: float, text: str) -> None:
 
 def plot_result(result, out_dir: Path, formats: Sequence[str] = ("png", "pdf"),
                 stem: str = "diag_net") -> list[Path]:
+    from matplotlib.lines import Line2D
     steps = result["steps"].astype(float)
     x = np.maximum(steps, 0.5)  # step 0 drawn at 0.5 on the log axis
     runs = result.config["runs"]

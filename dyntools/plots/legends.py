@@ -14,7 +14,10 @@ hand is left where it is (the check judges it).
 
 from __future__ import annotations
 
-from matplotlib.transforms import Bbox
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from matplotlib.transforms import Bbox
 
 from dyntools.plots import check
 

@@ -20,8 +20,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from matplotlib.lines import Line2D
-from matplotlib.ticker import MaxNLocator
 
 from dyntools import plots
 
@@ -37,6 +35,8 @@ def _steps_axis(steps):
 
 
 def plot_curves(result, out_dir: Path, formats) -> list[Path]:
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import MaxNLocator
     labels = [plots.math_label(lab) for lab in result.config["labels"]]
     steps = _steps_axis(result["steps"])
     sp = result["sparsity"]
@@ -99,6 +99,8 @@ def plot_curves(result, out_dir: Path, formats) -> list[Path]:
 
 
 def plot_predictor_1d(result, out_dir: Path, formats) -> list[Path]:
+    from matplotlib.lines import Line2D
+
     from dyntools.metrics import kinks_1d
 
     layout = _layout(result)
@@ -136,6 +138,8 @@ def plot_predictor_1d(result, out_dir: Path, formats) -> list[Path]:
 def plot_predictor_paper_1d(result, out_dir: Path, formats, snapshots=None) -> list[Path]:
     """The 1-D predictor figure as the paper draws it: at each iteration of ``snapshots`` (default
     the recorded ones of the authors' figure) every run's predictor over the 12 points."""
+    from matplotlib.lines import Line2D
+
     from dyntools.metrics import kinks_1d
 
     layout = _layout(result)

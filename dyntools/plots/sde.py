@@ -6,7 +6,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-from matplotlib.ticker import NullFormatter
 
 from dyntools import plots
 
@@ -140,6 +139,7 @@ def _noise(cfg: dict) -> str:
 
 def sgd_vs_sde_figure(result, out_dir, formats):
     """Means and variances over paths of the loss and of β (GD dashed, SDE solid), and the gap vs η."""
+    from matplotlib.ticker import NullFormatter
     tau, etas = result["tau"], result["etas"]
     fig, axes = plots.figure(2, 2, width=4.2, height=3.0)
     j = int(np.argmax(result["beta_star"]))          # the largest coordinate of β*

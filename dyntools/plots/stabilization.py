@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-from matplotlib.ticker import MaxNLocator
 
 from dyntools import plots
 from dyntools.engine.result import RunResult
@@ -38,6 +37,7 @@ def loss_curves(result: RunResult, ax, max_paths: int = 8) -> None:
 def bounce(result: RunResult, ax, window: int = 60) -> None:
     """θ_t/θ* of one surviving path on the last run of consecutive recorded steps: the two sides of 1.
     When every path diverged there is no bounce to show: :func:`runaway` draws how the iterates left."""
+    from matplotlib.ticker import MaxNLocator
     steps = result["steps"]
     theta_all = result["theta"] / result.config["theta_star"]
     alive = np.flatnonzero(np.all(np.isfinite(theta_all), axis=1))

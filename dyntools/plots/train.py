@@ -78,3 +78,8 @@ def plot_result(result, out_dir: Path, formats=("png", "pdf")) -> list[Path]:
         axes[0, 0].legend(frameon=False)
         paths += plots.save(fig, out_dir, "train_metrics", formats)
     return paths
+
+
+#: the figures of the library's own result kind (``dt.train`` writes kind ``"train"``; no experiment owns it),
+#: found by :func:`dyntools.plugins.figures`
+FIGURES = {"train": plot_result}

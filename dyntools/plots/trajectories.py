@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-from matplotlib.colors import BoundaryNorm
 
 from dyntools import plots
 from dyntools.plots import animate, check
@@ -32,6 +31,8 @@ def _labels():
 
 def _background(ax, surface: str, levels: int = 14):
     """Filled log-contours of ``f − f*`` and the surface's marked points; returns nothing."""
+    from matplotlib.colors import BoundaryNorm
+
     from dyntools.models.surfaces import Surface
 
     model = Surface(surface)

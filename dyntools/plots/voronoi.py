@@ -24,10 +24,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-from matplotlib.colors import ListedColormap
-from matplotlib.lines import Line2D
+
+if TYPE_CHECKING:
+    from matplotlib.colors import ListedColormap
 
 from dyntools import plots
 from dyntools.data.voronoi import label_points
@@ -37,6 +39,7 @@ SCALARS = (("offset", "offset o"), ("scale", "scale Ïƒ"), ("plus-minus", "plusâ€
 
 
 def class_cmap(classes: int) -> ListedColormap:
+    from matplotlib.colors import ListedColormap
     return ListedColormap([plots.PALETTE[c % len(plots.PALETTE)] for c in range(classes)])
 
 
@@ -259,6 +262,7 @@ def ladder_curves(result, out_dir: Path, formats=("png", "pdf"), stem: str = "vo
     """One column per trained member of the ladder (eval/train accuracy above, eval cross-entropy below),
     the majority class and the exact rule as horizontal lines; with the MLP baseline in the ladder, its median
     final evaluation accuracy (L2 decay, or the first decay) is drawn as a dashed line in every rung's panel."""
+    from matplotlib.lines import Line2D
     rungs, decays = result.config["rungs"], result.config["decays"]
     x = result["steps"].astype(float)
     trained = [i for i, r in enumerate(rungs) if r != "exact"]

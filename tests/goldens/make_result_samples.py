@@ -1,5 +1,5 @@
 """Regenerate ``tests/goldens/result_samples.json``: the ``config`` and ``summary`` of one small real result of
-every kind ``dyntools plot`` draws (the kinds of ``dyntools.plots.PLOTTERS``), as the experiments write them.
+every kind ``dyntools plot`` draws (the kinds of ``dyntools.plugins.figures()``), as the experiments write them.
 
     python tests/goldens/make_result_samples.py        # from the repository root, ~1–2 min on 2 cores
     python tests/goldens/make_result_samples.py adamw-grid adamw-schedules    # only these kinds, merged in
@@ -88,7 +88,7 @@ def train_sample(tmp: str) -> dict:
 
 
 def main(kinds: list[str]) -> int:
-    from dyntools import cli, plots, store
+    from dyntools import cli, plugins, store
 
     path = Path(__file__).with_name("result_samples.json")
     unknown = sorted(set(kinds) - set(RUNS) - {"train"})
@@ -110,7 +110,7 @@ def main(kinds: list[str]) -> int:
             samples[kind] = {"argv": argv, "config": meta["config"], "summary": meta.get("summary", {})}
         if not kinds or "train" in kinds:
             samples["train"] = train_sample(tmp)
-    missing = set(plots.PLOTTERS) - set(samples)
+    missing = set(plugins.figures()) - set(samples)
     assert not missing, f"no sample run for {sorted(missing)}"
     path.write_text(json.dumps(samples, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     print(f"wrote {path} ({len(samples)} kinds)", file=sys.stderr)
