@@ -35,6 +35,7 @@ BENCHMARKS: dict[str, str] = {
     "gallery": "dyntools.bench.gallery",
     "symbolic-model": "dyntools.bench.symbolic_model",
     "image-epoch": "dyntools.bench.image_epoch",
+    "cold-start": "dyntools.bench.cold_start",
 }
 
 
