@@ -100,6 +100,12 @@ def _names(code) -> set[str]:
     return names
 
 
+def _code_text(code) -> str:
+    """The bytecode, names and constants of ``code`` and of the code nested in it (line numbers left out)."""
+    consts = [_code_text(c) if hasattr(c, "co_code") else repr(c) for c in code.co_consts]
+    return f"{code.co_code.hex()} {code.co_names} {code.co_varnames} {consts}"
+
+
 def source_fingerprint(fn, seen: set | None = None) -> str | None:
     """The SHA-256 (hex) of what a user's numba function compiles from: its source text, its compile options,
     and every global and closure value its code reads (:func:`_value_text`; jitted callees recursively).
@@ -117,7 +123,9 @@ def source_fingerprint(fn, seen: set | None = None) -> str | None:
         source = inspect.getsource(func)
     except (OSError, TypeError):
         return None
-    parts = [source, repr(sorted((k, repr(v)) for k, v in getattr(fn, "targetoptions", {}).items()))]
+    # the bytecode too: a file edited after it was imported shows new source for old code
+    parts = [source, _code_text(func.__code__),
+             repr(sorted((k, repr(v)) for k, v in getattr(fn, "targetoptions", {}).items()))]
     scope = dict(func.__globals__)
     if func.__closure__:
         scope.update(zip(func.__code__.co_freevars, (c.cell_contents for c in func.__closure__)))

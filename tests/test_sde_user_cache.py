@@ -122,3 +122,21 @@ def test_a_loop_cached_on_another_target_is_never_loaded(tmp_path, monkeypatch):
     monkeypatch.setattr(target, "compile_target", lambda: real)
     here = S.user_kernel_key(_sde())
     assert here != foreign and not cache.exists("sdekernel", here)       # this machine writes and compiles its own
+
+
+def test_a_file_edited_after_import_does_not_pass_for_the_code_loaded(tmp_path):
+    import importlib.util
+    import linecache
+
+    def load(name):
+        spec = importlib.util.spec_from_file_location(name, tmp_path / "term.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module.f
+
+    (tmp_path / "term.py").write_text("def f(t, x, args, out):\n    out[0] = 1.0\n")
+    old = load("term_old")
+    (tmp_path / "term.py").write_text("def f(t, x, args, out):\n    out[0] = 2.0\n")
+    linecache.checkcache()
+    new = load("term_new")
+    assert source_fingerprint(old) != source_fingerprint(new)       # same source text now, other code
