@@ -200,6 +200,8 @@ def selected(quick: bool) -> list[Row]:
 
 def run(quick: bool = False, rows: list[Row] | None = None) -> BenchReport:
     report = BenchReport("cold-start")
+    if hasattr(os, "getloadavg"):                    # a busy machine multiplies every figure: say how busy
+        report.measurements["load average (1 min) at start"] = os.getloadavg()[0]
     for row in rows if rows is not None else selected(quick):
         got = measure(row)
         for phase in ("cold", "warm"):
