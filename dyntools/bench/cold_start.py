@@ -7,9 +7,10 @@ now filled, directories ("warm": the second process of an installation). Nothing
 is a new interpreter (Python's own ``.pyc`` files are not cleared, as after any install).
 
 Rows are Python snippets run with ``python -c`` (``import`` is timed apart from ``first``, the first call to
-its returned result; ``cold``/``warm`` are their sum) or commands run with ``python -m dyntools`` (wall time
-of the whole child). Targets are those of issue 38 (seconds, lower is better). JAX's compile time for the
-same models is reported beside them when JAX is installed (a note says so when it is not).
+its returned result; ``cold``/``warm`` are their sum; ``again``: the same call once more in the same process)
+or commands run with ``python -m dyntools`` (wall time of the whole child). Targets are those of issue 38
+(seconds, lower is better). JAX's compile time for the same models is reported beside them when JAX is
+installed (a note says so when it is not).
 
 ``--quick`` runs the ``dt.train`` rows of DiagNet and the toy and the user SDE. The environment variable
 ``DYNTOOLS_COLD_START_ROWS`` (comma-separated row names) selects rows instead; ``reproduce-quick`` (minutes)
@@ -40,10 +41,12 @@ _t0 = time.perf_counter()
 _t1 = time.perf_counter()
 {first}
 _t2 = time.perf_counter()
-print(json.dumps({{"import": _t1 - _t0, "first": _t2 - _t1, "files_seen": _seen}}))
+{first}
+print(json.dumps({{"import": _t1 - _t0, "first": _t2 - _t1, "again": time.perf_counter() - _t2,
+                  "files_seen": _seen}}))
 """
 
-_DATA = "type('Data', (), {'X': X, 'y': y})()"
+_DATA = "type('Data', (), {'X': X, 'y': y, 'X_test': globals().get('Xt'), 'y_test': globals().get('yt')})()"
 
 _CIR = '''\
 """A user's Cox-Ingersoll-Ross process dX = kappa (mu - X) dt + sigma sqrt(X) dW, as a user writes it."""
@@ -88,7 +91,8 @@ def _train_row(name: str, make: str, data: str, steps: int = 10) -> Row:
 
 _RNG = "rng = np.random.default_rng(0)"
 ROWS = (
-    _train_row("train-diag-net", "dt.DiagNet(20)", f"{_RNG}\nX = rng.standard_normal((100, 20)); y = X[:, 0].copy()"),
+    _train_row("train-diag-net", "dt.DiagNet(200)", f"{_RNG}\nX = rng.standard_normal((100, 200)); y = X[:, 0].copy()\n"
+               "Xt = rng.standard_normal((1000, 200)); yt = Xt[:, 0].copy()"),
     _train_row("train-toy", "dt.ToyModel(dt.QuadraticToy.uniform(n=100))",
                "t = dt.toy_data(dt.QuadraticToy.uniform(n=100)); X, y = t.X, t.y"),
     _train_row("train-mlp", "dt.MLP((2, 16, 16, 3), head='cross-entropy')",
@@ -123,7 +127,7 @@ def child_environment(folder: str) -> dict[str, str]:
 
 
 def run_child(row: Row, folder: str) -> dict:
-    """One child of ``row`` with its caches in ``folder``: ``{"import", "first", "total", "files_seen"}``
+    """One child of ``row`` with its caches in ``folder``: ``{"import", "first", "again", "total", "files_seen"}``
     (seconds; ``files_seen``: files in each cache directory when the child started; commands: ``total`` only)."""
     env = child_environment(folder)
     work = os.path.join(folder, "work")
@@ -205,7 +209,7 @@ def run(quick: bool = False, rows: list[Row] | None = None) -> BenchReport:
     for row in rows if rows is not None else selected(quick):
         got = measure(row)
         for phase in ("cold", "warm"):
-            for part in ("import", "first", "total"):
+            for part in ("import", "first", "again", "total"):
                 if part in got[phase]:
                     report.measurements[f"{row.name} {phase} {part} s"] = got[phase][part]
         report.targets.append(Target(f"{row.name} cold", got["cold"]["total"], row.cold_goal,
