@@ -140,3 +140,10 @@ def test_a_file_edited_after_import_does_not_pass_for_the_code_loaded(tmp_path):
     linecache.checkcache()
     new = load("term_new")
     assert source_fingerprint(old) != source_fingerprint(new)       # same source text now, other code
+
+
+def test_a_term_without_source_has_no_key():
+    scope = {"np": np}
+    exec(compile("def f(t, x, args, out):\n    out[0] = 1.0\n", "<typed at a prompt>", "exec"), scope)
+    sde = S.SDE(numba.njit(scope["f"]), diffusion, dim=1, noise_dim=1, args=[0.5, 0.3])
+    assert source_fingerprint(scope["f"]) is None and S.user_kernel_key(sde) is None
