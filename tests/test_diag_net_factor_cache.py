@@ -44,3 +44,15 @@ def test_recorded_loss_unchanged_by_the_cache():
         diag_net.loss_factor(X, y)[0].T[None], diag_net.loss_factor(X, y)[1][None])],
         np.array([diag_net.loss_factor(X, y)[2]]), np.array([0, 0]))
     assert a.tobytes() == b.tobytes() == ref.tobytes()
+
+
+def test_factor_does_not_depend_on_the_blas_thread_count():
+    from threadpoolctl import threadpool_limits
+
+    rng = np.random.default_rng(11)
+    X, y = rng.standard_normal((2000, 300)), rng.standard_normal(2000)
+    with threadpool_limits(2):
+        two = diag_net.loss_factor(X, y)
+    with threadpool_limits(1):
+        one = diag_net.loss_factor(X, y)
+    assert all(a.tobytes() == b.tobytes() for a, b in zip(one[:2], two[:2])) and one[2] == two[2]
