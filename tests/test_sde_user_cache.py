@@ -147,3 +147,11 @@ def test_a_term_without_source_has_no_key():
     exec(compile("def f(t, x, args, out):\n    out[0] = 1.0\n", "<typed at a prompt>", "exec"), scope)
     sde = S.SDE(numba.njit(scope["f"]), diffusion, dim=1, noise_dim=1, args=[0.5, 0.3])
     assert source_fingerprint(scope["f"]) is None and S.user_kernel_key(sde) is None
+
+
+lam_drift = numba.njit(lambda t, x, args, out: None)
+
+
+def test_a_lambda_term_is_checked_uncached():
+    assert S._checked_copy(lam_drift) is None
+    assert S._bounds_checked(lam_drift) is not None

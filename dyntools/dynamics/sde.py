@@ -600,9 +600,14 @@ def _checked_copy(fn):
     if fingerprint is None:
         return None
     func = fn.py_func
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
+    except SyntaxError:                              # e.g. a lambda inside a longer expression
+        return None
+    if len(tree.body) != 1 or not isinstance(tree.body[0], ast.FunctionDef) or tree.body[0].name != func.__name__:
+        return None                                  # not a plain ``def``: compiled in every process, as before
 
     def make():
-        tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
         tree.body[0].decorator_list = []
         return _CHECKED_TERM.format(name=func.__name__, source=ast.unparse(tree))
 
