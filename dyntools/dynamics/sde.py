@@ -55,6 +55,12 @@ differences of ``diffusion``, for commutative noise the ``milstein`` term to the
 from finite differences of ``diffusion`` (:func:`check_milstein_term`); a mismatch is one
 :class:`~dyntools.validation.KernelMismatch` naming the term, the point and the first differing entry.
 
+**Compiled once per installation.** A user's loop (this engine's loop around the user's terms) and the
+bounds-checked copies of the terms are generated into :func:`dyntools.codegen.cache.cache_dir` with numba's
+cache beside them, keyed by :func:`dyntools.user_code.source_fingerprint` of the terms (source, bytecode,
+every value they read), the engine's source and the compile target, so a second process loads them; a term
+without readable source, or reading a value that cannot be fingerprinted, is compiled in every process.
+
 **Brownian increments** come from one xoshiro256** stream per path (:func:`dyntools.engine.streams.path_states`)
 through the ziggurat normal of :mod:`dyntools.engine.ziggurat`. With ``substeps = r`` every
 step of size ``h`` sums ``r`` fine increments of size ``h/r`` (fine step outer, noise dimension
