@@ -65,7 +65,7 @@ def loss_factor(X, y) -> tuple[np.ndarray, np.ndarray, float]:
     y = np.asarray(y, dtype=np.float64)
     scale = 1.0 / np.sqrt(X.shape[0])
     # one BLAS thread: the factor does not depend on the thread count (2000 × 300 differed in the last bits),
-    # and a threaded QR of a 1000 × 200 test set took 0.06–5 s on a busy 2-core machine, 0.02–0.03 s on one
+    # and a threaded QR only fights a busy machine (``dyntools bench cold-start``'s DiagNet row: docs/performance)
     with threadpool_limits(1):
         Q, R = np.linalg.qr(X * scale, mode="reduced")
         z = Q.T @ (y * scale)
