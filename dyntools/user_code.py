@@ -62,3 +62,77 @@ def run_file(path, option: str = "--file") -> dict:
     finally:
         sys.path.remove(str(resolved.parent))
     return module.__dict__
+
+
+def _value_text(value, seen: set) -> str | None:
+    """A text that changes whenever ``value`` (a global or closure value a user's function reads) would make
+    compiled code differ: modules by name, numbers and strings by ``repr``, arrays by dtype, shape and a
+    digest of their bytes, jitted functions by :func:`source_fingerprint`. None for anything else (then the
+    function has no fingerprint and is never cached)."""
+    import hashlib
+    import types as _types
+
+    import numpy as np
+
+    if isinstance(value, _types.ModuleType):
+        return f"module {value.__name__}"
+    if value is None or isinstance(value, (bool, int, float, complex, str, bytes, np.generic)):
+        return f"{type(value).__name__} {value!r}"
+    if isinstance(value, np.ndarray):
+        data = np.ascontiguousarray(value)
+        return f"array {data.dtype.str} {data.shape} {hashlib.blake2b(data.view(np.uint8).ravel()).hexdigest()}"
+    if isinstance(value, tuple):
+        parts = [_value_text(v, seen) for v in value]
+        return None if None in parts else "tuple(" + ", ".join(parts) + ")"
+    if hasattr(value, "py_func") and hasattr(value, "targetoptions"):
+        return source_fingerprint(value, seen)
+    if isinstance(value, type) or callable(value) and getattr(value, "__module__", "") in ("numpy", "math", "cmath"):
+        return f"{getattr(value, '__module__', '')}.{getattr(value, '__qualname__', repr(value))}"
+    return None
+
+
+def _names(code) -> set[str]:
+    """The global names read by ``code`` and by the functions and comprehensions nested in it."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if hasattr(const, "co_names"):
+            names |= _names(const)
+    return names
+
+
+def _code_text(code) -> str:
+    """The bytecode, names and constants of ``code`` and of the code nested in it (line numbers left out)."""
+    consts = [_code_text(c) if hasattr(c, "co_code") else repr(c) for c in code.co_consts]
+    return f"{code.co_code.hex()} {code.co_names} {code.co_varnames} {consts}"
+
+
+def source_fingerprint(fn, seen: set | None = None) -> str | None:
+    """The SHA-256 (hex) of what a user's numba function compiles from: its source text, its compile options,
+    and every global and closure value its code reads (:func:`_value_text`; jitted callees recursively).
+    Equal fingerprints mean the same compiled code on one compile target. None when the source cannot be
+    read (a function typed at an interactive prompt) or a value it reads cannot be named."""
+    import hashlib
+    import inspect
+
+    seen = set() if seen is None else seen
+    func = getattr(fn, "py_func", fn)
+    if id(func) in seen:                           # recursion: already being fingerprinted higher up
+        return f"recursive {func.__qualname__}"
+    seen.add(id(func))
+    try:
+        source = inspect.getsource(func)
+    except (OSError, TypeError):
+        return None
+    # the bytecode too: a file edited after it was imported shows new source for old code
+    parts = [source, _code_text(func.__code__),
+             repr(sorted((k, repr(v)) for k, v in getattr(fn, "targetoptions", {}).items()))]
+    scope = dict(func.__globals__)
+    if func.__closure__:
+        scope.update(zip(func.__code__.co_freevars, (c.cell_contents for c in func.__closure__)))
+    for name in sorted(_names(func.__code__) | set(func.__code__.co_freevars)):
+        if name in scope:
+            text = _value_text(scope[name], seen)
+            if text is None:
+                return None
+            parts.append(f"{name} = {text}")
+    return hashlib.sha256("\n".join(parts).encode("utf-8")).hexdigest()

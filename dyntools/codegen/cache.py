@@ -10,6 +10,11 @@ internal symbols, its head, the code generator's version). A file is never rewri
 (numba invalidates its cache when a source file's time stamp changes); it is written to a temporary
 name and renamed, so that concurrent processes never import half a file.
 
+A module may also be code around a user's functions (:mod:`dyntools.dynamics.sde`: the SDE loop around a
+user's drift and diffusion): its key then covers the functions' source and everything they read
+(:func:`dyntools.user_code.source_fingerprint`) and the compile target (:func:`target_text`), so that a cache
+written by another processor or numba version is never used.
+
 Beside the modules, empty stamp files ``<name>.ok`` record checks that passed on this installation
 (:func:`stamp`; the generated kernel against its twin, named by both files' :func:`fingerprint`).
 
@@ -41,6 +46,14 @@ def key_of(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
 
 
+def target_text() -> str:
+    """The compile target as text for a key: CPU name and features as numba compiles for them, numba,
+    llvmlite and numpy versions (:func:`dyntools.engine.target.compile_target`) and Python's version."""
+    from dyntools.engine import target
+
+    return repr(sorted(target.compile_target().items())) + f" python {sys.version_info[:3]}"
+
+
 def path_of(kind: str, key: str) -> Path:
     return cache_dir() / f"{kind}_{key}.py"
 
@@ -49,8 +62,10 @@ def exists(kind: str, key: str) -> bool:
     return path_of(kind, key).is_file()
 
 
-def load(kind: str, key: str, make_source=None):
-    """The module ``<kind>_<key>``: imported from the cache, written first from ``make_source()`` if absent."""
+def load(kind: str, key: str, make_source=None, namespace: dict | None = None):
+    """The module ``<kind>_<key>``: imported from the cache, written first from ``make_source()`` if absent.
+    ``namespace``: names set in the module before its code runs (objects its code refers to but cannot import,
+    e.g. a user's jitted functions; the key must then cover everything that makes them compile differently)."""
     name = f"dyntools_generated_{kind}_{key}"
     if name in sys.modules:
         return sys.modules[name]
@@ -69,6 +84,7 @@ def load(kind: str, key: str, make_source=None):
             os.replace(tmp, path)
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
+    module.__dict__.update(namespace or {})
     sys.modules[name] = module
     try:
         spec.loader.exec_module(module)

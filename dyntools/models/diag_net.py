@@ -59,12 +59,17 @@ def loss_factor(X, y) -> tuple[np.ndarray, np.ndarray, float]:
     ``k·d − k²/2`` multiply–adds instead of ``m·d`` — for the 1000-point test set with d = 200,
     a fifth — with no cancellation (both terms are sums of squares).
     """
+    from threadpoolctl import threadpool_limits
+
     X = np.asarray(X, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
     scale = 1.0 / np.sqrt(X.shape[0])
-    Q, R = np.linalg.qr(X * scale, mode="reduced")
-    z = Q.T @ (y * scale)
-    c = float(np.sum((y * scale - Q @ z) ** 2))
+    # one BLAS thread: the factor does not depend on the thread count (2000 × 300 differed in the last bits),
+    # and a threaded QR only fights a busy machine (``dyntools bench cold-start``'s DiagNet row: docs/performance)
+    with threadpool_limits(1):
+        Q, R = np.linalg.qr(X * scale, mode="reduced")
+        z = Q.T @ (y * scale)
+        c = float(np.sum((y * scale - Q @ z) ** 2))
     return np.triu(R), z, c
 
 
@@ -317,10 +322,43 @@ class DiagNet(Model):
         return factored_losses(theta_rec, *stacked_factors(zip(Xs, ys)), np.asarray(data_of, dtype=np.int64))
 
 
+#: :func:`loss_factor` of the data sets seen last, keyed by :func:`_content_key` (most recent last)
+_FACTORS: dict[tuple, tuple] = {}
+_FACTORS_KEPT = 8
+
+
+def _content_key(X, y) -> tuple:
+    """The shapes, dtypes and a BLAKE2 digest of the bytes of ``X`` and ``y``: equal keys mean equal data, so a
+    factor found under it is the one :func:`loss_factor` would compute (an array changed in place gets a new key)."""
+    import hashlib
+
+    parts = []
+    for a in (np.ascontiguousarray(X, dtype=np.float64), np.ascontiguousarray(y, dtype=np.float64)):
+        parts += [a.shape, hashlib.blake2b(a.view(np.uint8).ravel(), digest_size=16).hexdigest()]
+    return tuple(parts)
+
+
+def cached_loss_factor(X, y) -> tuple[np.ndarray, np.ndarray, float]:
+    """:func:`loss_factor` computed once per data set and process (the QR of a 1000 × 200 test set costs far
+    more than hashing it); the arrays returned are read-only and bitwise those of :func:`loss_factor`."""
+    key = _content_key(X, y)
+    hit = _FACTORS.pop(key, None)
+    if hit is None:
+        R, z, c = loss_factor(X, y)
+        R.setflags(write=False)
+        z.setflags(write=False)
+        hit = (R, z, c)
+    _FACTORS[key] = hit
+    while len(_FACTORS) > _FACTORS_KEPT:
+        del _FACTORS[next(iter(_FACTORS))]
+    return hit
+
+
 def stacked_factors(pairs):
     """``(Rᵀ, z, c)`` of :func:`loss_factor` for each ``(X, y)``, stacked (R transposed: the layout the
-    column-wise loss evaluation of :func:`factored_loss` reads contiguously)."""
-    fac = [loss_factor(X, y) for X, y in pairs]
+    column-wise loss evaluation of :func:`factored_loss` reads contiguously). Each factor is computed once
+    per data set (:func:`cached_loss_factor`) and only here, i.e. only when the loss is recorded."""
+    fac = [cached_loss_factor(X, y) for X, y in pairs]
     return (np.ascontiguousarray(np.stack([f[0].T for f in fac])),
             np.ascontiguousarray(np.stack([f[1] for f in fac])), np.array([f[2] for f in fac]))
 
