@@ -33,11 +33,10 @@ it. What keeps that honest is the other direction: nothing below the command lin
 floor, an upward one, and with the table it closes a circle. Below the top, a file imports the module it uses
 (``from dyntools.dynamics.train import train``).
 
-The checks over dyntools/'s imports must hold today. The checks that include simulations/, proofs/ and the
-strings are marked ``xfail(strict=True)`` while other branches remove the string registries (PLOTTERS,
-BUILTIN_FAMILIES) and the experiments' imports of one another; the mark comes off when they are merged (strict:
-an unexpected pass fails, so the mark cannot outlive its reason). The allowed exceptions to 1–3 are listed in
-:data:`EXCEPTIONS` with their reason.
+Every check holds over the whole tree — dyntools/, simulations/, proofs/, imports inside functions, module paths
+written in strings and package scans: no circle, no climb (the planted-string tests show each check fails on the
+kind of circle the string registries PLOTTERS, BUILTIN_FAMILIES and BENCHMARKS once closed). The allowed exceptions
+to 1–3 are listed in :data:`EXCEPTIONS` with their reason.
 """
 
 from __future__ import annotations
@@ -93,8 +92,6 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
     ("dyntools.bench.sweep", "dyntools.lowlevel"): "the sweep benchmark reports which low-level kernels ran "
                                                    "(llvm-vector or the fallback) and inspects a panel's code",
 }
-
-PENDING_MERGES = "until the w46b merge (PLOTTERS: figures declared by their experiments)"
 
 
 def _module_name(path: Path) -> str:
@@ -435,30 +432,6 @@ def test_the_scan_covers_the_whole_tree():
     assert not string_edges(everything=True).get("dyntools.result_schema")     # DECLARED_IN is gone
 
 
-#: What the whole tree (strings included) still holds until other branches are merged: each circle must
-#: contain one of these modules, each upward dependency start at one of these importers. A new circle or a new
-#: upward reach fails at once; an entry that no longer occurs fails too (delete it).
-PENDING_CIRCLE_MEMBERS = {
-    "dyntools.plots": "PLOTTERS (w46b: figures declared by their experiments)",
-}
-PENDING_UPWARD: dict[str, str] = {}
-
-
-def test_only_the_pending_circles_and_reaches_remain():
-    graph = import_graph(True, True)
-    found = circles(graph)
-    assert all(set(c) & set(PENDING_CIRCLE_MEMBERS) for c in found), \
-        "new circles:\n" + "\n".join(" <-> ".join(c) for c in found if not set(c) & set(PENDING_CIRCLE_MEMBERS))
-    for member in PENDING_CIRCLE_MEMBERS:
-        assert any(member in c for c in found), f"{member} is in no circle any more: delete it from PENDING"
-    bad = upward_imports(graph)
-    importers = {b.split(" ")[0] for b in bad}
-    assert importers <= set(PENDING_UPWARD), "new upward dependencies:\n" + "\n".join(bad)
-    for importer in PENDING_UPWARD:
-        assert importer in importers, f"{importer} no longer climbs: delete it from PENDING_UPWARD"
-
-
-@pytest.mark.xfail(strict=True, reason=PENDING_MERGES)
 def test_no_circle_in_the_whole_tree_strings_included():
     found = circles(import_graph(True, True))
     assert not found, "files that depend on one another, strings and scans included:\n" + \
