@@ -146,3 +146,12 @@ def test_record_grids_are_sorted_unique_and_inside(steps, records, dense):
         assert grid.size <= records + dense + 2
     log = recording.log_grid(steps, records, dense)
     assert log.size >= min(records, steps + 1)         # as many recordings as asked for
+
+
+@pytest.mark.parametrize("steps, records", [(100_000, 100_000), (100_000, 90_000), (10_000, 9_000), (1000, 999)])
+def test_a_log_grid_of_nearly_every_step_holds_what_was_asked(steps, records):
+    """Asking for nearly every step once took thousands of rounds of ever larger log grids (minutes before the
+    memory check could refuse the run): past twice the steps in log points, the earliest missing steps fill in."""
+    grid = recording.log_grid(steps, records)
+    assert grid.size == records and grid[0] == 0 and grid[-1] == steps and np.all(np.diff(grid) > 0)
+    assert np.array_equal(grid[:50], np.arange(50))            # the early steps, as a log grid favours them

@@ -55,13 +55,18 @@ def log_grid(steps: int, records: int, dense_start: int = 10) -> np.ndarray:
         return np.unique(np.concatenate([dense, tail, [steps]]))
 
     # Early log-spaced points round onto the same integers; ask for more points until ``records``
-    # distinct steps (or every step) are recorded, so the grid holds what the caller asked for.
+    # distinct steps (or every step) are recorded, so the grid holds what the caller asked for. When that needs
+    # more log-spaced points than twice the steps (nearly every step asked for: thousands of rounds of ever larger
+    # grids, minutes of work), the earliest steps the grid misses are added instead, up to ``records``.
     if target >= steps + 1:
         return np.arange(steps + 1, dtype=np.int64)
     points = records
     out = grid(points)
     while out.size < target:
         points += max(1, (target - out.size))
+        if points > 2 * (steps + 1):
+            missing = np.setdiff1d(np.arange(steps + 1, dtype=np.int64), out)[: target - out.size]
+            return np.union1d(out, missing)
         out = grid(points)
     return out
 
