@@ -79,6 +79,7 @@ def declared(module, one: str, many: str) -> list:
 @cache
 def experiments(verb: str) -> dict[str, Experiment]:
     """The experiments of one verb (``"simulate"`` or ``"sweep"``) by name."""
+    stream_keys()                                   # a plugin's stream purpose that clashes is refused here
     out: dict[str, Experiment] = {}
     for module in modules(EXPERIMENT_PACKAGES):
         for exp in declared(module, "EXPERIMENT", "EXPERIMENTS"):
@@ -128,8 +129,8 @@ def load_result(directory):
 
 @cache
 def claim_families() -> dict:
-    """The claim families that the modules of ``dyntools.proofs`` and the entry points declare
-    (``FAMILY``/``FAMILIES``), by name, in increasing ``order`` (ties: discovery order); a family without
+    """The claim families that every plugin module declares (``FAMILY``/``FAMILIES``: the proofs', an
+    experiment's, an entry point's), by name, in increasing ``order`` (ties: discovery order); a family without
     its own ``claims`` gets its module's ``CLAIMS``. The library's face is :mod:`dyntools.claims`.
 
     Raises
@@ -142,7 +143,7 @@ def claim_families() -> dict:
     """
     from dyntools.symbolic.registry import families_of
 
-    return families_of(modules(("dyntools.proofs",)))
+    return families_of(modules())
 
 
 def _library_figures() -> dict[str, Callable]:

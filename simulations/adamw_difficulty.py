@@ -47,7 +47,7 @@ from dyntools.spec import Entry, Experiment, RunContext, param
 
 KIND = "adamw-difficulty"
 TITLE = "Harder and easier spirals: the Adam vs AdamW good region across noise × turns (seed 001)"
-FAMILIES = {"adam": ("adam", "adamw"), "sgd": ("sgd", "sgdw")}      # (coupled, decoupled)
+OPTIMIZER_PAIRS = {"adam": ("adam", "adamw"), "sgd": ("sgd", "sgdw")}      # (coupled, decoupled)
 DISPLAY = {"adam": "Adam", "adamw": "AdamW", "sgd": "SGD", "sgdw": "SGDW"}
 #: A cell within this (absolute validation accuracy) of the threshold may count on either side of it.
 BORDER = 0.01
@@ -65,7 +65,7 @@ class DifficultyParams:
                           help="noise levels (Gaussian std of the points), strictly increasing: easier to harder")
     turns: tuple = param((1.0, 1.5, 2.0), kind="floats", low=0.0, low_open=True, high=100.0, max_len=16,
                          metavar="T1,T2,..", help="turns of each arm, strictly increasing: easier to harder")
-    family: str = param("adam", choices=tuple(FAMILIES),
+    family: str = param("adam", choices=tuple(OPTIMIZER_PAIRS),
                         help="adam: Adam (L2) vs AdamW; sgd: SGD (L2) vs SGDW (momentum 0.9)")
     lr_grid: tuple = param((1e-3, 1e-1, 4), kind="grid", metavar="LOW:HIGH:N", max_len=100,
                            help="log-spaced learning rates (the same for both optimizers)")
@@ -104,7 +104,7 @@ def config_of(p: DifficultyParams) -> dict:
         validation.positive("turns", t)
     for s in noises:
         validation.non_negative("noises", s)
-    return {"noise_levels": list(noises), "turn_counts": list(turns), "optimizers": list(FAMILIES[p.family]),
+    return {"noise_levels": list(noises), "turn_counts": list(turns), "optimizers": list(OPTIMIZER_PAIRS[p.family]),
             "lr_grid": list(lr), "wd_grid": list(wd), "replicates": p.replicates, "n": p.n, "n_val": p.n_val,
             "classes": 2, "hidden": list(p.hidden), "batch_size": p.batch_size, "epochs": p.epochs,
             "schedule": "constant", "momentum": 0.9, "normalized_wd": False, "threshold": p.threshold,
