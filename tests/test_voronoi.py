@@ -156,7 +156,7 @@ def test_train_compiled_loops_equal_the_twin(monkeypatch):
     env = DV.voronoi(200, n_test=50, seed=1)
     model = MV.VoronoiLadder("centers", dim=2, n_centers=16, box=100.0)
     opt = adamw_decay("l1l2", lr=1e-3, weights=model.decay_mask(("scale",)), groups=model.group_of())
-    assert loops.for_kernel(model.loss_grad) is loops.voronoi_paths         # the cached loop of the ladder
+    assert loops.user_loop(model.loss_grad) is not None                     # the ladder's kernel gets a cached loop
 
     def run(kernel, sampler="epoch"):
         return train(model, env, opt, steps=5, batch=8, sampler=sampler, records=3, grid="linear", kernel=kernel,
@@ -167,7 +167,7 @@ def test_train_compiled_loops_equal_the_twin(monkeypatch):
     for sampler in ("epoch", "with-replacement", "full", "distinct"):
         a = run("numba", sampler)
         with monkeypatch.context() as m:
-            m.delitem(loops.LOOPS, model.loss_grad)                          # the uncached generic loop
+            m.setattr(loops, "user_loop", lambda kernel: None)               # the uncached generic loop
             b = run("numba", sampler)
         np.testing.assert_allclose(a.arrays["theta"], b.arrays["theta"], rtol=1e-13, atol=1e-13)
 
@@ -179,7 +179,7 @@ def test_experiment_small_run_and_figures(tmp_path):
     from PIL import Image
 
     from dyntools import store
-    from dyntools.plots import plot_result
+    from dyntools.plugins import plot_result
 
     p = SV.make_params(rung="plus-minus", decay="min", no_decay=("scale",), n=600, n_test=200, steps=60,
                        batch=16, seeds=2, frames=4)
@@ -223,7 +223,7 @@ def test_experiment_bad_input(kwargs, word):
 def test_ladder_sweep_resumes(tmp_path):
     from dyntools.simulations import voronoi as SV
 
-    from dyntools.plots import plot_result
+    from dyntools.plugins import plot_result
 
     p = SV.make_params(n_centers=16, n=300, n_test=100, steps=20, batch=8, frames=3)
     kw = dict(rungs=("exact", "offset", "centers"), decays=("l2", "l1"), seeds=2, workers=1)

@@ -1,89 +1,19 @@
-"""The generic training loop of :mod:`dyntools.dynamics.train`, compiled once per built-in model and
-cached on disk.
+"""The generic training loop of :mod:`dyntools.dynamics.train`, generated for each model kernel and cached on disk.
 
 numba cannot cache a function that receives a compiled function as an argument (the argument's type
 names the object, which differs in every process), so the trainer's loop over paths, with the model's
 kernel passed in, would be recompiled by every process (seconds per model: every sweep worker, every
-``dyntools`` command). Here each built-in model's kernel is named in the body of its own loop, which
-inlines :func:`dyntools.dynamics.path_loop.advance_path`; these loops cache like any other kernel. Any other
-kernel defined at module level (a user's own, or a library model without an entry here, such as the sigmoid
-net and the ResNet) gets a loop generated for it (:func:`user_loop`), keyed by its source file's stamp — so
-an edited model file never meets a stale compiled loop, which an entry here would risk (numba's cache of
-this module does not see edits of the models it calls); only a kernel that cannot be imported by name gets
-the uncached loop. A generated kernel (:class:`dyntools.models.symbolic.SymbolicModel`) has no loop of its
+``dyntools`` command). Here every kernel defined at module level — a built-in model's or a user's — gets a loop
+generated with the kernel named in its body (:func:`user_loop`), which inlines
+:func:`dyntools.dynamics.path_loop.advance_path`; that loop caches like any other kernel. Its file is keyed by the
+kernel's source file's stamp, so an edited model file never meets a stale compiled loop (numba's cache of a loop
+written here by hand would not see edits of the models it calls); only a kernel that cannot be imported by name
+gets the uncached loop. A generated kernel (:class:`dyntools.models.symbolic.SymbolicModel`) has no loop of its
 own: the trainer calls it through a function pointer — a type that names the signature, not the object — from
 one loop compiled and cached for every such kernel (:func:`dyntools.dynamics.path_loop.by_pointer`).
 """
 
 from __future__ import annotations
-
-from numba import njit
-
-from dyntools.dynamics.path_loop import advance_path
-from dyntools.models import diag_net, least_squares, mlp, quadratic_toy, surfaces, voronoi
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def diag_net_paths(paths, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final):
-    for p in paths:
-        advance_path(diag_net.loss_grad, p, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at,
-                     record_final)
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def toy_paths(paths, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final):
-    for p in paths:
-        advance_path(quadratic_toy.loss_grad, p, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at,
-                     record_final)
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def least_squares_paths(paths, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final):
-    for p in paths:
-        advance_path(least_squares.loss_grad, p, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at,
-                     record_final)
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def mlp_regression_paths(paths, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final):
-    for p in paths:
-        advance_path(mlp.loss_grad_regression, p, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at,
-                     record_final)
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def mlp_cross_entropy_paths(paths, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final):
-    for p in paths:
-        advance_path(mlp.loss_grad_cross_entropy, p, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at,
-                     record_final)
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def voronoi_paths(paths, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final):
-    for p in paths:
-        advance_path(voronoi.loss_grad, p, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at,
-                     record_final)
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def surface_paths(paths, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final):
-    for p in paths:
-        advance_path(surfaces.loss_grad, p, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at,
-                     record_final)
-
-
-LOOPS = {diag_net.loss_grad: diag_net_paths, mlp.loss_grad_regression: mlp_regression_paths,
-         mlp.loss_grad_cross_entropy: mlp_cross_entropy_paths, quadratic_toy.loss_grad: toy_paths,
-         least_squares.loss_grad: least_squares_paths, voronoi.loss_grad: voronoi_paths,
-         surfaces.loss_grad: surface_paths}
-
-
-def for_kernel(kernel):
-    """The cached loop of ``kernel``, or ``None`` (the trainer then passes the kernel to its generic loop)."""
-    return LOOPS.get(kernel)
-
-
-# ------------------------------------------------------------------------- a user's kernel, cached too
 
 _USER_LOOP = '''"""Generated by dyntools.dynamics.loops for the kernel {module}.{name} (source {stamp}): do not edit."""
 from numba import njit
@@ -109,7 +39,7 @@ def user_loop_dir():
 
 
 def user_loop(kernel):
-    """The trainer's loop with a user's ``kernel`` named in its body, cached on disk like the built-ins'.
+    """The trainer's loop with ``kernel`` (a built-in model's or a user's) named in its body, cached on disk.
 
     The loop's source is generated once into :func:`user_loop_dir` under a name made of the kernel's
     module, name and its source file's size and modification time (an edited kernel gets a new loop, so

@@ -9,7 +9,7 @@ Step ``t`` of path ``p`` (see :mod:`dyntools.dynamics.train` for the runs × see
 with the iterate recorded when ``t`` is on the record grid and the path stopped at the first step whose
 parameters are non-finite or beyond the bound (:mod:`dyntools.engine.guard`).
 
-:func:`advance_path` is inlined into a ``nogil`` loop over paths: one per built-in model, cached on disk,
+:func:`advance_path` is inlined into a ``nogil`` loop over paths: one generated per model kernel, cached on disk,
 in :mod:`dyntools.dynamics.loops`; :func:`advance_paths_by_pointer` (the kernel called through a function
 pointer, compiled once for all kernels of the protocol's signature and cached) for the generated kernels of
 symbolic models (:func:`by_pointer`); and :func:`advance_paths` (the kernel passed as an argument, compiled

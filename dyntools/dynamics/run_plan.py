@@ -236,15 +236,15 @@ def _check_kernel(pb: Problem, kernel_fn, thetas, Xs, ys, iargs, fargs, ws_size,
 
 
 def _cached_loop(pb: Problem, args: tuple):
-    """The compiled generic loop of the model's kernel: the one cached for a built-in model, one shared loop
-    for every generated kernel (by pointer), a loop compiled for a user's kernel; None for the NumPy twin."""
-    model = pb.model
-    cached = loops.for_kernel(model.loss_grad)
-    if cached is None and pb.kernel == "numba" and model.generated_kernel:
-        cached = path_loop.by_pointer(model.loss_grad, args)      # one compiled loop for every such kernel
-    elif cached is None and pb.kernel == "numba":     # a user's kernel, or a library model without an entry in loops
-        cached = loops.user_loop(model.loss_grad)
-    return cached
+    """The compiled generic loop of the model's kernel: one shared loop for every generated kernel (by pointer),
+    else the loop generated for the kernel and cached on disk (:func:`dyntools.dynamics.loops.user_loop`, built-in
+    and user kernels alike); None for the NumPy twin, or a kernel that cannot be imported by name (the trainer then
+    passes it to its uncached generic loop)."""
+    if pb.kernel != "numba":
+        return None
+    if pb.model.generated_kernel:
+        return path_loop.by_pointer(pb.model.loss_grad, args)      # one compiled loop for every such kernel
+    return loops.user_loop(pb.model.loss_grad)
 
 
 def build_run(pb: Problem, rs: Runs, *, record_steps, records, grid, seed, theta0, bound, indices, common_stream,

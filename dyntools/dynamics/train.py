@@ -32,7 +32,7 @@ Streams: the sampler and label noise of path (g, s) draw from ``SeedSequence(see
 run of a seed shares the stream of ``(KEY, s)`` (paired comparisons of schedules on the same samples).
 
 :func:`~dyntools.dynamics.path_loop.advance_path` is the compiled step loop of one path (inlined into a
-``nogil`` loop over paths that runs on a thread pool: one per built-in model, cached on disk, in
+``nogil`` loop over paths that runs on a thread pool: one generated per model kernel, cached on disk, by
 :mod:`dyntools.dynamics.loops`) and :func:`~dyntools.dynamics.path_loop.advance_path_numpy` its twin;
 :func:`train` validates and builds the run (:mod:`dyntools.dynamics.run_plan`: the checks, the buffers, the
 tuned loop registered for the model and the setting when one applies, :func:`dyntools.dynamics.fast.select`),

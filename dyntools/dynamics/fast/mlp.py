@@ -37,9 +37,10 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from dyntools.dynamics.fast import mlp_regularized
-from dyntools.dynamics.loops import mlp_cross_entropy_paths
+from dyntools.dynamics.path_loop import advance_path
 from dyntools.engine import drive, guard, record, rng, samplers
 from dyntools.engine.precision import like
+from dyntools.models import mlp as mlp_model
 from dyntools.models.mlp import backward, example_buffers, forward, unpack_iargs
 from dyntools.optim.kernels import fused_step
 
@@ -173,10 +174,13 @@ def set_mxcsr(typingctx, value):
 
 @njit(cache=True, nogil=True)
 def cross_entropy_paths_flushed(paths, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final):
-    """:func:`dyntools.dynamics.loops.mlp_cross_entropy_paths` with FTZ and DAZ set (see the module docstring)."""
+    """The generic loop of the cross-entropy MLP kernel (:mod:`dyntools.dynamics.loops`) with FTZ and DAZ set (see
+    the module docstring)."""
     old = get_mxcsr()
     set_mxcsr(old | np.uint32(FTZ_DAZ))
-    mlp_cross_entropy_paths(paths, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final)
+    for p in paths:
+        advance_path(mlp_model.loss_grad_cross_entropy, p, arrays, t0, t1, record_steps, theta_rec, bound,
+                     diverged_at, record_final)
     set_mxcsr(old)
 
 
