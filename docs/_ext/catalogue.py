@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from source_writer import writes_source
+
 #: the page's name in the site (``index.md`` lists it)
 PAGE = "catalogue.md"
 
@@ -68,10 +70,4 @@ def write_page(srcdir: Path) -> Path:
     return path
 
 
-def _on_init(app):
-    write_page(Path(app.srcdir))
-
-
-def setup(app):
-    app.connect("builder-inited", _on_init)
-    return {"parallel_read_safe": True, "parallel_write_safe": True}
+setup = writes_source(write_page)

@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from source_writer import writes_source
+
 #: the caption of the section the unlisted pages go to
 MORE = "More guides"
 
@@ -37,10 +39,4 @@ def complete(srcdir: Path) -> list[str]:
     return missing
 
 
-def _on_init(app):
-    complete(Path(app.srcdir))
-
-
-def setup(app):
-    app.connect("builder-inited", _on_init)
-    return {"parallel_read_safe": True, "parallel_write_safe": True}
+setup = writes_source(complete)
