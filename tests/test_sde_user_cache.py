@@ -1,6 +1,7 @@
 """A user's SDE is compiled once per installation: its loop and bounds-checked terms are cached on disk, keyed by
 the terms' source, what they read and the compile target; a cache from another target is never used."""
 
+import inspect
 import json
 import subprocess
 import sys
@@ -53,22 +54,10 @@ def test_unnameable_global_means_no_cache_and_the_uncached_path(monkeypatch):
     assert source_fingerprint(drift) is None and S.user_kernel_key(_sde()) is None
 
 
-USER = '''
-import numba, numpy as np
-import dyntools as dt
-
-KAPPA = 2.0
-
-@numba.njit
-def drift(t, x, args, out):
-    out[0] = KAPPA * (args[0] - x[0])
-
-@numba.njit
-def diffusion(t, x, args, out):
-    out[0, 0] = args[1] * np.sqrt(max(x[0], 0.0))
-
-sde = dt.SDE(drift, diffusion, dim=1, noise_dim=1, args=[0.5, 0.3])
-'''
+#: the user's file: the two terms above (their source, decorators included), with their constant and the SDE
+USER = ("import numba, numpy as np\nimport dyntools as dt\n\nRATE = 2.0\n\n"
+        + "\n".join(inspect.getsource(term.py_func) for term in (drift, diffusion))
+        + "\nsde = dt.SDE(drift, diffusion, dim=1, noise_dim=1, args=[0.5, 0.3])\n")
 
 CHILD = '''
 import hashlib, json, sys
@@ -106,7 +95,7 @@ def test_second_process_loads_the_compiled_loop_and_gets_the_same_bits(tmp_path)
     kernels = sorted(p.name for p in (tmp_path / "sym").glob("sdekernel_*.py"))
     assert len(kernels) == 1
     # an edited constant is a new key: a new loop, never the old one
-    (tmp_path / "cir_user.py").write_text(textwrap.dedent(USER).replace("KAPPA = 2.0", "KAPPA = 2.5"))
+    (tmp_path / "cir_user.py").write_text(textwrap.dedent(USER).replace("RATE = 2.0", "RATE = 2.5"))
     third = _child(tmp_path)
     assert third["hits"] == 0 and third["x"] != first["x"]
     assert len(list((tmp_path / "sym").glob("sdekernel_*.py"))) == 2
