@@ -107,6 +107,18 @@ class Experiment:
                 raise TypeError(f"{self.name}: preset {preset!r} sets unknown parameters "
                                 f"{', '.join(sorted(unknown))}")
 
+    #: the module-level names :meth:`declare` reads, by field
+    CONVENTIONAL_HOOKS = {"run": "run", "table": "table", "summary": "summary", "check": "check", "results": "RESULTS"}
+
+    @classmethod
+    def declare(cls, hooks: Mapping, **fields) -> Experiment:
+        """The experiment of a module whose hooks have their conventional names: ``run``, ``table``, ``summary``,
+        ``check`` and the ``RESULTS`` schemas are read from ``hooks`` (the module's ``globals()``) unless given in
+        ``fields``; ``EXPERIMENT = Experiment.declare(globals(), name=…, verb=…, help=…, params=…)``."""
+        found = {field_name: hooks[name] for field_name, name in cls.CONVENTIONAL_HOOKS.items()
+                 if name in hooks and field_name not in fields}
+        return cls(**found, **fields)
+
     def make(self, preset: str | None = None, **overrides):
         """Parameters: defaults ← the preset ← ``overrides``, every field checked, then ``check``."""
         params = with_preset(self.params, self.presets, preset, self.conditional, **overrides)

@@ -272,12 +272,11 @@ RESULTS = (derive(KIND, BudgetParams, "batch_size budgets criterion hidden lr_gr
                            "near_tie_tolerance": "number", "normalized": "mapping", "raw": "mapping",
                            "raw_falls_with_budget": "flag", "verdict": "str"}),)
 
-EXPERIMENT = Experiment(
-    name=KIND, verb="sweep",
+EXPERIMENT = Experiment.declare(
+    globals(), name=KIND, verb="sweep",
     help="AdamW heatmaps at several budgets over raw λ and normalized λ_norm: does the best λ move? (seed 003)",
     example="dyntools sweep adamw-budgets --budgets 8,64,512 --out runs/budgets",
-    params=BudgetParams, results=RESULTS, run=run, table=table, summary=summary, check=check,
-    figures={KIND: adamw_budgets_figures.plot_result})
+    params=BudgetParams, figures={KIND: adamw_budgets_figures.plot_result})
 
 
 # ----------------------------------------------------------------------------------- report entry

@@ -425,14 +425,13 @@ RESULTS = (derive(KIND, DifficultyParams, "noises turns family lr_grid wd_grid r
                            "region_tally": "mapping", "reused": "int", "shrinks": "mapping", "threshold": "number",
                            "verdict": "str"}),)
 
-EXPERIMENT = Experiment(
-    name=KIND, verb="sweep",
+EXPERIMENT = Experiment.declare(
+    globals(), name=KIND, verb="sweep",
     help="Adam vs AdamW good regions on harder and easier spirals: (lr, weight decay) heatmaps across noise × "
          "turns (seed 001)",
     example="dyntools sweep adamw-difficulty --noises 0.02,0.05,0.1 --turns 1,1.5,2 --replicates 3 "
             "--out runs/difficulty",
-    params=DifficultyParams, results=RESULTS, run=run, table=table, summary=summary, check=check,
-    figures={KIND: adamw_difficulty_figures.plot_result})
+    params=DifficultyParams, figures={KIND: adamw_difficulty_figures.plot_result})
 
 
 # ----------------------------------------------------------------------------------- report entry

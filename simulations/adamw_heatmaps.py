@@ -139,12 +139,11 @@ RESULTS = (derive(KIND, AdamWGridParams, "batch_size classes curve_at dataset dt
                            "damaged_cells": "list",
                            "diverged_cells": "int", "optimizers": "mapping", "reused": "int", "threshold": "number"}),)
 
-EXPERIMENT = Experiment(
-    name="adamw-grid", verb="sweep",
+EXPERIMENT = Experiment.declare(
+    globals(), name="adamw-grid", verb="sweep",
     help="spiral MLP heatmaps over (lr, weight decay): Adam+L2 vs AdamW, SGD+L2 vs SGDW (seed 001)",
     example=("dyntools sweep adamw-grid --optimizers adam,adamw --lr-grid 1e-4:1e-1:16 --wd-grid 1e-6:1:24 "
              "--dask-local 2 --out runs/adamw-grid"),
-    params=AdamWGridParams, results=RESULTS, run=run, table=table, summary=summary, check=check,
-    figures={KIND: adamw_heatmaps_figures.plot_result})
+    params=AdamWGridParams, figures={KIND: adamw_heatmaps_figures.plot_result})
 
 REPORT = Entry("adamw-heatmaps", TITLE, reproduce, order=30)

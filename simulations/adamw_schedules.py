@@ -246,12 +246,11 @@ RESULTS = (derive(KIND, ScheduleParams, "batch_size curve_points dataset epochs 
                   summary={"compile_targets": "mapping", "computed": "int", "n_runs": "int", "runs": "mapping",
                            "verdicts": "mapping"}),)
 
-EXPERIMENT = Experiment(
-    name=KIND, verb="sweep",
+EXPERIMENT = Experiment.declare(
+    globals(), name=KIND, verb="sweep",
     help="Adam and AdamW with constant / cosine / warm-restart schedules at equal budget over seeds (seed 003)",
     example="dyntools sweep adamw-schedules --schedules constant,cosine,sgdr --seeds 5 --out runs/schedules",
-    params=ScheduleParams, results=RESULTS, run=run, table=table, summary=summary, check=check,
-    figures={KIND: adamw_schedules_figures.plot_result})
+    params=ScheduleParams, figures={KIND: adamw_schedules_figures.plot_result})
 
 
 # ----------------------------------------------------------------------------------- report entry

@@ -558,15 +558,14 @@ RESULTS = (derive("deep-nets", DeepNetParams, "batch decay_at decay_factor eta_l
                           "seeds settings shift sparsity_examples steps weight_decay",
                   summary={"checks": "mapping", "table": "list"}, optional="arch channels blocks dataset"),)
 
-EXPERIMENT = Experiment(
-    name="deep-nets", verb="simulate",
+EXPERIMENT = Experiment.declare(
+    globals(), name="deep-nets", verb="simulate",
     help="deeper networks on digits or MNIST/Fashion-MNIST/CIFAR-10 files (seed 004), a ReLU MLP or (--arch resnet) a small convolutional ResNet: small vs "
          "large decayed steps, basic and state-of-the-art settings",
     example="dyntools simulate deep-nets --settings basic,sota --seeds 3 --seed 0 --out runs/deep\n"
             "  dyntools simulate deep-nets --arch resnet --settings basic --out runs/deep-resnet\n"
             "  dyntools simulate deep-nets --dataset mnist --data-dir ~/mnist --n-train 5000 --out runs/deep-mnist",
-    params=DeepNetParams, results=RESULTS, run=run, table=table, summary=summary, check=check,
-    figures={"deep-nets": deep_nets_figures.plot_result},
+    params=DeepNetParams, figures={"deep-nets": deep_nets_figures.plot_result},
     conditional=arch_defaults)
 
 REPORTS = [Entry("deep-nets", TITLE, reproduce, order=66),

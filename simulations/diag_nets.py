@@ -861,12 +861,11 @@ RESULTS = (derive("diag-net", DiagNetParams, "alpha batch bound d init_scale ker
                   extra={"model": known("diag-net"), "init": known("paper", "gaussian", "given")},
                   summary={"message": "str", "runs": "mapping", "status": "str"}),)
 
-EXPERIMENT = Experiment(
-    name="diag-net", verb="simulate",
+EXPERIMENT = Experiment.declare(
+    globals(), name="diag-net", verb="simulate",
     help="diagonal linear network h(x) = <u*v, x> on sparse regression (seed 004): GD/SGD over schedules and seeds",
     example="dyntools simulate diag-net --preset paper-sgd --seeds 16 --out runs/diag-sgd",
-    params=DiagNetParams, results=RESULTS, presets=PRESETS, run=run, table=table, summary=summary, check=check,
-    figures={"diag-net": diag_net_figures.plot_result},
+    params=DiagNetParams, presets=PRESETS, figures={"diag-net": diag_net_figures.plot_result},
     conditional=paper_defaults)
 
 REPORTS = [Entry("diag-nets", TITLE, reproduce, order=60),

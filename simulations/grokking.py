@@ -255,13 +255,12 @@ RESULTS = (derive(KIND, GrokkingParams, "model p op train_fraction steps lr weig
                                          "phase_decays phase_fractions phase_seeds",
                   summary={"verdict": "mapping", "table": "list"}),)
 
-EXPERIMENT = Experiment(
-    name=KIND, verb="simulate",
+EXPERIMENT = Experiment.declare(
+    globals(), name=KIND, verb="simulate",
     help="grokking on a ∘ b mod p: AdamW vs Adam+L2 vs Adam (test accuracy long after train accuracy), weight "
          "norm, and AdamW's (λ × train fraction) phase diagram",
     example="dyntools simulate grokking --p 23 --op + --train-fraction 0.7 --seeds 5 --out runs/grok\n"
             "  dyntools simulate grokking --model transformer --p 11 --steps 2000 --phase-seeds 0 --out runs/grok-t",
-    params=GrokkingParams, results=RESULTS, run=run, table=table, summary=summary, check=check,
-    figures={KIND: grokking_figures.plot_result})
+    params=GrokkingParams, figures={KIND: grokking_figures.plot_result})
 
 REPORTS = [Entry(KIND, TITLE, reproduce, order=68)]

@@ -246,12 +246,11 @@ RESULTS = (derive(KIND, GrokkingSweepParams, "model p op width d_model heads lay
                            "computed": "int", "reused": "int", "backend": "str", "damaged_cells": "list",
                            "compile_targets": "mapping"}),)
 
-EXPERIMENT = Experiment(
-    name="grokking", verb="sweep",
+EXPERIMENT = Experiment.declare(
+    globals(), name="grokking", verb="sweep",
     help="grokking on a ∘ b mod p as a resumable grid: optimizers (adamw, adam+l2, none) × λ × train fraction × "
          "seeds, the MLP or the transformer; dyntools plot draws each optimizer's (λ × train fraction) phase diagram",
     example="dyntools sweep grokking --p 11 --decays 0.3,1 --fractions 0.5,0.7 --seeds 3 --workers 2 --out runs/gs\n"
             "  dyntools sweep grokking --model transformer --p 11 --d-model 32 --heads 4 --steps 1500 "
             "--optimizers adamw,none --dask-local 2 --out runs/gs-t",
-    params=GrokkingSweepParams, results=RESULTS, run=run, table=table, summary=summary, check=check,
-    figures={KIND: grokking_figures.plot_result})
+    params=GrokkingSweepParams, figures={KIND: grokking_figures.plot_result})

@@ -324,13 +324,12 @@ RESULTS = (derive(KIND, BandParams, "etas deltas tau burn records seeds n d r al
                            "exponent_low": "mapping", "exponent_high": "mapping",
                            "diverged_runs": "int"}),)
 
-EXPERIMENT = Experiment(
-    name=KIND, verb="simulate",
+EXPERIMENT = Experiment.declare(
+    globals(), name=KIND, verb="simulate",
     help="label-noise SGD on the diagonal network: the distance to the sparse solution's manifold against eta and "
          "delta, its fitted exponent and a verdict against 1/2 (seed 004)",
     example="dyntools simulate label-noise-band --etas 0.005,0.01,0.02 --deltas 0.002,0.008,0.032 --seeds 8 "
             "--out runs/band",
-    params=BandParams, results=RESULTS, run=run, table=table, summary=summary, check=check,
-    figures={KIND: label_noise_band_figures.plot_result})
+    params=BandParams, figures={KIND: label_noise_band_figures.plot_result})
 
 REPORTS = [Entry(KIND, TITLE, reproduce, order=51)]

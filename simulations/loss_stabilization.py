@@ -196,12 +196,12 @@ RESULTS = (derive("stabilization", StabilizationParams, "eta method n paths step
                   extra={"model": known("quadratic-toy")},
                   summary={"eta_interval": "list", "gd_step_limit": "number", "second_moment": "number"}))
 
-EXPERIMENT = Experiment(
-    name="stabilization", verb="simulate",
+EXPERIMENT = Experiment.declare(
+    globals(), name="stabilization", verb="simulate",
     help="quadratic-parametrization toy of seed 004: loss stabilization of large-step SGD",
     example=("dyntools simulate stabilization --eta 1.08 --x-min 1 --x-max 1.05 --steps 100000 "
              "--paths 64 --seed 0 --out runs/stab"),
-    params=StabilizationParams, results=RESULTS, run=run, table=table, summary=summary, check=check,
+    params=StabilizationParams,
     figures=dict.fromkeys(("stabilization", "stabilization-phase"), stabilization_figures.plot_result))
 
 

@@ -538,11 +538,10 @@ RESULTS = (derive("relu", ReluParams, "batch d eta_large eta_small kernel method
                           "seeds setting threshold warmup_exponent warmup_factor",
                   summary={"init": "mapping", "schedules": "list", "status": "str", "table": "list"}),)
 
-EXPERIMENT = Experiment(
-    name="relu", verb="simulate",
+EXPERIMENT = Experiment.declare(
+    globals(), name="relu", verb="simulate",
     help="small ReLU networks (seed 004): loss stabilization, feature sparsity, Jacobian rank",
     example="dyntools simulate relu --setting teacher3 --seeds 5 --seed 0 --out runs/relu3",
-    params=ReluParams, results=RESULTS, run=run, table=table, summary=summary, check=check,
-    figures={"relu": relu_figures.plot_result})
+    params=ReluParams, figures={"relu": relu_figures.plot_result})
 
 REPORT = Entry("relu-nets", TITLE, reproduce, order=20, single_core=True)

@@ -183,10 +183,10 @@ RESULTS = (derive("sde", SDEParams, "bound h paths scheme substeps t1", optional
                            "initial_rank": "number", "level": "number", "off_shrink_before_switch": "number",
                            "recovered": "flag", "verdict": "str"}))
 
-EXPERIMENT = Experiment(
-    name="sde", verb="simulate",
+EXPERIMENT = Experiment.declare(
+    globals(), name="sde", verb="simulate",
     help="SDE engine (Euler-Maruyama / Milstein): GBM, OU, the quadratic toy, diagonal-net label noise",
     example="dyntools simulate sde --model gbm --scheme milstein --h 1e-3 --paths 1000 --out runs/gbm",
-    params=SDEParams, results=RESULTS, run=run, table=table, summary=summary, check=check,
+    params=SDEParams,
     figures=dict.fromkeys(("sde", "sde-convergence", "sde-diag-net", "sde-sgd-vs-sde", "sde-sparsity"),
                           sde_figures.plot_result))

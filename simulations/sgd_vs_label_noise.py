@@ -447,11 +447,10 @@ RESULTS = (derive("sgd-vs-label-noise", ConjectureParams, "d delta_scales eta fr
                   summary={"delta": "mapping", "diverged": "mapping", "final_medians": "mapping", "gaps": "list",
                            "level": "mapping", "per_metric": "mapping", "verdict": "str"}),)
 
-EXPERIMENT = Experiment(
-    name="sgd-vs-label-noise", verb="simulate",
+EXPERIMENT = Experiment.declare(
+    globals(), name="sgd-vs-label-noise", verb="simulate",
     help="the conjecture (seed 004): large-step SGD vs GD with label noise at the matched delta, its SDE and GD",
     example="dyntools simulate sgd-vs-label-noise --preset relu --seeds 8 --seed 0 --out runs/conjecture",
-    params=ConjectureParams, results=RESULTS, presets=PRESETS, run=run, table=table, summary=summary, check=check,
-    figures={"sgd-vs-label-noise": label_noise_figures.plot_result})
+    params=ConjectureParams, presets=PRESETS, figures={"sgd-vs-label-noise": label_noise_figures.plot_result})
 
 REPORT = Entry("sgd-vs-label-noise", TITLE, reproduce, order=65, single_core=True)

@@ -138,10 +138,9 @@ RESULTS = (derive("symbolic-model", ModelParams, "optimizer lr steps batch sampl
                   extra={"file": Param("the model file", "str"), "data": Param("the data file", "str")},
                   summary={"paths": "int", "diverged": "int", "first": "number"}),)
 
-EXPERIMENT = Experiment(
-    name="model", verb="simulate",
+EXPERIMENT = Experiment.declare(
+    globals(), name="model", verb="simulate",
     help="train your own model (MODEL in a Python file, e.g. a dt.SymbolicModel) on your data (.npz)",
     example="dyntools simulate model --file my_model.py --data data.npz --optimizer sgd --lr 0.05 "
             "--steps 2000 --label-noise 0.5 --out runs/mine",
-    params=ModelParams, results=RESULTS, run=run, table=table, summary=summary, check=check,
-    figures={"symbolic-model": symbolic_model_figures.plot_result})
+    params=ModelParams, figures={"symbolic-model": symbolic_model_figures.plot_result})

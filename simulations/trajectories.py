@@ -187,13 +187,12 @@ RESULTS = (derive("trajectories", TrajectoryParams, "flow frames lr noise start 
                          "optimizers": Param("optimizer names (dt.trajectories takes any of dt.optim)", "strs")},
                   summary={"diverged": "int", "reached": "int", "rows": "list", "trajectories": "int"}),)
 
-EXPERIMENT = Experiment(
-    name="trajectories", verb="simulate",
+EXPERIMENT = Experiment.declare(
+    globals(), name="trajectories", verb="simulate",
     help="optimizer trajectories on 2-D surfaces (quadratic, Rosenbrock, Beale, saddle, Himmelblau, diagonal "
          "net): contours, loss against the step, animated GIFs",
     example="dyntools simulate trajectories --surface rosenbrock,himmelblau --optimizers sgd,momentum,adam "
             "--steps 5000 --frames 30 --out runs/gallery",
-    params=TrajectoryParams, results=RESULTS, run=run, table=table, summary=summary, check=check,
-    figures={"trajectories": trajectories_figures.plot_result})
+    params=TrajectoryParams, figures={"trajectories": trajectories_figures.plot_result})
 
 REPORT = Entry("trajectory-gallery", TITLE, reproduce, order=85, single_core=True)

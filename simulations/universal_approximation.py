@@ -600,13 +600,12 @@ RESULTS = (derive("universal-approximation", UAParams, "seeds",
                   summary={"decreasing": "flag", "final_1d": "number", "final_2d": "number", "slopes": "mapping",
                            "gd": "mapping", "few": "mapping"}),)
 
-EXPERIMENT = Experiment(
-    name="universal-approximation", verb="simulate",
+EXPERIMENT = Experiment.declare(
+    globals(), name="universal-approximation", verb="simulate",
     help="universal approximation (seed 002): sup-norm error of two-layer sigmoid networks against the width "
          "on [0,1] and [0,1]^2 (an illustration, not a proof), next to the same networks trained by gradient descent "
          "and fitted to few samples",
     example="dyntools simulate universal-approximation --max-width-1d 512 --max-width-2d 1024 --out runs/uat",
-    params=UAParams, results=RESULTS, run=run, table=table, summary=summary, check=check,
-    figures={"universal-approximation": universal_figures.plot_result})
+    params=UAParams, figures={"universal-approximation": universal_figures.plot_result})
 
 REPORT = Entry("universal-approximation", TITLE, reproduce, order=86, single_core=True)
