@@ -37,3 +37,17 @@ def key_values(summary: dict) -> str:
     """``key: value`` lines for a flat summary."""
     width = max((len(k) for k in summary), default=0)
     return "\n".join(f"{k.ljust(width)}  {_cell(v)}" for k, v in summary.items())
+
+
+def status_and_table(result, *after: str) -> str:
+    """A result as the terminal shows it: its status line, the rows of its summary's ``table``, then the lines
+    ``after`` (a blank line between the parts)."""
+    return "\n".join([f"status: {result.status} — {result.message}", "", text_table(result.summary["table"]), "",
+                      *after])
+
+
+def summary_with(result, *keys: str) -> dict:
+    """The JSON summary of a result: its status and message, the entries ``keys`` of its summary in that order,
+    and its timings (``seconds``)."""
+    return {"status": result.status, "message": result.message, **{k: result.summary[k] for k in keys},
+            "seconds": result.timings}

@@ -58,6 +58,7 @@ from dyntools import memory, validation
 from dyntools.plots import deep_nets as deep_nets_figures
 from dyntools.result_schema import derive
 from dyntools.spec import Entry, Experiment, RunContext, param
+from dyntools.tables import status_and_table, summary_with
 
 TITLE = "Deeper networks on digits: large-step SGD and feature sparsity (seed 004)"
 TITLE_RESNET = "Deeper networks on digits: a convolutional ResNet, large-step SGD and feature sparsity (seed 004)"
@@ -543,15 +544,11 @@ def run(p: DeepNetParams, ctx: RunContext):
 
 
 def summary(p: DeepNetParams, result) -> dict:
-    return {"status": result.status, "message": result.message, "table": result.summary["table"],
-            "checks": result.summary["checks"], "seconds": result.timings}
+    return summary_with(result, "table", "checks")
 
 
 def table(p: DeepNetParams, result) -> str:
-    from dyntools.tables import text_table
-
-    return "\n".join([f"status: {result.status} — {result.message}", "", text_table(result.summary["table"]), "",
-                      *check_lines(result)])
+    return status_and_table(result, *check_lines(result))
 
 
 RESULTS = (derive("deep-nets", DeepNetParams, "batch decay_at decay_factor eta_large eta_small momentum records "

@@ -62,6 +62,7 @@ from dyntools.grokking_study import (  # noqa: F401 - the study's pieces, as sim
 from dyntools.plots import grokking as grokking_figures
 from dyntools.result_schema import derive
 from dyntools.spec import Entry, Experiment, RunContext, param
+from dyntools.tables import status_and_table, summary_with
 
 KIND = "grokking"
 TITLE = "Grokking on modular arithmetic: generalization long after memorization, driven by weight decay"
@@ -240,15 +241,11 @@ def run(p: GrokkingParams, ctx: RunContext):
 
 
 def summary(p: GrokkingParams, result) -> dict:
-    return {"status": result.status, "message": result.message, "verdict": result.summary["verdict"],
-            "table": result.summary["table"], "seconds": result.timings}
+    return summary_with(result, "verdict", "table")
 
 
 def table(p: GrokkingParams, result) -> str:
-    from dyntools.tables import text_table
-
-    return "\n".join([f"status: {result.status} — {result.message}", "", text_table(result.summary["table"]), "",
-                      verdict_line(result), "", *phase_lines(result)])
+    return status_and_table(result, verdict_line(result), "", *phase_lines(result))
 
 
 RESULTS = (derive(KIND, GrokkingParams, "model p op train_fraction steps lr weight_decay seeds records threshold "
