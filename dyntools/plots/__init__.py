@@ -2,7 +2,7 @@
 
 Each module draws one kind of figure: its ``plot_result(result, out_dir, formats)`` draws every figure of a
 result and returns the written paths. The experiment that writes a kind of result declares that plotter
-(:attr:`dyntools.spec.Experiment.figures`; ``dt.train``'s kind ``"train"``: :data:`dyntools.plots.train.FIGURES`),
+(``Experiment.figures``; ``dt.train``'s kind ``"train"``: :data:`dyntools.plots.train.FIGURES`),
 and :func:`dyntools.plugins.figures` finds them. The modules import matplotlib inside their functions, so that
 declaring a plotter costs no matplotlib import (``dyntools --help`` stays light). Shared style lives here:
 :func:`figure` (a fresh ``Figure``, not pyplot's global state), :data:`PALETTE` (Okabe–Ito,
@@ -29,7 +29,7 @@ import numpy as np
 from dyntools.store import StoreError
 
 if TYPE_CHECKING:
-    from matplotlib.figure import Figure
+    import matplotlib.figure
 
 #: The divergence line of the result being drawn (set by :func:`plot_result`, read by :func:`save`).
 _NOTE: contextvars.ContextVar[str | None] = contextvars.ContextVar("divergence_note", default=None)
@@ -112,7 +112,8 @@ def count(n: int, noun: str) -> str:
     return f"{n} {noun}" if int(n) == 1 else f"{n} {noun}s"
 
 
-def save(fig: Figure, out_dir: Path, name: str, formats: Sequence[str] = ("png", "pdf")) -> list[Path]:
+def save(fig: matplotlib.figure.Figure, out_dir: Path, name: str,
+         formats: Sequence[str] = ("png", "pdf")) -> list[Path]:
     """Write ``fig`` as ``out_dir/name.<fmt>`` for each format; return the paths.
 
     ``name`` must be a plain file stem (letters, digits, ``_ . -``; no separator, no leading dot): figure
@@ -166,7 +167,7 @@ def save(fig: Figure, out_dir: Path, name: str, formats: Sequence[str] = ("png",
     return paths
 
 
-def stamp_note(fig: Figure, inside: bool = False) -> None:
+def stamp_note(fig: matplotlib.figure.Figure, inside: bool = False) -> None:
     """Write the note of the result being drawn (divergence, float32) on ``fig``, once per figure (a GIF's
     figure is saved as a still too): above everything, the figure's own title included, or with ``inside``
     (an animation's frames are not cropped to their contents) as the first line of the figure's title.
@@ -191,7 +192,7 @@ def stamp_note(fig: Figure, inside: bool = False) -> None:
 
 def plot_result(result, out_dir: Path, formats: Sequence[str] = ("png", "pdf"), *, plotter: Callable) -> list[Path]:
     """Draw every figure of ``result`` with ``plotter``, the function its kind's experiment declares
-    (:attr:`dyntools.spec.Experiment.figures`, found by :func:`dyntools.plugins.figures`), each figure marked
+    (``Experiment.figures``, found by :func:`dyntools.plugins.figures`), each figure marked
     with the result's divergence and precision notes.
 
     Parameters
