@@ -123,7 +123,7 @@ def load_result(directory):
     """
     from dyntools import store
 
-    modules()
+    modules(EXPERIMENT_PACKAGES)                    # the experiments declare the schemas (no sympy for a load)
     return store.load(directory)
 
 
