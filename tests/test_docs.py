@@ -28,9 +28,17 @@ pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"the docs extra is not in
 
 
 def _load(path: Path, name: str):
+    """The module of the file ``path``, loaded as Sphinx loads the site's extensions: with its folder on
+    ``sys.path`` (docs/conf.py puts docs/_ext there), so that an extension may import its neighbours."""
+    import sys
+
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    sys.path.insert(0, str(path.parent))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(path.parent))
     return module
 
 
