@@ -1,4 +1,5 @@
-"""The command-line layer: one module per command, imported lazily so ``dyntools --help`` stays fast.
+"""The command-line layer: one module per command, each light to import (heavy code is imported inside ``run``),
+so ``dyntools --help`` stays fast.
 
 ``simulate``/``sweep`` have no module per experiment: :mod:`dyntools.commands.experiment` generates
 them from the experiment specs that :mod:`dyntools.plugins` finds.
@@ -8,7 +9,6 @@ writing anything.
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,7 +21,3 @@ class CommandOutput:
     table: str
     exit_code: int = 0
     written: list[str] = field(default_factory=list)
-
-
-def load(registry: dict[str, str], name: str):
-    return importlib.import_module(registry[name])
