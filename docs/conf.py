@@ -31,6 +31,7 @@ extensions = [
     "guide_sections",               # a guide page not yet in a section of guide/index.md still builds
     "plain_titles",                 # a heading's math reads as plain text in the <title> and the sidebar
     "catalogue",                    # catalogue.md: every experiment, report entry and figure, from the plugins
+    "optimizer_list",               # optimizer-list.md: every optimizer name, from the alias table
 ]
 
 myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "deflist"]

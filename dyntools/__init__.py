@@ -35,9 +35,9 @@ from __future__ import annotations
 
 import importlib
 
-from dyntools.engine.result import RunResult
-from dyntools.store import save
-from dyntools.version import __version__
+from dyntools.engine.result import RunResult as RunResult
+from dyntools.store import save as save
+from dyntools.version import __version__ as __version__
 
 #: public name → (module, attribute or None for the module itself)
 _LAZY = {
@@ -79,22 +79,31 @@ _LAZY = {
     "adamw_decay": ("dyntools.optim.decay_groups", "adamw_decay"),
     "Surface": ("dyntools.models.surfaces", "Surface"),
     "trajectories": ("dyntools.dynamics.trajectories", None),
-    **{name: ("dyntools.optim", name) for name in ("sgd", "sgdw", "adam", "adamw", "adamw_l1", "adamw_l1l2",
-                                                   "adagrad", "rmsprop", "rmsprop_bc", "Optimizer")},
+    "Optimizer": ("dyntools.optim", "Optimizer"),
 }
+#: the names every public name list starts with; the optimizers follow (:func:`_optimizers`)
+_EAGER = ["RunResult", "save", "__version__"]
 
-__all__ = ["RunResult", "save", "__version__", *_LAZY]
+
+def _optimizers() -> list[str]:
+    """Every optimizer name (``dt.adamw``, ``dt.sgd``, …): the alias table, :data:`dyntools.optim.ALIASES`."""
+    return list(importlib.import_module("dyntools.optim").ALIASES)
 
 
 def __getattr__(name: str):
-    if name not in _LAZY:
+    if name == "__all__":                     # the optimizers are read from their table on first use
+        value = [*_EAGER, *_LAZY, *_optimizers()]
+    elif name in _LAZY:
+        module, attr = _LAZY[name]
+        value = importlib.import_module(module)
+        value = value if attr is None else getattr(value, attr)
+    elif not name.startswith("_") and name in _optimizers():
+        value = getattr(importlib.import_module("dyntools.optim"), name)
+    else:
         raise AttributeError(f"module 'dyntools' has no attribute {name!r}")
-    module, attr = _LAZY[name]
-    value = importlib.import_module(module)
-    value = value if attr is None else getattr(value, attr)
     globals()[name] = value
     return value
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(globals()) | set(_LAZY) | set(_optimizers()))

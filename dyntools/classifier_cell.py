@@ -101,14 +101,15 @@ def make_schedule(name: str, steps: int, config: dict | None = None) -> S.Schedu
 
 def make_optimizer(name: str, lr: float, wd: float, momentum: float) -> O.Optimizer:
     """A built-in optimizer by name, or a user's by reference ``module:NAME`` / ``file.py:NAME``
-    (:mod:`dyntools.optim.user_factories`: ``NAME(lr=lr, weight_decay=wd)``)."""
+    (:mod:`dyntools.optim.user_factories`: ``NAME(lr=lr, weight_decay=wd)``); ``momentum`` reaches the
+    aliases that declare ``grid_momentum`` (SGD, SGDW)."""
     from dyntools.optim import user_factories
+    from dyntools.optim.aliases import ALIASES
 
     if user_factories.is_reference(name):
         return user_factories.build(name, lr, wd)
-    if name in ("sgd", "sgdw"):
-        return O.make(name, lr=lr, momentum=momentum, weight_decay=wd)
-    return O.make(name, lr=lr, weight_decay=wd)
+    extra = {"momentum": momentum} if ALIASES[name].grid_momentum else {}
+    return O.make(name, lr=lr, weight_decay=wd, **extra)
 
 
 def effective_wd(cfg: dict, wd: float) -> float:

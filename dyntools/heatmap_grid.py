@@ -1,7 +1,7 @@
 """(Learning rate × weight decay) heatmaps of the spirals MLP: the grid machinery several experiments share.
 
-One grid is ``optimizers × n_lr × n_wd`` cells, log-spaced per axis (each optimizer family its own lr range,
-:data:`DEFAULT_RANGES`); every cell is one run of :func:`dyntools.classifier_cell.train_cell` on a
+One grid is ``optimizers × n_lr × n_wd`` cells, log-spaced per axis (each optimizer its own lr range, declared with
+its alias, :mod:`dyntools.optim.aliases`); every cell is one run of :func:`dyntools.classifier_cell.train_cell` on a
 :mod:`dyntools.sweep` (local processes or Dask). Cell ``k`` draws its initialization and minibatch order from
 ``streams.path_states(seed, 1, KEY, k)`` — or, with ``paired``, from stream ``r`` of replicate ``r`` for every
 cell, and a cell's numbers are then the mean over its replicates. After the sweep the best cell of each
@@ -37,8 +37,8 @@ from dyntools.classifier_cell import (
     train_cell,
 )
 from dyntools.engine.result import RunResult
-from dyntools.optim import optimizers as O
 from dyntools.optim import user_factories
+from dyntools.optim.aliases import ALIASES, DEFAULT_LR_RANGE
 from dyntools.params import param
 from dyntools.sweep_backend import SweepBackendParams
 
@@ -47,13 +47,8 @@ KIND = "adamw-grid"
 #: The most cells one sweep may hold (each writes one file and costs about a second).
 MAX_CELLS = 100_000
 
-DEFAULT_RANGES = {  # (lr range, wd range) per optimizer family, log-spaced
-    "adam": ((1e-4, 1e-1), (1e-6, 1e0)), "adamw": ((1e-4, 1e-1), (1e-6, 1e0)),
-    "adamw_l1": ((1e-4, 1e-1), (1e-6, 1e0)), "adamw_l1l2": ((1e-4, 1e-1), (1e-6, 1e0)),
-    "rmsprop_bc": ((1e-4, 1e-1), (1e-6, 1e0)), "rmsprop": ((1e-4, 1e-1), (1e-6, 1e0)),
-    "adagrad": ((1e-3, 1e0), (1e-6, 1e0)),
-    "sgd": ((1e-3, 1e0), (1e-6, 1e0)), "sgdw": ((1e-3, 1e0), (1e-6, 1e0)),
-}
+#: The most optimizers one grid may name (a bound on the input, not the length of a table).
+MAX_OPTIMIZERS = 64
 
 
 @dataclass(frozen=True)
@@ -61,15 +56,16 @@ class AdamWGridParams(SweepBackendParams):
     """``dyntools sweep adamw-grid``: the grid, the task, the training (and where the cells run:
     :class:`~dyntools.sweep_backend.SweepBackendParams`)."""
 
-    optimizers: tuple = param(("adam", "adamw"), kind="strs", metavar="NAMES", max_len=len(DEFAULT_RANGES),
-                              help="comma-separated optimizers, e.g. adam,adamw or sgd,sgdw; your own as "
+    optimizers: tuple = param(("adam", "adamw"), kind="strs", metavar="NAMES", max_len=MAX_OPTIMIZERS,
+                              help=f"comma-separated optimizers, e.g. adam,adamw or sgd,sgdw (built in: "
+                                   f"{', '.join(ALIASES)}); your own as "
                                    "module:NAME or file.py:NAME, NAME(lr=, weight_decay=) returning a dyntools "
                                    "Optimizer")
     optimizer_file: str | None = param(None, kind="str", metavar="FILE",
                                        help="a Python file defining optimizer factories named in --optimizers")
     lr_grid: tuple | None = param(None, kind="grid", metavar="LOW:HIGH:N", max_len=1000,
-                                  help="log-spaced learning rates (default per optimizer: Adam-like 1e-4:1e-1:16, "
-                                       "SGD/SGDW/AdaGrad 1e-3:1:16)")
+                                  help="log-spaced learning rates (default per optimizer, its alias's lr range: "
+                                       "Adam-like 1e-4:1e-1:16, SGD/SGDW/AdaGrad 1e-3:1:16)")
     wd_grid: tuple = param((1e-6, 1.0, 24), kind="grid", metavar="LOW:HIGH:N", max_len=1000,
                            help="log-spaced weight decays (cells = optimizers × lr N × wd N ≤ 1e5)")
     normalized_wd: bool = param(False, help="read the wd axis as λ_norm, λ = λ_norm √(b/(B·T)) (Loshchilov & Hutter)")
@@ -161,7 +157,7 @@ class _GridMethods:
             if user_factories.is_reference(name):   # built once here, so that a bad one fails before the sweep
                 user_factories.build(name, self.lr_range_of(name)[0], self.wd_range[0])
             else:
-                validation.one_of("optimizer", name, tuple(O.FACTORIES))
+                validation.one_of("optimizer", name, tuple(ALIASES))
         if len(set(self.optimizers)) != len(self.optimizers):
             raise ValueError(f"Invalid optimizers: {','.join(self.optimizers)} (repeated name)")
         if self.lr_range is not None:
@@ -222,8 +218,10 @@ class _GridMethods:
         return steps
 
     def lr_range_of(self, name: str) -> tuple[float, float]:
-        """The lr axis of ``name``: the given range, else its default (a user's optimizer: Adam's)."""
-        return self.lr_range if self.lr_range is not None else DEFAULT_RANGES.get(name, DEFAULT_RANGES["adam"])[0]
+        """The lr axis of ``name``: the given range, else its alias's (a user's optimizer: Adam's)."""
+        if self.lr_range is not None:
+            return self.lr_range
+        return ALIASES[name].lr_range if name in ALIASES else DEFAULT_LR_RANGE
 
     def lrs(self) -> np.ndarray:
         """Learning rates, one row per optimizer (``n_opt × n_lr``)."""
@@ -249,7 +247,7 @@ def _setting(name: str, type_, default) -> tuple:
 GridConfig = dataclasses.make_dataclass(
     "GridConfig",
     [_setting("optimizers", "tuple[str, ...]", _P.optimizers),
-     _setting("lr_range", "tuple[float, float] | None", None),     # None: each optimizer's DEFAULT_RANGES
+     _setting("lr_range", "tuple[float, float] | None", None),     # None: each optimizer's alias's range
      _setting("n_lr", "int", 16),
      _setting("wd_range", "tuple[float, float]", _P.wd_grid[:2]),
      _setting("n_wd", "int", _P.wd_grid[2]),

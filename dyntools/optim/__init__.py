@@ -1,18 +1,10 @@
-"""Optimizer update rules (composable transforms + fused numba kernels) and LR schedules."""
+"""Optimizer update rules (composable transforms + fused numba kernels) and LR schedules.
 
-from dyntools.optim.optimizers import (  # noqa: F401
-    FACTORIES,
-    NO_FUSED_KERNEL,
-    Optimizer,
-    adagrad,
-    adam,
-    adamw,
-    adamw_l1,
-    adamw_l1l2,
-    make,
-    normalized_weight_decay,
-    rmsprop,
-    rmsprop_bc,
-    sgd,
-    sgdw,
-)
+Every optimizer name of :data:`~dyntools.optim.aliases.ALIASES` is an attribute here (``dyntools.optim.adamw``),
+read from that table: a factory declared with ``@alias`` in :mod:`dyntools.optim.optimizers` needs no line here.
+"""
+
+from dyntools.optim.aliases import ALIASES, alias  # noqa: F401
+from dyntools.optim.optimizers import FACTORIES, NO_FUSED_KERNEL, Optimizer, make  # noqa: F401
+
+globals().update({name: row.factory for name, row in ALIASES.items()})

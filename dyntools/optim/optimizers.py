@@ -35,6 +35,7 @@ import numpy as np
 
 from dyntools import validation
 from dyntools.optim import transforms as T
+from dyntools.optim.aliases import ALIASES, FactoryView, alias
 
 #: Preconditioner codes of the fused kernel (:mod:`dyntools.optim.kernels`).
 SGD_MOMENTUM, ADAM, ADAGRAD, RMSPROP, RMSPROP_BC = 0, 1, 2, 3, 4
@@ -226,6 +227,7 @@ def _sgd_like(name, lr, momentum, dampening, nesterov, weight_decay, where) -> O
                           weight_decay=weight_decay))
 
 
+@alias(torch="SGD", lr_range=(1e-3, 1.0), grid_momentum=True)
 def sgd(lr: float, momentum: float = 0.0, dampening: float = 0.0, nesterov: bool = False,
         weight_decay: float = 0.0) -> Optimizer:
     r"""``torch.optim.SGD``: ``g ← g + λθ``; momentum ``b ← μ b + (1 − τ) g``; ``θ ← θ − lr_t b``.
@@ -254,6 +256,7 @@ def sgd(lr: float, momentum: float = 0.0, dampening: float = 0.0, nesterov: bool
     return _sgd_like("sgd", lr, momentum, dampening, nesterov, weight_decay, COUPLED)
 
 
+@alias(lr_range=(1e-3, 1.0), grid_momentum=True)
 def sgdw(lr: float, momentum: float = 0.0, dampening: float = 0.0, nesterov: bool = False,
          weight_decay: float = 0.0) -> Optimizer:
     r"""SGDW (Loshchilov & Hutter 2019, Alg. 1 with the decoupled term):
@@ -297,6 +300,7 @@ def _adam_like(name, lr, betas, eps, weight_decay, amsgrad, where, l1_ratio=0.0,
     return Optimizer(name, lr, _with_decay(core, weight_decay, where, l1_ratio), ADAM, hp, options)
 
 
+@alias(torch="Adam")
 def adam(lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: float = 0.0,
          amsgrad: bool = False, *, bias_correction: bool = True) -> Optimizer:
     r"""``torch.optim.Adam``: the L2 term ``λθ`` is added to the gradient *before* the moments.
@@ -330,6 +334,7 @@ def adam(lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: 
     return _adam_like("adam", lr, betas, eps, weight_decay, amsgrad, COUPLED, bias_correction=bias_correction)
 
 
+@alias(torch="AdamW")
 def adamw(lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: float = 1e-2,
           amsgrad: bool = False, *, bias_correction: bool = True) -> Optimizer:
     r"""``torch.optim.AdamW``: ``θ ← θ − lr_t (m̂/(√v̂ + ε) + λθ)`` (``bias_correction=False``: m, v
@@ -360,6 +365,7 @@ def adamw(lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay:
     return _adam_like("adamw", lr, betas, eps, weight_decay, amsgrad, DECOUPLED, bias_correction=bias_correction)
 
 
+@alias()
 def adamw_l1(lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: float = 1e-2,
              amsgrad: bool = False) -> Optimizer:
     """AdamW with L1 decoupled decay (seed 000): ``θ ← θ − lr_t (m̂/(√v̂ + ε) + λ sign θ)``.
@@ -384,6 +390,7 @@ def adamw_l1(lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8, weight_dec
     return _adam_like("adamw_l1", lr, betas, eps, weight_decay, amsgrad, DECOUPLED, 1.0)
 
 
+@alias()
 def adamw_l1l2(lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: float = 1e-2,
                l1_ratio: float = 0.5, amsgrad: bool = False) -> Optimizer:
     """AdamW with proportional L1+L2 decoupled decay (seed 000):
@@ -412,6 +419,7 @@ def adamw_l1l2(lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8, weight_d
     return _adam_like("adamw_l1l2", lr, betas, eps, weight_decay, amsgrad, DECOUPLED, l1_ratio)
 
 
+@alias(torch="Adagrad", lr_range=(1e-3, 1.0))
 def adagrad(lr: float = 1e-2, lr_decay: float = 0.0, weight_decay: float = 0.0,
             initial_accumulator_value: float = 0.0, eps: float = 1e-10) -> Optimizer:
     """``torch.optim.Adagrad`` (coupled L2).
@@ -447,6 +455,7 @@ def adagrad(lr: float = 1e-2, lr_decay: float = 0.0, weight_decay: float = 0.0,
                           weight_decay=weight_decay))
 
 
+@alias(torch="RMSprop")
 def rmsprop(lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8, weight_decay: float = 0.0,
             momentum: float = 0.0, centered: bool = False) -> Optimizer:
     """``torch.optim.RMSprop`` (coupled L2, optional centering and momentum).
@@ -483,6 +492,7 @@ def rmsprop(lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8, weight_dec
                           centered=bool(centered)))
 
 
+@alias()
 def rmsprop_bc(lr: float = 1e-3, beta2: float = 0.999, eps: float = 1e-8, weight_decay: float = 0.0,
                decoupled: bool = False) -> Optimizer:
     """RMSProp with a bias-corrected second moment (seed 001), L2 (coupled) or decoupled decay.
@@ -513,17 +523,17 @@ def rmsprop_bc(lr: float = 1e-3, beta2: float = 0.999, eps: float = 1e-8, weight
                      dict(beta2=beta2, eps=eps, weight_decay=weight_decay, decoupled=bool(decoupled)))
 
 
-FACTORIES = {"sgd": sgd, "sgdw": sgdw, "adam": adam, "adamw": adamw, "adamw_l1": adamw_l1,
-             "adamw_l1l2": adamw_l1l2, "adagrad": adagrad, "rmsprop": rmsprop, "rmsprop_bc": rmsprop_bc}
+#: ``name → factory`` of every alias (:data:`dyntools.optim.aliases.ALIASES`, declared by ``@alias``).
+FACTORIES = FactoryView()
 
 
 def make(name: str, **kwargs) -> Optimizer:
-    """Build an optimizer by name (``FACTORIES``).
+    """Build an optimizer by name: the factory of the alias ``name`` (:mod:`dyntools.optim.aliases`).
 
     Parameters
     ----------
     name : str
-        A key of ``FACTORIES`` (``"sgd"``, ``"adamw"``, …).
+        An alias (``"sgd"``, ``"adamw"``, … : ``ALIASES``).
     **kwargs
         The factory's arguments.
 
@@ -532,8 +542,8 @@ def make(name: str, **kwargs) -> Optimizer:
     ValueError
         When the name is unknown.
     """
-    validation.one_of("optimizer", name, tuple(FACTORIES))
-    return FACTORIES[name](**kwargs)
+    validation.one_of("optimizer", name, tuple(ALIASES))
+    return ALIASES[name].factory(**kwargs)
 
 
 def normalized_weight_decay(lambda_norm: float, batch_size: int, n_train: int, epochs: float) -> float:
