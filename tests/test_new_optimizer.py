@@ -14,6 +14,7 @@ from __future__ import annotations
 import filecmp
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -24,36 +25,13 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-#: the how-to's step 1: the transform (appended to dyntools/optim/transforms.py)
-TRANSFORM = '''
+HOWTO = ROOT / "docs" / "howto" / "add-an-optimizer.md"
 
-@dataclass(frozen=True)
-class scale_by_lion(Transform):
-    """Lion's sign update (Chen et al. 2023): ``u = sign(β₁ m + (1 − β₁) g)``, then
-    ``m ← β₂ m + (1 − β₂) g`` (the momentum is updated after the direction is taken)."""
 
-    b1: float = 0.9
-    b2: float = 0.99
+def howto_blocks() -> list[str]:
+    """The how-to's Python code blocks: step 1's transform and step 2's alias, the text this test appends."""
+    return re.findall(r"```python\n(.*?)```", HOWTO.read_text(encoding="utf-8"), flags=re.S)
 
-    def init(self, params):
-        return (np.zeros_like(params),)
-
-    def update(self, u, state, params, t, lr_t):
-        (m,) = state
-        direction = _sign(self.b1 * m + (1 - self.b1) * u)
-        return direction, (self.b2 * m + (1 - self.b2) * u,)
-'''
-
-#: the how-to's step 2: the alias (appended to dyntools/optim/optimizers.py)
-ALIAS = '''
-
-@alias(lr_range=(1e-5, 1e-2))
-def lion(lr: float = 1e-4, betas=(0.9, 0.99), weight_decay: float = 0.0) -> Optimizer:
-    """Lion (Chen et al. 2023), decoupled decay: ``θ ← θ − lr_t (sign(β₁ m + (1 − β₁) g) + λθ)``."""
-    lr, weight_decay, (b1, b2) = _lr(lr), _wd(weight_decay), _betas(betas)
-    parts = [T.scale_by_lion(b1, b2)] + ([T.add_decay(weight_decay)] if weight_decay > 0 else [])
-    return Optimizer("lion", lr, T.chain(*parts))
-'''
 
 #: what the subprocess does with the copy (prints one JSON object)
 SCRIPT = r'''
@@ -148,9 +126,10 @@ def lion_copy(tmp_path_factory):
     """The copy with Lion added by the two documented text edits; the subprocess's report."""
     root = tmp_path_factory.mktemp("lion") / "repo"
     _copy(root)
-    for rel, text in (("dyntools/optim/transforms.py", TRANSFORM), ("dyntools/optim/optimizers.py", ALIAS)):
+    transform, alias = howto_blocks()
+    for rel, text in (("dyntools/optim/transforms.py", transform), ("dyntools/optim/optimizers.py", alias)):
         with open(root / rel, "a", encoding="utf-8") as f:
-            f.write(text)
+            f.write("\n\n" + text)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     proc = subprocess.run([sys.executable, "-c", SCRIPT, str(root), str(root.parent / "grid")], capture_output=True,
                           text=True, cwd=root.parent, env=env, timeout=1800)
@@ -172,6 +151,8 @@ def _changed(a: Path, b: Path) -> list[str]:
 
 
 def test_lion_is_two_text_edits_of_two_files(lion_copy):
+    """The how-to's two code blocks, appended to the two files it names, are the only change."""
+    assert len(howto_blocks()) == 2 and "class scale_by_lion" in howto_blocks()[0] and "@alias" in howto_blocks()[1]
     root, report = lion_copy
     changed = [f"{part}/{f}" for part in ("dyntools", "simulations", "proofs", "docs/_ext")
                for f in _changed(ROOT / part, root / part)]
