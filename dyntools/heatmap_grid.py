@@ -138,6 +138,8 @@ class _GridMethods:
 
     def __post_init__(self):
         self.optimizers = tuple(self.optimizers)
+        lo, hi, self.n_wd = check_grid("wd-grid", (*self.wd_range, self.n_wd))    # the decay axis' one check
+        self.wd_range = (lo, hi)
         validation.one_of("dataset", self.dataset, DATASETS)
         if self.dataset == "digits":          # scikit-learn's bundled 8×8 digits: fixed size
             d = data.digits()
@@ -162,9 +164,7 @@ class _GridMethods:
             raise ValueError(f"Invalid optimizers: {','.join(self.optimizers)} (repeated name)")
         if self.lr_range is not None:
             self.lr_range = check_range("lr range", self.lr_range)
-        self.wd_range = check_range("wd range", self.wd_range)
         self.n_lr = validation.count("n_lr", self.n_lr)
-        self.n_wd = validation.count("n_wd", self.n_wd)
         self.n = validation.count("n", self.n, minimum=2)
         self.n_val = validation.count("n_val", self.n_val)
         self.classes = validation.count("classes", self.classes, minimum=2)
@@ -292,8 +292,11 @@ def parse_grid(name: str, text: str) -> tuple[float, float, int]:
 
 def check_grid(name: str, grid) -> tuple[float, float, int]:
     """``(low, high, n)`` of a log-spaced axis: 0 < low <= high, n >= 1, high > low when n > 1."""
-    lo, hi, n = grid
-    text = f"{lo:g}:{hi:g}:{n}"
+    try:
+        lo, hi, n = grid
+        text = f"{lo:g}:{hi:g}:{n}"
+    except (TypeError, ValueError):
+        raise ValueError(f"Invalid --{name}: {grid!r} (expected LOW, HIGH, N)") from None
     lo, hi = check_range(f"--{name}", (lo, hi))
     n = validation.count(f"--{name} N", n)
     if n > 1 and hi == lo:
@@ -514,12 +517,12 @@ def claims(result, threshold: float, pair: tuple[int, int] = (0, -1)) -> list:
 
 
 def grid_config(p: AdamWGridParams) -> GridConfig:
-    """The sweep's :class:`GridConfig` from the command's parameters (checked by GridConfig)."""
+    """The sweep's :class:`GridConfig` from the command's parameters (checked by GridConfig: the weight-decay
+    axis ``--wd-grid`` there only, once)."""
     lr = check_grid("lr-grid", p.lr_grid) if p.lr_grid is not None else (None, None, GridConfig.n_lr)
     if lr[1] is not None and lr[1] > LR_MAX:
         raise ValueError(f"Invalid --lr-grid: HIGH {lr[1]:g} is above {LR_MAX:g} (float arithmetic overflows; "
                          "every cell diverges far below it)")
-    wd = check_grid("wd-grid", p.wd_grid)
     if p.optimizer_file is not None:                    # a missing file, a device (/dev/zero), a directory …
         from dyntools.user_code import compiled
 
@@ -530,7 +533,7 @@ def grid_config(p: AdamWGridParams) -> GridConfig:
     names = tuple(user_factories.absolute(n, p.optimizer_file) for n in p.optimizers)
     settings = {f.name: getattr(p, f.name) for f in dataclasses.fields(p) if f.name not in NOT_SETTINGS}
     return GridConfig(**{**settings, "optimizers": names}, lr_range=None if lr[0] is None else lr[:2], n_lr=lr[2],
-                      wd_range=wd[:2], n_wd=wd[2], learning_curve_points=p.curve_points)
+                      wd_range=p.wd_grid[:2], n_wd=p.wd_grid[2], learning_curve_points=p.curve_points)
 
 
 def cell_peak_arrays(cfg: GridConfig, workers: int) -> tuple[dict[str, int], str]:
