@@ -45,7 +45,7 @@ def page() -> str:
     """The optimizer list (MyST Markdown)."""
     lines = ["# Optimizer list", "",
              "Generated from the alias table (`dyntools.optim.aliases.ALIASES`) when the site is built: every name "
-             "that `dt.optim.make(name, …)`, `dt.NAME(…)` and `dyntools sweep adamw-grid --optimizers NAME` accept. "
+             "that `dt.optim.make(name, …)`, `NAME(…)` at the top of `import dyntools as dt`, and `dyntools sweep adamw-grid --optimizers NAME` accept. "
              "The chain is the one built with a weight decay of 0.1 and, where the sweep passes `--momentum`, a "
              "momentum of 0.9 (where the decay stands: coupled before the "
              "preconditioner, decoupled after it); \"—\" in the PyTorch column: `torch.optim` has no such class "
