@@ -8,6 +8,7 @@ without any edit of the docs.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from source_writer import writes_source
@@ -16,6 +17,8 @@ from source_writer import writes_source
 PAGE = "optimizer-list.md"
 
 _MARKUP = str.maketrans({c: "\\" + c for c in "\\*_[]<>$|"})
+#: a docstring's ``*word*`` (reStructuredText emphasis, escaped by :data:`_MARKUP`): emphasis again
+_EMPHASIS = re.compile(r"\\\*(\w[^*\\]*)\\\*")
 
 
 def _text(text: str) -> str:
@@ -25,7 +28,7 @@ def _text(text: str) -> str:
     parts = text.split("`")
     if len(parts) % 2 == 0:                                           # an unpaired backtick: all plain text
         parts = [text.replace("`", "'")]
-    cells = [f"`{p}`" if i % 2 else p.translate(_MARKUP) for i, p in enumerate(parts)]
+    cells = [f"`{p}`" if i % 2 else _EMPHASIS.sub(r"*\1*", p.translate(_MARKUP)) for i, p in enumerate(parts)]
     return "".join(cells).replace("|", "\\|")
 
 
@@ -45,7 +48,8 @@ def page() -> str:
     """The optimizer list (MyST Markdown)."""
     lines = ["# Optimizer list", "",
              "Generated from the alias table (`dyntools.optim.aliases.ALIASES`) when the site is built: every name "
-             "that `dt.optim.make(name, …)`, `NAME(…)` at the top of `import dyntools as dt`, and `dyntools sweep adamw-grid --optimizers NAME` accept. "
+             "that `dt.optim.make(name, …)`, `NAME(…)` at the top of `import dyntools as dt`, and "
+             "`dyntools sweep adamw-grid --optimizers NAME` accept. "
              "The chain is the one built with a weight decay of 0.1 and, where the sweep passes `--momentum`, a "
              "momentum of 0.9 (where the decay stands: coupled before the "
              "preconditioner, decoupled after it); \"—\" in the PyTorch column: `torch.optim` has no such class "
