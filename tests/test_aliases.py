@@ -6,6 +6,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import dyntools as dt
 from dyntools.optim import aliases, torch_names
@@ -99,3 +101,19 @@ def test_the_docs_list_has_one_row_per_alias():
     assert "| `adam` | `torch.optim.Adam` | `add_decay → scale_by_adam` |" in page
     assert "| `sgdw` | — | `trace → add_decay` |" in page
     assert all(r.count("|") - r.count("\\|") == 6 for r in rows)      # no cell breaks the table
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(alphabet=st.sampled_from("ab |`*_\\[]<>$:\n"), max_size=40))
+def test_a_docstring_never_breaks_its_table_cell(text):
+    """Whatever a factory's docstring holds, its cell in the optimizer list has no unescaped ``|`` and no
+    newline, and its code spans are paired."""
+    sys.path.insert(0, str(ROOT / "docs" / "_ext"))
+    try:
+        import optimizer_list
+    finally:
+        sys.path.remove(str(ROOT / "docs" / "_ext"))
+    cell = optimizer_list._text(text)
+    assert "\n" not in cell
+    assert "|" not in cell.replace("\\|", "")
+    assert cell.count("`") % 2 == 0
