@@ -25,8 +25,8 @@ The public API, ``import dyntools as dt``::
     dt.Transformer(vocab, seq_len, n_classes, d_model=…, heads=…)   # a small pre-norm transformer (token sequences)
     dt.toy_data(toy)                                               # the toy's samples as a training set
     dt.Surface(name), dt.trajectories.gallery(…)                   # 2-D surfaces; the optimizer trajectory gallery
-    dt.sgd, dt.sgdw, dt.adam, dt.adamw, dt.adagrad, dt.rmsprop, …   # optimizers; dt.schedules
-    dt.metrics, dt.data                                            # measurements and data sets
+    dt.sgd, dt.sgdw, dt.adam, dt.adamw, dt.adagrad, dt.rmsprop, …   # optimizers: every alias of dt.optim.ALIASES
+    dt.schedules, dt.metrics, dt.data                              # schedules, measurements and data sets
 
 Names are imported on first use, so ``import dyntools`` stays light (no numba, no sympy).
 """
