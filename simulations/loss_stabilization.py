@@ -204,6 +204,13 @@ EXPERIMENT = Experiment.declare(
     params=StabilizationParams,
     figures=dict.fromkeys(("stabilization", "stabilization-phase"), stabilization_figures.plot_result))
 
+#: the smallest run that writes a result of each kind this module declares (the fuzz suite damages its sample)
+SAMPLE_RUNS = {
+    "stabilization": ["simulate", "stabilization", "--steps", "200", "--paths", "4", "--records", "10"],
+    "stabilization-phase": ["simulate", "stabilization", "--eta-grid", "0.5:1.5:3", "--steps", "200", "--paths", "4",
+                            "--records", "10"],
+}
+
 
 def check_proposition(result, toy) -> dict:
     """Measure the proposition's claims on a ``"stabilization"`` result of constant step η."""

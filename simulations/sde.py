@@ -190,3 +190,15 @@ EXPERIMENT = Experiment.declare(
     params=SDEParams,
     figures=dict.fromkeys(("sde", "sde-convergence", "sde-diag-net", "sde-sgd-vs-sde", "sde-sparsity"),
                           sde_figures.plot_result))
+
+#: the smallest run that writes a result of each kind this module declares (the fuzz suite damages its sample)
+SAMPLE_RUNS = {
+    "sde": ["simulate", "sde", "--model", "gbm", "--paths", "8", "--records", "11"],
+    "sde-convergence": ["simulate", "sde", "--convergence", "--levels", "2:4", "--paths", "16"],
+    "sde-diag-net": ["simulate", "sde", "--model", "diag-net", "--method", "sgd", "--n", "10", "--d", "20", "--r",
+                     "3", "--t1", "2", "--paths", "4", "--records", "11"],
+    "sde-sgd-vs-sde": ["simulate", "sde", "--model", "diag-net", "--study", "sgd-vs-sde", "--n", "10", "--d", "20",
+                       "--r", "3", "--t1", "1", "--paths", "2", "--records", "5"],
+    "sde-sparsity": ["simulate", "sde", "--model", "diag-net", "--study", "sparsity", "--n", "10", "--d", "20",
+                     "--r", "3", "--t1", "1", "--paths", "2", "--records", "5"],
+}

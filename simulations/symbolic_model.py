@@ -144,3 +144,8 @@ EXPERIMENT = Experiment.declare(
     example="dyntools simulate model --file my_model.py --data data.npz --optimizer sgd --lr 0.05 "
             "--steps 2000 --label-noise 0.5 --out runs/mine",
     params=ModelParams, figures={"symbolic-model": symbolic_model_figures.plot_result})
+
+#: the smallest run that writes a result of each kind this module declares (the fuzz suite damages its sample)
+SAMPLE_RUNS = {
+    "symbolic-model": ["simulate", "model", "--steps", "50", "--records", "5"],
+}
