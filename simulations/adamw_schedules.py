@@ -252,11 +252,9 @@ EXPERIMENT = Experiment.declare(
     example="dyntools sweep adamw-schedules --schedules constant,cosine,sgdr --seeds 5 --out runs/schedules",
     params=ScheduleParams, figures={KIND: adamw_schedules_figures.plot_result})
 
-#: the smallest run that writes a result of each kind this module declares (the fuzz suite damages its sample)
-SAMPLE_RUNS = {
-    "adamw-schedules": ["sweep", "adamw-schedules", "--seeds", "1", "--epochs", "1", "--n", "40", "--n-val", "20",
-                        "--hidden", "4", "--batch-size", "20", "--workers", "1"],
-}
+#: kind → the arguments of the smallest run that writes a result of it (the fuzz suite damages what it writes)
+SAMPLE_RUNS = {KIND: ["--seeds", "1", "--epochs", "1", "--n", "40", "--n-val", "20", "--hidden", "4", "--batch-size",
+                      "20", "--workers", "1"]}
 
 
 # ----------------------------------------------------------------------------------- report entry

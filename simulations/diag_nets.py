@@ -868,10 +868,10 @@ EXPERIMENT = Experiment.declare(
     params=DiagNetParams, presets=PRESETS, figures={"diag-net": diag_net_figures.plot_result},
     conditional=paper_defaults)
 
-#: the smallest run that writes a result of each kind this module declares (the fuzz suite damages its sample)
+#: kind → the arguments of the smallest run that writes a result of it (the fuzz suite damages what it writes)
 SAMPLE_RUNS = {
-    "diag-net": ["simulate", "diag-net", "--n", "20", "--d", "30", "--r", "3", "--n-test", "50", "--steps", "50",
-                 "--seeds", "2", "--records", "10", "--sharpness-iters", "3"],
+    "diag-net": ["--n", "20", "--d", "30", "--r", "3", "--n-test", "50", "--steps", "50", "--seeds", "2", "--records",
+                 "10", "--sharpness-iters", "3"],
 }
 
 REPORTS = [Entry("diag-nets", TITLE, reproduce, order=60),

@@ -255,8 +255,6 @@ EXPERIMENT = Experiment.declare(
             "--optimizers adamw,none --dask-local 2 --out runs/gs-t",
     params=GrokkingSweepParams, figures={KIND: grokking_figures.plot_result})
 
-#: the smallest run that writes a result of each kind this module declares (the fuzz suite damages its sample)
-SAMPLE_RUNS = {
-    "grokking-sweep": ["sweep", "grokking", "--p", "5", "--steps", "20", "--seeds", "2", "--records", "4", "--width",
-                       "8", "--decays", "1", "--fractions", "0.6", "--workers", "1"],
-}
+#: kind → the arguments of the smallest run that writes a result of it (the fuzz suite damages what it writes)
+SAMPLE_RUNS = {KIND: ["--p", "5", "--steps", "20", "--seeds", "2", "--records", "4", "--width", "8", "--decays", "1",
+                      "--fractions", "0.6", "--workers", "1"]}

@@ -204,11 +204,10 @@ EXPERIMENT = Experiment.declare(
     params=StabilizationParams,
     figures=dict.fromkeys(("stabilization", "stabilization-phase"), stabilization_figures.plot_result))
 
-#: the smallest run that writes a result of each kind this module declares (the fuzz suite damages its sample)
+#: kind → the arguments of the smallest run that writes a result of it (the fuzz suite damages what it writes)
 SAMPLE_RUNS = {
-    "stabilization": ["simulate", "stabilization", "--steps", "200", "--paths", "4", "--records", "10"],
-    "stabilization-phase": ["simulate", "stabilization", "--eta-grid", "0.5:1.5:3", "--steps", "200", "--paths", "4",
-                            "--records", "10"],
+    "stabilization": ["--steps", "200", "--paths", "4", "--records", "10"],
+    "stabilization-phase": ["--eta-grid", "0.5:1.5:3", "--steps", "200", "--paths", "4", "--records", "10"],
 }
 
 

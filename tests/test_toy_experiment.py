@@ -78,8 +78,9 @@ EXPERIMENT = Experiment(
     results=(derive("toy-walk", WalkParams, "steps scale", summary={"final": "number"}),),
     figures={"toy-walk": plot_walk})
 
-#: the smallest run that writes a result of its kind: the fuzz suite runs it and damages every declared field
-SAMPLE_RUNS = {"toy-walk": ["simulate", "toy-walk", "--steps", "5"]}
+#: the smallest run that writes a result of its kind (`dyntools simulate toy-walk --steps 5`): the fuzz suite runs it
+#: and damages every field the result schema declares
+SAMPLE_RUNS = {"toy-walk": ["--steps", "5"]}
 
 
 def reproduce(ctx):
