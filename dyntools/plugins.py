@@ -15,7 +15,9 @@ A plugin is a module. It declares, at module level, any of
 An experiment declares the figures of the result kinds it writes (``Experiment.figures``: kind → plotter);
 :func:`figures` gathers them with the library's own kinds (``dt.train``'s ``"train"``). A plugin module declares
 its own stream purposes as ``STREAMS = {purpose: key word}``; :func:`stream_keys` checks them against the
-library's table (:data:`dyntools.engine.streams.KEYS`) and each other.
+library's table (:data:`dyntools.engine.streams.KEYS`) and each other. For each result kind it declares, it
+gives the arguments of the smallest run that writes one, ``SAMPLE_RUNS = {kind: [arguments]}``: :func:`sample_runs`
+gathers them (the fuzz suite runs them and damages every declared field of what they write).
 
 One discovery finds every plugin: the modules of the ``dyntools.simulations`` and ``dyntools.proofs`` packages (the
 repository's ``simulations/`` and ``proofs/``), then the modules that installed distributions name in the entry-point
@@ -219,3 +221,34 @@ def stream_keys() -> dict[str, int]:
     tables = [("dyntools.engine.streams", streams.KEYS)]
     tables += [(m.__name__, m.STREAMS) for m in modules(EXPERIMENT_PACKAGES) if hasattr(m, "STREAMS")]
     return streams.combine(tables)
+
+
+@cache
+def sample_runs() -> dict[str, tuple[str, ...]]:
+    """Result kind → the command line (``dyntools`` arguments, without ``--out``) of the smallest run that writes a
+    result of that kind: the verb and name of the experiment declaring the kind, then the arguments its module gives
+    in ``SAMPLE_RUNS = {kind: [arguments]}``.
+
+    Raises
+    ------
+    TypeError
+        When a module's ``SAMPLE_RUNS`` names a kind that none of its experiments declares a result of, or gives
+        arguments that are not a list of strings.
+    RuntimeError
+        When two modules declare a sample run of one kind.
+    """
+    out: dict[str, tuple[str, ...]] = {}
+    for module in modules(EXPERIMENT_PACKAGES):
+        commands = {schema.kind: (exp.verb, exp.name)
+                    for exp in declared(module, "EXPERIMENT", "EXPERIMENTS") for schema in exp.results}
+        for kind, args in getattr(module, "SAMPLE_RUNS", {}).items():
+            if kind not in commands:
+                raise TypeError(f"{module.__name__}: SAMPLE_RUNS names kind {kind!r}, which none of its experiments "
+                                f"writes (its kinds: {', '.join(sorted(commands)) or 'none'})")
+            if isinstance(args, str) or not all(isinstance(a, str) for a in args):
+                raise TypeError(f"{module.__name__}: the sample run of kind {kind!r} is {args!r}, not a list of "
+                                f"strings (the arguments after {' '.join(commands[kind])!r})")
+            if kind in out:
+                raise RuntimeError(f"two sample runs declared for results of kind {kind!r} ({module.__name__})")
+            out[kind] = (*commands[kind], *args)
+    return out

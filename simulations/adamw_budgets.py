@@ -278,6 +278,11 @@ EXPERIMENT = Experiment.declare(
     example="dyntools sweep adamw-budgets --budgets 8,64,512 --out runs/budgets",
     params=BudgetParams, figures={KIND: adamw_budgets_figures.plot_result})
 
+#: kind → the arguments of the smallest run that writes a result of it (the fuzz suite damages what it writes)
+SAMPLE_RUNS = {KIND: ["--budgets", "1,2", "--lr-grid", "1e-2:1e-2:1", "--wd-grid", "1e-4:1e-1:2", "--wd-norm-grid",
+                      "1e-3:1:2", "--replicates", "1", "--n", "40", "--n-val", "20", "--hidden", "4", "--batch-size",
+                      "20", "--workers", "1"]}
+
 
 # ----------------------------------------------------------------------------------- report entry
 

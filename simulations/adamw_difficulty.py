@@ -433,6 +433,11 @@ EXPERIMENT = Experiment.declare(
             "--out runs/difficulty",
     params=DifficultyParams, figures={KIND: adamw_difficulty_figures.plot_result})
 
+#: kind → the arguments of the smallest run that writes a result of it (the fuzz suite damages what it writes)
+SAMPLE_RUNS = {KIND: ["--noises", "0.05", "--turns", "1,1.5", "--lr-grid", "1e-3:1e-2:2", "--wd-grid", "1e-6:1e-5:1",
+                      "--replicates", "1", "--epochs", "1", "--n", "40", "--n-val", "20", "--hidden", "4",
+                      "--batch-size", "20", "--workers", "1"]}
+
 
 # ----------------------------------------------------------------------------------- report entry
 

@@ -146,4 +146,10 @@ EXPERIMENT = Experiment.declare(
              "--dask-local 2 --out runs/adamw-grid"),
     params=AdamWGridParams, figures={KIND: adamw_heatmaps_figures.plot_result})
 
+#: kind → the arguments of the smallest run that writes a result of it (the fuzz suite damages what it writes)
+SAMPLE_RUNS = {
+    "adamw-grid": ["--optimizers", "adam", "--lr-grid", "1e-3:1e-2:2", "--wd-grid", "1e-6:1e-5:1", "--epochs", "1",
+                   "--n", "40", "--n-val", "20", "--hidden", "4", "--batch-size", "20", "--workers", "1"],
+}
+
 REPORT = Entry("adamw-heatmaps", TITLE, reproduce, order=30)

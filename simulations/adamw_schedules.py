@@ -252,6 +252,10 @@ EXPERIMENT = Experiment.declare(
     example="dyntools sweep adamw-schedules --schedules constant,cosine,sgdr --seeds 5 --out runs/schedules",
     params=ScheduleParams, figures={KIND: adamw_schedules_figures.plot_result})
 
+#: kind → the arguments of the smallest run that writes a result of it (the fuzz suite damages what it writes)
+SAMPLE_RUNS = {KIND: ["--seeds", "1", "--epochs", "1", "--n", "40", "--n-val", "20", "--hidden", "4", "--batch-size",
+                      "20", "--workers", "1"]}
+
 
 # ----------------------------------------------------------------------------------- report entry
 

@@ -565,5 +565,11 @@ EXPERIMENT = Experiment.declare(
     params=DeepNetParams, figures={"deep-nets": deep_nets_figures.plot_result},
     conditional=arch_defaults)
 
+#: kind → the arguments of the smallest run that writes a result of it (the fuzz suite damages what it writes)
+SAMPLE_RUNS = {
+    "deep-nets": ["--width", "8", "--depth", "2", "--steps", "40", "--seeds", "1", "--records", "4",
+                  "--sparsity-examples", "20"],
+}
+
 REPORTS = [Entry("deep-nets", TITLE, reproduce, order=66),
            Entry("deep-nets-resnet", TITLE_RESNET, reproduce_resnet, order=67, single_core=True)]

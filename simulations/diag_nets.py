@@ -868,5 +868,11 @@ EXPERIMENT = Experiment.declare(
     params=DiagNetParams, presets=PRESETS, figures={"diag-net": diag_net_figures.plot_result},
     conditional=paper_defaults)
 
+#: kind → the arguments of the smallest run that writes a result of it (the fuzz suite damages what it writes)
+SAMPLE_RUNS = {
+    "diag-net": ["--n", "20", "--d", "30", "--r", "3", "--n-test", "50", "--steps", "50", "--seeds", "2", "--records",
+                 "10", "--sharpness-iters", "3"],
+}
+
 REPORTS = [Entry("diag-nets", TITLE, reproduce, order=60),
            Entry("diag-nets-paper", TITLE_PAPER, reproduce_paper, order=61, single_core=True)]

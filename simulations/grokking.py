@@ -260,4 +260,8 @@ EXPERIMENT = Experiment.declare(
             "  dyntools simulate grokking --model transformer --p 11 --steps 2000 --phase-seeds 0 --out runs/grok-t",
     params=GrokkingParams, figures={KIND: grokking_figures.plot_result})
 
+#: kind → the arguments of the smallest run that writes a result of it (the fuzz suite damages what it writes)
+SAMPLE_RUNS = {KIND: ["--p", "5", "--steps", "20", "--seeds", "2", "--records", "4", "--width", "8",
+                      "--phase-fractions", "0.6", "--phase-seeds", "1", "--workers", "1"]}
+
 REPORTS = [Entry(KIND, TITLE, reproduce, order=68)]

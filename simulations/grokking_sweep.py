@@ -254,3 +254,7 @@ EXPERIMENT = Experiment.declare(
             "  dyntools sweep grokking --model transformer --p 11 --d-model 32 --heads 4 --steps 1500 "
             "--optimizers adamw,none --dask-local 2 --out runs/gs-t",
     params=GrokkingSweepParams, figures={KIND: grokking_figures.plot_result})
+
+#: kind → the arguments of the smallest run that writes a result of it (the fuzz suite damages what it writes)
+SAMPLE_RUNS = {KIND: ["--p", "5", "--steps", "20", "--seeds", "2", "--records", "4", "--width", "8", "--decays", "1",
+                      "--fractions", "0.6", "--workers", "1"]}

@@ -332,4 +332,8 @@ EXPERIMENT = Experiment.declare(
             "--out runs/band",
     params=BandParams, figures={KIND: label_noise_band_figures.plot_result})
 
+#: kind → the arguments of the smallest run that writes a result of it (the fuzz suite damages what it writes)
+SAMPLE_RUNS = {KIND: ["--etas", "0.01,0.02", "--deltas", "0.004,0.016", "--tau", "4", "--records", "4", "--seeds",
+                      "2", "--n", "10", "--d", "20", "--r", "2"]}
+
 REPORTS = [Entry(KIND, TITLE, reproduce, order=51)]

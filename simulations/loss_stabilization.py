@@ -204,6 +204,12 @@ EXPERIMENT = Experiment.declare(
     params=StabilizationParams,
     figures=dict.fromkeys(("stabilization", "stabilization-phase"), stabilization_figures.plot_result))
 
+#: kind → the arguments of the smallest run that writes a result of it (the fuzz suite damages what it writes)
+SAMPLE_RUNS = {
+    "stabilization": ["--steps", "200", "--paths", "4", "--records", "10"],
+    "stabilization-phase": ["--eta-grid", "0.5:1.5:3", "--steps", "200", "--paths", "4", "--records", "10"],
+}
+
 
 def check_proposition(result, toy) -> dict:
     """Measure the proposition's claims on a ``"stabilization"`` result of constant step η."""

@@ -544,4 +544,9 @@ EXPERIMENT = Experiment.declare(
     example="dyntools simulate relu --setting teacher3 --seeds 5 --seed 0 --out runs/relu3",
     params=ReluParams, figures={"relu": relu_figures.plot_result})
 
+#: kind → the arguments of the smallest run that writes a result of it (the fuzz suite damages what it writes)
+SAMPLE_RUNS = {
+    "relu": ["--setting", "1d", "--seeds", "2", "--log10-steps", "2.5", "--records", "8"],
+}
+
 REPORT = Entry("relu-nets", TITLE, reproduce, order=20, single_core=True)

@@ -190,3 +190,15 @@ EXPERIMENT = Experiment.declare(
     params=SDEParams,
     figures=dict.fromkeys(("sde", "sde-convergence", "sde-diag-net", "sde-sgd-vs-sde", "sde-sparsity"),
                           sde_figures.plot_result))
+
+#: kind → the arguments of the smallest run that writes a result of it (the fuzz suite damages what it writes)
+SAMPLE_RUNS = {
+    "sde": ["--model", "gbm", "--paths", "8", "--records", "11"],
+    "sde-convergence": ["--convergence", "--levels", "2:4", "--paths", "16"],
+    "sde-diag-net": ["--model", "diag-net", "--method", "sgd", "--n", "10", "--d", "20", "--r", "3", "--t1", "2",
+                     "--paths", "4", "--records", "11"],
+    "sde-sgd-vs-sde": ["--model", "diag-net", "--study", "sgd-vs-sde", "--n", "10", "--d", "20", "--r", "3", "--t1",
+                       "1", "--paths", "2", "--records", "5"],
+    "sde-sparsity": ["--model", "diag-net", "--study", "sparsity", "--n", "10", "--d", "20", "--r", "3", "--t1", "1",
+                     "--paths", "2", "--records", "5"],
+}

@@ -453,4 +453,9 @@ EXPERIMENT = Experiment.declare(
     example="dyntools simulate sgd-vs-label-noise --preset relu --seeds 8 --seed 0 --out runs/conjecture",
     params=ConjectureParams, presets=PRESETS, figures={"sgd-vs-label-noise": label_noise_figures.plot_result})
 
+#: kind → the arguments of the smallest run that writes a result of it (the fuzz suite damages what it writes)
+SAMPLE_RUNS = {
+    "sgd-vs-label-noise": ["--n", "10", "--d", "20", "--r", "2", "--steps", "200", "--seeds", "2", "--records", "6"],
+}
+
 REPORT = Entry("sgd-vs-label-noise", TITLE, reproduce, order=65, single_core=True)

@@ -144,3 +144,8 @@ EXPERIMENT = Experiment.declare(
     example="dyntools simulate model --file my_model.py --data data.npz --optimizer sgd --lr 0.05 "
             "--steps 2000 --label-noise 0.5 --out runs/mine",
     params=ModelParams, figures={"symbolic-model": symbolic_model_figures.plot_result})
+
+#: kind → the arguments of the smallest run that writes a result of it (the fuzz suite damages what it writes)
+SAMPLE_RUNS = {
+    "symbolic-model": ["--steps", "50", "--records", "5"],
+}

@@ -195,4 +195,10 @@ EXPERIMENT = Experiment.declare(
             "--steps 5000 --frames 30 --out runs/gallery",
     params=TrajectoryParams, figures={"trajectories": trajectories_figures.plot_result})
 
+#: kind → the arguments of the smallest run that writes a result of it (the fuzz suite damages what it writes)
+SAMPLE_RUNS = {
+    "trajectories": ["--surface", "saddle", "--optimizers", "sgd,adam", "--steps", "50", "--frames", "3",
+                     "--start=-2,0.5"],
+}
+
 REPORT = Entry("trajectory-gallery", TITLE, reproduce, order=85, single_core=True)

@@ -608,4 +608,9 @@ EXPERIMENT = Experiment.declare(
     example="dyntools simulate universal-approximation --max-width-1d 512 --max-width-2d 1024 --out runs/uat",
     params=UAParams, figures={"universal-approximation": universal_figures.plot_result})
 
+#: kind → the arguments of the smallest run that writes a result of it (the fuzz suite damages what it writes)
+SAMPLE_RUNS = {
+    "universal-approximation": ["--max-width-1d", "4", "--max-width-2d", "4", "--seeds", "1"],
+}
+
 REPORT = Entry("universal-approximation", TITLE, reproduce, order=86, single_core=True)

@@ -841,4 +841,12 @@ EXPERIMENTS = [
         figures={"voronoi-ladder": voronoi_figures.plot_result}),
 ]
 
+#: kind → the arguments of the smallest run that writes a result of it (the fuzz suite damages what it writes)
+SAMPLE_RUNS = {
+    "voronoi": ["--seeds", "2", "--n", "200", "--n-test", "50", "--steps", "20", "--batch", "16", "--frames", "2",
+                "--n-centers", "16"],
+    "voronoi-ladder": ["--rungs", "exact,scale", "--decays", "l2", "--seeds", "1", "--workers", "1", "--n", "200",
+                       "--n-test", "50", "--steps", "20", "--batch", "16", "--frames", "2", "--n-centers", "16"],
+}
+
 REPORT = Entry("voronoi", TITLE, reproduce, order=70)

@@ -44,6 +44,13 @@ def assert_usage_error(proc, *needles, out_dir=None):
         assert not os.path.exists(out_dir), f"{out_dir} was written"
 
 
+def assert_command_refuses(tmp_path, *argv, needle):
+    """``dyntools *argv --out tmp_path/bad`` run as a user runs it is refused (:func:`assert_usage_error`):
+    one line naming ``needle``, exit 2, nothing written."""
+    out = tmp_path / "bad"
+    assert_usage_error(run_cli(*argv, "--out", out, cwd=tmp_path), needle, out_dir=out)
+
+
 #: tests/test_notebooks.py executes the notebooks and tests/test_docs.py renders the executed copies: one
 #: pytest-xdist worker runs both (``--dist loadgroup``), in that order
 NOTEBOOKS_THEN_DOCS = ("test_notebooks.py", "test_docs.py")

@@ -900,12 +900,54 @@ def run_subprocess(case: Case, base: Path) -> str:
 
 SAMPLES = Path(__file__).resolve().parent / "goldens" / "result_samples.json"
 
+#: the result kinds the library writes itself (no experiment declares their sample runs): their samples are golden
+LIBRARY_KINDS = ("train",)
 
-def result_samples() -> dict[str, dict]:
-    """kind → {"argv", "config", "summary"} of one small real result per kind (tests/goldens/make_result_samples.py)."""
+
+def committed_samples() -> dict[str, dict]:
+    """kind → {"argv", "config", "summary"} as tests/goldens/make_result_samples.py wrote them from the sample runs
+    the experiments declare (:func:`dyntools.plugins.sample_runs`) and the library's own kinds."""
     import json
 
     return json.loads(SAMPLES.read_text(encoding="utf-8"))
+
+
+def run_sample(kind: str, argv: Iterable[str], directory: Path) -> dict:
+    """{"argv", "config", "summary"} of the result that ``dyntools *argv`` writes into ``directory/kind``, run
+    in-process; ``RuntimeError`` when the run fails or writes a result of another kind."""
+    import json
+
+    from dyntools import store
+
+    argv = list(argv)
+    out = Path(directory) / kind
+    out.parent.mkdir(parents=True, exist_ok=True)
+    ran = invoke([*argv, "--out", out, "--json"], out.parent, block_run=False)
+    if ran.code != 0:
+        raise RuntimeError(f"{kind}: the sample run `dyntools {' '.join(argv)}` exited {ran.code}: {ran.stderr}")
+    meta = json.loads((out / store.META_FILE).read_text(encoding="utf-8"))
+    if meta["kind"] != kind:
+        raise RuntimeError(f"{kind}: the sample run `dyntools {' '.join(argv)}` wrote kind {meta['kind']!r}")
+    return {"argv": argv, "config": meta["config"], "summary": meta.get("summary", {})}
+
+
+def result_samples() -> dict[str, dict]:
+    """kind → {"argv", "config", "summary"} of one small real result per kind: the committed goldens of the kinds
+    still declared, and, for a declared kind without one (a user's plugin, a new experiment), the result of its
+    declared sample run, run here once per process."""
+    import tempfile
+
+    from dyntools import plugins
+
+    if not hasattr(result_samples, "found"):
+        declared = plugins.sample_runs()
+        found = {kind: sample for kind, sample in committed_samples().items()
+                 if kind in declared or kind in LIBRARY_KINDS}
+        with tempfile.TemporaryDirectory() as tmp:
+            for kind in sorted(set(declared) - set(found)):
+                found[kind] = run_sample(kind, declared[kind], Path(tmp))
+        result_samples.found = found
+    return dict(result_samples.found)
 
 
 def _bad_param_values(p, value) -> list[tuple[str, object]]:

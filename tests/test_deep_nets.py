@@ -6,7 +6,7 @@ from dyntools.simulations import deep_nets as dn
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import assert_usage_error, run_cli
+from tests.conftest import assert_command_refuses
 
 
 @settings(max_examples=30, deadline=None)
@@ -59,9 +59,7 @@ def test_small_run_records_metrics_and_the_loss_on_the_originals():
     (["--settings", "basic,basic"], "setting"),
 ])
 def test_cli_bad_input_one_line_exit_2_nothing_written(tmp_path, args, word):
-    out = tmp_path / "bad"
-    proc = run_cli("simulate", "deep-nets", *args, "--out", out, cwd=tmp_path)
-    assert_usage_error(proc, word, out_dir=out)
+    assert_command_refuses(tmp_path, "simulate", "deep-nets", *args, needle=word)
 
 
 def test_bench_workload_is_the_experiments():

@@ -27,21 +27,15 @@ PENDING: set[str] = set()
 
 @njit(cache=True)
 def _draw(code, n, b, steps, st, drop_last):
+    """``steps`` batches of the sampler ``code`` as the loops draw them: the library's compiled
+    :func:`~dyntools.engine.samplers.draw_batch` step after step (no label noise, no replay)."""
     perm = np.arange(n)
     pos = n
     out = np.empty((steps, b), dtype=np.int64)
+    noise = np.zeros(b)
+    replay = np.zeros((1, 1), dtype=np.int64)
     for t in range(steps):
-        for q in range(b):
-            if code == samplers.WITH_REPLACEMENT:
-                out[t, q] = samplers.with_replacement(st, n)
-            elif code == samplers.EPOCH:
-                pos = samplers.epoch_position(perm, pos, st)
-                out[t, q] = perm[pos]
-                pos += 1
-            else:
-                out[t, q] = samplers.distinct_next(perm, q, st)
-        if code == samplers.EPOCH:
-            pos = samplers.epoch_end_of_batch(pos, n, b, drop_last)
+        pos = samplers.draw_batch(code, out[t], noise, 0.0, b, n, replay, 0, t, perm, pos, st, drop_last)
     return out
 
 

@@ -36,7 +36,8 @@ def test_plot_of_a_damaged_result_is_one_line_or_harmless(tmp_path, sde_result):
 
 def test_every_kind_plot_draws_has_a_schema_and_a_sample_that_passes_it():
     """The schema of each kind is the experiments' declaration; the samples are real results' config/summary
-    (tests/goldens/make_result_samples.py), so a schema that refused what its experiment writes fails here."""
+    (of each kind's declared sample run: tests/goldens/make_result_samples.py, or run by the suite), so a schema
+    that refused what its experiment writes fails here."""
     from dyntools import plugins, result_schema
 
     F._parser_once()
@@ -45,6 +46,65 @@ def test_every_kind_plot_draws_has_a_schema_and_a_sample_that_passes_it():
     assert set(plugins.figures()) <= set(samples)
     for kind, sample in samples.items():
         result_schema.validate(kind, sample["config"], sample["summary"])
+
+
+def test_the_committed_samples_are_what_the_declared_sample_runs_write():
+    """Each experiment declares its kinds' sample runs (``SAMPLE_RUNS``); a committed sample made by another command
+    line, or of a kind no experiment declares any more, is stale (regenerate: tests/goldens/make_result_samples.py)."""
+    from dyntools import plugins
+
+    declared = plugins.sample_runs()
+    committed = F.committed_samples()
+    stale = {kind: sample["argv"] for kind, sample in committed.items()
+             if kind not in F.LIBRARY_KINDS and sample["argv"] != list(declared.get(kind, ["(not declared)"]))}
+    assert not stale, stale
+    assert set(plugins.figures()) <= set(declared) | set(F.LIBRARY_KINDS)
+
+
+def _module_declaring(kinds, runs):
+    import types
+    from dataclasses import dataclass
+
+    from dyntools.result_schema import derive
+    from dyntools.spec import Experiment, param
+
+    @dataclass(frozen=True)
+    class P:
+        n: int = param(1, help="n", low=1, high=9)
+
+    module = types.ModuleType("planted_plugin")
+    module.EXPERIMENT = Experiment(name="planted", verb="simulate", help="h", example="e", params=P, run=print,
+                                   table=print, summary=print, results=tuple(derive(k, P, "n") for k in kinds))
+    module.SAMPLE_RUNS = runs
+    return module
+
+
+@pytest.mark.parametrize("kinds, runs, error, words", [
+    (("planted-a",), {"planted-b": ["--n", "2"]}, TypeError, "names kind 'planted-b'"),
+    (("planted-a",), {"planted-a": "--n 2"}, TypeError, "not a list of strings"),
+    (("planted-a",), {"planted-a": ["--n", 2]}, TypeError, r"not a list of strings \(the arguments after 'simulate"),
+    (("planted-a",), {"planted-a": ["--n", "2"]}, None, ""),
+])
+def test_a_sample_run_is_the_command_of_the_experiment_writing_its_kind(monkeypatch, kinds, runs, error, words):
+    from dyntools import plugins, result_schema
+
+    monkeypatch.setattr(result_schema, "REGISTRY", dict(result_schema.REGISTRY))   # the planted kinds stay here
+    module = _module_declaring(kinds, runs)
+    monkeypatch.setattr(plugins, "modules", lambda packages=plugins.PACKAGES: (module,))
+    plugins.sample_runs.cache_clear()
+    try:
+        if error is None:
+            assert plugins.sample_runs() == {"planted-a": ("simulate", "planted", "--n", "2")}
+        else:
+            with pytest.raises(error, match=words):
+                plugins.sample_runs()
+        monkeypatch.setattr(plugins, "modules", lambda packages=plugins.PACKAGES: (module, module))
+        plugins.sample_runs.cache_clear()
+        if error is None:                                  # two modules, one kind: refused
+            with pytest.raises(RuntimeError, match="two sample runs"):
+                plugins.sample_runs()
+    finally:
+        plugins.sample_runs.cache_clear()
 
 
 def test_a_result_outside_its_kinds_schema_is_refused_naming_file_and_field(tmp_path):

@@ -11,7 +11,7 @@ from dyntools.simulations import grokking as G
 from dyntools.simulations import grokking_sweep as GS
 
 from dyntools import store
-from tests.conftest import assert_usage_error, run_cli
+from tests.conftest import assert_command_refuses, run_cli
 
 TINY = ["--p", "7", "--width", "16", "--steps", "40", "--records", "5", "--seeds", "2", "--decays", "0.3,1",
         "--fractions", "0.5,0.7"]
@@ -103,6 +103,4 @@ def test_the_transformer_sweep_on_a_dask_local_cluster(tmp_path):
     (["--dask-local", "2", "--scheduler", "tcp://127.0.0.1:1"], "Invalid --dask-local"),
 ])
 def test_bad_input_is_one_line_exit_2_nothing_written(tmp_path, args, needle):
-    out = tmp_path / "bad"
-    proc = run_cli("sweep", "grokking", *args, "--out", out)
-    assert_usage_error(proc, needle, out_dir=out)
+    assert_command_refuses(tmp_path, "sweep", "grokking", *args, needle=needle)

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from dyntools.models import resnet as rn
 from dyntools.models.resnet import ResNet
-from tests.conftest import assert_usage_error, run_cli
+from tests.conftest import assert_command_refuses, run_cli
 
 GOLDENS = np.load(Path(__file__).parent / "goldens" / "resnet_torch.npz")
 CASES = json.loads(str(GOLDENS["meta"]))["cases"]
@@ -166,9 +166,7 @@ def test_cli_simulate_resnet_records_both_depths_and_plots(tmp_path):
     (["--arch", "resnet", "--channels", "0"], "channels"),
 ])
 def test_cli_bad_input_one_line_exit_2_nothing_written(tmp_path, args, word):
-    out = tmp_path / "bad"
-    proc = run_cli("simulate", "deep-nets", *args, "--out", out, cwd=tmp_path)
-    assert_usage_error(proc, word, out_dir=out)
+    assert_command_refuses(tmp_path, "simulate", "deep-nets", *args, needle=word)
 
 
 def test_checks_compare_both_depths_and_count_the_seeds():

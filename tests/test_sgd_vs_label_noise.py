@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from dyntools.dynamics import label_noise_match as lnm
 from dyntools.models.mlp import MLP
-from tests.conftest import assert_usage_error, run_cli
+from tests.conftest import assert_command_refuses, run_cli
 
 # ------------------------------------------------------------------------------------------ matching δ
 
@@ -148,6 +148,4 @@ def test_cli_runs_with_json(tmp_path):
     (["--delta-scales", "2,1"], "delta_scales"),
 ])
 def test_cli_bad_input_one_line_exit_2_nothing_written(tmp_path, args, word):
-    out = tmp_path / "bad"
-    proc = run_cli("simulate", "sgd-vs-label-noise", *args, "--out", out, cwd=tmp_path)
-    assert_usage_error(proc, word, out_dir=out)
+    assert_command_refuses(tmp_path, "simulate", "sgd-vs-label-noise", *args, needle=word)

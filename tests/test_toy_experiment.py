@@ -2,9 +2,10 @@
 
 The toy module below is written into a temporary folder and made discoverable as a user's package would make it:
 the ``dyntools.plugins`` entry-point group of a distribution (a ``.dist-info`` beside it on ``sys.path``). Nothing
-else is edited — no list in ``dyntools/``, no plot registry, no stream table, no docs page — and the toy shows up
-in ``dyntools simulate --help``, runs, is drawn by ``dyntools plot`` from its own figure declaration, is an entry
-of ``dyntools reproduce --quick --only toy`` (listed on the report page) and of the docs' catalogue page.
+else is edited — no list in ``dyntools/``, no plot registry, no stream table, no docs page, no sample list in
+``tests/`` — and the toy shows up in ``dyntools simulate --help``, runs, is drawn by ``dyntools plot`` from its own
+figure declaration, is an entry of ``dyntools reproduce --quick --only toy`` (listed on the report page) and of the
+docs' catalogue page, and the fuzz suite damages every field its result schema declares.
 """
 
 from __future__ import annotations
@@ -76,6 +77,10 @@ EXPERIMENT = Experiment(
     params=WalkParams, run=run, table=table, summary=summary,
     results=(derive("toy-walk", WalkParams, "steps scale", summary={"final": "number"}),),
     figures={"toy-walk": plot_walk})
+
+#: the smallest run that writes a result of its kind (`dyntools simulate toy-walk --steps 5`): the fuzz suite runs it
+#: and damages every field the result schema declares
+SAMPLE_RUNS = {"toy-walk": ["--steps", "5"]}
 
 
 def reproduce(ctx):
@@ -164,3 +169,30 @@ def test_the_toy_is_in_the_docs_catalogue_and_its_stream_purpose_is_checked(plug
     """)
     proc = _run(plugin_path, code=code)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
+
+
+def test_the_fuzz_suite_damages_the_toys_result_from_its_declared_sample_run(plugin_path, tmp_path):
+    """tests/test_fuzz_results.py's schema fuzz, run where the toy is installed: the toy's kind is among the kinds it
+    damages (its sample made by its declared ``SAMPLE_RUNS``, no committed golden), and every damage of its config
+    and summary is refused with one line naming result.json and the field."""
+    code = textwrap.dedent(f"""
+        import json
+        from pathlib import Path
+        from tests import fuzz_cases as F
+        samples = F.result_samples()
+        cases = F.schema_cases(kinds=["toy-walk"])
+        failures = F.run_cases(cases, Path({str(tmp_path)!r}))
+        print(json.dumps({{"kinds": sorted({{c.note.split(":")[0] for c in F.schema_cases(every=9)}}),
+                          "committed": "toy-walk" in F.committed_samples(), "sample": samples["toy-walk"],
+                          "cases": [c.note for c in cases], "failures": F.describe(failures) if failures else ""}}))
+    """)
+    proc = _run(plugin_path, code=code)
+    assert proc.returncode == 0, proc.stderr
+    found = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert "toy-walk" in found["kinds"] and not found["committed"]
+    assert found["sample"]["argv"] == ["simulate", "toy-walk", "--steps", "5"]
+    assert found["sample"]["config"] == {"steps": 5, "scale": 1.0} and "final" in found["sample"]["summary"]
+    notes = " | ".join(found["cases"])
+    for field in ("config steps: below the range", "config scale: missing", "summary final: a string"):
+        assert f"toy-walk: {field}" in notes, notes
+    assert not found["failures"], found["failures"]

@@ -61,6 +61,36 @@ def test_lane_sums_add_in_the_stated_order(n, seed):
     assert dot in (_lane_order_sum(x, MV.LANES, w[3:], fused=True), _lane_order_sum(x, MV.LANES, w[3:]))
 
 
+def _four_lane_extreme(a, k: int, pick, start: float) -> float:
+    """Reference from the docstring, Python floats and Python's ``min``/``max``: lane l reduces a[j] for
+    j ≡ l (mod 4) over the full blocks, the tail goes to lane 0, then (l0 ∘ l1) ∘ (l2 ∘ l3)."""
+    m = [start] * 4
+    for j in range(0, k - 3, 4):
+        for lane in range(4):
+            m[lane] = pick(m[lane], float(a[j + lane]))
+    for j in range(k - k % 4, k):
+        m[0] = pick(m[0], float(a[j]))
+    return pick(pick(m[0], m[1]), pick(m[2], m[3]))
+
+
+_SPECIAL = st.sampled_from([0.0, -0.0, 1.5, -1.5, float("inf"), -float("inf"), float("nan"), 5e-324])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(allow_nan=True, allow_infinity=True) | _SPECIAL, min_size=0, max_size=19),
+       st.integers(0, 19), st.sampled_from(["float64", "float32"]))
+def test_the_lane_minimum_and_maximum_are_one_loop_bit_for_bit(values, k, dtype):
+    """``_extreme`` computes the maximum as −min(−a) in the minimum's lanes: the same bits as the four-lane
+    maximum written out (NaN kept or skipped where Python's rule keeps or skips it, signed zeros alike)."""
+    with np.errstate(over="ignore"):
+        a = np.array(values + [0.0] * 19, dtype=dtype)[:max(k, 1)]
+    k = min(k, a.size)
+    for smallest, pick, start in ((True, min, float("inf")), (False, max, -float("inf"))):
+        got = np.array(MV._extreme(a, k, smallest), dtype=dtype)
+        want = np.array(_four_lane_extreme(a, k, pick, start), dtype=dtype)
+        assert got.tobytes() == want.tobytes(), (smallest, a[:k], got, want)
+
+
 def test_fastmath_allows_no_reassociation():
     assert "reassoc" not in MV.FASTMATH and "fast" not in MV.FASTMATH
 

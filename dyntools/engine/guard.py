@@ -36,10 +36,10 @@ def beyond(size, bound):
 
 
 @njit(inline="always")
-def l1_size(theta):
-    """``‖θ‖₁`` summed as ``(s₀ + s₁) + (s₂ + s₃)``, ``s_k`` the running sum of ``|θ_j|`` over
-    ``j ≡ k (mod 4)`` (the last ``p mod 4`` entries go to ``s₀``): four independent chains of additions
-    instead of one. NaN propagates."""
+def _four_chain_l1(theta, grad, clear):
+    """``(s₀ + s₁) + (s₂ + s₃)``, ``s_k`` the running sum of ``|θ_j|`` over ``j ≡ k (mod 4)`` (the last ``p mod 4``
+    entries go to ``s₀``); with ``clear`` (a constant at each call site, so the compiler drops the stores where it
+    is False) ``grad[j] = 0`` in the same pass."""
     n = theta.shape[0]
     n4 = n - n % 4
     s0 = s1 = s2 = s3 = 0.0
@@ -48,9 +48,24 @@ def l1_size(theta):
         s1 += abs(theta[j + 1])
         s2 += abs(theta[j + 2])
         s3 += abs(theta[j + 3])
+        if clear:
+            grad[j] = 0.0
+            grad[j + 1] = 0.0
+            grad[j + 2] = 0.0
+            grad[j + 3] = 0.0
     for j in range(n4, n):
         s0 += abs(theta[j])
+        if clear:
+            grad[j] = 0.0
     return (s0 + s1) + (s2 + s3)
+
+
+@njit(inline="always")
+def l1_size(theta):
+    """``‖θ‖₁`` summed as ``(s₀ + s₁) + (s₂ + s₃)``, ``s_k`` the running sum of ``|θ_j|`` over
+    ``j ≡ k (mod 4)`` (the last ``p mod 4`` entries go to ``s₀``): four independent chains of additions
+    instead of one. NaN propagates."""
+    return _four_chain_l1(theta, theta, False)
 
 
 #: unit roundoff of the float64 accumulators of the sums of ``|θ_j|``
@@ -99,24 +114,10 @@ def checked_size(theta, bound):
 
 @njit(inline="always")
 def l1_size_clearing(theta, grad):
-    """:func:`l1_size` (the same additions in the same order) that also sets ``grad`` to zero in the same
-    pass: a loop that accumulates a fresh gradient every step saves a pass over the parameters."""
-    n = theta.shape[0]
-    n4 = n - n % 4
-    s0 = s1 = s2 = s3 = 0.0
-    for j in range(0, n4, 4):
-        s0 += abs(theta[j])
-        s1 += abs(theta[j + 1])
-        s2 += abs(theta[j + 2])
-        s3 += abs(theta[j + 3])
-        grad[j] = 0.0
-        grad[j + 1] = 0.0
-        grad[j + 2] = 0.0
-        grad[j + 3] = 0.0
-    for j in range(n4, n):
-        s0 += abs(theta[j])
-        grad[j] = 0.0
-    return (s0 + s1) + (s2 + s3)
+    """:func:`l1_size` (the same additions in the same order: one function computes both) that also sets ``grad``
+    to zero in the same pass: a loop that accumulates a fresh gradient every step saves a pass over the
+    parameters."""
+    return _four_chain_l1(theta, grad, True)
 
 
 def l1_size_np(theta) -> float:

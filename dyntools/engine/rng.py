@@ -37,6 +37,23 @@ def _rotl(x, k):
     return (x << _U64(k)) | (x >> _U64(64 - k))
 
 
+def _transition(s0, s1, s2, s3):
+    """xoshiro256**'s state transition ``(s0, s1, s2, s3) → (s0 ⊕ s3 ⊕ s1, s1 ⊕ s2 ⊕ s0, s2 ⊕ s0 ⊕ (s1 ≪ 17),
+    rotl(s3 ⊕ s1, 45))`` (the xors in sequence), written once for both sides: on four uint64 scalars in a kernel
+    (:func:`xoshiro_next`), on four uint64 arrays, changed in place, in the NumPy twin (:func:`next_u64_np`)."""
+    t = s1 << _U64(17)
+    s2 ^= s0
+    s3 ^= s1
+    s1 ^= s2
+    s0 ^= s3
+    s2 ^= t
+    s3 = (s3 << _U64(45)) | (s3 >> _U64(19))
+    return s0, s1, s2, s3
+
+
+_transition_nb = njit(inline="always")(_transition)
+
+
 @njit(inline="always")
 def next_u64(state, row):
     """Advance ``state[row]`` by one xoshiro256** step and return the 64-bit output."""
@@ -62,13 +79,7 @@ def xoshiro_next(s0, s1, s2, s3):
     which keeps the generator out of memory traffic.
     """
     result = _rotl(s1 * _U64(5), 7) * _U64(9)
-    t = s1 << _U64(17)
-    s2 ^= s0
-    s3 ^= s1
-    s1 ^= s2
-    s0 ^= s3
-    s2 ^= t
-    s3 = _rotl(s3, 45)
+    s0, s1, s2, s3 = _transition_nb(s0, s1, s2, s3)
     return result, s0, s1, s2, s3
 
 
@@ -109,14 +120,7 @@ def next_u64_np(state: np.ndarray) -> np.ndarray:
     s0, s1, s2, s3 = (state[:, j].copy() for j in range(4))
     with np.errstate(over="ignore"):
         result = _rotl_np(s1 * _U64(5), 7) * _U64(9)
-    t = s1 << _U64(17)
-    s2 ^= s0
-    s3 ^= s1
-    s1 ^= s2
-    s0 ^= s3
-    s2 ^= t
-    s3 = _rotl_np(s3, 45)
-    state[:, 0], state[:, 1], state[:, 2], state[:, 3] = s0, s1, s2, s3
+    state[:, 0], state[:, 1], state[:, 2], state[:, 3] = _transition(s0, s1, s2, s3)
     return result
 
 

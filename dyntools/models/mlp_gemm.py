@@ -227,6 +227,32 @@ def logits(ws, widths, batch: int) -> np.ndarray:
     return ws[start:start + batch * int(widths[-1])].reshape(batch, int(widths[-1]))
 
 
+@njit(inline="always")
+def softmax_cross_entropy(Z, delta, y, idx, B, K, inv_b):
+    """``Σ_b (log Σ_k exp Z_bk − Z_b,y_b)`` over the rows ``b < B`` of the logits ``Z`` (labels ``y[idx[b]]``),
+    each row shifted by its maximum m_b (``m_b + log Σ_k exp(Z_bk − m_b)``; exp(±0) = 1 exactly for the maximum's
+    term); writes ``delta = (softmax(Z) − onehot(y)) · inv_b``, the gradient of the mean over ``inv_b = 1/B`` rows.
+    The one head of the MLP kernels (this module's and :mod:`dyntools.models.mlp_regularized`'s)."""
+    loss = 0.0
+    for b in range(B):
+        zmax = Z[b, 0]
+        for k in range(1, K):
+            zmax = max(zmax, Z[b, k])
+        s = 0.0
+        for k in range(K):
+            d = Z[b, k] - zmax
+            e = 1.0 if d == 0.0 else np.exp(d)
+            delta[b, k] = e
+            s += e
+        yb = int(y[idx[b]])
+        loss += zmax + np.log(s) - Z[b, yb]
+        scale = inv_b / s
+        for k in range(K):
+            delta[b, k] *= scale
+        delta[b, yb] -= inv_b
+    return loss
+
+
 @njit(cache=True, error_model="numpy", fastmath=FMA)
 def forward_backward(theta, widths, w_off, b_off, X, y, idx, grad, bufs):
     """Mean cross-entropy of the rows ``idx`` and, if ``grad.size``, its gradient written into ``grad``
@@ -276,25 +302,8 @@ def forward_backward(theta, widths, w_off, b_off, X, y, idx, grad, bufs):
     K = widths[L]
     Z = matrix(acts, start, B, K)
     delta = matrix(deltas, 0, B, K)
-    loss = 0.0
     inv_b = 1.0 / B
-    for b in range(B):
-        zmax = Z[b, 0]
-        for k in range(1, K):
-            zmax = max(zmax, Z[b, k])
-        s = 0.0
-        for k in range(K):
-            d = Z[b, k] - zmax
-            e = 1.0 if d == 0.0 else np.exp(d)       # exp(±0) = 1 exactly: the maximum's term
-            delta[b, k] = e
-            s += e
-        yb = y[idx[b]]
-        loss += zmax + np.log(s) - Z[b, yb]
-        scale = inv_b / s
-        for k in range(K):
-            delta[b, k] *= scale
-        delta[b, yb] -= inv_b
-    loss *= inv_b
+    loss = softmax_cross_entropy(Z, delta, y, idx, B, K, inv_b) * inv_b
     if grad.shape[0] == 0:
         return loss
     for b in range(B):

@@ -54,7 +54,7 @@ import numpy as np
 from numba import njit
 
 from dyntools.engine import rng
-from dyntools.models.mlp_gemm import FMA, gemm
+from dyntools.models.mlp_gemm import FMA, gemm, softmax_cross_entropy
 
 HEAD_CROSS_ENTROPY, HEAD_REGRESSION = 0, 1
 
@@ -231,20 +231,7 @@ def forward_backward(theta, widths, w_off, b_off, g_off, h_off, X, y, idx, noise
             loss += r * r
             delta[i, 0] = 2.0 * r * inv_b
     else:
-        for i in range(B):
-            zmax = Z[i, 0]
-            for k in range(1, K):
-                zmax = max(zmax, Z[i, k])
-            s = 0.0
-            for k in range(K):
-                e = np.exp(Z[i, k] - zmax)
-                delta[i, k] = e
-                s += e
-            yi = int(y[idx[i]])
-            loss += zmax + np.log(s) - Z[i, yi]
-            for k in range(K):
-                delta[i, k] *= inv_b / s
-            delta[i, yi] -= inv_b
+        loss = softmax_cross_entropy(Z, delta, y, idx, B, K, inv_b)
     loss *= inv_b
     if grad.shape[0] == 0:
         return loss

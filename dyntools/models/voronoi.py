@@ -292,26 +292,20 @@ def _scalars(theta, iargs, fargs):
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
 def _extreme(a, k, smallest):
-    """``min a[:k]`` (or ``max``) in four independent lanes, so that the reduction vectorizes."""
-    if smallest:
-        m0 = m1 = m2 = m3 = like(a, np.inf)
-        for j in range(0, k - 3, 4):
-            m0 = min(m0, a[j])
-            m1 = min(m1, a[j + 1])
-            m2 = min(m2, a[j + 2])
-            m3 = min(m3, a[j + 3])
-        for j in range(k - k % 4, k):
-            m0 = min(m0, a[j])
-        return min(min(m0, m1), min(m2, m3))
-    m0 = m1 = m2 = m3 = like(a, -np.inf)
+    """``min a[:k]`` (or ``max``) in four independent lanes, so that the reduction vectorizes. The maximum is
+    ``−min(−a)``: negation is exact and numba's ``min``/``max`` (Python's rule: keep the running value unless the
+    new one compares smaller/larger) mirror each other under it, NaN and signed zeros included, so one loop gives
+    both, bit for bit."""
+    sign = like(a, 1.0 if smallest else -1.0)
+    m0 = m1 = m2 = m3 = like(a, np.inf)
     for j in range(0, k - 3, 4):
-        m0 = max(m0, a[j])
-        m1 = max(m1, a[j + 1])
-        m2 = max(m2, a[j + 2])
-        m3 = max(m3, a[j + 3])
+        m0 = min(m0, sign * a[j])
+        m1 = min(m1, sign * a[j + 1])
+        m2 = min(m2, sign * a[j + 2])
+        m3 = min(m3, sign * a[j + 3])
     for j in range(k - k % 4, k):
-        m0 = max(m0, a[j])
-    return max(max(m0, m1), max(m2, m3))
+        m0 = min(m0, sign * a[j])
+    return sign * min(min(m0, m1), min(m2, m3))
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy")
