@@ -65,6 +65,37 @@ class add_group_decay(T.Transform):
             d = self.weight_decay * ((1.0 - self.l1_ratio) * params + self.l1_ratio * np.sign(params))
         return u + self.weights * d, state
 
+    def compiled_state(self, params):
+        """Rows ``[w, G]``: the decay weights and the group indices (as floats) of the compiled step."""
+        if len(self.weights) != params.shape[0]:
+            raise ValueError(f"Invalid weights: {len(self.weights)} decay weights for {params.shape[0]} parameters")
+        return np.stack([np.asarray(self.weights, dtype=np.float64), np.asarray(self.groups, dtype=np.float64)])
+
+    def element_update(self):
+        """``u + w_i d_i`` with the weights in state row ``$s0`` and the groups in ``$s1``; "min" first takes the
+        group minima of ``|θ|`` (before the step) in a pass of its own."""
+        if self.kind == "min":
+            setup = """ng$j = 1
+for i in range(theta.shape[0]):
+    ng$j = max(ng$j, int(state[$s1, i]) + 1)
+mins$j = np.full(ng$j, np.inf)
+for i in range(theta.shape[0]):
+    k$j = int(state[$s1, i])
+    mins$j[k$j] = min(mins$j[k$j], abs(theta[i]))"""
+            setup_np = """groups$j = state[$s1].astype(np.int64)
+mins$j = np.full(int(groups$j.max()) + 1, np.inf)
+np.minimum.at(mins$j, groups$j, np.abs(theta))"""
+            return T.ElementUpdate(("min",), (self.weight_decay,), 2, setup,
+                                   "u = u + state[$s0$i] * ($h0 * (mins$j[int(state[$s1$i])] * np.sign(th)))",
+                                   setup_np, "u = u + state[$s0] * ($h0 * (mins$j[groups$j] * np.sign(th)))",
+                                   widens=True)
+        if self.l1_ratio == 0.0:
+            return T.ElementUpdate(("l2",), (self.weight_decay,), 2, "lam$j = like(theta, $h0)",
+                                   "u = u + state[$s0$i] * (lam$j * th)", widens=True)
+        return T.ElementUpdate(("l1l2",), (self.weight_decay, self.l1_ratio), 2,
+                               "lam$j, rho$j, omr$j = like(theta, $h0), like(theta, $h1), like(theta, 1.0 - $h1)",
+                               "u = u + state[$s0$i] * (lam$j * (omr$j * th + rho$j * np.sign(th)))", widens=True)
+
 
 def adamw_decay(kind: str = "l2", lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
                 weight_decay: float | None = None, l1_ratio: float = 0.5, weights=None, groups=None,
