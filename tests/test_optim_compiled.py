@@ -1,0 +1,212 @@
+"""The one representation of an optimizer (issue 37, item 1–2): dyntools.optim.compiled.compile_runs fuses the
+compiled element updates the transforms carry into one generated step per run set.
+
+For every built-in optimizer and option combination, in float64 and float32: the compiled step is bitwise the
+pre-issue-37 fused kernel (``dyntools.optim.kernels.fused_step``, kept while the loops still call it; it is the
+reference here), its NumPy twin ``step_np`` is bitwise the compiled step, and both follow the readable chain to
+1e-12 relative in float64. A chain the old kernels could not run (momentum before Adam) compiles from its
+structure alone; a transform without a compiled form is refused by name; a second process loads the step from
+the cache instead of compiling it."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dyntools.optim import decay_groups as D
+from dyntools.optim import kernels as K
+from dyntools.optim import optimizers as O
+from dyntools.optim import transforms as T
+from dyntools.optim.compiled import NotCompilable, compile_runs, source_of
+
+ROOT = Path(__file__).resolve().parents[1]
+N = 23
+GROUPS = np.arange(N) % 4
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _own_cache(tmp_path_factory):
+    """Generated modules in a fresh folder (the first compile_runs of a run set writes its file there)."""
+    old = os.environ.get("DYNTOOLS_SYMBOLIC_CACHE")
+    os.environ["DYNTOOLS_SYMBOLIC_CACHE"] = str(tmp_path_factory.mktemp("optim_cache"))
+    yield
+    if old is None:
+        del os.environ["DYNTOOLS_SYMBOLIC_CACHE"]
+    else:
+        os.environ["DYNTOOLS_SYMBOLIC_CACHE"] = old
+
+
+wds = st.sampled_from([0.0, 0.01, 0.3])
+betas = st.tuples(st.sampled_from([0.0, 0.5, 0.9]), st.sampled_from([0.25, 0.99, 0.999]))
+
+
+@st.composite
+def optimizers(draw):
+    """Every built-in factory with its options drawn (structural switches and numbers)."""
+    kind = draw(st.sampled_from(["sgd", "sgdw", "adam", "adamw", "adamw_l1", "adamw_l1l2", "adagrad", "rmsprop",
+                                 "rmsprop_bc", "grouped", "min"]))
+    wd = draw(wds)
+    if kind in ("sgd", "sgdw"):
+        mom = draw(st.sampled_from([0.0, 0.5, 0.9]))
+        damp = draw(st.sampled_from([0.0, 0.1]))
+        nest = mom > 0 and damp == 0 and draw(st.booleans())
+        return O.make(kind, lr=0.1, momentum=mom, dampening=damp, nesterov=nest, weight_decay=wd)
+    if kind in ("adam", "adamw"):
+        bc = draw(st.booleans())
+        return O.make(kind, lr=0.01, betas=draw(betas), eps=draw(st.sampled_from([1e-8, 0.1])), weight_decay=wd,
+                      amsgrad=draw(st.booleans()), bias_correction=bc)
+    if kind in ("adamw_l1", "adamw_l1l2"):
+        extra = {"l1_ratio": draw(st.sampled_from([0.25, 1.0]))} if kind == "adamw_l1l2" else {}
+        return O.make(kind, lr=0.01, betas=draw(betas), weight_decay=wd, amsgrad=draw(st.booleans()), **extra)
+    if kind == "adagrad":
+        return O.adagrad(0.1, lr_decay=draw(st.sampled_from([0.0, 0.01])), weight_decay=wd,
+                         initial_accumulator_value=draw(st.sampled_from([0.0, 0.1])))
+    if kind == "rmsprop":
+        return O.rmsprop(0.01, alpha=draw(st.sampled_from([0.5, 0.99])), weight_decay=wd,
+                         momentum=draw(st.sampled_from([0.0, 0.9])), centered=draw(st.booleans()))
+    if kind == "rmsprop_bc":
+        return O.rmsprop_bc(0.01, beta2=draw(st.sampled_from([0.5, 0.999])), weight_decay=wd,
+                            decoupled=draw(st.booleans()))
+    weights = np.linspace(0.0, 1.0, N)
+    if kind == "min":
+        return D.adamw_min(0.01, weight_decay=draw(st.sampled_from([0.1, 1.0])), groups=GROUPS)
+    return D.adamw_decay(draw(st.sampled_from(["l2", "l1", "l1l2"])), 0.01, weight_decay=max(wd, 0.01),
+                         weights=weights, groups=GROUPS)
+
+
+def run_three(opt, dtype, seed, steps, mult=0.7):
+    """``steps`` steps of the old fused kernel, the compiled step and its twin from one start."""
+    rng = np.random.default_rng(seed)
+    cr = compile_runs([opt])
+    theta = rng.standard_normal(N).astype(dtype)
+    old = (theta.copy(), K.init_state(opt, N))
+    new = (theta.copy(), cr.initial_state(0, N))
+    twin = (theta.copy(), cr.initial_state(0, N))
+    for t in range(1, steps + 1):
+        g = rng.standard_normal(N).astype(dtype)
+        K.fused_step(opt.precond, opt.hparams, old[0], g, old[1], t, opt.lr * mult)
+        cr.step(0, new[0], g, new[1], t, opt.lr * mult, cr.hps)
+        cr.step_np(0, twin[0], g, twin[1], t, opt.lr * mult, cr.hps)
+    return old, new, twin
+
+
+@settings(max_examples=60, deadline=None)
+@given(opt=optimizers(), dtype=st.sampled_from([np.float64, np.float32]), seed=st.integers(0, 10_000))
+def test_compiled_step_is_bitwise_the_old_fused_kernel_and_its_twin(opt, dtype, seed):
+    old, new, twin = run_three(opt, dtype, seed, steps=6)
+    np.testing.assert_array_equal(new[0], old[0])
+    np.testing.assert_array_equal(new[1][:old[1].shape[0]], old[1][:new[1].shape[0]])
+    np.testing.assert_array_equal(twin[0], new[0])
+    np.testing.assert_array_equal(twin[1], new[1])
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_adam_across_the_step_where_its_bias_correction_rounds_to_one(dtype):
+    """β₁ = ½: 1 − β₁ᵗ rounds to 1 at t = 54 (float64), 25 (float32); the loop without the division takes over
+    there, and the bits stay the old kernel's and the twin's on every step across it."""
+    old, new, twin = run_three(O.adamw(0.01, betas=(0.5, 0.25)), dtype, 3, steps=70)
+    np.testing.assert_array_equal(new[0], old[0])
+    np.testing.assert_array_equal(twin[0], new[0])
+    assert "if bc1_0 != 1.0:" in source_of([O.adamw(0.01)])
+
+
+@settings(max_examples=40, deadline=None)
+@given(opt=optimizers(), seed=st.integers(0, 10_000))
+def test_compiled_step_follows_the_readable_chain(opt, seed):
+    rng = np.random.default_rng(seed)
+    cr = compile_runs([opt])
+    theta = rng.standard_normal(N)
+    fast, state = theta.copy(), cr.initial_state(0, N)
+    chain_theta, chain_state = theta.copy(), opt.init(theta)
+    for t in range(1, 6):
+        g = rng.standard_normal(N)
+        cr.step(0, fast, g, state, t, opt.lr * 0.7, cr.hps)
+        chain_theta, chain_state = opt.step(chain_theta, g, chain_state, t, 0.7)
+    np.testing.assert_allclose(fast, chain_theta, rtol=1e-12, atol=1e-14)
+
+
+def test_one_step_for_a_run_set_dispatches_each_run_to_its_chain():
+    """Runs of four structures (two of them twice, with other numbers) in one step: each run moves exactly as
+    the step compiled for it alone."""
+    opts = [O.adamw(0.01), O.sgd(0.1), O.adamw(0.02, betas=(0.5, 0.9), weight_decay=0.3),
+            O.rmsprop(0.01, momentum=0.9), O.sgd(0.05), O.adam(0.01, amsgrad=True)]
+    together = compile_runs(opts)
+    assert together.plain_sgd == (False, True, False, False, True, False)
+    assert len(set(together.hps[:, 0])) == 4 and together.n_slots == 3
+    rng = np.random.default_rng(0)
+    for g, opt in enumerate(opts):
+        alone = compile_runs([opt])
+        theta = rng.standard_normal(N)
+        a, sa = theta.copy(), together.initial_state(g, N)
+        b, sb = theta.copy(), alone.initial_state(0, N)
+        for t in range(1, 4):
+            grad = rng.standard_normal(N)
+            together.step(g, a, grad, sa, t, opt.lr, together.hps)
+            alone.step(0, b, grad, sb, t, opt.lr, alone.hps)
+        np.testing.assert_array_equal(a, b)
+
+
+def test_a_chain_the_old_kernels_had_no_code_for_compiles_from_its_structure():
+    """Heavy-ball momentum before Adam's preconditioner, decay between: no precond code ever named it."""
+    chain = T.chain(T.trace(0.5), T.add_decay(0.1, 0.5), T.scale_by_adam(0.9, 0.99))
+    opt = O.Optimizer("momentum_adam", 0.01, chain)
+    cr = compile_runs([opt])
+    rng = np.random.default_rng(1)
+    theta = rng.standard_normal(N)
+    fast, state = theta.copy(), cr.initial_state(0, N)
+    twin, twin_state = theta.copy(), cr.initial_state(0, N)
+    ref, ref_state = theta.copy(), opt.init(theta)
+    for t in range(1, 8):
+        g = rng.standard_normal(N)
+        cr.step(0, fast, g, state, t, opt.lr, cr.hps)
+        cr.step_np(0, twin, g, twin_state, t, opt.lr, cr.hps)
+        ref, ref_state = opt.step(ref, g, ref_state, t)
+    np.testing.assert_array_equal(twin, fast)
+    np.testing.assert_allclose(fast, ref, rtol=1e-12, atol=1e-14)
+    assert cr.n_slots == 4
+
+
+def test_initial_state_has_adagrads_accumulator_and_the_decay_groups():
+    cr = compile_runs([O.adagrad(0.1, initial_accumulator_value=0.25), D.adamw_min(0.01, groups=GROUPS)])
+    assert cr.n_slots == 5
+    np.testing.assert_array_equal(cr.initial_state(0, 4), [[0.25] * 4] + [[0.0] * 4] * 4)
+    grouped = cr.initial_state(1, N)
+    np.testing.assert_array_equal(grouped[:3], 0.0)
+    np.testing.assert_array_equal(grouped[3], 1.0)
+    np.testing.assert_array_equal(grouped[4], GROUPS)
+    with pytest.raises(ValueError, match="Invalid weights: 23 decay weights for 5 parameters"):
+        cr.initial_state(1, 5)
+
+
+def test_a_transform_without_a_compiled_form_is_refused_by_name():
+    from tests.byo_lion import lion
+
+    with pytest.raises(NotCompilable, match="transform scale_by_lion has no compiled form"):
+        compile_runs([O.adamw(0.01), lion()])
+
+
+def test_a_second_process_loads_the_step_instead_of_compiling_it(tmp_path):
+    """numba's cache of the generated module: the first process compiles (misses), the second only loads."""
+    script = (
+        "import json, numpy as np\n"
+        "from dyntools.optim import optimizers as O\n"
+        "from dyntools.optim.compiled import compile_runs\n"
+        "cr = compile_runs([O.adamw(0.01), O.sgd(0.1, momentum=0.9)])\n"
+        "th = np.ones(5); st = cr.initial_state(0, 5)\n"
+        "cr.step(0, th, np.ones(5), st, 1, 0.01, cr.hps)\n"
+        "cr.step(1, th, np.ones(5), st, 1, 0.01, cr.hps)\n"
+        "print(json.dumps([sum(cr.step.stats.cache_misses.values()), sum(cr.step.stats.cache_hits.values()),"
+        " th.tolist()]))\n")
+    env = dict(os.environ, DYNTOOLS_SYMBOLIC_CACHE=str(tmp_path), PYTHONPATH=str(ROOT))
+    runs = [json.loads(subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
+                                      check=True, timeout=600).stdout) for _ in range(2)]
+    assert runs[0][0] > 0 and runs[0][1] == 0
+    assert runs[1][0] == 0 and runs[1][1] > 0
+    assert runs[0][2] == runs[1][2]
+    assert len(list(tmp_path.glob("optim_*.py"))) == 1
