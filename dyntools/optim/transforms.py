@@ -178,11 +178,13 @@ class trace(Transform):
         return (u + self.momentum * buf if self.nesterov else buf), (buf,)
 
     def element_update(self):
-        out = "u = u + mu$j * buf$j" if self.nesterov else "u = buf$j"
+        # numba types ``buf`` as the unified type of its two branches (float64 beside a float64 state row)
+        rest = "state[$s0$i] = buf$j\n" + ("u = u + mu$j * buf$j" if self.nesterov else "u = buf$j")
         return ElementUpdate(("nesterov" if self.nesterov else "heavy ball",), (self.momentum, self.dampening), 1,
                              "mu$j, omt$j = LIKE($h0), LIKE(1.0 - $h1)",
-                             "buf$j = u if t == 1 else mu$j * state[$s0$i] + omt$j * u\n"
-                             f"state[$s0$i] = buf$j\n{out}")
+                             "buf$j = u if t == 1 else mu$j * state[$s0$i] + omt$j * u\n" + rest,
+                             element_np="buf$j = u.astype(np.result_type(u, state)) if t == 1 else "
+                             "mu$j * state[$s0] + omt$j * u\n" + rest)
 
 
 @dataclass(frozen=True)
