@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +25,8 @@ from dyntools.optim import kernels as K
 from dyntools.optim import optimizers as O
 from dyntools.optim import transforms as T
 from dyntools.optim.compiled import NotCompilable, compile_runs, source_of
+from dyntools.validation import KernelMismatch
+from tests.byo_lion import lion, scale_by_lion
 
 ROOT = Path(__file__).resolve().parents[1]
 N = 23
@@ -187,8 +190,6 @@ def test_initial_state_has_adagrads_accumulator_and_the_decay_groups():
 
 
 def test_a_transform_without_a_compiled_form_is_refused_by_name():
-    from tests.byo_lion import lion
-
     with pytest.raises(NotCompilable, match="transform scale_by_lion has no compiled form"):
         compile_runs([O.adamw(0.01), lion()])
 
@@ -212,3 +213,50 @@ def test_a_second_process_loads_the_step_instead_of_compiling_it(tmp_path):
     assert runs[1][0] == 0 and runs[1][1] > 0
     assert runs[0][2] == runs[1][2]
     assert len(list(tmp_path.glob("optim_*.py"))) == 1
+
+
+@dataclass(frozen=True)
+class forgetful_lion(scale_by_lion):
+    """An element update that never moves Lion's momentum (the planted defect)."""
+
+    def element_update(self):
+        return T.ElementUpdate((), (self.b1, self.b2), 1, "b1$j = $h0",
+                               "u = np.sign(b1$j * state[$s0$i] + (1 - b1$j) * u)")
+
+
+@pytest.mark.parametrize("form", ["element", True])
+def test_a_users_lion_runs_inside_the_compiled_step_beside_adamw(form):
+    """Lion as an element update (fused into the chain's loop) or as a whole-array kernel (the loop stops around
+    it), in one run set with AdamW: each follows its readable chain to 1e-12, the twin is bitwise the step, and
+    the two forms of Lion give the same bits."""
+    opts = [O.adamw(0.01), lion(0.01, 0.1, compiled=form), lion(0.01, 0.1, compiled="element")]
+    cr = compile_runs(opts)
+    rng = np.random.default_rng(2)
+    finals, starts = [], [rng.standard_normal(N), rng.standard_normal(N)]
+    for g, opt in enumerate(opts):
+        theta = starts[min(g, 1)]               # both Lions from one start, on one gradient sequence
+        fast, state = theta.copy(), cr.initial_state(g, N)
+        twin, twin_state = theta.copy(), cr.initial_state(g, N)
+        ref, ref_state = theta.copy(), opt.init(theta)
+        grads = np.random.default_rng(min(g, 1)).standard_normal((8, N))
+        for t in range(1, 9):
+            cr.step(g, fast, grads[t - 1], state, t, opt.lr, cr.hps)
+            cr.step_np(g, twin, grads[t - 1], twin_state, t, opt.lr, cr.hps)
+            ref, ref_state = opt.step(ref, grads[t - 1], ref_state, t)
+        np.testing.assert_array_equal(twin, fast)
+        np.testing.assert_allclose(fast, ref, rtol=1e-12, atol=1e-14)
+        finals.append(fast)
+    np.testing.assert_array_equal(finals[1], finals[2])
+
+
+def test_a_users_element_update_that_forgets_its_momentum_is_refused_before_it_runs():
+    bad = O.Optimizer("lion", 0.01, T.chain(forgetful_lion()))
+    with pytest.raises(KernelMismatch, match="Invalid transform forgetful_lion: .* state"):
+        compile_runs([O.adamw(0.01), bad])
+
+
+def test_a_users_whole_array_kernel_that_forgets_its_momentum_is_refused_before_it_runs():
+    from tests.test_compiled_checks import forgetful_lion as forgetful_kernel
+
+    with pytest.raises(KernelMismatch, match="Invalid transform forgetful_lion"):
+        compile_runs([O.Optimizer("lion", 0.01, T.chain(forgetful_kernel()))])

@@ -86,7 +86,21 @@ def _max(a, b):
 
 
 class NotCompilable(ValueError):
-    """A chain with a transform that has no compiled form (no ``element_update``)."""
+    """A chain with a transform that has no compiled form (neither ``element_update`` nor ``compiled()``)."""
+
+
+@dataclass(frozen=True)
+class KernelCall:
+    """A user's whole-array compiled update (``compiled() -> (kernel, hp)``, :mod:`dyntools.optim.chain_step`)
+    inside the generated step: the fused loop stops before it (the direction so far in a float64 array), the
+    kernel runs ``kernel(u, state rows, float64 θ, t, lr_t, hp)``, and the next loop goes on from its ``u``."""
+
+    kernel: object
+    values: tuple
+    slots: int
+    key: tuple
+    widens: bool = True
+    switch: None = None
 
 
 @dataclass(frozen=True)
@@ -111,22 +125,37 @@ class CompiledRuns:
         state = np.zeros((self.n_slots, n_params))
         row = 0
         for tr in self.chains[run]:
-            block = tr.compiled_state(np.zeros(n_params))
+            block = tr.compiled_state(np.zeros(n_params)) if hasattr(tr, "compiled_state") else _rows(tr, n_params)
             state[row:row + block.shape[0]] = block
             row += block.shape[0]
         return state
 
 
+def _rows(tr, n_params: int) -> np.ndarray:
+    """A user transform's state as float64[k, p] rows (its ``init`` returns the array or a tuple of rows)."""
+    init = tr.init(np.zeros(n_params))
+    rows = [np.asarray(a, dtype=np.float64).reshape(-1, n_params) for a in (init if isinstance(init, tuple)
+                                                                             else (init,))]
+    return np.concatenate(rows) if rows else np.zeros((0, n_params))
+
+
+def _compiled_form(opt_name: str, tr):
+    """The element update of ``tr``, else its whole-array kernel as a :class:`KernelCall`."""
+    eu = tr.element_update() if hasattr(tr, "element_update") else None
+    if eu is not None:
+        return eu
+    if hasattr(tr, "compiled"):
+        kernel, hp = tr.compiled()
+        func = getattr(kernel, "py_func", kernel)
+        return KernelCall(kernel, tuple(float(x) for x in np.asarray(hp, dtype=np.float64)), _rows(tr, 1).shape[0],
+                          ("kernel", func.__module__, func.__qualname__, id(kernel)))
+    raise NotCompilable(f"Invalid optimizer {opt_name!r}: its transform {type(tr).__name__} has no compiled form "
+                        "(define element_update(), see dyntools.optim.transforms.ElementUpdate, or compiled())")
+
+
 def _updates(opt) -> list:
-    """The transforms of ``opt`` with their element updates."""
-    out = []
-    for tr in flat_transforms(opt.chain):
-        eu = tr.element_update() if hasattr(tr, "element_update") else None
-        if eu is None:
-            raise NotCompilable(f"Invalid optimizer {opt.name!r}: its transform {type(tr).__name__} has no compiled "
-                                "form (define element_update(), see dyntools.optim.transforms.ElementUpdate)")
-        out.append((tr, eu))
-    return out
+    """The transforms of ``opt`` with their compiled forms."""
+    return [(tr, _compiled_form(opt.name, tr)) for tr in flat_transforms(opt.chain)]
 
 
 def _structure(parts) -> tuple:
@@ -147,49 +176,94 @@ def _indent(text: str, n: int) -> list[str]:
     return [" " * n + line for line in text.strip("\n").splitlines() if line.strip()]
 
 
+def _loop(items: list, first: str, last: str, numpy: bool, depth: int = 4) -> list[str]:
+    """One fused pass: ``items`` = (element text, switch) in chain order, between ``u = first`` and ``last``;
+    the pass is emitted once per value of each switch (``SW`` → True / False)."""
+    switches = [sw for _, sw in items if sw]
+
+    def emit(flags: tuple, depth: int) -> list[str]:
+        if len(flags) < len(switches):
+            return ([" " * depth + f"if {switches[len(flags)]}:"] + emit(flags + (True,), depth + 4)
+                    + [" " * depth + "else:"] + emit(flags + (False,), depth + 4))
+        body, sw = [], iter(flags)
+        for text, switch in items:
+            body += _indent(text.replace("SW", str(next(sw))) if switch else text, 0)
+        if numpy:
+            return [" " * depth + x for x in [f"u = {first}"] + body + [last]]
+        head = [" " * depth + "for i in range(theta.shape[0]):", " " * depth + "    th = theta[i]",
+                " " * depth + f"    u = {first}[i]"]
+        return head + [" " * (depth + 4) + x for x in body + [last]]
+
+    return emit((), depth)
+
+
 def _chain_source(name: str, parts, numpy: bool) -> str:
-    """One chain's step function (compiled: one fused element loop; numpy: the same on whole arrays)."""
+    """One chain's step function (compiled: one fused element loop, or one per stretch between users' whole-array
+    kernels; numpy: the same on whole arrays)."""
     widened = any(eu.widens for _, eu in parts)
-    setup, element, switches = [], [], []
+    calls = any(isinstance(eu, KernelCall) for _, eu in parts)
+    lines = [f"def {name}(theta, grad, state, t, lr_t, h):"]
+    stretches, items = [], []                      # (element items, kernel call after them or None)
     h0, s0 = 1, 0
     for j, (_, eu) in enumerate(parts):
-        pre = eu.setup_np if numpy and eu.setup_np is not None else eu.setup
-        body = eu.element_np if numpy and eu.element_np is not None else eu.element
-        setup += _indent(_fill(pre, j, eu, h0, s0, widened, numpy), 4)
-        element.append(_fill(body, j, eu, h0, s0, widened, numpy))
-        if eu.switch:
-            switches.append(_fill(eu.switch, j, eu, h0, s0, widened, numpy))
+        if isinstance(eu, KernelCall):
+            stretches.append((items, f"{name}_kernel_{j}(ub, state[{s0}:{s0 + eu.slots}], pv, t, lr_t, "
+                                     f"h[{h0}:{h0 + len(eu.values)}])"))
+            items = []
+        else:
+            pre = eu.setup_np if numpy and eu.setup_np is not None else eu.setup
+            body = eu.element_np if numpy and eu.element_np is not None else eu.element
+            lines += _indent(_fill(pre, j, eu, h0, s0, widened, numpy), 4)
+            items.append((_fill(body, j, eu, h0, s0, widened, numpy),
+                          _fill(eu.switch, j, eu, h0, s0, widened, numpy) if eu.switch else None))
         h0, s0 = h0 + len(eu.values), s0 + eu.slots
+    stretches.append((items, None))
     lr = "np.float64(lr_t)" if numpy else "lr_t"
-    lines = [f"def {name}(theta, grad, state, t, lr_t, h):"] + setup
     lines.append(f"    lr = {lr}" if widened else f"    lr = like(theta, {lr})")
     if numpy:
-        lines += ["    th = theta.copy()", "    u = grad"]
+        lines.append("    th = theta.copy()")
+    if calls:                                      # the float64 direction and parameters users' kernels take
+        lines += ["    ub = np.empty(theta.shape[0])", "    pv = theta.astype(np.float64)"]
+    for k, (items, call) in enumerate(stretches):
+        first = "grad" if k == 0 else "ub"
+        if call is None:
+            last = "theta[:] = th - lr * u" if numpy else "theta[i] = th - lr * u"
+        else:
+            last = "ub[:] = u" if numpy else "ub[i] = u"
+        lines += _loop(items, first, last, numpy)
+        if call is not None:
+            lines.append("    " + call)
+    return "\n".join(lines) + "\n"
 
-    def loop(flags: tuple, depth: int) -> list[str]:
-        if len(flags) < len(switches):
-            cond = switches[len(flags)]
-            return ([" " * depth + f"if {cond}:"] + loop(flags + (True,), depth + 4)
-                    + [" " * depth + "else:"] + loop(flags + (False,), depth + 4))
-        body = []
-        sw = iter(flags)
-        for text, (_, eu) in zip(element, parts):
-            if eu.switch:
-                text = text.replace("SW", str(next(sw)))
-            body += _indent(text, 0)
-        if numpy:
-            return [" " * depth + x for x in body] + [" " * depth + "theta[:] = th - lr * u"]
-        head = [" " * depth + "for i in range(theta.shape[0]):", " " * depth + "    th = theta[i]",
-                " " * depth + "    u = grad[i]"]
-        return head + [" " * (depth + 4) + x for x in body] + [" " * (depth + 4) + "theta[i] = th - lr * u"]
 
-    return "\n".join(lines + loop((), 4)) + "\n"
+def _imports(structures: list) -> tuple[str, dict, str]:
+    """The import lines of users' kernels (by module and name where they can be imported so), the namespace of
+    the others, and a text that changes with their code (for the cache key)."""
+    import sys
+
+    from dyntools.user_code import source_fingerprint
+
+    lines, namespace, stamp = [], {}, []
+    for k, parts in enumerate(structures):
+        for j, (_, eu) in enumerate(parts):
+            if not isinstance(eu, KernelCall):
+                continue
+            func = getattr(eu.kernel, "py_func", eu.kernel)
+            module = sys.modules.get(func.__module__)
+            alias = f"_chain_{k}_kernel_{j}"
+            if func.__module__ != "__main__" and getattr(module, func.__name__, None) is eu.kernel:
+                lines.append(f"from {func.__module__} import {func.__name__} as {alias}")
+            else:
+                namespace[alias] = eu.kernel
+            stamp.append(f"{func.__module__}.{func.__qualname__}:{source_fingerprint(eu.kernel) or id(eu.kernel)}")
+    return "\n".join(sorted(set(lines))), namespace, "|".join(stamp)
 
 
 def _module_source(structures: list) -> tuple[str, str]:
     """The compiled module and the NumPy module for the distinct chain structures (index = position)."""
+    kernels = _imports(structures)[0]
     head = ('"""Generated by dyntools.optim.compiled from optimizer chains: do not edit."""\nimport numpy as np\n'
-            'from numba import njit\n\nfrom dyntools.engine.precision import like\n')
+            'from numba import njit\n\nfrom dyntools.engine.precision import like\n' + kernels + "\n")
     jit_parts, np_parts = [head + _HELPERS_NJIT], [head + _HELPERS_NP]
     calls = []
     for k, parts in enumerate(structures):
@@ -205,6 +279,42 @@ def _module_source(structures: list) -> tuple[str, str]:
     jit_parts.append('\n@njit(cache=True, error_model="numpy", inline="always")\n' + dispatch)
     np_parts.append("\n" + dispatch)
     return "\n".join(jit_parts), "\n".join(np_parts)
+
+
+def _direction_source(parts) -> str:
+    """``direction(u, state, theta, t, lr_t, h)``: one transform's element update writing its direction into
+    ``u`` (the user protocol's kernel signature), for the first-use check against its ``update``."""
+    (_, eu), = parts
+    lines = ['"""Generated by dyntools.optim.compiled: a transform\'s direction, for its check."""',
+             "import numpy as np", "from numba import njit", "", "from dyntools.engine.precision import like",
+             _HELPERS_NJIT, "", "@njit(cache=True, error_model=\"numpy\")",
+             "def direction(grad, state, theta, t, lr_t, h):"]
+    lines += _indent(_fill(eu.setup, 0, eu, 1, 0, eu.widens, False), 4)
+    lines += _loop([(_fill(eu.element, 0, eu, 1, 0, eu.widens, False),
+                     _fill(eu.switch, 0, eu, 1, 0, eu.widens, False) if eu.switch else None)],
+                   "grad", "grad[i] = u", False)
+    return "\n".join(lines) + "\n"
+
+
+def check_user_transforms(all_parts) -> None:
+    """Every transform from outside dyntools.optim runs against its readable ``update`` once per process before it
+    trains (:func:`dyntools.optim.chain_step.check_compiled_matches_update`): an element update through its
+    generated ``direction`` kernel, a whole-array kernel as it is."""
+    from dyntools.codegen import cache
+    from dyntools.optim.chain_step import check_compiled_matches_update
+
+    for parts in all_parts:
+        for tr, eu in parts:
+            if type(tr).__module__.startswith("dyntools.optim."):
+                continue                               # built-ins: held to the chain by the tests
+            hp = np.array((0.0,) + eu.values) if not isinstance(eu, KernelCall) else np.array(eu.values)
+            if isinstance(eu, KernelCall):
+                kernel = eu.kernel
+            else:
+                src = _direction_source([(tr, eu)])
+                key = hashlib.sha256(src.encode()).hexdigest()[:24]
+                kernel = cache.load("optimdir", key, lambda src=src: src).direction
+            check_compiled_matches_update(tr, (kernel, hp), (eu.slots, 4))
 
 
 def compile_runs(opts: Sequence) -> CompiledRuns:
@@ -230,10 +340,12 @@ def compile_runs(opts: Sequence) -> CompiledRuns:
         values = [v for _, eu in parts for v in eu.values]
         hps[g, 0] = index[_structure(parts)]
         hps[g, 1:1 + len(values)] = values
+    check_user_transforms(all_parts)
     jit_src, np_src = _module_source(structures)
-    key = hashlib.sha256((GENERATOR_VERSION + jit_src + np_src).encode()).hexdigest()[:24]
-    jit_mod = cache.load("optim", key, lambda: jit_src)
-    np_mod = cache.load("optimnp", key, lambda: np_src)
+    _, namespace, stamp = _imports(structures)
+    key = hashlib.sha256((GENERATOR_VERSION + jit_src + np_src + stamp).encode()).hexdigest()[:24]
+    jit_mod = cache.load("optim", key, lambda: jit_src, namespace)
+    np_mod = cache.load("optimnp", key, lambda: np_src, namespace)
     n_slots = max([1] + [sum(eu.slots for _, eu in parts) for parts in all_parts])
     return CompiledRuns(jit_mod.step, np_mod.step, np.ascontiguousarray(hps), n_slots,
                         tuple(len(parts) == 0 for parts in all_parts),
