@@ -260,3 +260,17 @@ def test_a_users_whole_array_kernel_that_forgets_its_momentum_is_refused_before_
 
     with pytest.raises(KernelMismatch, match="Invalid transform forgetful_lion"):
         compile_runs([O.Optimizer("lion", 0.01, T.chain(forgetful_kernel()))])
+
+
+def test_the_optimizer_chain_benchmark_reports_its_ratios():
+    """``dyntools bench optimizer-chain`` (quick): per-step times of the user's Lion, AdamW and SGD and of the old
+    fused kernels, and the ratios it is judged by (their values are the bench's business, not a test's)."""
+    from dyntools.bench import benchmarks
+
+    report = benchmarks()["optimizer-chain"].run(True)
+    assert [t.name for t in report.targets] == [
+        f"{where}: {what}" for where in ("heatmap MLP cell", "diagonal net")
+        for what in ("user Lion / built-in AdamW per step", "compiled adamw / old fused kernel per step",
+                     "compiled sgd / old fused kernel per step")]
+    assert all(np.isfinite(t.value) and t.value > 0 for t in report.targets)
+    assert len(report.measurements) == 10
