@@ -317,6 +317,16 @@ def check_user_transforms(all_parts) -> None:
             check_compiled_matches_update(tr, (kernel, hp), (eu.slots, 4))
 
 
+def signature(opt) -> tuple | None:
+    """What the compiled step reads of ``opt``: per transform its type, structure key and numbers (None when a
+    transform has no compiled form). Two optimizers with one signature and one ``lr`` step alike."""
+    try:
+        parts = _updates(opt)
+    except NotCompilable:
+        return None
+    return tuple((type(tr).__qualname__, eu.key, eu.values) for tr, eu in parts)
+
+
 def compile_runs(opts: Sequence) -> CompiledRuns:
     """The compiled step of the optimizers ``opts`` (one per run; module docstring).
 
