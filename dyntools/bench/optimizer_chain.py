@@ -1,7 +1,8 @@
 """``dyntools bench optimizer-chain``: the optimizer step of a user's chain against the built-in one, one process.
 
-Issue 37 asks that your own optimizer run at full speed: a user-written Lion chain (its transform defined outside
-dyntools, as an element update fused into the chain's loop, :class:`~dyntools.optim.transforms.ElementUpdate`)
+Issue 37 asks that your own optimizer run at full speed: a user-written Lion chain (its transform defined here,
+outside dyntools.optim, with an element update fused into the chain's loop,
+:class:`~dyntools.optim.transforms.ElementUpdate`)
 steps within 1.2× of the built-in AdamW, per step, on the parameter vectors of the heatmap MLP cell (2 → 32 × 32
 × 32 → 2 ReLU MLP, 2274 parameters) and of the diagonal net (d = 200: 400 parameters). Both run through
 :func:`dyntools.optim.compiled.compile_runs`'s step in one compiled driver loop (fixed gradient, ``t`` counting),
@@ -13,9 +14,12 @@ before issue 37 (``dyntools.optim.kernels.fused_step``, the baseline), the ratio
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from dyntools.bench.report import Benchmark, BenchReport, Target
+from dyntools.optim import transforms as T
 
 #: Parameter counts: the heatmap MLP cell (2-32-32-32-2 with biases) and the diagonal net (u, v of d = 200).
 SIZES = {"heatmap MLP cell": 2 * 32 + 32 + 2 * (32 * 32 + 32) + 32 * 2 + 2, "diagonal net": 400}
@@ -48,36 +52,26 @@ def _drivers(step):
     return new, old
 
 
-def _lion():
-    """A user's Lion: the transform as a user writes it (module ``tests.byo_lion`` when the repository is at hand,
-    else the same class defined here, outside the built-ins)."""
-    try:
-        from tests.byo_lion import lion
-    except ImportError:                                        # installed without the tests: the same transform
-        from dataclasses import dataclass
+@dataclass(frozen=True)
+class scale_by_lion(T.Transform):
+    """A user's Lion (Chen et al. 2023), written outside dyntools.optim as a user writes it:
+    ``u = sign(β₁ m + (1 − β₁) g)``, ``m ← β₂ m + (1 − β₂) g``; its element update is checked against ``update``
+    before it runs, as any user's is."""
 
-        from dyntools.optim import Optimizer
-        from dyntools.optim import transforms as T
+    b1: float = 0.9
+    b2: float = 0.99
 
-        @dataclass(frozen=True)
-        class scale_by_lion(T.Transform):
-            b1: float = 0.9
-            b2: float = 0.99
+    def init(self, params):
+        return (np.zeros_like(params),)
 
-            def init(self, params):
-                return np.zeros((1, params.shape[0]))
+    def update(self, u, state, params, t, lr_t):
+        (m,) = state
+        return np.sign(self.b1 * m + (1 - self.b1) * u), (self.b2 * m + (1 - self.b2) * u,)
 
-            def update(self, u, state, params, t, lr_t):
-                m = state[0]
-                return np.sign(self.b1 * m + (1 - self.b1) * u), (self.b2 * m + (1 - self.b2) * u)[None, :]
-
-            def element_update(self):
-                return T.ElementUpdate((), (self.b1, self.b2), 1, "b1$j, b2$j = $h0, $h1",
-                                       "m$j = state[$s0$i]\nstate[$s0$i] = b2$j * m$j + (1 - b2$j) * u\n"
-                                       "u = np.sign(b1$j * m$j + (1 - b1$j) * u)")
-
-        return Optimizer("lion", 1e-3, T.chain(scale_by_lion(), T.add_decay(0.1)))
-    return lion(1e-3, 0.1, compiled="element")
+    def element_update(self):
+        return T.ElementUpdate((), (self.b1, self.b2), 1, "b1$j, b2$j = $h0, $h1",
+                               "m$j = state[$s0$i]\nstate[$s0$i] = b2$j * m$j + (1 - b2$j) * u\n"
+                               "u = np.sign(b1$j * m$j + (1 - b1$j) * u)")
 
 
 def run(quick: bool = False) -> BenchReport:
@@ -86,7 +80,8 @@ def run(quick: bool = False) -> BenchReport:
     from dyntools.optim.compiled import compile_runs
 
     steps = 2_000 if quick else 20_000
-    opts = {"adamw": O.adamw(1e-3, weight_decay=0.1), "lion": _lion(), "sgd": O.sgd(1e-3)}
+    lion = O.Optimizer("lion", 1e-3, T.chain(scale_by_lion(), T.add_decay(0.1)))
+    opts = {"adamw": O.adamw(1e-3, weight_decay=0.1), "lion": lion, "sgd": O.sgd(1e-3)}
     cr = compile_runs(list(opts.values()))
     new, old = _drivers(cr.step)
     report = BenchReport("optimizer-chain")
