@@ -33,18 +33,6 @@ N = 23
 GROUPS = np.arange(N) % 4
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _own_cache(tmp_path_factory):
-    """Generated modules in a fresh folder (the first compile_runs of a run set writes its file there)."""
-    old = os.environ.get("DYNTOOLS_SYMBOLIC_CACHE")
-    os.environ["DYNTOOLS_SYMBOLIC_CACHE"] = str(tmp_path_factory.mktemp("optim_cache"))
-    yield
-    if old is None:
-        del os.environ["DYNTOOLS_SYMBOLIC_CACHE"]
-    else:
-        os.environ["DYNTOOLS_SYMBOLIC_CACHE"] = old
-
-
 wds = st.sampled_from([0.0, 0.01, 0.3])
 betas = st.tuples(st.sampled_from([0.0, 0.5, 0.9]), st.sampled_from([0.25, 0.99, 0.999]))
 
@@ -274,3 +262,34 @@ def test_the_optimizer_chain_benchmark_reports_its_ratios():
                      "compiled sgd / old fused kernel per step")]
     assert all(np.isfinite(t.value) and t.value > 0 for t in report.targets)
     assert len(report.measurements) == 10
+
+
+def test_the_compiled_step_keeps_the_recorded_bits_of_the_old_fused_kernel():
+    """tests/goldens/optim_fused.npz holds what the pre-issue-37 ladder (kernels.fused_step) made of every built-in
+    optimizer and option combination (float64; float32 θ with a float32 or a float64 state), recorded by
+    tests/goldens/make_optim_goldens.py: the compiled step gives the same bits on the compile target they were
+    recorded on, and within 1e-13 of each array's scale on another (libm's pow, no-FMA targets)."""
+    import tests.goldens.make_optim_goldens as M
+    from dyntools.engine.target import compile_target
+
+    golden = np.load(ROOT / "tests" / "goldens" / "optim_fused.npz")
+    meta = json.loads((ROOT / "tests" / "goldens" / "optim_fused.json").read_text())
+    same_target = meta["target"] == {k: str(v) for k, v in compile_target().items()}
+    cases = M.cases()
+    assert meta["cases"] == len(cases) >= 60
+    opts = [M.build(factory, kwargs) for factory, kwargs, _ in cases.values()]
+    cr = compile_runs(opts)
+    for g, (case, (_, _, steps)) in enumerate(cases.items()):
+        for mode, (_, state_dtype) in M.MODES.items():
+            theta, grads, mults = M.inputs(case, mode, steps)
+            state = cr.initial_state(g, M.N).astype(state_dtype)
+            for t in range(1, steps + 1):
+                cr.step(g, theta, grads[t - 1], state, t, opts[g].lr * mults[t - 1], cr.hps)
+            for what, new in (("theta", theta), ("state", state)):
+                ref = golden[f"{case}/{mode}/{what}"]
+                new = new[:ref.shape[0]]
+                if same_target:
+                    np.testing.assert_array_equal(new, ref, err_msg=f"{case} {mode} {what}")
+                else:
+                    scale = np.max(np.abs(ref)) + 1e-300
+                    np.testing.assert_allclose(new, ref, rtol=1e-13, atol=1e-13 * scale, err_msg=f"{case} {mode}")
