@@ -293,3 +293,14 @@ def test_the_compiled_step_keeps_the_recorded_bits_of_the_old_fused_kernel():
                 else:
                     scale = np.max(np.abs(ref)) + 1e-300
                     np.testing.assert_allclose(new, ref, rtol=1e-13, atol=1e-13 * scale, err_msg=f"{case} {mode}")
+
+
+def test_dt_train_refuses_a_users_element_update_that_forgets_its_momentum():
+    """The trainer's chain path steps a user's element update by the kernel generated from it, checked first."""
+    import dyntools as dt
+    from dyntools.models.least_squares import LeastSquares
+
+    X = np.random.default_rng(0).normal(size=(8, 3))
+    data = type("Data", (), {"X": X, "y": X @ np.array([1.0, -2.0, 0.5])})()
+    with pytest.raises(KernelMismatch, match="Invalid transform forgetful_lion"):
+        dt.train(LeastSquares(3), data, O.Optimizer("lion", 0.01, T.chain(forgetful_lion())), steps=3)

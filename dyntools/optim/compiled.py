@@ -296,25 +296,29 @@ def _direction_source(parts) -> str:
     return "\n".join(lines) + "\n"
 
 
+def direction_of(tr) -> tuple:
+    """``(kernel, hp)`` of a transform with an element update: ``kernel(u, state, params, t, lr_t, hp)`` generated
+    from it (:func:`_direction_source`, cached on disk like the step), ``hp`` its numbers after a leading 0."""
+    from dyntools.codegen import cache
+
+    eu = tr.element_update()
+    src = _direction_source([(tr, eu)])
+    module = cache.load("optimdir", hashlib.sha256(src.encode()).hexdigest()[:24], lambda: src)
+    return module.direction, np.array((0.0,) + tuple(eu.values))
+
+
 def check_user_transforms(all_parts) -> None:
     """Every transform from outside dyntools.optim runs against its readable ``update`` once per process before it
     trains (:func:`dyntools.optim.chain_step.check_compiled_matches_update`): an element update through its
     generated ``direction`` kernel, a whole-array kernel as it is."""
-    from dyntools.codegen import cache
     from dyntools.optim.chain_step import check_compiled_matches_update
 
     for parts in all_parts:
         for tr, eu in parts:
             if type(tr).__module__.startswith("dyntools.optim."):
                 continue                               # built-ins: held to the chain by the tests
-            hp = np.array((0.0,) + eu.values) if not isinstance(eu, KernelCall) else np.array(eu.values)
-            if isinstance(eu, KernelCall):
-                kernel = eu.kernel
-            else:
-                src = _direction_source([(tr, eu)])
-                key = hashlib.sha256(src.encode()).hexdigest()[:24]
-                kernel = cache.load("optimdir", key, lambda src=src: src).direction
-            check_compiled_matches_update(tr, (kernel, hp), (eu.slots, 4))
+            compiled = (eu.kernel, np.array(eu.values)) if isinstance(eu, KernelCall) else direction_of(tr)
+            check_compiled_matches_update(tr, compiled, (eu.slots, 4))
 
 
 def signature(opt) -> tuple | None:
