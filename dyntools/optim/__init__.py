@@ -1,4 +1,5 @@
-"""Optimizer update rules (composable transforms + fused numba kernels) and LR schedules."""
+"""Optimizer update rules (composable transforms, each with its compiled element update; one numba step generated
+from a run set's chains by :mod:`dyntools.optim.compiled`) and LR schedules."""
 
 from dyntools.optim.optimizers import (  # noqa: F401
     FACTORIES,

@@ -116,8 +116,8 @@ class CompiledRuns:
     hps: np.ndarray
     n_slots: int
     plain_sgd: tuple
-    chains: tuple
-    module: str
+    chains: tuple = ()       # per run, its transforms (what initial_state builds the state from)
+    module: str = ""         # the generated module's name in sys.modules (a generated loop imports step from it)
 
     def initial_state(self, run: int, n_params: int) -> np.ndarray:
         """The zero state of run ``run`` for ``n_params`` parameters (AdaGrad's accumulator at its start,

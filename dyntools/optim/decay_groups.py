@@ -17,10 +17,10 @@ kind       d_i(θ)                                                 note
 parameter of its own group decays as ``θ ← θ (1 − lr_t λ)``); without groups, the minimum runs over
 all parameters. The minimum is taken at the iterate before the step, as the study's code does.
 
-The readable form is a chain ``scale_by_adam → add_group_decay`` (this module); the fused kernel
-(:func:`dyntools.optim.kernels.fused_step`) reads the weights and group indices from two extra state
-slots (rows 3 and 4 of the ``float64[5, p]`` state made by :func:`dyntools.optim.kernels.init_state`),
-so nothing changes for optimizers without them.
+The readable form is a chain ``scale_by_adam → add_group_decay`` (this module); its compiled form
+(:meth:`add_group_decay.element_update`, fused by :mod:`dyntools.optim.compiled`) reads the weights and group
+indices from two state rows of its own (rows 3 and 4 after Adam's three), so nothing changes for optimizers
+without them.
 """
 
 from __future__ import annotations
