@@ -304,3 +304,14 @@ def test_dt_train_refuses_a_users_element_update_that_forgets_its_momentum():
     data = type("Data", (), {"X": X, "y": X @ np.array([1.0, -2.0, 0.5])})()
     with pytest.raises(KernelMismatch, match="Invalid transform forgetful_lion"):
         dt.train(LeastSquares(3), data, O.Optimizer("lion", 0.01, T.chain(forgetful_lion())), steps=3)
+
+
+@pytest.mark.parametrize("kind", ["l2", "l1", "l1l2"])
+def test_grouped_decay_with_a_float32_state_weights_its_decay_in_float64(kind):
+    """The old kernel typed the decay direction as float64 (the "min" branch's type), so a float32 state's weight
+    multiplied it in float64: seeds 1, 7, 13 of this case changed a last bit before the compiled form did too."""
+    opt = D.adamw_decay(kind, 0.01, weight_decay=0.3, weights=np.linspace(0.0, 1.0, N), groups=GROUPS)
+    for seed in (1, 7, 13, 14, 17):
+        old, new, twin = run_three(opt, np.float32, seed, steps=6, state_dtype=np.float32)
+        np.testing.assert_array_equal(new[0], old[0])
+        np.testing.assert_array_equal(twin[0], new[0])

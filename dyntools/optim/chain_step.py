@@ -56,12 +56,12 @@ def describe(opt) -> str:
 def _compiled_of(tr):
     """``tr``'s compiled update as ``(kernel, hp)``: its ``compiled()``, or — a user's transform with an element
     update (:class:`~dyntools.optim.transforms.ElementUpdate`) — the kernel generated from it
-    (:func:`dyntools.optim.compiled.direction_of`); None when it has neither (or is a built-in: its update runs)."""
+    (:func:`dyntools.optim.fuse.direction_of`); None when it has neither (or is a built-in: its update runs)."""
     if hasattr(tr, "compiled"):
         return tr.compiled()
     if type(tr).__module__.startswith("dyntools.optim.") or getattr(tr, "element_update", lambda: None)() is None:
         return None
-    from dyntools.optim.compiled import direction_of
+    from dyntools.optim.fuse import direction_of
 
     return direction_of(tr)
 

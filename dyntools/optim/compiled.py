@@ -31,59 +31,16 @@ text is where that choice is made.
 from __future__ import annotations
 
 import hashlib
-import string
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from dyntools.optim.chain_step import flat_transforms
+from dyntools.optim.fuse import HELPERS_NJIT, HELPERS_NP, direction_of, fill, fused_loop, indent
 
 #: Bump when the generated text changes meaning without changing (keys the cache with the source).
 GENERATOR_VERSION = "1"
-
-#: Helpers of the compiled module (written into it, so that its cache key covers them).
-_HELPERS_NJIT = '''
-@njit(inline="always")
-def _lerp(a, b, w, omw):
-    """``a + w (b − a)`` as ``torch.lerp`` computes it (``omw = 1 − w``)."""
-    if w < 0.5:
-        return a + w * (b - a)
-    return b - (b - a) * omw
-
-
-@njit(inline="always")
-def _ipow(a, n):
-    return a ** n
-
-
-@njit(inline="always")
-def _max(a, b):
-    return max(a, b)
-'''
-
-#: The same helpers on whole arrays; ``_ipow`` is numba's square-and-multiply for a float to an int power.
-_HELPERS_NP = '''
-def _lerp(a, b, w, omw):
-    if w < 0.5:
-        return a + w * (b - a)
-    return b - (b - a) * omw
-
-
-def _ipow(a, n):
-    r, a = 1.0, a
-    while n != 0:
-        if n & 1:
-            r *= a
-        n >>= 1
-        a *= a
-    return r
-
-
-def _max(a, b):
-    return np.where(b > a, b, a)
-'''
-
 
 class NotCompilable(ValueError):
     """A chain with a transform that has no compiled form (neither ``element_update`` nor ``compiled()``)."""
@@ -162,41 +119,6 @@ def _structure(parts) -> tuple:
     return tuple((type(tr).__module__, type(tr).__qualname__, eu.key) for tr, eu in parts)
 
 
-def _fill(text: str, j: int, eu, h0: int, s0: int, widened: bool, numpy: bool) -> str:
-    """The element/setup text of transform ``j`` with its hyperparameter columns from ``h0`` and its state rows
-    from ``s0`` filled in (``numpy``: the whole-array form)."""
-    text = text.replace("LIKE(", "(" if widened else "like(theta, ")
-    subs = {"j": f"_{j}", "i": "" if numpy else ", i"}
-    subs.update({f"h{k}": f"h[{h0 + k}]" for k in range(len(eu.values))})
-    subs.update({f"s{k}": str(s0 + k) for k in range(eu.slots)})
-    return string.Template(text).substitute(subs)
-
-
-def _indent(text: str, n: int) -> list[str]:
-    return [" " * n + line for line in text.strip("\n").splitlines() if line.strip()]
-
-
-def _loop(items: list, first: str, last: str, numpy: bool, depth: int = 4) -> list[str]:
-    """One fused pass: ``items`` = (element text, switch) in chain order, between ``u = first`` and ``last``;
-    the pass is emitted once per value of each switch (``SW`` → True / False)."""
-    switches = [sw for _, sw in items if sw]
-
-    def emit(flags: tuple, depth: int) -> list[str]:
-        if len(flags) < len(switches):
-            return ([" " * depth + f"if {switches[len(flags)]}:"] + emit(flags + (True,), depth + 4)
-                    + [" " * depth + "else:"] + emit(flags + (False,), depth + 4))
-        body, sw = [], iter(flags)
-        for text, switch in items:
-            body += _indent(text.replace("SW", str(next(sw))) if switch else text, 0)
-        if numpy:
-            return [" " * depth + x for x in [f"u = {first}"] + body + [last]]
-        head = [" " * depth + "for i in range(theta.shape[0]):", " " * depth + "    th = theta[i]",
-                " " * depth + f"    u = {first}[i]"]
-        return head + [" " * (depth + 4) + x for x in body + [last]]
-
-    return emit((), depth)
-
-
 def _chain_source(name: str, parts, numpy: bool) -> str:
     """One chain's step function (compiled: one fused element loop, or one per stretch between users' whole-array
     kernels; numpy: the same on whole arrays)."""
@@ -213,9 +135,9 @@ def _chain_source(name: str, parts, numpy: bool) -> str:
         else:
             pre = eu.setup_np if numpy and eu.setup_np is not None else eu.setup
             body = eu.element_np if numpy and eu.element_np is not None else eu.element
-            lines += _indent(_fill(pre, j, eu, h0, s0, widened, numpy), 4)
-            items.append((_fill(body, j, eu, h0, s0, widened, numpy),
-                          _fill(eu.switch, j, eu, h0, s0, widened, numpy) if eu.switch else None))
+            lines += indent(fill(pre, j, eu, h0, s0, widened, numpy), 4)
+            items.append((fill(body, j, eu, h0, s0, widened, numpy),
+                          fill(eu.switch, j, eu, h0, s0, widened, numpy) if eu.switch else None))
         h0, s0 = h0 + len(eu.values), s0 + eu.slots
     stretches.append((items, None))
     lr = "np.float64(lr_t)" if numpy else "lr_t"
@@ -230,7 +152,7 @@ def _chain_source(name: str, parts, numpy: bool) -> str:
             last = "theta[:] = th - lr * u" if numpy else "theta[i] = th - lr * u"
         else:
             last = "ub[:] = u" if numpy else "ub[i] = u"
-        lines += _loop(items, first, last, numpy)
+        lines += fused_loop(items, first, last, numpy)
         if call is not None:
             lines.append("    " + call)
     return "\n".join(lines) + "\n"
@@ -264,7 +186,7 @@ def _module_source(structures: list) -> tuple[str, str]:
     kernels = _imports(structures)[0]
     head = ('"""Generated by dyntools.optim.compiled from optimizer chains: do not edit."""\nimport numpy as np\n'
             'from numba import njit\n\nfrom dyntools.engine.precision import like\n' + kernels + "\n")
-    jit_parts, np_parts = [head + _HELPERS_NJIT], [head + _HELPERS_NP]
+    jit_parts, np_parts = [head + HELPERS_NJIT], [head + HELPERS_NP]
     calls = []
     for k, parts in enumerate(structures):
         stateless = all(eu.slots == 0 for _, eu in parts)    # plain SGD (± decay): inlined, it vectorizes
@@ -279,32 +201,6 @@ def _module_source(structures: list) -> tuple[str, str]:
     jit_parts.append('\n@njit(cache=True, error_model="numpy", inline="always")\n' + dispatch)
     np_parts.append("\n" + dispatch)
     return "\n".join(jit_parts), "\n".join(np_parts)
-
-
-def _direction_source(parts) -> str:
-    """``direction(u, state, theta, t, lr_t, h)``: one transform's element update writing its direction into
-    ``u`` (the user protocol's kernel signature), for the first-use check against its ``update``."""
-    (_, eu), = parts
-    lines = ['"""Generated by dyntools.optim.compiled: a transform\'s direction, for its check."""',
-             "import numpy as np", "from numba import njit", "", "from dyntools.engine.precision import like",
-             _HELPERS_NJIT, "", "@njit(cache=True, error_model=\"numpy\")",
-             "def direction(grad, state, theta, t, lr_t, h):"]
-    lines += _indent(_fill(eu.setup, 0, eu, 1, 0, eu.widens, False), 4)
-    lines += _loop([(_fill(eu.element, 0, eu, 1, 0, eu.widens, False),
-                     _fill(eu.switch, 0, eu, 1, 0, eu.widens, False) if eu.switch else None)],
-                   "grad", "grad[i] = u", False)
-    return "\n".join(lines) + "\n"
-
-
-def direction_of(tr) -> tuple:
-    """``(kernel, hp)`` of a transform with an element update: ``kernel(u, state, params, t, lr_t, hp)`` generated
-    from it (:func:`_direction_source`, cached on disk like the step), ``hp`` its numbers after a leading 0."""
-    from dyntools.codegen import cache
-
-    eu = tr.element_update()
-    src = _direction_source([(tr, eu)])
-    module = cache.load("optimdir", hashlib.sha256(src.encode()).hexdigest()[:24], lambda: src)
-    return module.direction, np.array((0.0,) + tuple(eu.values))
 
 
 def check_user_transforms(all_parts) -> None:

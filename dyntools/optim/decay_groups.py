@@ -89,12 +89,14 @@ np.minimum.at(mins$j, groups$j, np.abs(theta))"""
                                    "u = u + state[$s0$i] * ($h0 * (mins$j[int(state[$s1$i])] * np.sign(th)))",
                                    setup_np, "u = u + state[$s0] * ($h0 * (mins$j[groups$j] * np.sign(th)))",
                                    widens=True)
+        # the decay direction in θ's precision, its weighting in float64 (a float32 state's weight times it)
         if self.l1_ratio == 0.0:
             return T.ElementUpdate(("l2",), (self.weight_decay,), 2, "lam$j = like(theta, $h0)",
-                                   "u = u + state[$s0$i] * (lam$j * th)", widens=True)
+                                   "u = u + state[$s0$i] * _f64(lam$j * th)", widens=True)
         return T.ElementUpdate(("l1l2",), (self.weight_decay, self.l1_ratio), 2,
                                "lam$j, rho$j, omr$j = like(theta, $h0), like(theta, $h1), like(theta, 1.0 - $h1)",
-                               "u = u + state[$s0$i] * (lam$j * (omr$j * th + rho$j * np.sign(th)))", widens=True)
+                               "u = u + state[$s0$i] * _f64(lam$j * (omr$j * th + rho$j * np.sign(th)))",
+                               widens=True)
 
 
 def adamw_decay(kind: str = "l2", lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,

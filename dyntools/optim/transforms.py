@@ -101,11 +101,12 @@ class ElementUpdate:
     parameter before the step) and the transform's state rows ``state[$s0$i]``, ``state[$s1$i]`` …; ``setup``
     runs once per step before the loop (scalars from the hyperparameters ``$h0``, ``$h1`` … = ``values``, from
     ``t`` and ``theta``). ``$j`` suffixes the transform's local names. ``LIKE(x)`` is ``x`` in the parameters'
-    precision (float64 in a chain with a ``widens`` transform); ``_lerp``, ``_ipow`` (float to int power) and
-    ``_max`` are the helpers. The same text runs on whole arrays in the NumPy twin (``$i`` empty), unless
-    ``setup_np``/``element_np`` give that form. ``switch``: a condition on the setup's scalars; the loop is
-    emitted for both values, ``SW`` in ``element`` being the literal ``True``/``False`` (Adam's ``bc1 ≠ 1``).
-    ``key`` holds what changes the text (structural options), never the numbers."""
+    precision (float64 in a chain with a ``widens`` transform); ``_lerp``, ``_ipow`` (float to int power),
+    ``_max`` and ``_f64`` (a value as float64) are the helpers. The same text runs on whole arrays in the NumPy
+    twin (``$i`` empty), unless ``setup_np``/``element_np`` give that form. ``switch``: a condition on the
+    setup's scalars; the loop is emitted for both values, ``SW`` in ``element`` being the literal ``True`` /
+    ``False`` (Adam's ``bc1 ≠ 1``). ``key`` holds what changes the text (structural options), never the
+    numbers."""
 
     key: tuple
     values: tuple = ()
