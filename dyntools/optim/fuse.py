@@ -10,15 +10,16 @@ the trainer's chain path.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import string
 
 import numpy as np
+from numba import njit
 
-#: Helpers of the compiled modules (written into it, so that its cache key covers them).
-HELPERS_NJIT = '''
+
 @njit(inline="always")
-def _lerp(a, b, w, omw):
-    """``a + w (b − a)`` as ``torch.lerp`` computes it (``omw = 1 − w``)."""
+def lerp(a, b, w, omw):
+    """``a + w (b − a)`` as ``torch.lerp`` computes it (``omw = 1 − w``, in the operands' precision)."""
     if w < 0.5:
         return a + w * (b - a)
     return b - (b - a) * omw
@@ -37,7 +38,12 @@ def _max(a, b):
 @njit(inline="always")
 def _f64(x):
     return np.float64(x)
-'''
+
+
+#: The helpers' source, written into each generated module (so that its cache key covers them); an element
+#: update calls them as ``_lerp``, ``_ipow``, ``_max``, ``_f64``.
+HELPERS_NJIT = "\n\n".join(inspect.getsource(f.py_func) for f in (lerp, _ipow, _max, _f64)).replace(
+    "def lerp(", "def _lerp(")
 
 #: The same helpers on whole arrays; ``_ipow`` is numba's square-and-multiply for a float to an int power.
 HELPERS_NP = '''
