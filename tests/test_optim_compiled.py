@@ -315,3 +315,15 @@ def test_grouped_decay_with_a_float32_state_weights_its_decay_in_float64(kind):
         old, new, twin = run_three(opt, np.float32, seed, steps=6, state_dtype=np.float32)
         np.testing.assert_array_equal(new[0], old[0])
         np.testing.assert_array_equal(twin[0], new[0])
+
+
+def test_a_chain_of_built_in_transforms_is_one_pass_over_the_parameters():
+    """AdamW (Adam then decoupled decay) and SGD with momentum and L2: one element loop per value of Adam's switch,
+    none for the decay; a user's whole-array kernel in the chain is what splits a pass in two."""
+    from tests.byo_lion import lion
+
+    adamw = source_of([O.adamw(0.01)])
+    assert adamw.count("for i in range(theta.shape[0]):") == 2 and adamw.count("if bc1_0 != 1.0:") == 1
+    assert source_of([O.sgd(0.1, momentum=0.9, weight_decay=0.1)]).count("for i in range") == 1
+    assert source_of([lion(0.01, 0.1, compiled=True)]).count("for i in range") == 2
+    assert source_of([lion(0.01, 0.1, compiled="element")]).count("for i in range") == 1
