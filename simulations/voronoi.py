@@ -311,8 +311,8 @@ def run_experiment(p: VoronoiParams, *, seed: int = 0, progress: bool = False):
         config["model"] = runs[0]["model"].config()
         config["slices"] = {k: [v.start, v.stop] for k, v in runs[0]["model"].slices.items()}
         config["optimizer"] = {"name": runs[0]["optimizer"].name, "lr": runs[0]["optimizer"].lr,
-                               "weight_decay": float(runs[0]["optimizer"].hparams[0]),
-                               "l1_ratio": float(runs[0]["optimizer"].hparams[1])}
+                               "weight_decay": float(runs[0]["optimizer"].options.get("weight_decay", 0.0)),
+                               "l1_ratio": float(runs[0]["optimizer"].options.get("l1_ratio", 0.0))}
         summary.update({"train_acc_median": float(np.nanmedian(arrays["train_acc"][:, -1])),
                         "test_acc_median": float(np.nanmedian(arrays["test_acc"][:, -1])),
                         "test_loss_median": float(np.nanmedian(arrays["test_loss"][:, -1])),

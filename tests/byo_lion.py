@@ -44,8 +44,22 @@ class scale_by_lion_compiled(scale_by_lion):
         return _lion_kernel, np.array([self.b1, self.b2])
 
 
+@dataclass(frozen=True)
+class scale_by_lion_fused(scale_by_lion):
+    """The same transform with its compiled update for one coordinate (dyntools.optim.transforms.ElementUpdate):
+    fused by dyntools.optim.compiled into the one loop of the chain, like the built-in transforms."""
+
+    def element_update(self):
+        return T.ElementUpdate(key=(), values=(self.b1, self.b2), slots=1, setup="b1$j, b2$j = $h0, $h1",
+                               element="m$j = state[$s0$i]\n"
+                                       "state[$s0$i] = b2$j * m$j + (1 - b2$j) * u\n"
+                                       "u = np.sign(b1$j * m$j + (1 - b1$j) * u)")
+
+
 def lion(lr=1e-4, weight_decay=0.0, betas=(0.9, 0.99), compiled=False):
-    core = (scale_by_lion_compiled if compiled else scale_by_lion)(*betas)
+    """Lion as a chain; ``compiled``: False (update() only), True (a whole-array kernel, compiled()) or
+    "element" (an element update, fused into the chain's loop)."""
+    core = {False: scale_by_lion, True: scale_by_lion_compiled, "element": scale_by_lion_fused}[compiled](*betas)
     parts = [core] + ([T.add_decay(weight_decay)] if weight_decay else [])
     return Optimizer("lion", lr, T.chain(*parts))
 

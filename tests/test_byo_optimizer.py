@@ -26,7 +26,7 @@ def _ls_gradient(theta):            # F(β) = ‖Xβ − y‖²: ∇F = 2Xᵀ(X�
     return 2.0 * X.T @ (X @ theta - Y)
 
 
-@pytest.mark.parametrize("compiled", [False, True])
+@pytest.mark.parametrize("compiled", [False, True, "element"])
 @pytest.mark.parametrize("kernel", ["numpy", "numba"])
 def test_user_lion_trains_as_its_equations(compiled, kernel):
     """Lion as a user chain, full batch, decoupled decay: equal to the NumPy loop written from Lion's
@@ -39,6 +39,7 @@ def test_user_lion_trains_as_its_equations(compiled, kernel):
     np.testing.assert_allclose(res["theta"][0, 0], np.array(ref), rtol=1e-12, atol=1e-14)
     assert res.config["optimizer_path"] == "chain"
     assert res.config["runs"][0]["optimizer_step"] == ("chain (compiled + numpy)" if compiled else "chain (numpy)")
+    # compiled: a whole-array kernel (True) or the kernel generated from the element update ("element")
 
 
 def test_builtin_and_user_optimizers_in_one_run_by_chain_equal_fused():

@@ -1,24 +1,22 @@
-"""dyntools.optim.kernels.fused_step_np (the NumPy twin the training loops' twins use) gives the bits of
-fused_step's element-wise Python body for every optimizer of the family, and the compiled step to
-rounding (numba evaluates the bias corrections' β^t by repeated multiplication, Python by ``pow``)."""
+"""dyntools.optim.compiled: the generated step's NumPy twin ``step_np`` gives the bits of the generated element
+loop run as Python (each chain function's ``.py_func``) and of the compiled step, for every optimizer of the
+family; Adam's step matches its equations bit for bit across the step where its bias correction rounds to 1."""
+
+import sys
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dyntools.optim import kernels as K
 from dyntools.optim import optimizers as O
+from dyntools.optim.compiled import compile_runs
 
 
-def python_body(precond, hp, theta, g, state, t, lr_t):
-    """fused_step with its per-preconditioner loop run as Python (``.py_func``)."""
-    where = int(hp[2])
-    if precond == 0 and hp[3] == 0.0:
-        K._sgd_plain.py_func(hp, where, theta, g, lr_t)
-    else:
-        fn = {0: K._sgd_momentum, 1: K._adam, 2: K._adagrad, 3: K._rmsprop, 4: K._rmsprop_bc}[precond]
-        fn.py_func(hp, where, theta, g, state, t, lr_t)
+def python_body(cr, run, theta, g, state, t, lr_t):
+    """The compiled step with its chain's element loop run as Python (``.py_func``; float64 only)."""
+    module = sys.modules[cr.module]
+    getattr(module, f"_chain_{int(cr.hps[run, 0])}").py_func(theta, g, state, t, lr_t, cr.hps[run])
 
 
 OPTIMIZERS = [O.sgd(0.1), O.sgd(0.1, momentum=0.9, nesterov=True), O.sgd(0.1, momentum=0.9, dampening=0.1,
@@ -27,23 +25,28 @@ OPTIMIZERS = [O.sgd(0.1), O.sgd(0.1, momentum=0.9, nesterov=True), O.sgd(0.1, mo
               O.adagrad(0.1, lr_decay=0.01, weight_decay=0.1, initial_accumulator_value=0.1),
               O.rmsprop(0.01, momentum=0.9, centered=True, weight_decay=0.1), O.rmsprop(0.01), O.rmsprop_bc(0.01),
               O.rmsprop_bc(0.01, weight_decay=0.1, decoupled=True)]
+RUNS = compile_runs(OPTIMIZERS)
 
 
-@pytest.mark.parametrize("opt", OPTIMIZERS, ids=lambda o: o.name)
+@pytest.mark.parametrize("run", range(len(OPTIMIZERS)), ids=[o.name for o in OPTIMIZERS])
 @settings(max_examples=10, deadline=None)
-@given(n=st.integers(1, 40), seed=st.integers(0, 1000), mult=st.floats(0.1, 2.0))
-def test_fused_step_np_is_bitwise_the_compiled_step(opt, n, seed, mult):
+@given(n=st.integers(1, 40), seed=st.integers(0, 1000), mult=st.floats(0.1, 2.0),
+       dtype=st.sampled_from([np.float64, np.float32]), state_dtype=st.sampled_from([np.float64, np.float32]))
+def test_step_np_is_bitwise_the_python_body_and_the_compiled_step(run, n, seed, mult, dtype, state_dtype):
     rng = np.random.default_rng(seed)
-    theta = rng.standard_normal(n)
-    copies = [(theta.copy(), K.init_state(opt, n)) for _ in range(3)]
+    theta = rng.standard_normal(n).astype(dtype)
+    copies = [(theta.copy(), RUNS.initial_state(run, n).astype(state_dtype)) for _ in range(3)]
+    lr = OPTIMIZERS[run].lr * mult
     for t in range(1, 6):
-        g = rng.standard_normal(n)
-        K.fused_step(opt.precond, opt.hparams, copies[0][0], g, copies[0][1], t, opt.lr * mult)
-        python_body(opt.precond, opt.hparams, copies[1][0], g, copies[1][1], t, opt.lr * mult)
-        K.fused_step_np(opt.precond, opt.hparams, copies[2][0], g, copies[2][1], t, opt.lr * mult)
-        np.testing.assert_array_equal(copies[2][0], copies[1][0])
-        np.testing.assert_array_equal(copies[2][1], copies[1][1])
-        np.testing.assert_allclose(copies[2][0], copies[0][0], rtol=1e-13, atol=1e-15)
+        g = rng.standard_normal(n).astype(dtype)
+        RUNS.step(run, copies[0][0], g, copies[0][1], t, lr, RUNS.hps)
+        python_body(RUNS, run, copies[1][0], g, copies[1][1], t, lr)
+        RUNS.step_np(run, copies[2][0], g, copies[2][1], t, lr, RUNS.hps)
+        # as Python, float32 scalars do not widen as numba's typing does (a float32 ``u`` and a float64
+        # ``buf`` unify to float64 in numba): the Python body is the reference in float64
+        for other in copies[:2] if dtype == state_dtype == np.float64 else copies[:1]:
+            np.testing.assert_array_equal(copies[2][0], other[0])
+            np.testing.assert_array_equal(copies[2][1], other[1])
 
 
 def adam_reference(theta, g, m, v, t, lr, lam, decoupled, b1=0.5, b2=0.25):
@@ -64,7 +67,7 @@ def adam_reference(theta, g, m, v, t, lr, lam, decoupled, b1=0.5, b2=0.25):
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("decoupled", [False, True])
 def test_adam_without_the_bias_division_once_it_rounds_to_one(dtype, decoupled):
-    """``_adam`` skips ``m / bc1`` once ``bc1 = 1 − β₁ᵗ`` rounds to 1 in θ's precision (float64: from
+    """The compiled Adam skips ``m / bc1`` once ``bc1 = 1 − β₁ᵗ`` rounds to 1 in θ's precision (float64: from
     t = 54 with β₁ = 1/2; float32: from t = 25). The compiled step must equal the step written from the
     equations (:func:`adam_reference`) bit for bit on every step across that boundary — a division
     skipped one step early would change the bits."""
@@ -72,12 +75,13 @@ def test_adam_without_the_bias_division_once_it_rounds_to_one(dtype, decoupled):
     rng = np.random.default_rng(7)
     n = 37
     theta = rng.standard_normal(n).astype(dtype)
-    state = K.init_state(opt, n).astype(dtype)
+    cr = compile_runs([opt])
+    state = cr.initial_state(0, n).astype(dtype)       # the loops keep a float32 run's state in float32
     ref = (theta.copy(), np.zeros(n, dtype), np.zeros(n, dtype))
     skipped = 0
     for t in range(1, 71):
         g = rng.standard_normal(n).astype(dtype)
-        K.fused_step(opt.precond, opt.hparams, theta, g, state, t, opt.lr)
+        cr.step(0, theta, g, state, t, opt.lr, cr.hps)
         ref = adam_reference(*ref[:1], g, *ref[1:], t, opt.lr, 0.01, decoupled)
         np.testing.assert_array_equal(theta, ref[0], err_msg=f"step {t}")
         np.testing.assert_array_equal(state[0], ref[1], err_msg=f"step {t}")

@@ -1,4 +1,5 @@
-"""Optimizer update rules (composable transforms + fused numba kernels) and LR schedules.
+"""Optimizer update rules (composable transforms, each with its compiled element update; one numba step generated
+from a run set's chains by :mod:`dyntools.optim.compiled`) and LR schedules.
 
 Every optimizer name of :data:`~dyntools.optim.aliases.ALIASES` is an attribute here (``dyntools.optim.adamw``),
 read from that table: a factory declared with ``@alias`` in :mod:`dyntools.optim.optimizers` needs no line here.

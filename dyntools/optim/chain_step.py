@@ -7,7 +7,8 @@ transforms, ``(u, state) = chain.update(g, state, θ, t, lr_t)`` then ``θ ← �
 * **compiled** when it has a ``compiled()`` method returning ``(kernel, hp)``: ``kernel`` a numba
   ``@njit`` function ``kernel(u, state, params, t, lr_t, hp)`` that overwrites the direction ``u``
   (float64[p]) and its state (the float64[k, p] array its ``init(params)`` returns) in place, with
-  ``hp`` a float64 vector of its hyperparameters;
+  ``hp`` a float64 vector of its hyperparameters — or when it is a user's transform with an element update
+  (``element_update()``), whose kernel of that signature :mod:`dyntools.optim.compiled` generates;
 * **in NumPy** otherwise, through its readable ``update``.
 
 At first use (the first :class:`ChainStepper` built for that transform, hyperparameters and parameter
@@ -47,9 +48,22 @@ def describe(opt) -> str:
     or ``"chain (compiled + numpy)"``."""
     if opt.fused:
         return "fused"
-    kinds = {hasattr(tr, "compiled") for tr in flat_transforms(opt.chain)}
+    kinds = {_compiled_of(tr) is not None for tr in flat_transforms(opt.chain)}
     return {frozenset({True}): "chain (compiled)", frozenset({False}): "chain (numpy)"}.get(
         frozenset(kinds), "chain (compiled + numpy)")
+
+
+def _compiled_of(tr):
+    """``tr``'s compiled update as ``(kernel, hp)``: its ``compiled()``, or — a user's transform with an element
+    update (:class:`~dyntools.optim.transforms.ElementUpdate`) — the kernel generated from it
+    (:func:`dyntools.optim.fuse.direction_of`); None when it has neither (or is a built-in: its update runs)."""
+    if hasattr(tr, "compiled"):
+        return tr.compiled()
+    if type(tr).__module__.startswith("dyntools.optim.") or getattr(tr, "element_update", lambda: None)() is None:
+        return None
+    from dyntools.optim.fuse import direction_of
+
+    return direction_of(tr)
 
 
 class ChainStepper:
@@ -59,7 +73,7 @@ class ChainStepper:
         self.parts = []
         for tr in flat_transforms(opt.chain):
             state = tr.init(np.asarray(theta, dtype=np.float64).copy())
-            compiled = tr.compiled() if hasattr(tr, "compiled") else None
+            compiled = _compiled_of(tr)
             if compiled is not None:
                 state = np.ascontiguousarray(state, dtype=np.float64)
                 if state.ndim != 2 or state.shape[1] != theta.shape[0]:

@@ -17,10 +17,10 @@ kind       d_i(θ)                                                 note
 parameter of its own group decays as ``θ ← θ (1 − lr_t λ)``); without groups, the minimum runs over
 all parameters. The minimum is taken at the iterate before the step, as the study's code does.
 
-The readable form is a chain ``scale_by_adam → add_group_decay`` (this module); the fused kernel
-(:func:`dyntools.optim.kernels.fused_step`) reads the weights and group indices from two extra state
-slots (rows 3 and 4 of the ``float64[5, p]`` state made by :func:`dyntools.optim.kernels.init_state`),
-so nothing changes for optimizers without them.
+The readable form is a chain ``scale_by_adam → add_group_decay`` (this module); its compiled form
+(:meth:`add_group_decay.element_update`, fused by :mod:`dyntools.optim.compiled`) reads the weights and group
+indices from two state rows of its own (rows 3 and 4 after Adam's three), so nothing changes for optimizers
+without them.
 """
 
 from __future__ import annotations
@@ -64,6 +64,39 @@ class add_group_decay(T.Transform):
         else:
             d = self.weight_decay * ((1.0 - self.l1_ratio) * params + self.l1_ratio * np.sign(params))
         return u + self.weights * d, state
+
+    def compiled_state(self, params):
+        """Rows ``[w, G]``: the decay weights and the group indices (as floats) of the compiled step."""
+        if len(self.weights) != params.shape[0]:
+            raise ValueError(f"Invalid weights: {len(self.weights)} decay weights for {params.shape[0]} parameters")
+        return np.stack([np.asarray(self.weights, dtype=np.float64), np.asarray(self.groups, dtype=np.float64)])
+
+    def element_update(self):
+        """``u + w_i d_i`` with the weights in state row ``$s0`` and the groups in ``$s1``; "min" first takes the
+        group minima of ``|θ|`` (before the step) in a pass of its own."""
+        if self.kind == "min":
+            setup = """ng$j = 1
+for i in range(theta.shape[0]):
+    ng$j = max(ng$j, int(state[$s1, i]) + 1)
+mins$j = np.full(ng$j, np.inf)
+for i in range(theta.shape[0]):
+    k$j = int(state[$s1, i])
+    mins$j[k$j] = min(mins$j[k$j], abs(theta[i]))"""
+            setup_np = """groups$j = state[$s1].astype(np.int64)
+mins$j = np.full(int(groups$j.max()) + 1, np.inf)
+np.minimum.at(mins$j, groups$j, np.abs(theta))"""
+            return T.ElementUpdate(("min",), (self.weight_decay,), 2, setup,
+                                   "u = u + state[$s0$i] * ($h0 * (mins$j[int(state[$s1$i])] * np.sign(th)))",
+                                   setup_np, "u = u + state[$s0] * ($h0 * (mins$j[groups$j] * np.sign(th)))",
+                                   widens=True)
+        # the decay direction in θ's precision, its weighting in float64 (a float32 state's weight times it)
+        if self.l1_ratio == 0.0:
+            return T.ElementUpdate(("l2",), (self.weight_decay,), 2, "lam$j = like(theta, $h0)",
+                                   "u = u + state[$s0$i] * _f64(lam$j * th)", widens=True)
+        return T.ElementUpdate(("l1l2",), (self.weight_decay, self.l1_ratio), 2,
+                               "lam$j, rho$j, omr$j = like(theta, $h0), like(theta, $h1), like(theta, 1.0 - $h1)",
+                               "u = u + state[$s0$i] * _f64(lam$j * (omr$j * th + rho$j * np.sign(th)))",
+                               widens=True)
 
 
 def adamw_decay(kind: str = "l2", lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,

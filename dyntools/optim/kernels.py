@@ -27,6 +27,7 @@ from numba import njit
 
 from dyntools.engine.precision import like
 from dyntools.optim import optimizers as O
+from dyntools.optim.fuse import lerp as _lerp
 
 
 def init_state(opt: O.Optimizer, n_params: int) -> np.ndarray:
@@ -63,14 +64,6 @@ def _decay(dk, th):
     if rho == 0.0:
         return lam * th
     return lam * (omr * th + rho * np.sign(th))
-
-
-@njit(inline="always")
-def _lerp(a, b, w, omw):
-    """``a + w (b − a)`` as ``torch.lerp`` computes it (``omw = 1 − w``, in the operands' precision)."""
-    if w < 0.5:
-        return a + w * (b - a)
-    return b - (b - a) * omw
 
 
 @njit(inline="always")

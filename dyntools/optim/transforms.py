@@ -21,8 +21,9 @@ The whole L2-vs-weight-decay story is *where* :func:`add_decay` sits in the chai
   rate ``lr · η_t`` (the schedule multiplier scales the decay too) but never by the adaptive
   preconditioner ``P_t``.
 
-Every transform is plain NumPy and readable; :mod:`dyntools.optim.kernels` fuses the same
-arithmetic, in the same order, into one numba loop for the simulators (tests hold them equal).
+Every transform is plain NumPy and readable, and holds beside its ``update`` its compiled form
+(:meth:`Transform.element_update`: the same arithmetic, in the same order, for one coordinate), which
+:func:`dyntools.optim.compiled.compile_runs` fuses into one numba loop per chain (tests hold them equal).
 
 **One definition, numeric and symbolic.** The same transforms evaluate on NumPy *object* arrays
 of sympy expressions with sympy hyperparameters (:func:`dyntools.symbolic.unroll.unroll`): the
@@ -91,14 +92,50 @@ def lerp(a: np.ndarray, b: np.ndarray, w: float) -> np.ndarray:
     return b - (b - a) * (1 - w)
 
 
+@dataclass(frozen=True)
+class ElementUpdate:
+    """A transform's compiled update, as source text that :mod:`dyntools.optim.compiled` fuses with the chain's
+    other transforms into one loop over the parameters.
+
+    ``element`` updates ONE coordinate: it reads and rebinds ``u`` (the incoming direction), reads ``th`` (the
+    parameter before the step) and the transform's state rows ``state[$s0$i]``, ``state[$s1$i]`` …; ``setup``
+    runs once per step before the loop (scalars from the hyperparameters ``$h0``, ``$h1`` … = ``values``, from
+    ``t`` and ``theta``). ``$j`` suffixes the transform's local names. ``LIKE(x)`` is ``x`` in the parameters'
+    precision (float64 in a chain with a ``widens`` transform); ``_lerp``, ``_ipow`` (float to int power),
+    ``_max`` and ``_f64`` (a value as float64) are the helpers. The same text runs on whole arrays in the NumPy
+    twin (``$i`` empty), unless ``setup_np``/``element_np`` give that form. ``switch``: a condition on the
+    setup's scalars; the loop is emitted for both values, ``SW`` in ``element`` being the literal ``True`` /
+    ``False`` (Adam's ``bc1 ≠ 1``). ``key`` holds what changes the text (structural options), never the
+    numbers."""
+
+    key: tuple
+    values: tuple = ()
+    slots: int = 0
+    setup: str = ""
+    element: str = ""
+    setup_np: str | None = None
+    element_np: str | None = None
+    switch: str | None = None
+    widens: bool = False
+
+
 class Transform:
-    """One gradient transformation: ``init(params)`` and ``update(u, state, params, t, lr_t)``."""
+    """One gradient transformation: ``init(params)`` and ``update(u, state, params, t, lr_t)``, and its compiled
+    form ``element_update()`` (None: the chain runs in NumPy only)."""
 
     def init(self, params: np.ndarray) -> tuple:
         return ()
 
     def update(self, u, state, params, t, lr_t):  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def element_update(self) -> ElementUpdate | None:
+        return None
+
+    def compiled_state(self, params: np.ndarray) -> np.ndarray:
+        """The compiled state at the start: ``init(params)``'s arrays as rows of a float64[k, p] block."""
+        rows = [np.asarray(a, dtype=np.float64).reshape(-1, params.shape[0]) for a in self.init(params)]
+        return np.concatenate(rows) if rows else np.zeros((0, params.shape[0]))
 
 
 @dataclass(frozen=True)
@@ -115,6 +152,13 @@ class add_decay(Transform):
             return u + self.weight_decay * params, state
         mix = (1 - self.l1_ratio) * params + self.l1_ratio * _sign(params)
         return u + self.weight_decay * mix, state
+
+    def element_update(self):
+        if self.l1_ratio == 0.0:
+            return ElementUpdate(("l2",), (self.weight_decay,), 0, "lam$j = like(theta, $h0)", "u = u + lam$j * th")
+        return ElementUpdate(("l1l2",), (self.weight_decay, self.l1_ratio), 0,
+                             "lam$j, rho$j, omr$j = like(theta, $h0), like(theta, $h1), like(theta, 1.0 - $h1)",
+                             "u = u + lam$j * (omr$j * th + rho$j * np.sign(th))")
 
 
 @dataclass(frozen=True)
@@ -133,6 +177,15 @@ class trace(Transform):
         (buf,) = state
         buf = u.copy() if t == 1 else self.momentum * buf + (1 - self.dampening) * u
         return (u + self.momentum * buf if self.nesterov else buf), (buf,)
+
+    def element_update(self):
+        # numba types ``buf`` as the unified type of its two branches (float64 beside a float64 state row)
+        rest = "state[$s0$i] = buf$j\n" + ("u = u + mu$j * buf$j" if self.nesterov else "u = buf$j")
+        return ElementUpdate(("nesterov" if self.nesterov else "heavy ball",), (self.momentum, self.dampening), 1,
+                             "mu$j, omt$j = LIKE($h0), LIKE(1.0 - $h1)",
+                             "buf$j = u if t == 1 else mu$j * state[$s0$i] + omt$j * u\n" + rest,
+                             element_np="buf$j = u.astype(np.result_type(u, state)) if t == 1 else "
+                             "mu$j * state[$s0] + omt$j * u\n" + rest)
 
 
 @dataclass(frozen=True)
@@ -167,6 +220,27 @@ class scale_by_adam(Transform):
             denom = _sqrt(v) / bc2_sqrt + self.eps
         return (m / bc1) / denom, (m, v, vmax)
 
+    def element_update(self):
+        if self.bias_correction:
+            bc = "bc1$j, bc2$j = LIKE(1.0 - _ipow(a$j, t)), LIKE((1.0 - _ipow(b$j, t)) ** 0.5)"
+        else:
+            bc = "bc1$j, bc2$j = LIKE(1.0), LIKE(1.0)"
+        setup = f"""a$j, b$j, eps$j = $h0, $h1, $h2
+{bc}
+w$j, omw$j = LIKE(1.0 - a$j), LIKE(1.0 - (1.0 - a$j))
+b$j, omb$j, eps$j = LIKE(b$j), LIKE(1.0 - b$j), LIKE(eps$j)"""
+        ams = "v$j = _max(state[$s2$i], v$j)\nstate[$s2$i] = v$j\n" if self.amsgrad else ""
+        element = f"""m$j = _lerp(state[$s0$i], u, w$j, omw$j)
+v$j = state[$s1$i] * b$j + omb$j * u * u
+state[$s0$i] = m$j
+state[$s1$i] = v$j
+{ams}mh$j = m$j / bc1$j if SW else m$j
+u = mh$j / (np.sqrt(v$j) / bc2$j + eps$j)"""
+        # switch: 1 − β₁ᵗ rounds to 1 (β₁ = 0.9: t > 349 in float64, t > 165 in float32): m / 1 = m, one
+        # division of three fewer per parameter on a divider-bound loop (the same bits)
+        return ElementUpdate((self.amsgrad, self.bias_correction), (self.b1, self.b2, self.eps), 3, setup, element,
+                             switch="bc1$j != 1.0")
+
 
 @dataclass(frozen=True)
 class scale_by_adagrad(Transform):
@@ -184,6 +258,11 @@ class scale_by_adagrad(Transform):
         (acc,) = state
         acc = acc + u * u
         return (u / (_sqrt(acc) + self.eps)) / (1 + (t - 1) * self.lr_decay), (acc,)
+
+    def element_update(self):
+        return ElementUpdate((), (self.lr_decay, self.eps), 1, "clr$j, eps$j = 1.0 + (t - 1) * $h0, $h1",
+                             "acc$j = state[$s0$i] + u * u\nstate[$s0$i] = acc$j\n"
+                             "u = (u / (np.sqrt(acc$j) + eps$j)) / clr$j", widens=True)
 
 
 @dataclass(frozen=True)
@@ -209,6 +288,16 @@ class scale_by_rms(Transform):
             avg = _sqrt(sq) + self.eps
         return u / avg, (sq, gavg)
 
+    def element_update(self):
+        if self.centered:
+            out = ("ga$j = _lerp(state[$s1$i], u, 1.0 - al$j, 1.0 - (1.0 - al$j))\nstate[$s1$i] = ga$j\n"
+                   "u = u / (np.sqrt(sq$j - ga$j * ga$j) + eps$j)")
+        else:
+            out = "u = u / (np.sqrt(sq$j) + eps$j)"
+        return ElementUpdate((self.centered,), (self.alpha, self.eps), 2, "al$j, eps$j = $h0, $h1",
+                             f"sq$j = state[$s0$i] * al$j + (1.0 - al$j) * u * u\nstate[$s0$i] = sq$j\n{out}",
+                             widens=True)
+
 
 @dataclass(frozen=True)
 class scale_by_rms_bias_corrected(Transform):
@@ -227,6 +316,12 @@ class scale_by_rms_bias_corrected(Transform):
         v = v * self.b2 + (1 - self.b2) * u * u
         return u / (_sqrt(v) / _root(1 - self.b2 ** t) + self.eps), (v,)
 
+    def element_update(self):
+        return ElementUpdate((), (self.b2, self.eps), 1,
+                             "b$j, eps$j = $h0, $h1\nbc2$j = (1.0 - _ipow(b$j, t)) ** 0.5",
+                             "v$j = state[$s0$i] * b$j + (1.0 - b$j) * u * u\nstate[$s0$i] = v$j\n"
+                             "u = u / (np.sqrt(v$j) / bc2$j + eps$j)", widens=True)
+
 
 @dataclass(frozen=True)
 class momentum_after(Transform):
@@ -242,6 +337,9 @@ class momentum_after(Transform):
         (buf,) = state
         buf = buf * self.momentum + u
         return buf, (buf,)
+
+    def element_update(self):
+        return ElementUpdate((), (self.momentum,), 1, "", "u = state[$s0$i] * $h0 + u\nstate[$s0$i] = u")
 
 
 @dataclass(frozen=True)

@@ -37,8 +37,9 @@ _probed: set = set()
 
 def setting_key(model_type: type, selector, setting: dict) -> tuple:
     """What makes two runs the same case for the probe (module docstring)."""
-    opts = tuple((o.name, float(o.lr), tuple(np.asarray(o.hparams, dtype=float).tolist())) if o.fused else o.name
-                 for o in setting["optimizers"])
+    from dyntools.optim.compiled import signature
+
+    opts = tuple((o.name, float(o.lr), signature(o)) for o in setting["optimizers"])
     return (model_type, selector, setting["sampler"], int(setting["batch"]), float(setting["label_noise"]), opts,
             setting["kernel"], bool(setting["step_loss"]))
 

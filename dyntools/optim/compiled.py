@@ -1,0 +1,273 @@
+"""One compiled step for the optimizers of a run set, generated from their chains' structure.
+
+Every built-in transform of :mod:`dyntools.optim.transforms` carries, beside its readable ``update``, its
+compiled form: an :class:`~dyntools.optim.transforms.ElementUpdate` — the source text of its update of ONE
+coordinate (``u`` the incoming direction, ``th`` the parameter before the step, its state rows) and of the
+scalars it computes once per step. :func:`compile_runs` fuses the element updates of a chain, in chain order,
+into one loop over the parameters, closed by ``θ ← θ − lr_t u``::
+
+    for i in range(P):                       # one pass, whatever the chain
+        th, u = θ_i, g_i
+        u = T_1(u, th, state rows of T_1)    # e.g. scale_by_adam:  m, v ← …;  u = m̂ / (√v̂ + ε)
+        u = T_2(u, th, …)                    #      add_decay:      u = u + λ θ_i   (decoupled: after Adam)
+        θ_i = th − lr_t u
+
+one such function per distinct chain STRUCTURE of the run set (the transforms' types and structural options;
+their numbers are data), and ``step(run, θ, g, state, t, lr_t, hps)`` dispatching on the structure index that
+``hps[run, 0]`` holds (``hps[run, 1:]`` are the chain's numbers in chain order). The source is written once to the
+generated-code cache (:mod:`dyntools.codegen.cache`, keyed by its SHA-256) and imported from there, so that numba
+caches its machine code: a second process with the same run set loads it, nothing compiles.
+
+The twin ``step_np`` is generated from the same element text on whole arrays (``u``, ``th`` arrays; the state row
+``state[k]`` for ``state[k, i]``): the same operations in the same order, so the same bits.
+
+Precision: with float32 parameters, SGD, momentum and Adam round their scalars (β, ε, rates, bias corrections, the
+learning rate) to float32 (:func:`~dyntools.engine.precision.like`) and compute in float32 where their operands
+are; a chain with a *widening* transform (AdaGrad, RMSProp, bias-corrected RMSProp, grouped decay) keeps its
+scalars and the learning rate in float64, as PyTorch's float32 AdaGrad/RMSprop do. ``LIKE(x)`` in an element's
+text is where that choice is made.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from dyntools.optim.chain_step import flat_transforms
+from dyntools.optim.fuse import HELPERS_NJIT, HELPERS_NP, direction_of, fill, fused_loop, indent
+
+#: Bump when the generated text changes meaning without changing (keys the cache with the source).
+GENERATOR_VERSION = "1"
+
+class NotCompilable(ValueError):
+    """A chain with a transform that has no compiled form (neither ``element_update`` nor ``compiled()``)."""
+
+
+@dataclass(frozen=True)
+class KernelCall:
+    """A user's whole-array compiled update (``compiled() -> (kernel, hp)``, :mod:`dyntools.optim.chain_step`)
+    inside the generated step: the fused loop stops before it (the direction so far in a float64 array), the
+    kernel runs ``kernel(u, state rows, float64 θ, t, lr_t, hp)``, and the next loop goes on from its ``u``."""
+
+    kernel: object
+    values: tuple
+    slots: int
+    key: tuple
+    widens: bool = True
+    switch: None = None
+
+
+@dataclass(frozen=True)
+class CompiledRuns:
+    """The compiled step of a run set (module docstring) and what a loop needs beside it.
+
+    ``step(run, theta, grad, state, t, lr_t, hps)`` moves ``theta`` (float64 or float32) and the path's state
+    (float64[n_slots, P]) in place by run ``run``'s optimizer; ``step_np`` is its NumPy twin; ``hps`` the
+    float64[G, H] numbers; ``plain_sgd[g]`` whether run ``g`` is plain SGD (``θ ← θ − lr_t g``)."""
+
+    step: object
+    step_np: object
+    hps: np.ndarray
+    n_slots: int
+    plain_sgd: tuple
+    chains: tuple = ()       # per run, its transforms (what initial_state builds the state from)
+    module: str = ""         # the generated module's name in sys.modules (a generated loop imports step from it)
+
+    def initial_state(self, run: int, n_params: int) -> np.ndarray:
+        """The zero state of run ``run`` for ``n_params`` parameters (AdaGrad's accumulator at its start,
+        grouped decay's weights and groups in their rows): float64[n_slots, n_params]."""
+        state = np.zeros((self.n_slots, n_params))
+        row = 0
+        for tr in self.chains[run]:
+            block = tr.compiled_state(np.zeros(n_params)) if hasattr(tr, "compiled_state") else _rows(tr, n_params)
+            state[row:row + block.shape[0]] = block
+            row += block.shape[0]
+        return state
+
+
+def _rows(tr, n_params: int) -> np.ndarray:
+    """A user transform's state as float64[k, p] rows (its ``init`` returns the array or a tuple of rows)."""
+    init = tr.init(np.zeros(n_params))
+    rows = [np.asarray(a, dtype=np.float64).reshape(-1, n_params) for a in (init if isinstance(init, tuple)
+                                                                             else (init,))]
+    return np.concatenate(rows) if rows else np.zeros((0, n_params))
+
+
+def _compiled_form(opt_name: str, tr):
+    """The element update of ``tr``, else its whole-array kernel as a :class:`KernelCall`."""
+    eu = tr.element_update() if hasattr(tr, "element_update") else None
+    if eu is not None:
+        return eu
+    if hasattr(tr, "compiled"):
+        kernel, hp = tr.compiled()
+        func = getattr(kernel, "py_func", kernel)
+        return KernelCall(kernel, tuple(float(x) for x in np.asarray(hp, dtype=np.float64)), _rows(tr, 1).shape[0],
+                          ("kernel", func.__module__, func.__qualname__, id(kernel)))
+    raise NotCompilable(f"Invalid optimizer {opt_name!r}: its transform {type(tr).__name__} has no compiled form "
+                        "(define element_update(), see dyntools.optim.transforms.ElementUpdate, or compiled())")
+
+
+def _updates(opt) -> list:
+    """The transforms of ``opt`` with their compiled forms."""
+    return [(tr, _compiled_form(opt.name, tr)) for tr in flat_transforms(opt.chain)]
+
+
+def _structure(parts) -> tuple:
+    return tuple((type(tr).__module__, type(tr).__qualname__, eu.key) for tr, eu in parts)
+
+
+def _chain_source(name: str, parts, numpy: bool) -> str:
+    """One chain's step function (compiled: one fused element loop, or one per stretch between users' whole-array
+    kernels; numpy: the same on whole arrays)."""
+    widened = any(eu.widens for _, eu in parts)
+    calls = any(isinstance(eu, KernelCall) for _, eu in parts)
+    lines = [f"def {name}(theta, grad, state, t, lr_t, h):"]
+    stretches, items = [], []                      # (element items, kernel call after them or None)
+    h0, s0 = 1, 0
+    for j, (_, eu) in enumerate(parts):
+        if isinstance(eu, KernelCall):
+            stretches.append((items, f"{name}_kernel_{j}(ub, state[{s0}:{s0 + eu.slots}], pv, t, lr_t, "
+                                     f"h[{h0}:{h0 + len(eu.values)}])"))
+            items = []
+        else:
+            pre = eu.setup_np if numpy and eu.setup_np is not None else eu.setup
+            body = eu.element_np if numpy and eu.element_np is not None else eu.element
+            lines += indent(fill(pre, j, eu, h0, s0, widened, numpy), 4)
+            items.append((fill(body, j, eu, h0, s0, widened, numpy),
+                          fill(eu.switch, j, eu, h0, s0, widened, numpy) if eu.switch else None))
+        h0, s0 = h0 + len(eu.values), s0 + eu.slots
+    stretches.append((items, None))
+    lr = "np.float64(lr_t)" if numpy else "lr_t"
+    lines.append(f"    lr = {lr}" if widened else f"    lr = like(theta, {lr})")
+    if numpy:
+        lines.append("    th = theta.copy()")
+    if calls:                                      # the float64 direction and parameters users' kernels take
+        lines += ["    ub = np.empty(theta.shape[0])", "    pv = theta.astype(np.float64)"]
+    for k, (items, call) in enumerate(stretches):
+        first = "grad" if k == 0 else "ub"
+        if call is None:
+            last = "theta[:] = th - lr * u" if numpy else "theta[i] = th - lr * u"
+        else:
+            last = "ub[:] = u" if numpy else "ub[i] = u"
+        lines += fused_loop(items, first, last, numpy)
+        if call is not None:
+            lines.append("    " + call)
+    return "\n".join(lines) + "\n"
+
+
+def _imports(structures: list) -> tuple[str, dict, str]:
+    """The import lines of users' kernels (by module and name where they can be imported so), the namespace of
+    the others, and a text that changes with their code (for the cache key)."""
+    import sys
+
+    from dyntools.user_code import source_fingerprint
+
+    lines, namespace, stamp = [], {}, []
+    for k, parts in enumerate(structures):
+        for j, (_, eu) in enumerate(parts):
+            if not isinstance(eu, KernelCall):
+                continue
+            func = getattr(eu.kernel, "py_func", eu.kernel)
+            module = sys.modules.get(func.__module__)
+            alias = f"_chain_{k}_kernel_{j}"
+            if func.__module__ != "__main__" and getattr(module, func.__name__, None) is eu.kernel:
+                lines.append(f"from {func.__module__} import {func.__name__} as {alias}")
+            else:
+                namespace[alias] = eu.kernel
+            stamp.append(f"{func.__module__}.{func.__qualname__}:{source_fingerprint(eu.kernel) or id(eu.kernel)}")
+    return "\n".join(sorted(set(lines))), namespace, "|".join(stamp)
+
+
+def _module_source(structures: list) -> tuple[str, str]:
+    """The compiled module and the NumPy module for the distinct chain structures (index = position)."""
+    kernels = _imports(structures)[0]
+    head = ('"""Generated by dyntools.optim.compiled from optimizer chains: do not edit."""\nimport numpy as np\n'
+            'from numba import njit\n\nfrom dyntools.engine.precision import like\n' + kernels + "\n")
+    jit_parts, np_parts = [head + HELPERS_NJIT], [head + HELPERS_NP]
+    calls = []
+    for k, parts in enumerate(structures):
+        stateless = all(eu.slots == 0 for _, eu in parts)    # plain SGD (± decay): inlined, it vectorizes
+        deco = '@njit(cache=True, error_model="numpy"' + (', inline="always")' if stateless else ")")
+        jit_parts.append(f"\n{deco}\n" + _chain_source(f"_chain_{k}", parts, False))
+        np_parts.append("\n" + _chain_source(f"_chain_{k}", parts, True))
+        test = "if" if k == 0 else "elif"
+        calls.append(f"    {test} s == {k}.0:\n        _chain_{k}(theta, grad, state, t, lr_t, h)")
+    dispatch = ("def step(run, theta, grad, state, t, lr_t, hps):\n"
+                '    """One optimizer step of run ``run`` in place (dyntools.optim.compiled)."""\n'
+                "    h = hps[run]\n    s = h[0]\n" + "\n".join(calls) + "\n")
+    jit_parts.append('\n@njit(cache=True, error_model="numpy", inline="always")\n' + dispatch)
+    np_parts.append("\n" + dispatch)
+    return "\n".join(jit_parts), "\n".join(np_parts)
+
+
+def check_user_transforms(all_parts) -> None:
+    """Every transform from outside dyntools.optim runs against its readable ``update`` once per process before it
+    trains (:func:`dyntools.optim.chain_step.check_compiled_matches_update`): an element update through its
+    generated ``direction`` kernel, a whole-array kernel as it is."""
+    from dyntools.optim.chain_step import check_compiled_matches_update
+
+    for parts in all_parts:
+        for tr, eu in parts:
+            if type(tr).__module__.startswith("dyntools.optim."):
+                continue                               # built-ins: held to the chain by the tests
+            compiled = (eu.kernel, np.array(eu.values)) if isinstance(eu, KernelCall) else direction_of(tr)
+            check_compiled_matches_update(tr, compiled, (eu.slots, 4))
+
+
+def signature(opt) -> tuple | None:
+    """What the compiled step reads of ``opt``: per transform its type, structure key and numbers (None when a
+    transform has no compiled form). Two optimizers with one signature and one ``lr`` step alike."""
+    try:
+        parts = _updates(opt)
+    except NotCompilable:
+        return None
+    return tuple((type(tr).__qualname__, eu.key, eu.values) for tr, eu in parts)
+
+
+def compile_runs(opts: Sequence) -> CompiledRuns:
+    """The compiled step of the optimizers ``opts`` (one per run; module docstring).
+
+    Raises
+    ------
+    NotCompilable
+        When a chain holds a transform without a compiled form.
+    """
+    from dyntools.codegen import cache
+
+    all_parts = [_updates(o) for o in opts]
+    structures, index = [], {}
+    for parts in all_parts:
+        key = _structure(parts)
+        if key not in index:
+            index[key] = len(structures)
+            structures.append(parts)
+    width = 1 + max([sum(len(eu.values) for _, eu in parts) for parts in all_parts] + [0])
+    hps = np.zeros((len(opts), width))
+    for g, parts in enumerate(all_parts):
+        values = [v for _, eu in parts for v in eu.values]
+        hps[g, 0] = index[_structure(parts)]
+        hps[g, 1:1 + len(values)] = values
+    check_user_transforms(all_parts)
+    jit_src, np_src = _module_source(structures)
+    _, namespace, stamp = _imports(structures)
+    key = hashlib.sha256((GENERATOR_VERSION + jit_src + np_src + stamp).encode()).hexdigest()[:24]
+    jit_mod = cache.load("optim", key, lambda: jit_src, namespace)
+    np_mod = cache.load("optimnp", key, lambda: np_src, namespace)
+    n_slots = max([1] + [sum(eu.slots for _, eu in parts) for parts in all_parts])
+    return CompiledRuns(jit_mod.step, np_mod.step, np.ascontiguousarray(hps), n_slots,
+                        tuple(len(parts) == 0 for parts in all_parts),
+                        tuple(tuple(tr for tr, _ in parts) for parts in all_parts), jit_mod.__name__)
+
+
+def source_of(opts: Sequence) -> str:
+    """The generated compiled source for ``opts`` (for reading and the docs)."""
+    structures = []
+    for parts in (_updates(o) for o in opts):
+        if _structure(parts) not in [_structure(p) for p in structures]:
+            structures.append(parts)
+    return _module_source(structures)[0]
+
+
