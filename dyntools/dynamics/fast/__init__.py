@@ -41,7 +41,10 @@ BUILT_IN: dict[type, Callable] = dict(TUNED)
 
 def register(model_type: type, selector: Callable) -> None:
     """Offer a tuned loop for ``model_type`` (and its subclasses): ``selector(model, setting)`` returns a
-    callable with the calling convention of :func:`dyntools.dynamics.fast.diag_net.advance` or None."""
+    callable with the calling convention of :func:`dyntools.dynamics.fast.diag_net.advance` —
+    ``loop(arrays, step, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final, workers=None)``, with
+    ``arrays`` a :class:`~dyntools.dynamics.path_loop.LoopArrays` and ``step`` the runs' optimizer step
+    (:mod:`dyntools.optim.compiled`; its NumPy twin with ``kernel="numpy"``) — or None."""
     if not isinstance(model_type, type):
         raise TypeError(f"Invalid model_type: {model_type!r} (expected a class)")
     if not callable(selector):
