@@ -27,7 +27,8 @@ def step(run, theta, grad, state, t, lr_t, hps):
 
 
 def step_np(run, theta, grad, state, t, lr_t, hps):
-    """NumPy twin of :func:`step` (:func:`dyntools.optim.kernels.fused_step_np`: the same bits)."""
+    """NumPy twin of :func:`step` (:func:`dyntools.optim.kernels.fused_step_np`: the same arithmetic; a power or
+    square root may round differently from the compiled kernel's in the last bit, as with today's kernels)."""
     kernels.fused_step_np(int(hps[run, 0]), hps[run, 1:], theta, grad, state, t, lr_t)
 
 
