@@ -93,12 +93,19 @@ def close_path(a, p, theta, ostate, st, perm, cur):
 
 
 @njit(inline="always", error_model="numpy")
-def step_beyond(step, g, theta, grad, ostate, t, t0, a, bound):
-    """Step ``t`` of run ``g``'s optimizer at the rate ``lrs[g]`` gives for it, then the guard's verdict on the
-    new θ: True when it is non-finite or beyond ``bound`` (:mod:`dyntools.engine.guard`)."""
+def end_step(step, a, p, g, t, t0, loss, theta, grad, ostate, bound, diverged_at):
+    """The end of step ``t`` of path ``p`` (run ``g``) once the kernel gave ``loss`` and ``grad``: the loss kept
+    when the run keeps step losses, the optimizer's step at the rate ``lrs[g]`` gives for ``t``, then the guard
+    (:mod:`dyntools.engine.guard`): True, with ``diverged_at[p] = t + 1``, when θ is non-finite or beyond
+    ``bound``."""
+    if a.step_losses.shape[1] > 0:
+        a.step_losses[p, t] = loss
     lr_t = a.lrs[g, 0] if a.lrs.shape[1] == 1 else a.lrs[g, t - t0]
     step(g, theta, grad, ostate, t + 1, lr_t, a.hps)
-    return guard.beyond(guard.checked_size(theta, bound), bound)
+    if guard.beyond(guard.checked_size(theta, bound), bound):
+        diverged_at[p] = t + 1
+        return True
+    return False
 
 
 @njit(inline="always", error_model="numpy")
@@ -131,10 +138,7 @@ def advance_path(kernel, step, p, arrays, t0, t1, record_steps, theta_rec, bound
             k += 1
         cur = samplers.draw_batch(sampler, idx, noise, label_noise, b, n, replay, row, t, perm, cur, st, drop_last)
         loss = kernel(theta, X, y, idx, b, noise, grad, ws, a.iargs, a.fargs)
-        if a.step_losses.shape[1] > 0:
-            a.step_losses[p, t] = loss
-        if step_beyond(step, g, theta, grad, ostate, t, t0, a, bound):
-            diverged_at[p] = t + 1
+        if end_step(step, a, p, g, t, t0, loss, theta, grad, ostate, bound, diverged_at):
             break
     close_path(a, p, theta, ostate, st, perm, cur)
     if record_final and diverged_at[p] == guard.NEVER and record.due(record_steps, k, t1):

@@ -28,7 +28,7 @@ import numpy as np
 from numba import njit
 
 from dyntools.dynamics import path_loop
-from dyntools.dynamics.path_loop import LoopArrays, close_path, open_path, step_beyond
+from dyntools.dynamics.path_loop import LoopArrays, close_path, end_step, open_path
 from dyntools.engine import drive, guard, record, samplers, streams
 from dyntools.models import mlp_regularized as R
 
@@ -71,10 +71,7 @@ def advance_paths(paths, step, arrays, drop_states, running, running_rec, keep, 
             loss = R.loss_grad(theta, X, y, idx, b, noise, grad, ws, a.iargs, fargs)
             if batch_norm:
                 R.update_running(run, stats, momentum, b)
-            if a.step_losses.shape[1] > 0:
-                a.step_losses[p, t] = loss
-            if step_beyond(step, g, theta, grad, ostate, t, t0, a, bound):
-                diverged_at[p] = t + 1
+            if end_step(step, a, p, g, t, t0, loss, theta, grad, ostate, bound, diverged_at):
                 break
         close_path(a, p, theta, ostate, st, perm, cur)
         drop_states[p, :] = dst[0, :]
