@@ -10,55 +10,48 @@ from hypothesis import strategies as st
 
 import dyntools as dt
 from dyntools.dynamics import path_loop, run_plan
-from dyntools.optim import compiled, kernels
+from dyntools.optim import compiled
 from dyntools.optim import optimizers as O
-from dyntools.optim.decay_groups import adamw_decay
 
 OPTS = [O.sgd(0.1), O.sgd(0.1, momentum=0.9, nesterov=True), O.sgdw(0.1, weight_decay=0.01),
         O.adam(0.01, weight_decay=0.1), O.adamw(0.01, weight_decay=0.1, amsgrad=True), O.adagrad(0.1),
         O.rmsprop(0.01, momentum=0.5, centered=True), O.rmsprop_bc(0.01)]
 
 
-def test_plain_sgd_is_read_per_run_from_the_optimizers():
+def test_plain_sgd_and_the_initial_states_per_run():
+    """The interface, not the layout: ``plain_sgd`` per run, a path's zero state (K × p; AdaGrad's accumulator
+    at its initial value), one float64 row of ``hps`` per run."""
     runs = compiled.compile_runs(OPTS)
     assert runs.plain_sgd == (True,) + (False,) * (len(OPTS) - 1)
-    assert runs.hps.shape[0] == len(OPTS) and runs.hps.flags.c_contiguous and runs.n_slots == O.N_SLOTS
+    assert runs.hps.shape[0] == len(OPTS) and runs.hps.dtype == np.float64 and runs.hps.flags.c_contiguous
     for g, o in enumerate(OPTS):
-        np.testing.assert_array_equal(runs.initial_state(g, 7), kernels.init_state(o, 7))
-
-
-def test_runs_with_and_without_per_parameter_decay_cannot_share_a_state_layout():
-    grouped = adamw_decay("l2", weight_decay=0.1, weights=np.ones(4), groups=np.zeros(4, dtype=np.int64))
-    runs = compiled.compile_runs([grouped, O.adam(0.01)])
-    assert runs.n_slots == O.N_SLOTS + 2 and runs.plain_sgd == (False, False)
-    assert runs.initial_state(0, 4).shape == (O.N_SLOTS + 2, 4)
-    with pytest.raises(ValueError, match="state rows"):
-        runs.initial_state(1, 4)
+        state = runs.initial_state(g, 7)
+        assert state.shape == (runs.n_slots, 7)
+        assert np.all(state == 0.0) or o.name == "adagrad"
+    acc = compiled.compile_runs([O.adagrad(0.1, initial_accumulator_value=0.25)]).initial_state(0, 3)
+    assert np.any(acc == 0.25)
 
 
 @settings(max_examples=25, deadline=None)
 @given(g=st.integers(0, len(OPTS) - 1), t=st.integers(1, 400), seed=st.integers(0, 2**32 - 1),
        lr=st.floats(1e-4, 1.0))
-def test_the_step_is_the_runs_fused_kernel_and_its_twin_the_kernels_twin(g, t, seed, lr):
-    """The stand-in's step gives the fused kernel's bits for run g, its twin the twin kernel's; the two agree
-    to rounding (the compiled kernel may round a power or a square root differently from NumPy)."""
+def test_the_step_and_its_twin_agree_and_move_theta(g, t, seed, lr):
+    """``step`` and ``step_np`` of run g on the same inputs: the same θ and state to rounding (a compiled power or
+    square root may round differently from NumPy's), θ moved, ``grad`` untouched."""
     runs = compiled.compile_runs(OPTS)
     rng = np.random.default_rng(seed)
     theta, grad = rng.standard_normal(13), rng.standard_normal(13)
-    state = runs.initial_state(g, 13) + np.abs(rng.standard_normal((O.N_SLOTS, 13)))
-    out = {}
-    for name, fn in (("step", runs.step), ("step_np", runs.step_np),
-                     ("fused", lambda *a: kernels.fused_step(OPTS[g].precond, OPTS[g].hparams, *a[1:6])),
-                     ("fused_np", lambda *a: kernels.fused_step_np(OPTS[g].precond, OPTS[g].hparams, *a[1:6]))):
-        th, sta = theta.copy(), state.copy()
+    state = runs.initial_state(g, 13) + np.abs(rng.standard_normal((runs.n_slots, 13)))
+    out = []
+    for fn in (runs.step, runs.step_np):
+        th, sta, gr = theta.copy(), state.copy(), grad.copy()
         with np.errstate(invalid="ignore"):
-            fn(g, th, grad, sta, t, lr, runs.hps)
-        out[name] = (th, sta)
-    for mine, kernel in (("step", "fused"), ("step_np", "fused_np")):
-        for x, y in zip(out[mine], out[kernel]):
-            assert x.tobytes() == y.tobytes(), mine
-    np.testing.assert_allclose(out["step"][0], out["step_np"][0], rtol=1e-12, atol=1e-15)
-    assert not np.array_equal(out["step"][0], theta)               # it moved: the test can fail
+            fn(g, th, gr, sta, t, lr, runs.hps)
+        assert gr.tobytes() == grad.tobytes()
+        out.append((th, sta))
+    for x, y in zip(*out):
+        np.testing.assert_allclose(x, y, rtol=1e-12, atol=1e-15)
+    assert not np.array_equal(out[0][0], theta)                    # it moved: the test can fail
 
 
 def _built(opt, **kw):
