@@ -465,9 +465,9 @@ def _registered(monkeypatch, skip_first_step: bool):
             return None
 
         def my_loop(*args, workers=None):
-            calls.append(args[21:23])
+            calls.append(args[2:4])
             args = list(args)
-            args[21] += int(skip_first_step and args[21] < args[22])
+            args[2] += int(skip_first_step and args[2] < args[3])
             return inner(*args, workers=workers)
 
         return my_loop
@@ -520,7 +520,7 @@ def test_the_probe_leaves_no_steps_in_a_loop_that_keeps_state(monkeypatch):
             self.inner, self.steps = inner, 0
 
         def __call__(self, *args, workers=None):
-            self.steps += args[22] - args[21]
+            self.steps += args[3] - args[2]
             return self.inner(*args, workers=workers)
 
     class CountedNet(dt.DiagNet):

@@ -16,12 +16,15 @@ from dyntools.models.least_squares import LeastSquares
 from dyntools.models.mlp import MLP
 from dyntools.models.quadratic_toy import QuadraticToy, ToyModel
 from dyntools.optim import optimizers as O
+from dyntools.optim.compiled import compile_runs
 
 
 def setting(**changes) -> dict:
+    """The trainer's setting (with ``plain_sgd`` read from the optimizers' compiled runs, as the trainer does)."""
     base = {"sampler": "with-replacement", "batch": 1, "label_noise": 0.0, "optimizers": [O.sgd(0.1)],
             "kernel": "numba", "step_loss": False}
-    return {**base, **changes}
+    out = {**base, **changes}
+    return {**out, "plain_sgd": compile_runs(out["optimizers"]).plain_sgd}
 
 
 def test_each_built_in_model_gets_its_loop_for_the_setting_it_knows():
@@ -32,7 +35,9 @@ def test_each_built_in_model_gets_its_loop_for_the_setting_it_knows():
     assert isinstance(loop, fast_toy.FastPath) and loop.toy is toy.toy and loop.eta == 0.1
 
 
-@pytest.mark.parametrize("changes", [{"optimizers": [O.sgd(0.1, momentum=0.5)]}, {"batch": 4}, {"kernel": "numpy"},
+@pytest.mark.parametrize("changes", [{"optimizers": [O.sgd(0.1, momentum=0.5)]},
+                                     {"optimizers": [O.sgdw(0.1, weight_decay=0.01)]},
+                                     {"optimizers": [O.sgd(0.1), O.adam(0.1)]}, {"batch": 4}, {"kernel": "numpy"},
                                      {"label_noise": 0.1}, {"step_loss": True}, {"sampler": "epoch"}])
 def test_a_setting_outside_the_tuned_loop_gets_none(changes):
     assert fast.select(DiagNet(5), setting(**changes)) is None

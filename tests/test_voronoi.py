@@ -151,12 +151,14 @@ def test_model_bad_input_names_the_parameter(kwargs, word):
 def test_train_compiled_loops_equal_the_twin(monkeypatch):
     from dyntools.dynamics import loops
     from dyntools.dynamics.train import train
+    from dyntools.optim.compiled import compile_runs
     from dyntools.optim.decay_groups import adamw_decay
 
     env = DV.voronoi(200, n_test=50, seed=1)
     model = MV.VoronoiLadder("centers", dim=2, n_centers=16, box=100.0)
     opt = adamw_decay("l1l2", lr=1e-3, weights=model.decay_mask(("scale",)), groups=model.group_of())
-    assert loops.user_loop(model.loss_grad) is not None                     # the ladder's kernel gets a cached loop
+    step = compile_runs([opt]).step
+    assert loops.user_loop(model.loss_grad, step) is not None               # the ladder's kernel gets a cached loop
 
     def run(kernel, sampler="epoch"):
         return train(model, env, opt, steps=5, batch=8, sampler=sampler, records=3, grid="linear", kernel=kernel,
@@ -167,7 +169,7 @@ def test_train_compiled_loops_equal_the_twin(monkeypatch):
     for sampler in ("epoch", "with-replacement", "full", "distinct"):
         a = run("numba", sampler)
         with monkeypatch.context() as m:
-            m.setattr(loops, "user_loop", lambda kernel: None)               # the uncached generic loop
+            m.setattr(loops, "user_loop", lambda kernel, step: None)         # the uncached generic loop
             b = run("numba", sampler)
         np.testing.assert_allclose(a.arrays["theta"], b.arrays["theta"], rtol=1e-13, atol=1e-13)
 

@@ -100,8 +100,9 @@ def _setup(n_paths, steps, records, seed=0):
         iargs=np.array([d]), fargs=np.zeros(0), ws_size=d, sampler=1, batch=1, drop_last=True,
         replay=np.zeros((0, 0), dtype=np.int64), states=streams.path_states(seed, P, streams.KEYS["bench"]),
         perms=np.zeros((P, 0), dtype=np.int64), pos=np.zeros(P, dtype=np.int64), label_noise=0.0,
-        precond_of=np.zeros(1, dtype=np.int64), hps=np.zeros((1, N_HPARAMS)), lrs=np.ascontiguousarray(lrs),
-        run_of=np.zeros(P, dtype=np.int64), step_losses=np.zeros((P, 0)), t0=0, t1=steps, record_steps=rec,
+        hps=np.zeros((1, N_HPARAMS)), lrs=np.ascontiguousarray(lrs),
+        run_of=np.zeros(P, dtype=np.int64), step_losses=np.zeros((P, 0)), plain_sgd=np.ones(1, dtype=np.bool_),
+        t0=0, t1=steps, record_steps=rec,
         theta_rec=np.full((P, rec.size, 2 * d), np.nan), bound=1e6, diverged_at=np.full(P, -1, dtype=np.int64),
         record_final=True)
     factors = {}
@@ -119,12 +120,21 @@ def _fresh(args):
     return out
 
 
+def _advance(args):
+    """The fused loop on the set-up's arguments (a :class:`~dyntools.dynamics.path_loop.LoopArrays` and the rest)."""
+    from dyntools.dynamics.fast.diag_net import advance
+    from dyntools.dynamics.path_loop import LoopArrays
+
+    arrays = LoopArrays(**{k: args[k] for k in LoopArrays._fields})
+    advance(arrays, None, *(args[k] for k in ("t0", "t1", "record_steps", "theta_rec", "bound", "diverged_at",
+                                              "record_final")))
+
+
 def _run(args, factors):
     """One fused run and its recorded train/test losses (what the NumPy loop computes too)."""
-    from dyntools.dynamics.fast.diag_net import advance
     from dyntools.models.diag_net import factored_losses
 
-    advance(**args)
+    _advance(args)
     losses = [factored_losses(args["theta_rec"], *factors[split], args["data_of"]) for split in ("train", "test")]
     return args, losses
 
@@ -165,17 +175,15 @@ def run(quick: bool = False) -> BenchReport:
                                  100.0))
 
     # 2. 32-seed ensemble: all threads vs one thread (the kernel draws its own indices)
-    from dyntools.dynamics.fast.diag_net import advance
-
     ens, _, _ = _setup(32, steps, records)
     threads = numba.get_num_threads()
     t_par = t_one = float("inf")
-    advance(**_fresh(ens))
+    _advance(_fresh(ens))
 
     def kernel_seconds():
         fresh = _fresh(ens)                 # copying the state is set-up, not part of the timing
         start = time.perf_counter()
-        advance(**fresh)
+        _advance(fresh)
         return time.perf_counter() - start
 
     for _ in range(15):           # interleaved, so a burst of load elsewhere hits both alike
@@ -222,7 +230,7 @@ def run(quick: bool = False) -> BenchReport:
     bare["record_steps"] = np.array([steps + 1], dtype=np.int64)
     bare["theta_rec"] = np.full((1, 1, 400), np.nan)
     bare["record_final"] = False
-    t_bare = best_time(lambda: advance(**_fresh(bare)), repeats=5)
+    t_bare = best_time(lambda: _advance(_fresh(bare)), repeats=5)
     step_rate = f_step * steps / t_bare
     report.measurements.update({
         "flops_per_step": f_step, "recording_flops_per_step_amortized": f_rec,

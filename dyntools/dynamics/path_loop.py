@@ -4,68 +4,132 @@ Step ``t`` of path ``p`` (see :mod:`dyntools.dynamics.train` for the runs × see
 
     I_t        = the sampler's examples for step t                         (dyntools.engine.samplers)
     L, g_t     = kernel(θ_t; X[I_t], y[I_t] + δ ξ_t)                        (the model's loss_grad)
-    θ_{t+1}    = optimizer step of g_t at learning rate lr_t               (dyntools.optim.kernels.fused_step)
+    θ_{t+1}    = step(run, θ_t, g_t, state, t + 1, lr_t, hps)              (the runs' compiled optimizer step,
+                                                                            dyntools.optim.compiled)
 
 with the iterate recorded when ``t`` is on the record grid and the path stopped at the first step whose
 parameters are non-finite or beyond the bound (:mod:`dyntools.engine.guard`).
 
-:func:`advance_path` is inlined into a ``nogil`` loop over paths: one generated per model kernel, cached on disk,
-in :mod:`dyntools.dynamics.loops`; :func:`advance_paths_by_pointer` (the kernel called through a function
-pointer, compiled once for all kernels of the protocol's signature and cached) for the generated kernels of
-symbolic models (:func:`by_pointer`); and :func:`advance_paths` (the kernel passed as an argument, compiled
-once per process) for any other model. :func:`advance_path_numpy` is the twin. This module sits below the
-trainer, the cached loops and the tuned loops, which all use it, and imports none of them.
+A run's buffers and data travel as one typed object, :class:`LoopArrays` (a named tuple: numba compiles it as
+the plain tuple it replaces — the same machine code, the same compile time — and the loops read its fields by
+name). :func:`advance_path` is inlined into a ``nogil`` loop over paths: one generated per model kernel and
+optimizer step, cached on disk, in :mod:`dyntools.dynamics.loops`; :func:`advance_paths_by_pointer` (kernel and
+step called through function pointers, compiled once for all kernels of the protocol's signature and cached)
+for the generated kernels of symbolic models (:func:`by_pointer`); and :func:`advance_paths` (kernel and step
+passed as arguments, compiled once per process) for any other model. :func:`advance_path_numpy` is the twin.
+This module sits below the trainer, the cached loops and the tuned loops, which all use it, and imports none of
+them.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
 
 from dyntools.engine import guard, record, rng, samplers
-from dyntools.optim import kernels as optim_kernels
+
+
+class LoopArrays(NamedTuple):
+    """The arrays and settings every training loop reads (``P`` paths, ``G`` runs, ``S'`` data sets).
+
+    thetas : float[P, p]; opt_states : float[P, K, p] (each path's optimizer state); Xs, ys : [S', n, d],
+    [S', n] (``data_of[p]`` picks the path's data set); iargs, fargs : the kernel's integer and float
+    arguments; ws_size : the kernel's workspace length; sampler, batch, drop_last : the sampler's code, ``b``
+    and its epoch rule; replay : int64[P or 1, T·b] or (0, 0); states : uint64[P, 4] (the paths' streams);
+    perms : int64[P, n]; pos : int64[P]; label_noise : δ; hps : float64[G, H] (the compiled step's rows,
+    :class:`dyntools.optim.compiled.CompiledRuns`); lrs : float64[G, 1 or t1 − t0] (lr · m_t: constant, or
+    the rates of steps t0 … t1 − 1 of this call); run_of : int64[P]; step_losses : float64[P, T] (the
+    kernel's mini-batch loss of every step) or (P, 0); plain_sgd : bool[G] (run g's step is θ − lr_t g).
+    """
+
+    thetas: np.ndarray
+    opt_states: np.ndarray
+    Xs: np.ndarray
+    ys: np.ndarray
+    data_of: np.ndarray
+    iargs: np.ndarray
+    fargs: np.ndarray
+    ws_size: int
+    sampler: int
+    batch: int
+    drop_last: bool
+    replay: np.ndarray
+    states: np.ndarray
+    perms: np.ndarray
+    pos: np.ndarray
+    label_noise: float
+    hps: np.ndarray
+    lrs: np.ndarray
+    run_of: np.ndarray
+    step_losses: np.ndarray
+    plain_sgd: np.ndarray
+
+
+#: The fields a loop writes (the rest is read-only data), with the names the tuned-loop probe reports.
+WRITTEN = {"thetas": "theta", "opt_states": "optimizer state", "states": "sampler stream",
+           "perms": "sampler permutation", "pos": "sampler position", "step_losses": "step loss"}
+
+
+@njit(inline="always")
+def open_path(a, p):
+    """Path ``p``'s private copies of its rows (neighbouring rows share cache lines) — θ, optimizer state,
+    stream, permutation, position — and its data set and run: ``(θ, state, st, perm, cur, X, y, g)``."""
+    X = a.Xs[a.data_of[p]]
+    y = a.ys[a.data_of[p]]
+    return (a.thetas[p].copy(), a.opt_states[p].copy(), a.states[p:p + 1].copy(), a.perms[p].copy(), a.pos[p], X, y,
+            a.run_of[p])
+
+
+@njit(inline="always")
+def close_path(a, p, theta, ostate, st, perm, cur):
+    """Write path ``p``'s private rows back (the inverse of :func:`open_path`)."""
+    a.thetas[p, :] = theta
+    a.opt_states[p, :, :] = ostate
+    a.states[p, :] = st[0, :]
+    a.perms[p, :] = perm
+    a.pos[p] = cur
 
 
 @njit(inline="always", error_model="numpy")
-def advance_path(kernel, p, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final):
+def end_step(step, a, p, g, t, t0, loss, theta, grad, ostate, bound, diverged_at):
+    """The end of step ``t`` of path ``p`` (run ``g``) once the kernel gave ``loss`` and ``grad``: the loss kept
+    when the run keeps step losses, the optimizer's step at the rate ``lrs[g]`` gives for ``t``, then the guard
+    (:mod:`dyntools.engine.guard`): True, with ``diverged_at[p] = t + 1``, when θ is non-finite or beyond
+    ``bound``."""
+    if a.step_losses.shape[1] > 0:
+        a.step_losses[p, t] = loss
+    lr_t = a.lrs[g, 0] if a.lrs.shape[1] == 1 else a.lrs[g, t - t0]
+    step(g, theta, grad, ostate, t + 1, lr_t, a.hps)
+    if guard.beyond(guard.checked_size(theta, bound), bound):
+        diverged_at[p] = t + 1
+        return True
+    return False
+
+
+@njit(inline="always", error_model="numpy")
+def advance_path(kernel, step, p, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final):
     """Advance path ``p`` from step ``t0`` to ``t1`` in place (see the module docstring).
 
-    ``arrays`` is the tuple ``(thetas, opt_states, Xs, ys, data_of, iargs, fargs, ws_size, sampler, batch,
-    drop_last, replay, states, perms, pos, label_noise, precond_of, hps, lrs, run_of, step_losses)``:
-
-    thetas : float64[P, p]; opt_states : float64[P, 3, p]; Xs, ys : [S', n, d], [S', n] (data_of[p]
-    picks the path's data set); states : uint64[P, 4]; perms : int64[P, n]; pos : int64[P];
-    precond_of : int64[G]; hps : float64[G, N_HPARAMS]; lrs : float64[G, 1 or t1 − t0] (lr · m_t: constant, or
-    the rates of steps t0 … t1 − 1 of this call); run_of : int64[P];
-    replay : int64[P or 1, T·b] or (0, 0); step_losses : float64[P, T] (the kernel's mini-batch loss
-    of every step) or (P, 0); theta_rec : float64[P, K, p]; diverged_at : int64[P].
-    The path works on private copies of its rows (neighbouring rows share cache lines).
+    ``arrays`` is a :class:`LoopArrays`; ``step`` the runs' compiled optimizer step
+    (:attr:`dyntools.optim.compiled.CompiledRuns.step`); theta_rec : float64[P, K, p]; diverged_at : int64[P].
+    The path works on private copies of its rows (:func:`open_path`).
 
     It is inlined into each built-in model's cached loop (:mod:`dyntools.dynamics.loops`): a compiled
     kernel passed as an argument cannot be cached on disk by numba, a kernel named in the body can.
     """
-    (thetas, opt_states, Xs, ys, data_of, iargs, fargs, ws_size, sampler, batch, drop_last, replay, states, perms,
-     pos, label_noise, precond_of, hps, lrs, run_of, step_losses) = arrays
+    a = arrays
     if diverged_at[p] != guard.NEVER:
         return
-    theta = thetas[p].copy()
-    ostate = opt_states[p].copy()
-    st = states[p:p + 1].copy()
-    perm = perms[p].copy()
-    cur = pos[p]
-    X = Xs[data_of[p]]
-    y = ys[data_of[p]]
-    g = run_of[p]
-    precond = precond_of[g]
-    hp = hps[g]
+    theta, ostate, st, perm, cur, X, y, g = open_path(a, p)
+    sampler, label_noise, drop_last, replay = a.sampler, a.label_noise, a.drop_last, a.replay
     n = X.shape[0]
-    n_par = theta.shape[0]
-    b = n if sampler == samplers.FULL else batch
+    b = n if sampler == samplers.FULL else a.batch
     idx = np.empty(b, dtype=np.int64)
     noise = np.zeros(b)
-    grad = np.empty(n_par, dtype=theta.dtype)
-    ws = np.zeros(ws_size, dtype=theta.dtype)
-    const_lr = lrs.shape[1] == 1
+    grad = np.empty(theta.shape[0], dtype=theta.dtype)
+    ws = np.zeros(a.ws_size, dtype=theta.dtype)
     row = 0 if replay.shape[0] == 1 else p
     k = np.searchsorted(record_steps, t0)
     for t in range(t0, t1):
@@ -73,88 +137,106 @@ def advance_path(kernel, p, arrays, t0, t1, record_steps, theta_rec, bound, dive
             theta_rec[p, k, :] = theta
             k += 1
         cur = samplers.draw_batch(sampler, idx, noise, label_noise, b, n, replay, row, t, perm, cur, st, drop_last)
-        loss = kernel(theta, X, y, idx, b, noise, grad, ws, iargs, fargs)
-        if step_losses.shape[1] > 0:
-            step_losses[p, t] = loss
-        lr_t = lrs[g, 0] if const_lr else lrs[g, t - t0]
-        optim_kernels.fused_step(precond, hp, theta, grad, ostate, t + 1, lr_t)
-        if guard.beyond(guard.checked_size(theta, bound), bound):
-            diverged_at[p] = t + 1
+        loss = kernel(theta, X, y, idx, b, noise, grad, ws, a.iargs, a.fargs)
+        if end_step(step, a, p, g, t, t0, loss, theta, grad, ostate, bound, diverged_at):
             break
-    thetas[p, :] = theta
-    opt_states[p, :, :] = ostate
-    states[p, :] = st[0, :]
-    perms[p, :] = perm
-    pos[p] = cur
+    close_path(a, p, theta, ostate, st, perm, cur)
     if record_final and diverged_at[p] == guard.NEVER and record.due(record_steps, k, t1):
         theta_rec[p, k, :] = theta
 
 
 @njit(nogil=True, error_model="numpy")
-def advance_paths(paths, kernel, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final):
-    """Every path in ``paths`` with ``kernel`` given as an argument: the loop of a model that does not
-    have a cached loop in :mod:`dyntools.dynamics.loops`; compiled once per process."""
+def advance_paths(paths, kernel, step, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final):
+    """Every path in ``paths`` with ``kernel`` and ``step`` given as arguments: the loop of a model that does
+    not have a cached loop in :mod:`dyntools.dynamics.loops`; compiled once per process."""
     for p in paths:
-        advance_path(kernel, p, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final)
+        advance_path(kernel, step, p, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def advance_paths_by_pointer(paths, kernel, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at,
+def advance_paths_by_pointer(paths, kernel, step, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at,
                              record_final):
-    """:func:`advance_paths` with ``kernel`` typed as a function pointer (numba's first-class
-    ``FunctionType`` of the model protocol's signature) instead of as its dispatcher: compiled once for
-    every kernel of that signature and cached on disk — see :func:`by_pointer`."""
+    """:func:`advance_paths` with ``kernel`` and ``step`` typed as function pointers (numba's first-class
+    ``FunctionType`` of the model protocol's and the step's signatures) instead of as their dispatchers:
+    compiled once for every kernel and step of those signatures and cached on disk — see :func:`by_pointer`."""
     for p in paths:
-        advance_path(kernel, p, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final)
+        advance_path(kernel, step, p, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final)
 
 
-def by_pointer(kernel, args: tuple):
-    """A loop over paths for ``kernel`` (a numba dispatcher of the model protocol) that calls it through a
-    function pointer: ``fn(paths, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final)``.
-
-    The loop is compiled once per argument types for all kernels (and cached on disk), so a new model pays
-    only for compiling its own kernel — not, as a loop with the kernel named in its body does, ~15 s for the
-    whole step loop (samplers, every optimizer, recording, the guard) again. The price is an indirect call
-    per step, which the kernels of models declared in sympy (:class:`~dyntools.models.symbolic.SymbolicModel`)
-    dwarf. ``args`` is the ``arrays`` tuple of :func:`advance_path` (its types fix the kernel's signature)."""
+def step_type(arrays: LoopArrays):
+    """numba's ``FunctionType`` of the optimizer step ``step(run, θ, g, state, t, lr_t, hps)`` for the dtypes of
+    ``arrays`` (θ and g contiguous vectors of the parameters' dtype, the state a C matrix of the states')."""
     from numba import typeof, types
 
-    (thetas, _, Xs, ys, _, iargs, fargs, *_rest) = args
-    vec = types.Array(typeof(thetas).dtype, 1, "C")
-    signature = types.float64(vec, typeof(Xs[0]), typeof(ys[0]), types.int64[::1], types.int64, vec, vec, vec,
-                              typeof(iargs), typeof(fargs))
-    function = types.FunctionType(signature)
+    vec = types.Array(typeof(arrays.thetas).dtype, 1, "C")
+    state = types.Array(typeof(arrays.opt_states).dtype, 2, "C")
+    return types.FunctionType(types.none(types.int64, vec, vec, state, types.int64, types.float64,
+                                         typeof(arrays.hps)))
+
+
+def kernel_type(arrays: LoopArrays):
+    """numba's ``FunctionType`` of the model protocol's kernel for the types of ``arrays``."""
+    from numba import typeof, types
+
+    vec = types.Array(typeof(arrays.thetas).dtype, 1, "C")
+    return types.FunctionType(types.float64(vec, typeof(arrays.Xs[0]), typeof(arrays.ys[0]), types.int64[::1],
+                                            types.int64, vec, vec, vec, typeof(arrays.iargs),
+                                            typeof(arrays.fargs)))
+
+
+def with_pointers(loop, pointers: dict):
+    """``loop`` (a cached ``njit`` dispatcher) called with the arguments at the positions of ``pointers``
+    (position → ``FunctionType``) passed as function pointers: one compiled loop for every function of that
+    signature, cached on disk. Returns ``call(*args)``."""
+    from numba import typeof
+
+    def call(*args):
+        arg_types = tuple(pointers[i] if i in pointers else typeof(v) for i, v in enumerate(args))
+        compiled = loop.overloads.get(arg_types)
+        if compiled is None:
+            loop.compile(arg_types)
+            compiled = loop.overloads[arg_types]
+        compiled.entry_point(*args)
+
+    return call
+
+
+def by_pointer(kernel, step, arrays: LoopArrays):
+    """A loop over paths for ``kernel`` (a numba dispatcher of the model protocol) and the optimizer ``step``
+    that calls both through function pointers: ``fn(paths, arrays, t0, t1, record_steps, theta_rec, bound,
+    diverged_at, record_final)``.
+
+    The loop is compiled once per argument types for all kernels and steps (and cached on disk), so a new
+    model pays only for compiling its own kernel — not, as a loop with the kernel named in its body does,
+    ~15 s for the whole step loop (samplers, the optimizer step, recording, the guard) again. The price is an
+    indirect call per step, which the kernels of models declared in sympy
+    (:class:`~dyntools.models.symbolic.SymbolicModel`) dwarf. ``arrays`` fixes the signatures' types."""
+    call = with_pointers(advance_paths_by_pointer, {1: kernel_type(arrays), 2: step_type(arrays)})
 
     def loop(paths, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final):
-        rest = (arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final)
-        arg_types = (typeof(paths), function, *(typeof(a) for a in rest))
-        compiled = advance_paths_by_pointer.overloads.get(arg_types)
-        if compiled is None:
-            advance_paths_by_pointer.compile(arg_types)
-            compiled = advance_paths_by_pointer.overloads[arg_types]
-        compiled.entry_point(paths, kernel, *rest)
+        call(paths, kernel, step, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final)
 
     return loop
 
 
-def advance_path_numpy(kernel_np, p, thetas, opt_states, Xs, ys, data_of, iargs, fargs, ws_size, sampler, batch,
-                       drop_last, replay, states, perms, pos, label_noise, precond_of, hps, lrs, run_of, step_losses,
-                       t0, t1, record_steps, theta_rec, bound, diverged_at, record_final, stepper=None):
-    """NumPy twin of :func:`advance_path`: the same draws in the same order; the optimizer step is the
-    readable chain's arithmetic on whole arrays (:func:`dyntools.optim.kernels.fused_step_np`, the
-    same bits as :func:`~dyntools.optim.kernels.fused_step`'s element-wise Python body) — or, with
-    ``stepper`` (:class:`dyntools.optim.chain_step.ChainStepper`), the path's optimizer chain itself
+def advance_path_numpy(kernel_np, step_np, p, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at,
+                       record_final, stepper=None):
+    """NumPy twin of :func:`advance_path`: the same draws in the same order; the optimizer step is
+    ``step_np`` (:attr:`dyntools.optim.compiled.CompiledRuns.step_np`, the same bits as the compiled step) —
+    or, with ``stepper`` (:class:`dyntools.optim.chain_step.ChainStepper`), the path's optimizer chain itself
     (an optimizer without a fused kernel; ``kernel_np`` may then be the compiled kernel)."""
+    a = arrays
+    sampler, label_noise, replay, pos = a.sampler, a.label_noise, a.replay, a.pos
     if diverged_at[p] != guard.NEVER:
         return
-    theta, ostate, st = thetas[p], opt_states[p], states[p:p + 1]
-    perm = perms[p]
-    X, y = Xs[data_of[p]], ys[data_of[p]]
-    g = run_of[p]
+    theta, ostate, st = a.thetas[p], a.opt_states[p], a.states[p:p + 1]
+    perm = a.perms[p]
+    X, y = a.Xs[a.data_of[p]], a.ys[a.data_of[p]]
+    g = a.run_of[p]
     n = X.shape[0]
-    b = n if sampler == samplers.FULL else batch
+    b = n if sampler == samplers.FULL else a.batch
     grad = np.empty(theta.shape[0], dtype=theta.dtype)
-    ws = np.zeros(ws_size, dtype=theta.dtype)
+    ws = np.zeros(a.ws_size, dtype=theta.dtype)
     row = 0 if replay.shape[0] == 1 else p
     k = record.start_index(record_steps, t0)
     for t in range(t0, t1):
@@ -180,16 +262,16 @@ def advance_path_numpy(kernel_np, p, thetas, opt_states, Xs, ys, data_of, iargs,
             if label_noise != 0.0:
                 noise[q] = label_noise * rng.normal_np(st)[0]
         if sampler == samplers.EPOCH:
-            pos[p] = samplers.epoch_end_of_batch_np(int(pos[p]), n, b, drop_last)
-        loss = kernel_np(theta, X, y, idx, b, noise, grad, ws, iargs, fargs)
-        if step_losses.shape[1] > 0:
-            step_losses[p, t] = loss
-        lr_t = lrs[g, 0] if lrs.shape[1] == 1 else lrs[g, t - t0]
+            pos[p] = samplers.epoch_end_of_batch_np(int(pos[p]), n, b, a.drop_last)
+        loss = kernel_np(theta, X, y, idx, b, noise, grad, ws, a.iargs, a.fargs)
+        if a.step_losses.shape[1] > 0:
+            a.step_losses[p, t] = loss
+        lr_t = a.lrs[g, 0] if a.lrs.shape[1] == 1 else a.lrs[g, t - t0]
         with np.errstate(over="ignore", invalid="ignore"):
             if stepper is not None:
                 stepper(theta, grad, t + 1, lr_t)
             else:
-                optim_kernels.fused_step_np(precond_of[g], hps[g], theta, grad, ostate, t + 1, lr_t)
+                step_np(g, theta, grad, ostate, t + 1, lr_t, a.hps)
             size = guard.l1_size_np(theta)
         if guard.beyond_np(size, bound):
             diverged_at[p] = t + 1

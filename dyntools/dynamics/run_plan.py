@@ -7,7 +7,8 @@
 - :func:`check_runs`: the ``G`` runs, optimizer and schedule pairs (one of either is shared by every run),
   their fused-kernel codes and hyperparameters, which schedules are reactive, the run labels;
 - :func:`build_run`: the record grid, the learning rates ``lr_g · m_t``, the initial parameters of every path
-  ``p = g·S + s``, the per-path streams, the stacked data, the loop's positional arguments, the loop that
+  ``p = g·S + s``, the per-path streams, the stacked data, the runs' compiled optimizer step, the loop's typed
+  arguments (:class:`~dyntools.dynamics.path_loop.LoopArrays`), the loop that
   will advance the paths (tuned, cached generic, or the optimizers' chains) and the kernel checks.
 
 Every check raises the same ``ValueError``/``TypeError`` as before the split, in the same order, and the
@@ -29,7 +30,7 @@ from dyntools.dynamics.rates import LearningRates
 from dyntools.engine import guard, record, samplers, streams
 from dyntools.models.base import HEADS, Model
 from dyntools.optim import chain_step
-from dyntools.optim import kernels as optim_kernels
+from dyntools.optim import compiled as optim_compiled
 from dyntools.optim import optimizers as O
 from dyntools.optim.schedules import Constant, ReduceLROnPlateau
 
@@ -83,7 +84,8 @@ class Run:
     diverged_at: np.ndarray
     theta_rec: np.ndarray    # (P, K, p)
     step_losses: np.ndarray  # (P, T) or (P, 0)
-    args: tuple              # the loop's positional arguments (entry 18: the rates of the current window)
+    arrays: path_loop.LoopArrays  # what every loop reads (``lrs``: the rates of the current window)
+    compiled: Any            # the runs' compiled optimizer step (:class:`dyntools.optim.compiled.CompiledRuns`)
     setting: dict
     tuned: Any               # the tuned loop, or None
     kernel_fn: Any           # the kernel the chain path calls (compiled or NumPy twin)
@@ -235,7 +237,7 @@ def _check_kernel(pb: Problem, kernel_fn, thetas, Xs, ys, iargs, fargs, ws_size,
         kernel_check.check_generated(model, thetas[0], Xs[0], ys[0], pb.b, iargs, fargs, ws_size)
 
 
-def _cached_loop(pb: Problem, args: tuple):
+def _cached_loop(pb: Problem, arrays: path_loop.LoopArrays, step):
     """The compiled generic loop of the model's kernel: one shared loop for every generated kernel (by pointer),
     else the loop generated for the kernel and cached on disk (:func:`dyntools.dynamics.loops.user_loop`, built-in
     and user kernels alike); None for the NumPy twin, or a kernel that cannot be imported by name (the trainer then
@@ -243,8 +245,8 @@ def _cached_loop(pb: Problem, args: tuple):
     if pb.kernel != "numba":
         return None
     if pb.model.generated_kernel:
-        return path_loop.by_pointer(pb.model.loss_grad, args)      # one compiled loop for every such kernel
-    return loops.user_loop(pb.model.loss_grad)
+        return path_loop.by_pointer(pb.model.loss_grad, step, arrays)     # one compiled loop for every such kernel
+    return loops.user_loop(pb.model.loss_grad, step)
 
 
 def build_run(pb: Problem, rs: Runs, *, record_steps, records, grid, seed, theta0, bound, indices, common_stream,
@@ -271,8 +273,8 @@ def build_run(pb: Problem, rs: Runs, *, record_steps, records, grid, seed, theta
     ys = np.ascontiguousarray(np.stack([np.asarray(ds.y).astype(y_dtype) for ds in sets]))
     data_of = np.tile(np.arange(S, dtype=np.int64) if len(sets) == S else np.zeros(S, dtype=np.int64), G)
     run_of = np.repeat(np.arange(G, dtype=np.int64), S)
-    opt_states = np.ascontiguousarray(np.stack([optim_kernels.init_state(rs.opts[g], p_dim) for g in run_of]),
-                                      dtype=fdt)
+    compiled = optim_compiled.compile_runs(rs.opts)
+    opt_states = np.ascontiguousarray(np.stack([compiled.initial_state(g, p_dim) for g in run_of]), dtype=fdt)
     perms = np.tile(np.arange(n, dtype=np.int64), (P, 1))
     pos = np.full(P, n, dtype=np.int64)
     diverged_at = np.full(P, guard.NEVER, dtype=np.int64)
@@ -280,20 +282,24 @@ def build_run(pb: Problem, rs: Runs, *, record_steps, records, grid, seed, theta
     iargs, fargs = model.kernel_args()
     ws_size = int(model.workspace_size(b))
     step_losses = np.full((P, steps if step_loss or rs.reactive else 0), np.nan)
-    args = (thetas, opt_states, Xs, ys, data_of, iargs, fargs, ws_size, pb.sampler_code, b, bool(drop_last), replay,
-            states, perms, pos, pb.label_noise, rs.precond_of, rs.hps,
-            rates.window(0, min(steps, tuned_probe.PROBE_STEPS)), run_of, step_losses)
+    arrays = path_loop.LoopArrays(
+        thetas=thetas, opt_states=opt_states, Xs=Xs, ys=ys, data_of=data_of, iargs=iargs, fargs=fargs,
+        ws_size=ws_size, sampler=pb.sampler_code, batch=b, drop_last=bool(drop_last), replay=replay, states=states,
+        perms=perms, pos=pos, label_noise=pb.label_noise, hps=compiled.hps,
+        lrs=rates.window(0, min(steps, tuned_probe.PROBE_STEPS)), run_of=run_of, step_losses=step_losses,
+        plain_sgd=np.array(compiled.plain_sgd, dtype=np.bool_))
 
     setting = {"sampler": pb.sampler, "batch": b, "label_noise": pb.label_noise, "optimizers": rs.opts,
                "kernel": pb.kernel, "step_loss": step_losses.shape[1] > 0, "seed": seed,
-               "common_stream": bool(common_stream), "stream_key": tuple(int(k) for k in stream_key)}
+               "common_stream": bool(common_stream), "stream_key": tuple(int(k) for k in stream_key),
+               "plain_sgd": compiled.plain_sgd}
     tuned, kernel_fn = _pick_loop(pb, rs, setting, fast)
     _check_kernel(pb, kernel_fn, thetas, Xs, ys, iargs, fargs, ws_size, check_gradient)
-    cached = _cached_loop(pb, args)
+    cached = _cached_loop(pb, arrays, compiled.step)
     steppers = ([chain_step.ChainStepper(rs.opts[run_of[p]], thetas[p]) for p in range(P)] if rs.by_chain
                 else None)
     return Run(pb, rs, record_steps, rates, thetas, bound, Xs, ys, y_dtype, data_of, run_of, diverged_at, theta_rec,
-               step_losses, args, setting, tuned, kernel_fn, cached, steppers)
+               step_losses, arrays, compiled, setting, tuned, kernel_fn, cached, steppers)
 
 
 def _check_targets(y, n: int, head: str) -> None:

@@ -172,34 +172,38 @@ def dispatch(run: run_plan.Run, *, workers, chunks: int, progress: bool, plateau
     against the generic loop (:func:`dyntools.dynamics.fast.probe.check_tuned_loop`)."""
     pb, rs = run.problem, run.runs
     model, kernel, steps, P, n, b = pb.model, pb.kernel, pb.steps, run.P, pb.n, pb.b
-    args, record_steps, bound, tuned, cached = run.args, run.record_steps, run.bound, run.tuned, run.cached
+    arrays, record_steps, bound, tuned, cached = run.arrays, run.record_steps, run.bound, run.tuned, run.cached
+    step, step_np = run.compiled.step, run.compiled.step_np
+    loop_step = step if kernel == "numba" else step_np       # what a tuned loop is handed
     theta_rec, diverged_at, rates, run_of = run.theta_rec, run.diverged_at, run.rates, run.run_of
 
-    def generic(arrays, t0, t1, rec, diverged, last=False):
-        """The generic loop (compiled, or the NumPy twin) on ``arrays``."""
+    def generic(a, t0, t1, rec, diverged, last=False):
+        """The generic loop (compiled, or the NumPy twin) on the :class:`~dyntools.dynamics.path_loop.LoopArrays`
+        ``a``."""
         if kernel == "numba" and cached is not None:
-            drive.on_threads(cached, P, workers, arrays, t0, t1, record_steps, rec, float(bound), diverged, last)
+            drive.on_threads(cached, P, workers, a, t0, t1, record_steps, rec, float(bound), diverged, last)
         elif kernel == "numba":
-            drive.on_threads(advance_paths, P, workers, model.loss_grad, arrays, t0, t1, record_steps, rec,
+            drive.on_threads(advance_paths, P, workers, model.loss_grad, step, a, t0, t1, record_steps, rec,
                              float(bound), diverged, last)
         else:
             for p in range(P):
-                advance_path_numpy(model.loss_grad_np, p, *arrays, t0, t1, record_steps, rec, bound, diverged, last)
+                advance_path_numpy(model.loss_grad_np, step_np, p, a, t0, t1, record_steps, rec, bound, diverged,
+                                   last)
 
     selector = tuned_loops.user_selector(model) if tuned is not None else None
     if selector is not None:                # a user's tuned loop: run beside the generic loop before it trains
-        tuned_probe.check_tuned_loop(type(model).__name__, tuned, generic, args, record_steps, theta_rec.shape,
-                                     float(bound), steps, workers=workers,
+        tuned_probe.check_tuned_loop(type(model).__name__, tuned, generic, arrays, loop_step, record_steps,
+                                     theta_rec.shape, float(bound), steps, workers=workers,
                                      key=tuned_probe.setting_key(type(model), selector, run.setting))
 
     def advance_window(t0, t1, last):
-        window = (*args[:18], rates.window(t0, t1), *args[19:])         # the rates of steps t0 … t1 − 1
+        window = arrays._replace(lrs=rates.window(t0, t1))             # the rates of steps t0 … t1 − 1
         if rs.by_chain:                    # the optimizers' own chains, stepped from Python
             for p in range(P):
-                advance_path_numpy(run.kernel_fn, p, *window, t0, t1, record_steps, theta_rec, bound, diverged_at,
-                                   last, stepper=run.steppers[p])
+                advance_path_numpy(run.kernel_fn, step_np, p, window, t0, t1, record_steps, theta_rec, bound,
+                                   diverged_at, last, stepper=run.steppers[p])
         elif tuned is not None:
-            tuned(*window, t0, t1, record_steps, theta_rec, bound, diverged_at, last, workers=workers)
+            tuned(window, loop_step, t0, t1, record_steps, theta_rec, bound, diverged_at, last, workers=workers)
         else:
             generic(window, t0, t1, theta_rec, diverged_at, last)
 

@@ -17,6 +17,16 @@ model                                       tuned loop
                                             counters of the stabilization proposition
 ==========================================  =================================================================
 
+Why each stays (its arithmetic or its state differs from the generic loop's): the diagonal net's pass fuses the
+update with the next residual in four fixed lanes (re-associated sums: equal at a stated tolerance); the MLP
+regression loop writes the kernel's per-example body inline with an inline plain-SGD step that also sizes θ for
+the guard (bitwise the generic loop's, kept for speed: no kernel call, no batch buffers); the float32 cross-entropy
+loop runs with subnormals flushed (different bits exactly where a subnormal occurs); the regularized MLP's loop
+carries dropout streams and running statistics the generic loop has no hooks for; the toy's loop keeps the
+proposition's counters in lock step. Every loop takes the run's typed state
+(:class:`~dyntools.dynamics.path_loop.LoopArrays`) and the runs' optimizer step; a loop that tests "plain SGD"
+reads ``plain_sgd`` (per run, from :mod:`dyntools.optim.compiled`), never an optimizer's codes.
+
 Each tuned loop is tested equal to the generic loop (bitwise where its arithmetic is the kernel's, at a
 stated tolerance where it re-associates). A model knows nothing of its tuned loop: the models sit a floor
 below this package (``tests/test_layering.py``). A user's own model gets one with
@@ -41,7 +51,10 @@ BUILT_IN: dict[type, Callable] = dict(TUNED)
 
 def register(model_type: type, selector: Callable) -> None:
     """Offer a tuned loop for ``model_type`` (and its subclasses): ``selector(model, setting)`` returns a
-    callable with the calling convention of :func:`dyntools.dynamics.fast.diag_net.advance` or None."""
+    callable with the calling convention of :func:`dyntools.dynamics.fast.diag_net.advance` —
+    ``loop(arrays, step, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final, workers=None)``, with
+    ``arrays`` a :class:`~dyntools.dynamics.path_loop.LoopArrays` and ``step`` the runs' optimizer step
+    (:mod:`dyntools.optim.compiled`; its NumPy twin with ``kernel="numpy"``) — or None."""
     if not isinstance(model_type, type):
         raise TypeError(f"Invalid model_type: {model_type!r} (expected a class)")
     if not callable(selector):

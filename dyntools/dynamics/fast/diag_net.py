@@ -23,9 +23,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from dyntools.dynamics.path_loop import LoopArrays
 from dyntools.engine import drive, guard, record, samplers
 from dyntools.models.diag_net import FASTMATH, weighted_dot
-from dyntools.optim import optimizers as O
 
 
 @njit(inline="always", fastmath=FASTMATH)
@@ -122,25 +122,24 @@ def _paths(paths, thetas, states, diverged_at, Xs, ys, data_of, lrs, run_of, rep
 
 
 def applies(setting: dict) -> bool:
-    """Batch 1 with replacement (or replayed), no label noise, plain SGD in every run, compiled kernel
-    (and no per-step losses asked for)."""
+    """Batch 1 with replacement (or replayed), no label noise, plain SGD in every run (the compiled runs'
+    ``plain_sgd``), compiled kernel (and no per-step losses asked for)."""
     if setting["kernel"] != "numba" or setting["batch"] != 1 or setting["label_noise"] != 0.0:
         return False
     if setting.get("step_loss"):
         return False
     if setting["sampler"] not in ("with-replacement", "replay"):
         return False
-    return all(o.precond == O.SGD_MOMENTUM and o.hparams[2] == O.NO_DECAY and o.hparams[3] == 0.0
-               for o in setting["optimizers"])
+    return all(setting["plain_sgd"])
 
 
-def advance(thetas, opt_states, Xs, ys, data_of, iargs, fargs, ws_size, sampler, batch, drop_last, replay,
-            states, perms, pos, label_noise, precond_of, hps, lrs, run_of, step_losses, t0, t1, record_steps,
-            theta_rec, bound, diverged_at, record_final, workers=None):
-    """The trainer's tuned-loop call (same arguments as :func:`dyntools.dynamics.path_loop.advance_path`
-    minus the kernel): every live path from ``t0`` to ``t1`` on ``workers`` threads."""
-    drive.on_threads(_paths, thetas.shape[0], workers, thetas, states, diverged_at, Xs, ys, data_of, lrs, run_of,
-                     replay, int(t0), int(t1), record_steps, theta_rec, float(bound), bool(record_final))
+def advance(arrays: LoopArrays, step, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final, workers=None):
+    """The trainer's tuned-loop call (the arguments of :func:`dyntools.dynamics.path_loop.advance_path` minus
+    the kernel, the step and the path): every live path from ``t0`` to ``t1`` on ``workers`` threads."""
+    a = arrays
+    drive.on_threads(_paths, a.thetas.shape[0], workers, a.thetas, a.states, diverged_at, a.Xs, a.ys, a.data_of,
+                     a.lrs, a.run_of, a.replay, int(t0), int(t1), record_steps, theta_rec, float(bound),
+                     bool(record_final))
 
 
 def select(model, setting: dict):

@@ -6,7 +6,7 @@ sampler this module's loop does the same steps with the kernel's body written in
 
     for each example q of the step:  i = the sampler's index (then δξ_q, with label noise)
                                      r = h_θ(x_i) − y_i − δξ_q;  g += (2 r / B) ∇_θ h_θ(x_i)
-    θ ← optimizer step of g          (:func:`dyntools.optim.kernels.fused_step`)
+    θ ← optimizer step of g          (the runs' compiled step, :mod:`dyntools.optim.compiled`)
     stop when ‖θ‖₁ is beyond the bound (:mod:`dyntools.engine.guard`; ``diverged_at = t + 1``)
 
 and records at the same steps (:func:`dyntools.engine.record.due`). The draws come from the same
@@ -37,12 +37,11 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from dyntools.dynamics.fast import mlp_regularized
-from dyntools.dynamics.path_loop import advance_path
+from dyntools.dynamics.path_loop import LoopArrays, advance_path, step_type, with_pointers
 from dyntools.engine import drive, guard, record, rng, samplers
 from dyntools.engine.precision import like
 from dyntools.models import mlp as mlp_model
 from dyntools.models.mlp import backward, example_buffers, forward, unpack_iargs
-from dyntools.optim.kernels import fused_step
 
 #: MXCSR bits: flush results below the smallest normal float to zero (FTZ, bit 15) and read subnormal
 #: inputs as zero (DAZ, bit 6).
@@ -68,31 +67,30 @@ def sgd_step_checked(theta, grad, lr_t, bound):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def regression_path(p, thetas, opt_states, Xs, ys, data_of, iargs, sampler, batch, states, perms, label_noise,
-                    precond_of, hps, lrs, run_of, step_losses, t0, t1, record_steps, theta_rec, bound, diverged_at,
-                    record_final):
-    """Advance path ``p`` from step ``t0`` to ``t1`` (arrays as in :func:`dyntools.dynamics.path_loop.advance_path`)."""
+def regression_path(p, step, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final):
+    """Advance path ``p`` from step ``t0`` to ``t1`` (the arguments of
+    :func:`dyntools.dynamics.path_loop.advance_path` minus the kernel, named in the body)."""
+    a = arrays
     if diverged_at[p] != guard.NEVER:
         return
-    L, widths, w_off, b_off, maxw = unpack_iargs(iargs)
-    ws = np.zeros(2 * (L + 1) * maxw + 2 * maxw, dtype=thetas.dtype)
+    L, widths, w_off, b_off, maxw = unpack_iargs(a.iargs)
+    ws = np.zeros(2 * (L + 1) * maxw + 2 * maxw, dtype=a.thetas.dtype)
     pre, act, delta = example_buffers(ws, L, maxw)
-    theta = thetas[p].copy()
-    ostate = opt_states[p].copy()
-    st = states[p:p + 1].copy()
-    perm = perms[p].copy()
-    X = Xs[data_of[p]]
-    y = ys[data_of[p]]
-    g = run_of[p]
-    precond = precond_of[g]
-    hp = hps[g]
-    full = sampler == samplers.FULL
-    b = X.shape[0] if full else batch
+    theta = a.thetas[p].copy()
+    ostate = a.opt_states[p].copy()
+    st = a.states[p:p + 1].copy()
+    perm = a.perms[p].copy()
+    X = a.Xs[a.data_of[p]]
+    y = a.ys[a.data_of[p]]
+    g = a.run_of[p]
+    label_noise, lrs = a.label_noise, a.lrs
+    full = a.sampler == samplers.FULL
+    b = X.shape[0] if full else a.batch
     n_par = theta.shape[0]
-    grad = np.zeros(n_par, dtype=thetas.dtype)
+    grad = np.zeros(n_par, dtype=a.thetas.dtype)
     const_lr = lrs.shape[1] == 1
-    keep_loss = step_losses.shape[1] > 0
-    plain = precond == 0 and hp[3] == 0.0 and int(hp[2]) == 0 and ostate.shape[0] <= 3   # SGD, no momentum/decay
+    keep_loss = a.step_losses.shape[1] > 0
+    plain = a.plain_sgd[g]              # θ ← θ − lr_t g: the inline step that also sizes θ for the guard
     k = np.searchsorted(record_steps, t0)
     for t in range(t0, t1):
         if record.due(record_steps, k, t):
@@ -109,42 +107,39 @@ def regression_path(p, thetas, opt_states, Xs, ys, data_of, iargs, sampler, batc
             tot += res * res
             backward(theta, widths, w_off, b_off, pre, act, delta, grad, 2.0 * res / b, True)
         if keep_loss:
-            step_losses[p, t] = tot / b
+            a.step_losses[p, t] = tot / b
         lr_t = lrs[g, 0] if const_lr else lrs[g, t - t0]
         if plain:
             size = sgd_step_checked(theta, grad, lr_t, bound)
         else:
-            fused_step(precond, hp, theta, grad, ostate, t + 1, lr_t)
+            step(g, theta, grad, ostate, t + 1, lr_t, a.hps)
             size = guard.l1_size_clearing(theta, grad)                   # grad cleared for the next step
         if guard.beyond(size, bound):
             diverged_at[p] = t + 1
             break
-    thetas[p, :] = theta
-    opt_states[p, :, :] = ostate
-    states[p, :] = st[0, :]
-    perms[p, :] = perm
+    a.thetas[p, :] = theta
+    a.opt_states[p, :, :] = ostate
+    a.states[p, :] = st[0, :]
+    a.perms[p, :] = perm
     if record_final and diverged_at[p] == guard.NEVER and record.due(record_steps, k, t1):
         theta_rec[p, k, :] = theta
 
 
 @njit(cache=True, nogil=True)
-def regression_paths(paths, thetas, opt_states, Xs, ys, data_of, iargs, sampler, batch, states, perms, label_noise,
-                     precond_of, hps, lrs, run_of, step_losses, t0, t1, record_steps, theta_rec, bound, diverged_at,
-                     record_final):
+def regression_paths(paths, step, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final):
     for p in paths:
-        regression_path(p, thetas, opt_states, Xs, ys, data_of, iargs, sampler, batch, states, perms, label_noise,
-                        precond_of, hps, lrs, run_of, step_losses, t0, t1, record_steps, theta_rec, bound,
-                        diverged_at, record_final)
+        regression_path(p, step, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final)
 
 
-def regression_loop(thetas, opt_states, Xs, ys, data_of, iargs, fargs, ws_size, sampler, batch, drop_last, replay,
-                    states, perms, pos, label_noise, precond_of, hps, lrs, run_of, step_losses, t0, t1, record_steps,
-                    theta_rec, bound, diverged_at, record_final, workers=None):
+def regression_loop(arrays: LoopArrays, step, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final,
+                    workers=None):
     """The tuned loop for the regression head, with the calling convention of the tuned loops
-    (:mod:`dyntools.dynamics.fast`; see :func:`dyntools.train`)."""
-    drive.on_threads(regression_paths, thetas.shape[0], workers, thetas, opt_states, Xs, ys, data_of, iargs,
-                     sampler, batch, states, perms, float(label_noise), precond_of, hps, lrs, run_of, step_losses,
-                     t0, t1, record_steps, theta_rec, float(bound), diverged_at, record_final)
+    (:mod:`dyntools.dynamics.fast`; see :func:`dyntools.train`): the optimizer ``step`` is called through a
+    function pointer (:func:`dyntools.dynamics.path_loop.with_pointers`), so the loop is compiled once for every
+    step and cached."""
+    call = with_pointers(regression_paths, {1: step_type(arrays)})
+    drive.on_threads(call, arrays.thetas.shape[0], workers, step, arrays, t0, t1, record_steps, theta_rec,
+                     float(bound), diverged_at, record_final)
 
 
 def _mxcsr_fn(name: str, returns: bool):
@@ -173,23 +168,25 @@ def set_mxcsr(typingctx, value):
 
 
 @njit(cache=True, nogil=True)
-def cross_entropy_paths_flushed(paths, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final):
+def cross_entropy_paths_flushed(paths, step, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at,
+                                record_final):
     """The generic loop of the cross-entropy MLP kernel (:mod:`dyntools.dynamics.loops`) with FTZ and DAZ set (see
     the module docstring)."""
     old = get_mxcsr()
     set_mxcsr(old | np.uint32(FTZ_DAZ))
     for p in paths:
-        advance_path(mlp_model.loss_grad_cross_entropy, p, arrays, t0, t1, record_steps, theta_rec, bound,
+        advance_path(mlp_model.loss_grad_cross_entropy, step, p, arrays, t0, t1, record_steps, theta_rec, bound,
                      diverged_at, record_final)
     set_mxcsr(old)
 
 
-def cross_entropy_loop_flushed(*args, workers=None):
+def cross_entropy_loop_flushed(arrays: LoopArrays, step, t0, t1, record_steps, theta_rec, bound, diverged_at,
+                               record_final, workers=None):
     """The float32 cross-entropy loop, with the calling convention of the tuned loops
-    (:mod:`dyntools.dynamics.fast`)."""
-    arrays, (t0, t1, record_steps, theta_rec, bound, diverged_at, last) = args[:21], args[21:]
-    drive.on_threads(cross_entropy_paths_flushed, arrays[0].shape[0], workers, arrays, t0, t1, record_steps,
-                     theta_rec, float(bound), diverged_at, last)
+    (:mod:`dyntools.dynamics.fast`; the step through a function pointer, as in :func:`regression_loop`)."""
+    call = with_pointers(cross_entropy_paths_flushed, {1: step_type(arrays)})
+    drive.on_threads(call, arrays.thetas.shape[0], workers, step, arrays, t0, t1, record_steps, theta_rec,
+                     float(bound), diverged_at, record_final)
 
 
 def select(model, setting: dict):

@@ -8,7 +8,7 @@ generic loop knows neither); step ``t`` of a path is the generic step with two a
     M_t        = keep masks 1[u < 1 − p], B × H uniforms                     (the ``mlp.dropout`` stream)
     L, g_t, μ, S = the regularized kernel in training mode at θ_t on X[I_t]  (batch statistics μ, S)
     r_μ, r_σ²  ← PyTorch's running-statistics update with μ, S / (B − 1)    (``update_running``)
-    θ_{t+1}    = the optimizer's fused step of g_t                          (the same kernels as every loop)
+    θ_{t+1}    = the runs' compiled optimizer step of g_t                  (the same step as every loop)
 
 The dropout stream of path (run g, seed s) is ``SeedSequence(seed, (KEY, g, *stream_key, s))`` with
 ``KEY = streams.KEYS["mlp.dropout"]`` — ``(KEY, *stream_key, s)`` for every run with ``common_stream`` —,
@@ -27,44 +27,36 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from dyntools.dynamics.path_loop import advance_path_numpy
+from dyntools.dynamics import path_loop
+from dyntools.dynamics.path_loop import LoopArrays, close_path, end_step, open_path
 from dyntools.engine import drive, guard, record, samplers, streams
 from dyntools.models import mlp_regularized as R
-from dyntools.optim import kernels as optim_kernels
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def advance_paths(paths, arrays, drop_states, running, running_rec, keep, momentum, batch_norm, t0, t1,
+def advance_paths(paths, step, arrays, drop_states, running, running_rec, keep, momentum, batch_norm, t0, t1,
                   record_steps, theta_rec, bound, diverged_at, record_final):
-    """Advance every path of ``paths`` from step ``t0`` to ``t1`` (``arrays`` as in
+    """Advance every path of ``paths`` from step ``t0`` to ``t1`` (``step`` and ``arrays`` as in
     :func:`dyntools.dynamics.path_loop.advance_path`; ``drop_states`` uint64[P, 4], ``running``
     float64[P, 2, H], ``running_rec`` float64[P, K, 2, H])."""
-    (thetas, opt_states, Xs, ys, data_of, iargs, fargs, ws_size, sampler, batch, drop_last, replay, states, perms,
-     pos, label_noise, precond_of, hps, lrs, run_of, step_losses) = arrays
+    a = arrays
+    sampler, label_noise, drop_last, replay, fargs = a.sampler, a.label_noise, a.drop_last, a.replay, a.fargs
     H = running.shape[2]
     for p in paths:
         if diverged_at[p] != guard.NEVER:
             continue
-        theta = thetas[p].copy()
-        ostate = opt_states[p].copy()
-        st = states[p:p + 1].copy()
+        theta, ostate, st, perm, cur, X, y, g = open_path(a, p)
         dst = drop_states[p:p + 1].copy()
         run = running[p].copy()
-        perm = perms[p].copy()
-        cur = pos[p]
-        X = Xs[data_of[p]]
-        y = ys[data_of[p]]
-        g = run_of[p]
         n = X.shape[0]
-        b = n if sampler == samplers.FULL else batch
+        b = n if sampler == samplers.FULL else a.batch
         idx = np.empty(b, dtype=np.int64)
         noise = np.zeros(b)
         grad = np.empty(theta.shape[0])
-        ws = np.zeros(ws_size)
+        ws = np.zeros(a.ws_size)
         masks = ws[:b * H].reshape((b, H))
         stats = ws[b * H:b * H + 2 * H].reshape((2, H))
         dropout = fargs[1] != 0.0
-        const_lr = lrs.shape[1] == 1
         row = 0 if replay.shape[0] == 1 else p
         k = np.searchsorted(record_steps, t0)
         for t in range(t0, t1):
@@ -76,23 +68,14 @@ def advance_paths(paths, arrays, drop_states, running, running_rec, keep, moment
                                       drop_last)
             if dropout:
                 R.draw_masks(dst, masks, keep)
-            loss = R.loss_grad(theta, X, y, idx, b, noise, grad, ws, iargs, fargs)
+            loss = R.loss_grad(theta, X, y, idx, b, noise, grad, ws, a.iargs, fargs)
             if batch_norm:
                 R.update_running(run, stats, momentum, b)
-            if step_losses.shape[1] > 0:
-                step_losses[p, t] = loss
-            lr_t = lrs[g, 0] if const_lr else lrs[g, t - t0]
-            optim_kernels.fused_step(precond_of[g], hps[g], theta, grad, ostate, t + 1, lr_t)
-            if guard.beyond(guard.checked_size(theta, bound), bound):
-                diverged_at[p] = t + 1
+            if end_step(step, a, p, g, t, t0, loss, theta, grad, ostate, bound, diverged_at):
                 break
-        thetas[p, :] = theta
-        opt_states[p, :, :] = ostate
-        states[p, :] = st[0, :]
+        close_path(a, p, theta, ostate, st, perm, cur)
         drop_states[p, :] = dst[0, :]
         running[p] = run
-        perms[p, :] = perm
-        pos[p] = cur
         if record_final and diverged_at[p] == guard.NEVER and record.due(record_steps, k, t1):
             theta_rec[p, k, :] = theta
             running_rec[p, k] = run
@@ -144,30 +127,29 @@ class RegularizedLoop:
             return np.tile(streams.path_states(s["seed"], S, key, *s["stream_key"]), (G, 1))
         return np.concatenate([streams.path_states(s["seed"], S, key, g, *s["stream_key"]) for g in range(G)])
 
-    def __call__(self, thetas, opt_states, Xs, ys, data_of, iargs, fargs, ws_size, sampler, batch, drop_last,
-                 replay, states, perms, pos, label_noise, precond_of, hps, lrs, run_of, step_losses, t0, t1,
-                 record_steps, theta_rec, bound, diverged_at, record_final, workers=None):
+    def __call__(self, arrays: LoopArrays, step, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final,
+                 workers=None):
+        """Advance every path (``step``: the compiled step, or its NumPy twin with ``kernel="numpy"``)."""
         model = self.model
-        P, K, H = thetas.shape[0], theta_rec.shape[1], model.n_hidden
+        P, K, H = arrays.thetas.shape[0], theta_rec.shape[1], model.n_hidden
         if self.running is None:
-            G = int(run_of.max()) + 1
+            G = int(arrays.run_of.max()) + 1
             self.drop_states = self.dropout_states(G, P // G)
             self.running = np.ascontiguousarray(np.tile(model.running_init(), (P, 1, 1)))
             self.running_rec = np.full((P, K, 2, H), np.nan)
         keep, momentum = 1.0 - model.dropout, model.bn_momentum
-        arrays = (thetas, opt_states, Xs, ys, data_of, iargs, fargs, ws_size, sampler, batch, drop_last, replay,
-                  states, perms, pos, label_noise, precond_of, hps, lrs, run_of, step_losses)
         if self.numpy:
             for p in range(P):
                 kernel = numpy_kernel(self.drop_states[p:p + 1], self.running[p], self.running_rec[p], record_steps,
                                       int(t0), keep, momentum, model.batch_norm, model.dropout > 0.0, H)
-                advance_path_numpy(kernel, p, *arrays, t0, t1, record_steps, theta_rec, bound, diverged_at,
-                                   record_final)
+                path_loop.advance_path_numpy(kernel, step, p, arrays, t0, t1, record_steps, theta_rec, bound,
+                                   diverged_at, record_final)
                 k = record.start_index(record_steps, t1)
                 if record_final and diverged_at[p] == guard.NEVER and record.due_np(record_steps, k, t1):
                     self.running_rec[p, k] = self.running[p]
         else:
-            drive.on_threads(advance_paths, P, workers, arrays, self.drop_states, self.running, self.running_rec,
+            call = path_loop.with_pointers(advance_paths, {1: path_loop.step_type(arrays)})
+            drive.on_threads(call, P, workers, step, arrays, self.drop_states, self.running, self.running_rec,
                              keep, momentum, model.batch_norm, t0, t1, record_steps, theta_rec, float(bound),
                              diverged_at, record_final)
         if model.batch_norm:

@@ -23,14 +23,12 @@ import copy
 
 import numpy as np
 
+from dyntools.dynamics.path_loop import WRITTEN, LoopArrays
 from dyntools.engine import guard
 from dyntools.validation import KernelMismatch, first_difference
 
 #: Steps the tuned loop and the generic loop run side by side before a run (fewer when the run is shorter).
 PROBE_STEPS = 5
-#: The positions in the trainer's argument tuple of the arrays a loop writes (the rest is read-only data).
-WRITTEN = {0: "theta", 1: "optimizer state", 12: "sampler stream", 13: "sampler permutation",
-           14: "sampler position", 20: "step loss"}
 #: Keys of the (model class, selector, setting) combinations probed in this process.
 _probed: set = set()
 
@@ -53,31 +51,33 @@ def _private(loop):
         return loop
 
 
-def _copies(args: tuple) -> tuple:
-    return tuple(a.copy() if k in WRITTEN else a for k, a in enumerate(args))
+def _copies(arrays: LoopArrays) -> LoopArrays:
+    """``arrays`` with private copies of the fields a loop writes (:data:`~dyntools.dynamics.path_loop.WRITTEN`)."""
+    return arrays._replace(**{f: getattr(arrays, f).copy() for f in WRITTEN})
 
 
-def check_tuned_loop(name: str, tuned, generic, args: tuple, record_steps, theta_rec_shape, bound: float,
-                     steps: int, *, workers=None, key=None) -> None:
-    """Run ``tuned(*args, 0, k, record_steps, theta_rec, bound, diverged_at, False, workers=workers)`` and
-    ``generic(args, 0, k, theta_rec, diverged_at)`` on copies and raise :class:`KernelMismatch` at the first
+def check_tuned_loop(name: str, tuned, generic, arrays: LoopArrays, step, record_steps, theta_rec_shape,
+                     bound: float, steps: int, *, workers=None, key=None) -> None:
+    """Run ``tuned(arrays, step, 0, k, record_steps, theta_rec, bound, diverged_at, False, workers=workers)`` and
+    ``generic(arrays, 0, k, theta_rec, diverged_at)`` on copies and raise :class:`KernelMismatch` at the first
     entry where they differ (module docstring). ``name`` names the model class; ``key``: probe once per key."""
     if key is not None and key in _probed:
         return
     k = min(int(steps), PROBE_STEPS)
-    P = args[0].shape[0]
+    P = arrays.thetas.shape[0]
     left = {}
     for label in ("tuned", "generic"):
-        a = _copies(args)
+        a = _copies(arrays)
         rec = np.full(theta_rec_shape, np.nan)
         diverged = np.full(P, guard.NEVER, dtype=np.int64)
         if label == "tuned":
-            _private(tuned)(*a, 0, k, record_steps, rec, bound, diverged, False, workers=workers)
+            _private(tuned)(a, step, 0, k, record_steps, rec, bound, diverged, False, workers=workers)
         else:
             generic(a, 0, k, rec, diverged)
-        left[label] = [(WRITTEN[0], a[0]), (WRITTEN[1], a[1]), ("recorded theta", rec),
-                       (WRITTEN[20], a[20]), ("diverged_at", diverged)] + [(WRITTEN[j], a[j]) for j in (12, 13, 14)]
-    rtol = 1e-4 if args[0].dtype == np.float32 else 1e-9
+        left[label] = [(WRITTEN["thetas"], a.thetas), (WRITTEN["opt_states"], a.opt_states), ("recorded theta", rec),
+                       (WRITTEN["step_losses"], a.step_losses), ("diverged_at", diverged)] + [
+                           (WRITTEN[f], getattr(a, f)) for f in ("states", "perms", "pos")]
+    rtol = 1e-4 if arrays.thetas.dtype == np.float32 else 1e-9
     for (what, fast), (_, slow) in zip(left["tuned"], left["generic"]):
         slow64 = np.asarray(slow, dtype=np.float64)
         finite = slow64[np.isfinite(slow64)]

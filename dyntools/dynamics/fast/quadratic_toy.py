@@ -28,8 +28,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from dyntools.dynamics.path_loop import LoopArrays
 from dyntools.engine import guard, record, samplers
-from dyntools.optim import optimizers as O
 
 # Columns of the per-path counters array.
 IN_BAND, BOUNCES, ENTRY, DIVERGED_AT = 0, 1, 2, 3
@@ -179,13 +179,13 @@ class FastPath:
         return (len(opts) == 1 and setting["batch"] == 1 and setting["label_noise"] == 0.0
                 and not setting.get("step_loss")
                 and setting["sampler"] in ("with-replacement", "replay", "full")
-                and all(o.precond == O.SGD_MOMENTUM and o.hparams[2] == O.NO_DECAY and o.hparams[3] == 0.0
-                        for o in opts))
+                and all(setting["plain_sgd"]))
 
-    def __call__(self, thetas, opt_states, Xs, ys, data_of, iargs, fargs, ws_size, sampler, batch, drop_last,
-                 replay, states, perms, pos, label_noise, precond_of, hps, lrs, run_of, step_losses, t0, t1,
-                 record_steps, theta_rec, bound, diverged_at, record_final, workers=None):
+    def __call__(self, arrays: LoopArrays, step, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final,
+                 workers=None):
         toy = self.toy
+        thetas, states, Xs, ys, lrs, replay = (arrays.thetas, arrays.states, arrays.Xs, arrays.ys, arrays.lrs,
+                                               arrays.replay)
         P = thetas.shape[0]
         if self.counters is None:
             self.counters = np.zeros((P, 4), dtype=np.int64)

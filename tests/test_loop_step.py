@@ -1,0 +1,107 @@
+"""The loops' side of issue 37: the runs' compiled optimizer step (dyntools.optim.compiled) and the typed run
+(dyntools.dynamics.path_loop.LoopArrays) — every way a loop gets the step computes the same bits."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import dyntools as dt
+from dyntools.dynamics import path_loop, run_plan
+from dyntools.optim import compiled
+from dyntools.optim import optimizers as O
+
+OPTS = [O.sgd(0.1), O.sgd(0.1, momentum=0.9, nesterov=True), O.sgdw(0.1, weight_decay=0.01),
+        O.adam(0.01, weight_decay=0.1), O.adamw(0.01, weight_decay=0.1, amsgrad=True), O.adagrad(0.1),
+        O.rmsprop(0.01, momentum=0.5, centered=True), O.rmsprop_bc(0.01)]
+
+
+def test_plain_sgd_and_the_initial_states_per_run():
+    """The interface, not the layout: ``plain_sgd`` per run, a path's zero state (K × p; AdaGrad's accumulator
+    at its initial value), one float64 row of ``hps`` per run."""
+    runs = compiled.compile_runs(OPTS)
+    assert runs.plain_sgd == (True,) + (False,) * (len(OPTS) - 1)
+    assert runs.hps.shape[0] == len(OPTS) and runs.hps.dtype == np.float64 and runs.hps.flags.c_contiguous
+    for g, o in enumerate(OPTS):
+        state = runs.initial_state(g, 7)
+        assert state.shape == (runs.n_slots, 7)
+        assert np.all(state == 0.0) or o.name == "adagrad"
+    acc = compiled.compile_runs([O.adagrad(0.1, initial_accumulator_value=0.25)]).initial_state(0, 3)
+    assert np.any(acc == 0.25)
+
+
+@settings(max_examples=25, deadline=None)
+@given(g=st.integers(0, len(OPTS) - 1), t=st.integers(1, 400), seed=st.integers(0, 2**32 - 1),
+       lr=st.floats(1e-4, 1.0))
+def test_the_step_and_its_twin_agree_and_move_theta(g, t, seed, lr):
+    """``step`` and ``step_np`` of run g on the same inputs: the same θ and state to rounding (a compiled power or
+    square root may round differently from NumPy's), θ moved, ``grad`` untouched."""
+    runs = compiled.compile_runs(OPTS)
+    rng = np.random.default_rng(seed)
+    theta, grad = rng.standard_normal(13), rng.standard_normal(13)
+    state = runs.initial_state(g, 13) + np.abs(rng.standard_normal((runs.n_slots, 13)))
+    out = []
+    for fn in (runs.step, runs.step_np):
+        th, sta, gr = theta.copy(), state.copy(), grad.copy()
+        with np.errstate(invalid="ignore"):
+            fn(g, th, gr, sta, t, lr, runs.hps)
+        assert gr.tobytes() == grad.tobytes()
+        out.append((th, sta))
+    for x, y in zip(*out):
+        np.testing.assert_allclose(x, y, rtol=1e-12, atol=1e-15)
+    assert not np.array_equal(out[0][0], theta)                    # it moved: the test can fail
+
+
+def _built(opt, **kw):
+    model = dt.MLP((3, 8, 1))
+    data = dt.data.sparse_regression(24, 3, 2, seed=3)
+    pb = run_plan.check_problem(model, data, steps=40, kernel="numba", sampler="epoch", label_noise=0.1, seeds=2,
+                                batch=4)
+    rs = run_plan.check_runs(opt, None, None)
+    return run_plan.build_run(pb, rs, record_steps=None, records=5, grid="linear", seed=0, theta0=None, bound=None,
+                              indices=None, common_stream=False, stream_key=(), drop_last=True, step_loss=True,
+                              keep_lrs=True, fast=False, check_gradient=False, **kw)
+
+
+def _advance(run, how):
+    """Every path 40 steps by the loop ``how``; what the loop leaves (its written fields, records, divergence)."""
+    a = run.arrays._replace(**{f: getattr(run.arrays, f).copy() for f in path_loop.WRITTEN},
+                            lrs=run.rates.window(0, 40))
+    rec = np.full_like(run.theta_rec, np.nan)
+    div = np.full(run.P, -1, dtype=np.int64)
+    paths = np.arange(run.P, dtype=np.int64)
+    step, kernel = run.compiled.step, run.problem.model.loss_grad
+    args = (a, 0, 40, run.record_steps, rec, float(run.bound), div, True)
+    if how == "named":
+        run.cached(paths, *args)
+    elif how == "pointer":
+        path_loop.by_pointer(kernel, step, a)(paths, *args)
+    elif how == "argument":
+        path_loop.advance_paths(paths, kernel, step, *args)
+    else:
+        for p in paths:
+            path_loop.advance_path_numpy(run.problem.model.loss_grad_np, run.compiled.step_np, p, *args)
+    return [getattr(a, f) for f in path_loop.WRITTEN] + [rec, div]
+
+
+@pytest.mark.parametrize("opt", [[O.adam(0.01), O.sgd(0.05, momentum=0.9)], O.adagrad(0.05)],
+                         ids=["adam+momentum", "adagrad"])
+def test_named_pointer_and_argument_steps_give_the_generic_loops_bits(opt):
+    """The cached loop naming the step, the loop taking kernel and step as function pointers and the uncached
+    loop taking them as arguments leave bitwise the same state; the NumPy twin agrees to the tuned-loop probe's
+    tolerance (its kernel rounds differently, 40 steps amplify it)."""
+    run = _built(opt)
+    named = _advance(run, "named")
+    assert np.isfinite(named[0]).all() and not np.array_equal(named[0], run.arrays.thetas)
+    for how in ("pointer", "argument"):
+        for x, y in zip(named, _advance(run, how)):
+            assert np.asarray(x).tobytes() == np.asarray(y).tobytes(), how
+    for x, y in zip(named, _advance(run, "numpy")):
+        np.testing.assert_allclose(x, y, rtol=1e-9, atol=1e-12)
+
+
+def test_the_typed_run_names_every_field_a_loop_writes():
+    assert set(path_loop.WRITTEN) <= set(path_loop.LoopArrays._fields)
+    assert "precond_of" not in path_loop.LoopArrays._fields       # the loops read no optimizer codes
