@@ -58,11 +58,14 @@ class Runs:
     opts: list
     scheds: list
     G: int
-    by_chain: bool           # some optimizer has no fused kernel: every run steps its chain from Python
+    compiled: Any            # the runs' compiled step (CompiledRuns), or None: a transform has no compiled form
     reactive: list           # the runs whose schedule is a ReduceLROnPlateau
-    precond_of: np.ndarray   # (G,) fused-kernel code per run
-    hps: np.ndarray          # (G, N_HPARAMS) fused-kernel hyperparameters per run
     labels: list
+
+    @property
+    def by_chain(self) -> bool:
+        """Every run steps its optimizer's readable chain from Python (a transform has no compiled form)."""
+        return self.compiled is None
 
 
 @dataclass(frozen=True)
@@ -149,8 +152,9 @@ def check_problem(model, data, *, steps, kernel, sampler, label_noise, seeds, ba
 
 
 def check_runs(optimizer, schedule, labels) -> Runs:
-    """The runs: ``G = max(#optimizers, #schedules)`` pairs (one of either is repeated), each optimizer's fused
-    kernel checked against its chain, and one label per run (default the optimizer names)."""
+    """The runs: ``G = max(#optimizers, #schedules)`` pairs (one of either is repeated), their optimizers' chains
+    compiled into one step (:func:`dyntools.optim.compiled.compile_runs`; None when a transform has no compiled
+    form), and one label per run (default the optimizer names)."""
     opts = _as_list(optimizer, "optimizer")
     scheds = _as_list(Constant() if schedule is None else schedule, "schedule")
     G = max(len(opts), len(scheds))
@@ -162,16 +166,15 @@ def check_runs(optimizer, schedule, labels) -> Runs:
     for o in opts:
         if not isinstance(o, O.Optimizer):
             raise TypeError(f"Invalid optimizer: {o!r} (expected a dyntools.optim optimizer)")
-        chain_step.check_fused_matches_chain(o)
-    by_chain = not all(o.fused for o in opts)   # an optimizer without a fused kernel: every run by its chain
+    try:
+        compiled = optim_compiled.compile_runs(opts)
+    except optim_compiled.NotCompilable:       # a transform with only its readable update: the chains, in Python
+        compiled = None
     reactive = [g for g, s in enumerate(scheds) if isinstance(s, ReduceLROnPlateau)]
-    precond_of = np.array([o.precond for o in opts], dtype=np.int64)
-    hps = np.ascontiguousarray(np.stack([o.hparams if o.fused else np.zeros(O.N_HPARAMS) for o in opts]),
-                               dtype=np.float64)
     labels = [o.name for o in opts] if labels is None else [str(x) for x in labels]
     if len(labels) != G:
         raise ValueError(f"Invalid labels: {len(labels)} names for {G} runs")
-    return Runs(opts, scheds, G, by_chain, reactive, precond_of, hps, labels)
+    return Runs(opts, scheds, G, compiled, reactive, labels)
 
 
 def _initial_params(model, theta0, seed: int, S: int) -> np.ndarray:
@@ -273,8 +276,12 @@ def build_run(pb: Problem, rs: Runs, *, record_steps, records, grid, seed, theta
     ys = np.ascontiguousarray(np.stack([np.asarray(ds.y).astype(y_dtype) for ds in sets]))
     data_of = np.tile(np.arange(S, dtype=np.int64) if len(sets) == S else np.zeros(S, dtype=np.int64), G)
     run_of = np.repeat(np.arange(G, dtype=np.int64), S)
-    compiled = optim_compiled.compile_runs(rs.opts)
-    opt_states = np.ascontiguousarray(np.stack([compiled.initial_state(g, p_dim) for g in run_of]), dtype=fdt)
+    compiled = rs.compiled
+    if compiled is None:       # the chains keep their own states (chain_step.ChainStepper); the loop's are unused
+        hps, opt_states, plain_sgd = np.zeros((G, 1)), np.zeros((P, 1, p_dim), dtype=fdt), (False,) * G
+    else:
+        hps, plain_sgd = compiled.hps, compiled.plain_sgd
+        opt_states = np.ascontiguousarray(np.stack([compiled.initial_state(g, p_dim) for g in run_of]), dtype=fdt)
     perms = np.tile(np.arange(n, dtype=np.int64), (P, 1))
     pos = np.full(P, n, dtype=np.int64)
     diverged_at = np.full(P, guard.NEVER, dtype=np.int64)
@@ -285,17 +292,17 @@ def build_run(pb: Problem, rs: Runs, *, record_steps, records, grid, seed, theta
     arrays = path_loop.LoopArrays(
         thetas=thetas, opt_states=opt_states, Xs=Xs, ys=ys, data_of=data_of, iargs=iargs, fargs=fargs,
         ws_size=ws_size, sampler=pb.sampler_code, batch=b, drop_last=bool(drop_last), replay=replay, states=states,
-        perms=perms, pos=pos, label_noise=pb.label_noise, hps=compiled.hps,
+        perms=perms, pos=pos, label_noise=pb.label_noise, hps=hps,
         lrs=rates.window(0, min(steps, tuned_probe.PROBE_STEPS)), run_of=run_of, step_losses=step_losses,
-        plain_sgd=np.array(compiled.plain_sgd, dtype=np.bool_))
+        plain_sgd=np.array(plain_sgd, dtype=np.bool_))
 
     setting = {"sampler": pb.sampler, "batch": b, "label_noise": pb.label_noise, "optimizers": rs.opts,
                "kernel": pb.kernel, "step_loss": step_losses.shape[1] > 0, "seed": seed,
                "common_stream": bool(common_stream), "stream_key": tuple(int(k) for k in stream_key),
-               "plain_sgd": compiled.plain_sgd}
+               "plain_sgd": plain_sgd}
     tuned, kernel_fn = _pick_loop(pb, rs, setting, fast)
     _check_kernel(pb, kernel_fn, thetas, Xs, ys, iargs, fargs, ws_size, check_gradient)
-    cached = _cached_loop(pb, arrays, compiled.step)
+    cached = None if compiled is None else _cached_loop(pb, arrays, compiled.step)
     steppers = ([chain_step.ChainStepper(rs.opts[run_of[p]], thetas[p]) for p in range(P)] if rs.by_chain
                 else None)
     return Run(pb, rs, record_steps, rates, thetas, bound, Xs, ys, y_dtype, data_of, run_of, diverged_at, theta_rec,

@@ -173,7 +173,7 @@ def dispatch(run: run_plan.Run, *, workers, chunks: int, progress: bool, plateau
     pb, rs = run.problem, run.runs
     model, kernel, steps, P, n, b = pb.model, pb.kernel, pb.steps, run.P, pb.n, pb.b
     arrays, record_steps, bound, tuned, cached = run.arrays, run.record_steps, run.bound, run.tuned, run.cached
-    step, step_np = run.compiled.step, run.compiled.step_np
+    step, step_np = (None, None) if rs.by_chain else (run.compiled.step, run.compiled.step_np)
     loop_step = step if kernel == "numba" else step_np       # what a tuned loop is handed
     theta_rec, diverged_at, rates, run_of = run.theta_rec, run.diverged_at, run.rates, run.run_of
 
