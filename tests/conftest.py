@@ -60,7 +60,7 @@ def work_unit(nodeid: str) -> str:
 
 def pytest_xdist_make_scheduler(config, log):
     """pytest-xdist's scope scheduling with :func:`work_unit` as the scope. (Not ``xdist_group`` marks: under
-    pytest ≥ 9.2 pytest-xdist 3.8 can no longer rename the test ids it groups by, and the groups had no effect.)
+    pytest 9.2 pytest-xdist 3.8 sets ``item._nodeid``, which pytest no longer reads: the groups had no effect.)
     The units go to the workers in the collection's order (``--no-loadscope-reorder`` in ``addopts``)."""
     from xdist.scheduler import LoadScopeScheduling
 
