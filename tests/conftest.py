@@ -52,18 +52,39 @@ def assert_command_refuses(tmp_path, *argv, needle):
 
 
 #: tests/test_notebooks.py executes the notebooks and tests/test_docs.py renders the executed copies: one
-#: pytest-xdist worker runs both (``--dist loadgroup``), in that order
+#: pytest-xdist worker runs both, in that order (:func:`work_unit`)
 NOTEBOOKS_THEN_DOCS = ("test_notebooks.py", "test_docs.py")
 
 
+def work_unit(nodeid: str) -> str:
+    """What one pytest-xdist worker runs whole, one test after another: a test's file (the notebooks and the
+    docs share one unit). Then the kernels a file's tests share compile once, not in both workers at once into
+    an empty cache, and a module-scoped fixture (the proofs' claims, the docs' Python blocks) runs once, not
+    once per worker."""
+    path = nodeid.split("::", 1)[0]
+    return "notebooks-then-docs" if path.rsplit("/", 1)[-1] in NOTEBOOKS_THEN_DOCS else path
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """pytest-xdist's scope scheduling with :func:`work_unit` as the scope. (Not ``xdist_group`` marks: under
+    pytest 9.2 pytest-xdist 3.8 sets ``item._nodeid``, which pytest no longer reads: the groups had no effect.)
+    The units go to the workers in the collection's order (``--no-loadscope-reorder`` in ``addopts``)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class FileUnits(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid)
+
+    return FileUnits(config, log)
+
+
 def pytest_collection_modifyitems(config, items):
-    """The long checks (marked ``slow``) first, so that the two workers of ``-n 2`` do not end on one of them
-    alone; tests/test_docs.py last, after the notebooks it renders, both on one worker. A stable sort keeps
-    every other order."""
-    for item in items:
-        if item.path.name in NOTEBOOKS_THEN_DOCS:
-            item.add_marker(pytest.mark.xdist_group("notebooks-then-docs"))
-    items.sort(key=lambda item: (item.path.name == "test_docs.py", item.get_closest_marker("slow") is None))
+    """The files holding a long check (marked ``slow``) first, their long checks first, so that the two workers
+    of ``-n 2`` do not end on one of them alone; tests/test_docs.py last, after the notebooks it renders. A
+    stable sort keeps every other order."""
+    slow_files = {item.path for item in items if item.get_closest_marker("slow") is not None}
+    items.sort(key=lambda item: (item.path.name == "test_docs.py", item.path not in slow_files,
+                                 item.get_closest_marker("slow") is None))
 
 
 #: ``DYNTOOLS_OWN_DEPRECATIONS_AS_ERRORS=1`` (set by .ci/run for its run under the newest Python with the newest

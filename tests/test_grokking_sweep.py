@@ -18,7 +18,7 @@ TINY = ["--p", "7", "--width", "16", "--steps", "40", "--records", "5", "--seeds
 NETS = {"mlp": {"width": 16}, "transformer": {"d_model": 8, "heads": 2}}
 
 
-@pytest.mark.parametrize("model", list(NETS))
+@pytest.mark.parametrize("model", ["mlp", pytest.param("transformer", marks=pytest.mark.slow)])
 def test_every_cell_is_bitwise_the_single_run_with_that_seed(model):
     p = G.GrokkingParams(model=model, p=7, steps=30, records=5, seeds=2, phase_seeds=0, weight_decay=0.5,
                          train_fraction=0.6, workers=2, **NETS[model])

@@ -1,0 +1,55 @@
+"""How the suite runs on two workers (tests/conftest.py, pyproject's ``addopts``): one worker takes a whole test
+file, so that a file's kernels compile once and its module fixtures run once; the notebooks and the docs that
+render them go to one worker, in that order. Checked on a small suite run with the project's own ``addopts``."""
+
+import os
+import shlex
+import subprocess
+import sys
+import textwrap
+import tomllib
+from pathlib import Path
+
+from tests.conftest import HANG_GUARD, work_unit
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: each test appends "<worker> <file> <test>" to one log (O_APPEND: whole lines)
+TESTS = """
+import os
+import pytest
+
+
+@pytest.mark.parametrize("k", range(4))
+def test_k(k):
+    with open(os.environ["SCHEDULE_LOG"], "a") as fh:
+        fh.write(f"{{os.environ['PYTEST_XDIST_WORKER']}} {name} {{k}}\\n")
+"""
+
+
+def test_a_file_is_one_unit_and_the_notebooks_share_the_docs_unit():
+    assert work_unit("tests/test_mlp.py::test_a[x-1]") == work_unit("tests/test_mlp.py::test_b") == "tests/test_mlp.py"
+    assert work_unit("tests/test_mlp.py::test_a") != work_unit("tests/test_mlp_float32.py::test_a")
+    assert work_unit("tests/test_notebooks.py::test_n[01.ipynb]") == work_unit("tests/test_docs.py::test_d")
+
+
+def test_two_workers_run_each_file_whole_and_the_docs_after_the_notebooks(tmp_path):
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "conftest.py").write_text("from tests.conftest import *  # noqa: F403\n")
+    for name in ("test_one", "test_two", "test_three", "test_notebooks", "test_docs"):
+        (suite / f"{name}.py").write_text(textwrap.dedent(TESTS.format(name=name)))
+    addopts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["addopts"]
+    log = tmp_path / "schedule.log"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "SCHEDULE_LOG": str(log)}
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
+                           "-c", os.devnull, *shlex.split(addopts), str(suite)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=HANG_GUARD)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    rows = [line.split() for line in log.read_text().splitlines()]
+    assert len(rows) == 20 and {w for w, _, _ in rows} == {"gw0", "gw1"}, rows       # both workers worked
+    workers = {name: {w for w, n, _ in rows if n == name} for _, name, _ in rows}
+    assert all(len(w) == 1 for w in workers.values()), workers                      # a file on one worker
+    assert workers["test_notebooks"] == workers["test_docs"], workers
+    order = [n for _, n, _ in rows if n in ("test_notebooks", "test_docs")]
+    assert order == ["test_notebooks"] * 4 + ["test_docs"] * 4, order
