@@ -44,10 +44,15 @@ def flat_transforms(chain) -> list:
 
 def describe(opt) -> str:
     """How :func:`dyntools.train` steps ``opt``: ``"fused"`` when :func:`~dyntools.optim.compiled.compile_runs`
-    compiles its chain (every transform has a compiled form), else ``"chain (numpy)"``."""
-    from dyntools.optim.compiled import signature
+    compiles its chain (every transform has a compiled form: an element update or a ``compiled()`` kernel), else
+    ``"chain (numpy)"``."""
+    return "fused" if all(has_compiled_form(tr) for tr in flat_transforms(opt.chain)) else "chain (numpy)"
 
-    return "fused" if signature(opt) is not None else "chain (numpy)"
+
+def has_compiled_form(tr) -> bool:
+    """Whether ``tr`` has an element update (``element_update()`` not None) or a ``compiled()`` kernel: what
+    :func:`dyntools.optim.compiled.compile_runs` fuses."""
+    return hasattr(tr, "compiled") or getattr(tr, "element_update", lambda: None)() is not None
 
 
 def _compiled_of(tr):
