@@ -37,14 +37,14 @@ def test_user_lion_trains_as_its_equations(compiled, kernel):
                    record_steps=np.arange(steps + 1), theta0=theta0, kernel=kernel)
     ref = lion_reference(theta0, [_ls_gradient] * steps, lr, wd)
     np.testing.assert_allclose(res["theta"][0, 0], np.array(ref), rtol=1e-12, atol=1e-14)
-    assert res.config["optimizer_path"] == "chain"
-    assert res.config["runs"][0]["optimizer_step"] == ("chain (compiled + numpy)" if compiled else "chain (numpy)")
-    # compiled: a whole-array kernel (True) or the kernel generated from the element update ("element")
+    # compiled: a whole-array kernel (True) or an element update ("element"): either runs in the compiled loop
+    assert res.config["optimizer_path"] == ("fused" if compiled else "chain")
+    assert res.config["runs"][0]["optimizer_step"] == ("fused" if compiled else "chain (numpy)")
 
 
 def test_builtin_and_user_optimizers_in_one_run_by_chain_equal_fused():
-    """A run mixing AdamW (fused kernel) and Lion (chain) steps every run by its chain; AdamW by its chain
-    equals AdamW by the fused kernel to 1e-12 relative (the same arithmetic in another order of calls)."""
+    """A run mixing AdamW (compiled) and Lion without a compiled form steps every run by its chain; AdamW by its
+    chain equals AdamW by the compiled step to 1e-12 relative (the same arithmetic in another order of calls)."""
     opts = [dt.adamw(lr=0.01, weight_decay=0.1), lion(0.01)]
     both = dt.train(LeastSquares(3), Data(X, Y), opts, steps=30, batch=4, seed=5)
     fused = dt.train(LeastSquares(3), Data(X, Y), opts[0], steps=30, batch=4, seed=5)
@@ -52,26 +52,35 @@ def test_builtin_and_user_optimizers_in_one_run_by_chain_equal_fused():
     np.testing.assert_allclose(both["final_theta"][0], fused["final_theta"][0], rtol=1e-12)
 
 
-def test_unknown_precond_or_layout_is_an_error_never_another_optimizer():
+def test_the_old_fused_kernel_arguments_are_refused_never_another_optimizer():
+    """Optimizer(name, lr, chain, options): a preconditioner code and hyperparameter slots (the representation
+    before issue 37) are an error, not silently some other optimizer."""
     chain = lion().chain
-    with pytest.raises(ValueError, match="Invalid precond of optimizer 'lion': 7"):
-        O.Optimizer("lion", 1e-3, chain, 7, np.zeros(O.N_HPARAMS))
-    with pytest.raises(ValueError, match=r"Invalid hparams of optimizer 'lion': shape \(3,\)"):
-        O.Optimizer("lion", 1e-3, chain, O.ADAM, np.zeros(3))
-    liar = O.Optimizer("lion", 1e-3, chain, O.RMSPROP_BC, np.array([0, 0, 0, 0.9, 1e-8, 0, 0, 0, 0.0]))
-    with pytest.raises(ValueError, match="'lion': precond 4 .bias-corrected RMSProp. with its hparams does not step"):
-        dt.train(LeastSquares(3), Data(X, Y), liar, steps=2)
-    # precond -1 is "no fused kernel": the chain itself trains (today's silent RMSProp is gone)
-    mine = O.Optimizer("lion", 1e-3, chain, -1, np.zeros(O.N_HPARAMS))
-    assert dt.train(LeastSquares(3), Data(X, Y), mine, steps=2).config["optimizer_path"] == "chain"
+    with pytest.raises(TypeError):
+        O.Optimizer("lion", 1e-3, chain, 1, np.zeros(9))
+    with pytest.raises(TypeError, match="Invalid options of optimizer 'lion': 1 "):
+        O.Optimizer("lion", 1e-3, chain, 1)
+    assert not hasattr(O, "PRECONDS") and not hasattr(O, "N_HPARAMS") and not hasattr(O, "NO_FUSED_KERNEL")
 
 
-def test_every_builtin_optimizer_matches_its_chain():
-    for name in O.FACTORIES:
-        from dyntools.optim.chain_step import check_fused_matches_chain
+@pytest.mark.parametrize("name", sorted(O.FACTORIES))
+def test_every_builtin_optimizer_compiles_to_its_chain(name):
+    """Every alias runs in the compiled step ("fused"), which follows its readable chain to 1e-12 relative."""
+    from dyntools.optim.chain_step import describe
+    from dyntools.optim.compiled import compile_runs
 
-        check_fused_matches_chain(O.make(name, lr=0.01, weight_decay=0.01) if name not in ("sgd", "sgdw")
-                                  else O.make(name, lr=0.01, momentum=0.9, weight_decay=0.01))
+    opt = (O.make(name, lr=0.01, weight_decay=0.01) if name not in ("sgd", "sgdw")
+           else O.make(name, lr=0.01, momentum=0.9, weight_decay=0.01))
+    assert describe(opt) == "fused"
+    cr = compile_runs([opt])
+    theta = np.array([0.7, -1.3, 0.05, 2.0])
+    fast, state = theta.copy(), cr.initial_state(0, 4)
+    ref, ref_state = theta.copy(), opt.init(theta)
+    for t, g in enumerate(np.random.default_rng(4).normal(size=(3, 4)), 1):
+        cr.step(0, fast, g, state, t, opt.lr, cr.hps)
+        ref, ref_state = opt.step(ref, g, ref_state, t)
+    assert not np.array_equal(fast, theta)
+    np.testing.assert_allclose(fast, ref, rtol=1e-12, atol=1e-14)
 
 
 def test_compiled_transform_equals_its_numpy_update():

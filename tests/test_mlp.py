@@ -17,9 +17,9 @@ from dyntools.engine import guard, streams
 from dyntools.metrics import network_metrics
 from dyntools.models import mlp as MM
 from dyntools.models.mlp import MLP, jacobian_fd
-from dyntools.optim import kernels
 from dyntools.optim import optimizers as O
 from dyntools.optim import schedules as S
+from tests import optim_step
 
 
 def _loss_grad(model, theta, X, y, idx, noise=None, kernel="numba"):
@@ -368,7 +368,7 @@ def test_checked_sgd_step_decides_like_the_guard(n, lr, seed, dtype, ulps, poiso
         grad[seed % n] = np.nan
     t1, g1 = theta.copy(), grad.copy()
     opt = O.sgd(lr)
-    kernels.fused_step(opt.precond, opt.hparams, theta, grad, kernels.init_state(opt, n).astype(dtype), 1, lr)
+    optim_step.step(opt, theta, grad, optim_step.init_state(opt, n).astype(dtype), 1)
     exact = _l1_clearing(theta, grad)
     if ulps is None:
         bound = 10.0 * exact if np.isfinite(exact) else 1e6

@@ -20,8 +20,9 @@ from dyntools import cli, data
 from dyntools.dynamics.train import train
 from dyntools.engine import samplers, streams
 from dyntools.models.mlp import MLP
-from dyntools.optim import kernels, torch_names
 from dyntools.optim import optimizers as O
+from dyntools.optim import torch_names
+from tests import optim_step
 
 GOLDEN_DIR = Path(__file__).with_name("goldens")
 sys.path.insert(0, str(GOLDEN_DIR))
@@ -105,11 +106,11 @@ def _golden_run_float32(case):
          else np.ones(steps))
     p0, a, c = G.problem(case["seed"])
     p = p0.astype(np.float32)
-    state = kernels.init_state(opt, p.size).astype(np.float32)
+    state = optim_step.init_state(opt, p.size).astype(np.float32)
     records = [p.astype(np.float64)]
     for t in range(steps):
         g = G.problem_gradient(p.astype(np.float64), a, c, case["seed"], t).astype(np.float32)
-        kernels.step(opt, p, g, state, t + 1, m[t])
+        optim_step.step(opt, p, g, state, t + 1, m[t])
         if (t + 1) % G.RECORD_EVERY == 0 or t + 1 == steps:
             records.append(p.astype(np.float64))
     assert p.dtype == np.float32 and state.dtype == np.float32

@@ -62,6 +62,8 @@ theta0 = np.array([0.3, -0.2, 0.1])
 res = dt.train(LeastSquares(3), d, dt.optim.make("lion", lr=0.05, weight_decay=0.1), steps=25, sampler="full",
                record_steps=np.arange(26), theta0=theta0)
 out["X"], out["y"], out["theta"] = X.tolist(), y.tolist(), res["theta"][0, 0].tolist()
+out["optimizer_path"] = res.config["optimizer_path"]
+out["optimizer_step"] = res.config["runs"][0]["optimizer_step"]
 
 # the sweep: its default lr axis is the alias's; then a 2 x 1 grid on the command line
 out["lr_range"] = list(GridConfig(optimizers=("lion",)).lr_range_of("lion"))
@@ -167,6 +169,8 @@ def test_lion_trains_as_its_equations(lion_copy):
     ref = lion_reference(np.array([0.3, -0.2, 0.1]), lambda th: 2.0 * X.T @ (X @ th - y), 0.05, 0.1, 25)
     np.testing.assert_allclose(np.array(report["theta"]), ref, rtol=1e-12, atol=1e-14)
     assert not np.allclose(ref[-1], ref[0])
+    # the how-to's element_update(): Lion runs in the compiled loop, not stepped from Python
+    assert report["optimizer_path"] == "fused" and report["optimizer_step"] == "fused"
 
 
 def test_lion_sweeps_on_the_command_line(lion_copy):

@@ -1,10 +1,10 @@
 """The one representation of an optimizer (issue 37, item 1–2): dyntools.optim.compiled.compile_runs fuses the
 compiled element updates the transforms carry into one generated step per run set.
 
-For every built-in optimizer and option combination, in float64 and float32: the compiled step is bitwise the
-pre-issue-37 fused kernel (``dyntools.optim.kernels.fused_step``, kept while the loops still call it; it is the
-reference here), its NumPy twin ``step_np`` is bitwise the compiled step, and both follow the readable chain to
-1e-12 relative in float64. A chain the old kernels could not run (momentum before Adam) compiles from its
+For every built-in optimizer and option combination, in float64 and float32: the compiled step keeps the bits the
+pre-issue-37 fused kernel recorded (tests/goldens/optim_fused.npz, the reference since that kernel is deleted), its
+NumPy twin ``step_np`` is bitwise the compiled step, and both follow the readable chain to 1e-12 relative in
+float64. A chain the old kernels could not run (momentum before Adam) compiles from its
 structure alone; a transform without a compiled form is refused by name; a second process loads the step from
 the cache instead of compiling it."""
 
@@ -21,7 +21,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dyntools.optim import decay_groups as D
-from dyntools.optim import kernels as K
 from dyntools.optim import optimizers as O
 from dyntools.optim import transforms as T
 from dyntools.optim.compiled import NotCompilable, compile_runs, source_of
@@ -71,30 +70,27 @@ def optimizers(draw):
                          weights=weights, groups=GROUPS)
 
 
-def run_three(opt, dtype, seed, steps, mult=0.7, state_dtype=np.float64):
-    """``steps`` steps of the old fused kernel, the compiled step and its twin from one start (the state in
-    ``state_dtype``: the loops keep a float32 run's state in float32)."""
+def run_two(opt, dtype, seed, steps, mult=0.7, state_dtype=np.float64):
+    """``steps`` steps of the compiled step and its twin from one start (the state in ``state_dtype``: the loops
+    keep a float32 run's state in float32)."""
     rng = np.random.default_rng(seed)
     cr = compile_runs([opt])
     theta = rng.standard_normal(N).astype(dtype)
-    old = (theta.copy(), K.init_state(opt, N).astype(state_dtype))
     new = (theta.copy(), cr.initial_state(0, N).astype(state_dtype))
     twin = (theta.copy(), cr.initial_state(0, N).astype(state_dtype))
     for t in range(1, steps + 1):
         g = rng.standard_normal(N).astype(dtype)
-        K.fused_step(opt.precond, opt.hparams, old[0], g, old[1], t, opt.lr * mult)
         cr.step(0, new[0], g, new[1], t, opt.lr * mult, cr.hps)
         cr.step_np(0, twin[0], g, twin[1], t, opt.lr * mult, cr.hps)
-    return old, new, twin
+    return new, twin
 
 
 @settings(max_examples=100, deadline=None)
 @given(opt=optimizers(), dtype=st.sampled_from([np.float64, np.float32]), seed=st.integers(0, 10_000),
        same_state=st.booleans())
-def test_compiled_step_is_bitwise_the_old_fused_kernel_and_its_twin(opt, dtype, seed, same_state):
-    old, new, twin = run_three(opt, dtype, seed, steps=6, state_dtype=dtype if same_state else np.float64)
-    np.testing.assert_array_equal(new[0], old[0])
-    np.testing.assert_array_equal(new[1][:old[1].shape[0]], old[1][:new[1].shape[0]])
+def test_compiled_step_is_bitwise_its_twin(opt, dtype, seed, same_state):
+    """(The old fused kernel's bits: test_the_compiled_step_keeps_the_recorded_bits_of_the_old_fused_kernel.)"""
+    new, twin = run_two(opt, dtype, seed, steps=6, state_dtype=dtype if same_state else np.float64)
     np.testing.assert_array_equal(twin[0], new[0])
     np.testing.assert_array_equal(twin[1], new[1])
 
@@ -102,10 +98,11 @@ def test_compiled_step_is_bitwise_the_old_fused_kernel_and_its_twin(opt, dtype, 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_adam_across_the_step_where_its_bias_correction_rounds_to_one(dtype):
     """β₁ = ½: 1 − β₁ᵗ rounds to 1 at t = 54 (float64), 25 (float32); the loop without the division takes over
-    there, and the bits stay the old kernel's and the twin's on every step across it."""
-    old, new, twin = run_three(O.adamw(0.01, betas=(0.5, 0.25)), dtype, 3, steps=70, state_dtype=dtype)
-    np.testing.assert_array_equal(new[0], old[0])
+    there, and the bits stay the twin's on every step across it (and the old kernel's: the golden case
+    ``adamw-bc1-rounds-to-1``, 70 steps, of tests/goldens/optim_fused.npz)."""
+    new, twin = run_two(O.adamw(0.01, betas=(0.5, 0.25)), dtype, 3, steps=70, state_dtype=dtype)
     np.testing.assert_array_equal(twin[0], new[0])
+    np.testing.assert_array_equal(twin[1], new[1])
     assert "if bc1_0 != 1.0:" in source_of([O.adamw(0.01)])
 
 
@@ -251,17 +248,16 @@ def test_a_users_whole_array_kernel_that_forgets_its_momentum_is_refused_before_
 
 
 def test_the_optimizer_chain_benchmark_reports_its_ratios():
-    """``dyntools bench optimizer-chain`` (quick): per-step times of the user's Lion, AdamW and SGD and of the old
-    fused kernels, and the ratios it is judged by (their values are the bench's business, not a test's)."""
+    """``dyntools bench optimizer-chain`` (quick): per-step times of the user's Lion and the built-in AdamW, and the
+    ratio it is judged by (its value is the bench's business, not a test's)."""
     from dyntools.bench import benchmarks
 
     report = benchmarks()["optimizer-chain"].run(True)
     assert [t.name for t in report.targets] == [
-        f"{where}: {what}" for where in ("heatmap MLP cell", "diagonal net")
-        for what in ("user Lion / built-in AdamW per step", "compiled adamw / old fused kernel per step",
-                     "compiled sgd / old fused kernel per step")]
+        f"{where}: user Lion / built-in AdamW per step" for where in ("heatmap MLP cell", "diagonal net")]
     assert all(np.isfinite(t.value) and t.value > 0 for t in report.targets)
-    assert len(report.measurements) == 10
+    assert sorted(report.measurements) == sorted(f"{where}: {name} µs/step" for name in ("adamw", "lion")
+                                                 for where in ("heatmap MLP cell", "diagonal net"))
 
 
 def test_the_compiled_step_keeps_the_recorded_bits_of_the_old_fused_kernel():
@@ -309,12 +305,13 @@ def test_dt_train_refuses_a_users_element_update_that_forgets_its_momentum():
 @pytest.mark.parametrize("kind", ["l2", "l1", "l1l2"])
 def test_grouped_decay_with_a_float32_state_weights_its_decay_in_float64(kind):
     """The old kernel typed the decay direction as float64 (the "min" branch's type), so a float32 state's weight
-    multiplied it in float64: seeds 1, 7, 13 of this case changed a last bit before the compiled form did too."""
+    multiplied it in float64 (seeds 1, 7, 13 of this case changed a last bit before the compiled form did too; the
+    old kernel's bits are the golden cases ``grouped-*/f32``): the step equals its twin on those seeds."""
     opt = D.adamw_decay(kind, 0.01, weight_decay=0.3, weights=np.linspace(0.0, 1.0, N), groups=GROUPS)
     for seed in (1, 7, 13, 14, 17):
-        old, new, twin = run_three(opt, np.float32, seed, steps=6, state_dtype=np.float32)
-        np.testing.assert_array_equal(new[0], old[0])
+        new, twin = run_two(opt, np.float32, seed, steps=6, state_dtype=np.float32)
         np.testing.assert_array_equal(twin[0], new[0])
+        np.testing.assert_array_equal(twin[1], new[1])
 
 
 def test_a_chain_of_built_in_transforms_is_one_pass_over_the_parameters():
@@ -327,3 +324,17 @@ def test_a_chain_of_built_in_transforms_is_one_pass_over_the_parameters():
     assert source_of([O.sgd(0.1, momentum=0.9, weight_decay=0.1)]).count("for i in range") == 1
     assert source_of([lion(0.01, 0.1, compiled=True)]).count("for i in range") == 2
     assert source_of([lion(0.01, 0.1, compiled="element")]).count("for i in range") == 1
+
+
+def test_the_twin_of_an_element_update_that_binds_a_state_row_reads_the_row_before_its_write():
+    """Lion's element update binds ``m = state[k, i]`` and then writes the row: on whole arrays that binding was a
+    view, so the twin read the new momentum (β₂ = 0: m_new = g flips the sign of β₁m + (1 − β₁)g here)."""
+    from tests.byo_lion import scale_by_lion_fused
+
+    cr = compile_runs([O.Optimizer("lion", 0.1, T.chain(scale_by_lion_fused(0.9, 0.0)))])
+    g = np.full(3, -0.5)
+    for step in (cr.step, cr.step_np):
+        theta, state = np.zeros(3), np.ones((1, 3))
+        step(0, theta, g, state, 1, 0.1, cr.hps)
+        np.testing.assert_array_equal(theta, -0.1)      # u = sign(0.9·1 + 0.1·(−0.5)) = +1
+        np.testing.assert_array_equal(state, [g])

@@ -8,21 +8,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dyntools.optim import kernels
 from dyntools.optim import optimizers as O
 from dyntools.optim import schedules as S
 from dyntools.optim import transforms as T
+from tests import optim_step
 
 
 def run(opt, theta0, grads, mult=None, fused=True):
     theta = np.array(theta0, dtype=float)
     mult = np.ones(len(grads)) if mult is None else mult
-    state = kernels.init_state(opt, theta.size) if fused else opt.init(theta)
+    state = optim_step.init_state(opt, theta.size) if fused else opt.init(theta)
     out = []
     for t, g in enumerate(grads, start=1):
         g = np.asarray(g(theta) if callable(g) else g, dtype=float)
         if fused:
-            kernels.step(opt, theta, g, state, t, mult[t - 1])
+            optim_step.step(opt, theta, g, state, t, mult[t - 1])
         else:
             theta, state = opt.step(theta, g, state, t, mult[t - 1])
         out.append(theta.copy())
@@ -129,12 +129,17 @@ def test_decay_position_is_the_difference():
         ["scale_by_adam", "add_decay"]
     assert O.adam(1e-3, weight_decay=0.1).decay_position.startswith("coupled")
     assert O.sgdw(1e-3, weight_decay=0.1).decay_position.startswith("decoupled")
+    # without momentum sgd and sgdw have one chain (add_decay alone): the factory's record tells them apart
+    assert O.sgd(1e-3, weight_decay=0.1).decay_position.startswith("coupled")
+    assert O.sgdw(1e-3, weight_decay=0.1).chain == O.sgd(1e-3, weight_decay=0.1).chain
+    assert O.adamw(1e-3, weight_decay=0.0).decay_position == "none"
+    assert O.Optimizer("mine", 1e-3, O.adamw(1e-3).chain).decay_position == "as its chain says"
 
 
 @settings(max_examples=30, deadline=None)
 @given(name=st.sampled_from(sorted(O.FACTORIES)), lr=st.floats(1e-4, 0.5), wd=st.floats(0, 1),
        seed=st.integers(0, 2**16))
-def test_fused_kernel_equals_chain(name, lr, wd, seed):
+def test_compiled_step_equals_chain(name, lr, wd, seed):
     opt = O.make(name, lr=lr, weight_decay=wd)
     rng = np.random.default_rng(seed)
     th0 = rng.standard_normal(7)

@@ -13,8 +13,8 @@ import pytest
 import sympy as sp
 
 import dyntools as dt
-from dyntools.optim import kernels as K
 from dyntools.plots import trajectories as PT
+from tests import optim_step
 from tests.conftest import HANG_GUARD
 
 TR = dt.trajectories
@@ -63,9 +63,9 @@ def test_adam_bias_correction_off_first_step_by_hand_and_fused_equals_chain():
     g = np.array([0.3, -2.0])
     theta = np.array([1.0, 1.0])
     opt = dt.adam(0.1, bias_correction=False)
-    state = K.init_state(opt, 2)
+    state = optim_step.init_state(opt, 2)
     fused = theta.copy()
-    K.step(opt, fused, g, state, 1)
+    optim_step.step(opt, fused, g, state, 1)
     # m_1 = 0.1 g, v_1 = 0.001 g²: the step is lr · 0.1 g / (√0.001 |g| + ε) ≈ 3.16 lr sign g (Adam: lr sign g)
     by_hand = theta - 0.1 * (0.1 * g) / (np.sqrt(0.001 * g * g) + 1e-8)
     np.testing.assert_allclose(fused, by_hand, rtol=1e-14)
@@ -75,15 +75,16 @@ def test_adam_bias_correction_off_first_step_by_hand_and_fused_equals_chain():
               dt.adam(1e-2, amsgrad=True, bias_correction=False)):
         th_c, th_f, th_np = (rng.standard_normal(5),) * 3
         th_c, th_f, th_np = th_c.copy(), th_f.copy(), th_np.copy()
-        st_c, st_f, st_np = o.init(th_c), K.init_state(o, 5), K.init_state(o, 5)
+        st_c, st_f, st_np = o.init(th_c), optim_step.init_state(o, 5), optim_step.init_state(o, 5)
         for t in range(1, 30):
             gr = rng.standard_normal(5)
             th_c, st_c = o.step(th_c, gr, st_c, t)
-            K.step(o, th_f, gr, st_f, t)
-            K.fused_step_np(o.precond, o.hparams, th_np, gr, st_np, t, o.lr)
+            optim_step.step(o, th_f, gr, st_f, t)
+            optim_step.step_np(o, th_np, gr, st_np, t)
         np.testing.assert_allclose(th_f, th_c, rtol=1e-12)
         np.testing.assert_allclose(th_np, th_c, rtol=1e-12)
-    assert dt.adam(1e-3).hparams[8] == 0.0 and "bias_correction" not in dt.adam(1e-3).options
+    assert dt.adam(1e-3).chain.transforms[0].bias_correction and "bias_correction" not in dt.adam(1e-3).options
+    assert not dt.adam(1e-3, bias_correction=False).chain.transforms[0].bias_correction
     with pytest.raises(TypeError, match="bias_correction"):
         dt.adam(1e-3, bias_correction="no")
 

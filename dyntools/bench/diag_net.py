@@ -84,7 +84,8 @@ def _setup(n_paths, steps, records, seed=0):
     from dyntools.engine import record as recording
     from dyntools.engine import streams
     from dyntools.models.diag_net import stacked_factors
-    from dyntools.optim.optimizers import N_HPARAMS
+    from dyntools.optim.compiled import compile_runs
+    from dyntools.optim.optimizers import sgd
     from dyntools.optim.schedules import PiecewiseDecay
 
     datasets = [sparse_regression(80, 200, 20, seed=seed, stream_key=(i,)) for i in range(n_paths)]
@@ -100,7 +101,7 @@ def _setup(n_paths, steps, records, seed=0):
         iargs=np.array([d]), fargs=np.zeros(0), ws_size=d, sampler=1, batch=1, drop_last=True,
         replay=np.zeros((0, 0), dtype=np.int64), states=streams.path_states(seed, P, streams.KEYS["bench"]),
         perms=np.zeros((P, 0), dtype=np.int64), pos=np.zeros(P, dtype=np.int64), label_noise=0.0,
-        hps=np.zeros((1, N_HPARAMS)), lrs=np.ascontiguousarray(lrs),
+        hps=compile_runs([sgd(0.2)]).hps, lrs=np.ascontiguousarray(lrs),
         run_of=np.zeros(P, dtype=np.int64), step_losses=np.zeros((P, 0)), plain_sgd=np.ones(1, dtype=np.bool_),
         t0=0, t1=steps, record_steps=rec,
         theta_rec=np.full((P, rec.size, 2 * d), np.nan), bound=1e6, diverged_at=np.full(P, -1, dtype=np.int64),

@@ -1,8 +1,10 @@
-"""The optimizer step of a chain that has no fused kernel (your own optimizer in :func:`dyntools.train`).
+"""The optimizer step of a chain that the compiled step cannot run (a transform with no compiled form).
 
-:func:`dyntools.train` steps an optimizer with ``precond = NO_FUSED_KERNEL`` by its own chain of
-transforms, ``(u, state) = chain.update(g, state, θ, t, lr_t)`` then ``θ ← θ − lr_t u``, exactly as
-:meth:`~dyntools.optim.optimizers.Optimizer.step` does. A transform runs
+:func:`dyntools.train` runs every chain whose transforms all have a compiled form (an ``element_update()``,
+or a ``compiled()`` kernel) in the compiled loop (:func:`dyntools.optim.compiled.compile_runs`). A run set with
+a chain that holds a transform without one is stepped from Python by its chains of transforms,
+``(u, state) = chain.update(g, state, θ, t, lr_t)`` then ``θ ← θ − lr_t u``, exactly as
+:meth:`~dyntools.optim.optimizers.Optimizer.step` does. There a transform runs
 
 * **compiled** when it has a ``compiled()`` method returning ``(kernel, hp)``: ``kernel`` a numba
   ``@njit`` function ``kernel(u, state, params, t, lr_t, hp)`` that overwrites the direction ``u``
@@ -17,10 +19,7 @@ count in a process) :func:`check_compiled_matches_update` runs the kernel and ``
 refuses a kernel whose direction or state differs from ``update``'s beyond 1e-9 relative: one
 :class:`~dyntools.validation.KernelMismatch` naming the transform, the step and the first differing
 coordinate with both values — so a kernel that forgets momentum is an error before training, not
-another optimizer trained under the user's name. :func:`check_fused_matches_chain` guards a built-in fused
-kernel the same way: an optimizer
-that names a fused kernel must step like its own chain, so that a wrong ``precond`` or hyperparameter
-layout is an error rather than another optimizer trained under its name.
+another optimizer trained under the user's name.
 """
 
 from __future__ import annotations
@@ -44,13 +43,16 @@ def flat_transforms(chain) -> list:
 
 
 def describe(opt) -> str:
-    """How :func:`dyntools.train` steps ``opt``: ``"fused"``, ``"chain (compiled)"``, ``"chain (numpy)"``
-    or ``"chain (compiled + numpy)"``."""
-    if opt.fused:
-        return "fused"
-    kinds = {_compiled_of(tr) is not None for tr in flat_transforms(opt.chain)}
-    return {frozenset({True}): "chain (compiled)", frozenset({False}): "chain (numpy)"}.get(
-        frozenset(kinds), "chain (compiled + numpy)")
+    """How :func:`dyntools.train` steps ``opt``: ``"fused"`` when :func:`~dyntools.optim.compiled.compile_runs`
+    compiles its chain (every transform has a compiled form: an element update or a ``compiled()`` kernel), else
+    ``"chain (numpy)"``."""
+    return "fused" if all(has_compiled_form(tr) for tr in flat_transforms(opt.chain)) else "chain (numpy)"
+
+
+def has_compiled_form(tr) -> bool:
+    """Whether ``tr`` has an element update (``element_update()`` not None) or a ``compiled()`` kernel: what
+    :func:`dyntools.optim.compiled.compile_runs` fuses."""
+    return hasattr(tr, "compiled") or getattr(tr, "element_update", lambda: None)() is not None
 
 
 def _compiled_of(tr):
@@ -133,25 +135,3 @@ def probe(opt, p: int = 4) -> None:
     """Probe every compiled transform of ``opt``'s chain on ``p`` parameters now (what the first
     :class:`ChainStepper` does), so that a sweep refuses a bad kernel before its first cell."""
     ChainStepper(opt, np.zeros(p))
-
-
-def check_fused_matches_chain(opt, steps: int = 3) -> None:
-    """Raise ValueError when ``opt`` names a fused kernel whose step is not its chain's: three steps
-    of both on a probe (4 parameters of mixed sign, fixed gradients) must agree to 1e-9 relative."""
-    from dyntools.optim import kernels
-    from dyntools.optim import optimizers as O
-
-    if not opt.fused or "decay_weights" in opt.options:  # grouped decay: tested with its own chain
-        return
-    theta = np.array([0.7, -1.3, 0.05, 2.0])
-    grads = np.array([[0.3, -0.2, 1.5, -0.01], [-0.4, 0.1, 0.9, 0.02], [0.2, 0.3, -1.1, 0.5]])
-    fused_theta, fused_state = theta.copy(), kernels.init_state(opt, theta.size)
-    chain_theta, chain_state = theta.copy(), opt.init(theta)
-    for t in range(1, steps + 1):
-        kernels.fused_step_np(opt.precond, opt.hparams, fused_theta, grads[t - 1], fused_state, t, opt.lr)
-        chain_theta, chain_state = opt.step(chain_theta, grads[t - 1], chain_state, t)
-    if not np.allclose(fused_theta, chain_theta, rtol=1e-9, atol=1e-12):
-        raise ValueError(
-            f"Invalid optimizer {opt.name!r}: precond {opt.precond} ({O.PRECONDS[opt.precond]}) with its hparams does "
-            f"not step like its chain {'→'.join(opt.chain.names())} (after {steps} probe steps {fused_theta} vs "
-            f"{chain_theta}); leave precond at NO_FUSED_KERNEL = {O.NO_FUSED_KERNEL} to train the chain itself")

@@ -34,8 +34,6 @@ from dyntools.optim import optimizers as O
 from dyntools.optim import transforms as T
 
 KINDS = ("l2", "l1", "l1l2", "min")
-#: ``hp[7]`` of an Adam-family optimizer: 0 the λ((1 − ρ)θ + ρ sign θ) direction, 1 the min direction
-STANDARD, MIN = 0.0, 1.0
 
 
 def group_minima(params: np.ndarray, groups: np.ndarray) -> np.ndarray:
@@ -159,12 +157,10 @@ def adamw_decay(kind: str = "l2", lr: float = 1e-3, betas=(0.9, 0.999), eps: flo
         raise ValueError("Invalid groups: expected non-negative integer group indices, one per parameter")
     gr = gr.astype(np.int64)
     chain = T.chain(T.scale_by_adam(b1, b2, eps, False), add_group_decay(weight_decay, rho, kind, w, gr))
-    hp = O._hp(weight_decay, rho, O.DECOUPLED, b1, b2, eps, 0.0)
-    hp[7] = MIN if kind == "min" else STANDARD
     name = {"l2": "adamw", "l1": "adamw_l1", "l1l2": "adamw_l1l2", "min": "adamw_min"}[kind]
-    return O.Optimizer(name, lr, chain, O.ADAM, hp,
-                       dict(betas=(b1, b2), eps=eps, weight_decay=weight_decay, l1_ratio=rho, decay=kind,
-                            decay_weights=w, decay_groups=gr))
+    return O.Optimizer(name, lr, chain, dict(betas=(b1, b2), eps=eps, weight_decay=weight_decay, l1_ratio=rho,
+                                             decay=kind, decay_weights=w, decay_groups=gr,
+                                             decay_position=O.DECOUPLED))
 
 
 def adamw_min(lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: float = 1.0, *,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import re
 import string
 
 import numpy as np
@@ -79,7 +80,14 @@ def fill(text: str, j: int, eu, h0: int, s0: int, widened: bool, numpy: bool) ->
     subs = {"j": f"_{j}", "i": "" if numpy else ", i"}
     subs.update({f"h{k}": f"h[{h0 + k}]" for k in range(len(eu.values))})
     subs.update({f"s{k}": str(s0 + k) for k in range(eu.slots)})
-    return string.Template(text).substitute(subs)
+    text = string.Template(text).substitute(subs)
+    if numpy:   # ``m = state[k]`` binds a view that the row's write would change under it: bind a copy
+        text = _BARE_ROW.sub(r"\1\2.copy()", text)
+    return text
+
+
+#: A line that binds a whole state row to a name (the whole-array form of ``m = state[k, i]``).
+_BARE_ROW = re.compile(r"^(\s*[A-Za-z_]\w* = )(state\[\d+\])[ \t]*$", re.MULTILINE)
 
 
 def indent(text: str, n: int) -> list[str]:

@@ -1,5 +1,6 @@
-"""The optimizer family of seeds 000–003, each a :func:`~dyntools.optim.transforms.chain` plus
-the flat description (preconditioner code and hyperparameter vector) the fused numba kernel takes.
+"""The optimizer family of seeds 000–003, each a :func:`~dyntools.optim.transforms.chain` of transforms: the one
+representation, readable (``update``) and compiled (each transform's element update, fused into one numba step by
+:mod:`dyntools.optim.compiled`).
 
 =================  ==========================================================  ===================
 optimizer          chain (decay position shown)                                 matches
@@ -16,7 +17,7 @@ optimizer          chain (decay position shown)                                 
 =================  ==========================================================  ===================
 
 ``adam`` and ``adamw`` take ``bias_correction=False``: the moments enter uncorrected,
-``u = m_t/(√v_t + ε)`` (slot ``hparams[8] = 1``; the first step is then ``(1 − β₁)/√(1 − β₂) ≈ 3.16``
+``u = m_t/(√v_t + ε)`` (``options["bias_correction"] = False``; the first step is then ``(1 − β₁)/√(1 − β₂) ≈ 3.16``
 times Adam's in every coordinate where ε ≪ |g|).
 
 The parameters move by ``θ ← θ − lr·m_t·u`` with ``m_t`` the schedule multiplier, so decoupled
@@ -37,33 +38,21 @@ from dyntools import validation
 from dyntools.optim import transforms as T
 from dyntools.optim.aliases import ALIASES, FactoryView, alias
 
-#: Preconditioner codes of the fused kernel (:mod:`dyntools.optim.kernels`).
-SGD_MOMENTUM, ADAM, ADAGRAD, RMSPROP, RMSPROP_BC = 0, 1, 2, 3, 4
-#: Where the decay enters: nowhere, before the preconditioner (coupled), after it (decoupled).
-NO_DECAY, COUPLED, DECOUPLED = 0, 1, 2
-#: Length of the hyperparameter vector: [λ, ρ, where, a, b, c, d, e, f] (f: 1 = Adam without bias correction).
-N_HPARAMS = 9
-#: Slot of the hyperparameter vector that switches Adam's bias corrections off (1.0) or on (0.0).
-NO_BIAS_CORRECTION = 8
-N_SLOTS = 3
-
-
-#: ``precond`` of an optimizer that has no fused kernel: :func:`dyntools.train` runs its own chain.
-NO_FUSED_KERNEL = -1
-#: The fused kernels' preconditioner codes and what they compute.
-PRECONDS = {SGD_MOMENTUM: "SGD (momentum)", ADAM: "Adam", ADAGRAD: "AdaGrad", RMSPROP: "RMSprop",
-            RMSPROP_BC: "bias-corrected RMSProp"}
+#: Where the decay enters (``options["decay_position"]`` of the built-in factories): nowhere, before the
+#: preconditioner (coupled: an L2 term in the gradient), after it (decoupled).
+NO_DECAY, COUPLED, DECOUPLED = "none", "coupled", "decoupled"
+_POSITIONS = {NO_DECAY: "none", COUPLED: "coupled (before the preconditioner)",
+              DECOUPLED: "decoupled (after the preconditioner)"}
 
 
 @dataclass(frozen=True)
 class Optimizer:
-    """An optimizer: its name, hyperparameters, readable chain and fused-kernel description.
+    """An optimizer: its name, learning rate, chain of transforms and hyperparameters by name.
 
     Your own optimizer is ``Optimizer(name, lr, chain)``: a :func:`~dyntools.optim.transforms.chain`
-    of transforms (yours or the library's) with ``precond`` left at :data:`NO_FUSED_KERNEL`, so that
-    :func:`dyntools.train` runs the chain itself (a transform with a ``compiled()`` method runs compiled
-    there, :mod:`dyntools.optim.chain_step`). ``precond`` in :data:`PRECONDS` with a length-
-    :data:`N_HPARAMS` ``hparams`` vector names a fused kernel instead; anything else is an error.
+    of transforms (yours or the library's). When every transform has a compiled form (an
+    ``element_update()``, or a ``compiled()`` kernel) :func:`dyntools.train` runs it in the compiled loop
+    (:mod:`dyntools.optim.compiled`); otherwise it steps the readable chain from Python.
 
     Parameters
     ----------
@@ -72,59 +61,35 @@ class Optimizer:
     lr : float
         The base learning rate η.
     chain : dyntools.optim.transforms.chain
-        The readable chain of transforms.
-    precond : int, default NO_FUSED_KERNEL
-        The fused kernel that runs it (a key of ``PRECONDS``), or ``NO_FUSED_KERNEL``.
-    hparams : ndarray, optional
-        The fused kernel's ``N_HPARAMS`` hyperparameters ``[λ, ρ, where, a, b, c, d, e, f]``.
+        The chain of transforms.
     options : dict, optional
-        The hyperparameters by name (as PyTorch names them).
+        The hyperparameters by name (as PyTorch names them); the built-in factories also record
+        ``decay_position`` (``"none"``, ``"coupled"`` or ``"decoupled"``).
 
     Raises
     ------
     TypeError
         When ``chain`` is not a transform.
-    ValueError
-        When ``precond`` or ``hparams`` do not describe a fused kernel.
     """
 
     name: str
     lr: float
     chain: T.chain
-    precond: int = NO_FUSED_KERNEL
-    hparams: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
     options: dict = field(default_factory=dict)
 
     def __post_init__(self):
         if not isinstance(self.chain, T.Transform):
             raise TypeError(f"Invalid chain of optimizer {self.name!r}: {self.chain!r} (expected a "
                             "dyntools.optim.transforms.chain of transforms)")
-        if isinstance(self.precond, bool) or not isinstance(self.precond, int | np.integer) or (
-                self.precond != NO_FUSED_KERNEL and self.precond not in PRECONDS):
-            known = ", ".join(f"{k} ({v})" for k, v in PRECONDS.items())
-            raise ValueError(f"Invalid precond of optimizer {self.name!r}: {self.precond!r} (a fused kernel: {known}; "
-                             f"or NO_FUSED_KERNEL = {NO_FUSED_KERNEL} to train the chain itself)")
-        hp = np.asarray(self.hparams, dtype=np.float64)
-        if self.precond != NO_FUSED_KERNEL and (hp.shape != (N_HPARAMS,) or not np.all(np.isfinite(hp))):
-            raise ValueError(f"Invalid hparams of optimizer {self.name!r}: shape {hp.shape} (the fused kernel "
-                             f"{PRECONDS[self.precond]} reads {N_HPARAMS} finite numbers "
-                             "[λ, ρ, where, a, b, c, d, e, f])")
-        if self.precond != NO_FUSED_KERNEL and hp[2] not in (NO_DECAY, COUPLED, DECOUPLED):
-            raise ValueError(f"Invalid hparams of optimizer {self.name!r}: hparams[2] = {hp[2]} (where the decay "
-                             f"enters: {NO_DECAY} none, {COUPLED} coupled, {DECOUPLED} decoupled)")
-        object.__setattr__(self, "hparams", hp)
-
-    @property
-    def fused(self) -> bool:
-        """Whether a fused kernel runs this optimizer (else :func:`dyntools.train` runs its chain)."""
-        return self.precond != NO_FUSED_KERNEL
+        if not isinstance(self.options, dict):
+            raise TypeError(f"Invalid options of optimizer {self.name!r}: {self.options!r} (expected a dict of "
+                            "hyperparameters by name)")
 
     @property
     def decay_position(self) -> str:
-        if not self.fused:
-            return "as its chain says"
-        return ("none", "coupled (before the preconditioner)",
-                "decoupled (after the preconditioner)")[int(self.hparams[2])]
+        """Where the decay enters: ``"none"``, ``"coupled (before the preconditioner)"``, ``"decoupled (after the
+        preconditioner)"`` — as the factory recorded it — or ``"as its chain says"`` for a chain of your own."""
+        return _POSITIONS.get(self.options.get("decay_position"), "as its chain says")
 
     def init(self, params: np.ndarray):
         return self.chain.init(np.asarray(params, dtype=np.float64))
@@ -199,11 +164,8 @@ def _momentum(momentum) -> float:
     return momentum
 
 
-def _hp(weight_decay, l1_ratio, where, *rest) -> np.ndarray:
-    hp = np.zeros(N_HPARAMS)
-    hp[0], hp[1], hp[2] = weight_decay, l1_ratio, (where if weight_decay > 0 else NO_DECAY)
-    hp[3:3 + len(rest)] = rest
-    return hp
+def _position(weight_decay: float, where: str) -> str:
+    return where if weight_decay > 0 else NO_DECAY
 
 
 def _with_decay(core: list, weight_decay: float, where: int, l1_ratio: float = 0.0) -> T.chain:
@@ -221,10 +183,9 @@ def _sgd_like(name, lr, momentum, dampening, nesterov, weight_decay, where) -> O
     if nesterov and (momentum <= 0 or dampening != 0):
         raise ValueError("Nesterov momentum requires a momentum and zero dampening")
     core = [T.trace(momentum, dampening, bool(nesterov))] if momentum > 0 else []
-    return Optimizer(name, lr, _with_decay(core, weight_decay, where), SGD_MOMENTUM,
-                     _hp(weight_decay, 0.0, where, momentum, dampening, float(bool(nesterov))),
+    return Optimizer(name, lr, _with_decay(core, weight_decay, where),
                      dict(momentum=momentum, dampening=dampening, nesterov=bool(nesterov),
-                          weight_decay=weight_decay))
+                          weight_decay=weight_decay, decay_position=_position(weight_decay, where)))
 
 
 @alias(torch="SGD", lr_range=(1e-3, 1.0), grid_momentum=True)
@@ -292,12 +253,11 @@ def _adam_like(name, lr, betas, eps, weight_decay, amsgrad, where, l1_ratio=0.0,
     if not isinstance(bias_correction, bool | np.bool_):
         raise TypeError(f"Invalid bias_correction: {bias_correction!r} (expected True or False)")
     core = [T.scale_by_adam(b1, b2, eps, bool(amsgrad), bool(bias_correction))]
-    hp = _hp(weight_decay, l1_ratio, where, b1, b2, eps, float(bool(amsgrad)))
-    hp[NO_BIAS_CORRECTION] = 0.0 if bias_correction else 1.0
-    options = dict(betas=(b1, b2), eps=eps, weight_decay=weight_decay, amsgrad=bool(amsgrad), l1_ratio=l1_ratio)
+    options = dict(betas=(b1, b2), eps=eps, weight_decay=weight_decay, amsgrad=bool(amsgrad), l1_ratio=l1_ratio,
+                   decay_position=_position(weight_decay, where))
     if not bias_correction:
         options["bias_correction"] = False
-    return Optimizer(name, lr, _with_decay(core, weight_decay, where, l1_ratio), ADAM, hp, options)
+    return Optimizer(name, lr, _with_decay(core, weight_decay, where, l1_ratio), options)
 
 
 @alias(torch="Adam")
@@ -449,10 +409,9 @@ def adagrad(lr: float = 1e-2, lr_decay: float = 0.0, weight_decay: float = 0.0,
     if init < 0:
         raise ValueError(f"Invalid initial_accumulator_value value: {init} (must be >= 0)")
     core = [T.scale_by_adagrad(lr_decay, init, eps)]
-    return Optimizer("adagrad", lr, _with_decay(core, weight_decay, COUPLED), ADAGRAD,
-                     _hp(weight_decay, 0.0, COUPLED, lr_decay, init, eps),
+    return Optimizer("adagrad", lr, _with_decay(core, weight_decay, COUPLED),
                      dict(lr_decay=lr_decay, initial_accumulator_value=init, eps=eps,
-                          weight_decay=weight_decay))
+                          weight_decay=weight_decay, decay_position=_position(weight_decay, COUPLED)))
 
 
 @alias(torch="RMSprop")
@@ -486,10 +445,9 @@ def rmsprop(lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8, weight_dec
     core = [T.scale_by_rms(alpha, eps, bool(centered))]
     if momentum > 0:
         core.append(T.momentum_after(momentum))
-    return Optimizer("rmsprop", lr, _with_decay(core, weight_decay, COUPLED), RMSPROP,
-                     _hp(weight_decay, 0.0, COUPLED, alpha, eps, momentum, float(bool(centered))),
+    return Optimizer("rmsprop", lr, _with_decay(core, weight_decay, COUPLED),
                      dict(alpha=alpha, eps=eps, weight_decay=weight_decay, momentum=momentum,
-                          centered=bool(centered)))
+                          centered=bool(centered), decay_position=_position(weight_decay, COUPLED)))
 
 
 @alias()
@@ -518,9 +476,9 @@ def rmsprop_bc(lr: float = 1e-3, beta2: float = 0.999, eps: float = 1e-8, weight
     beta2 = _beta("beta2", beta2)
     where = DECOUPLED if decoupled else COUPLED
     core = [T.scale_by_rms_bias_corrected(beta2, eps)]
-    return Optimizer("rmsprop_bc", lr, _with_decay(core, weight_decay, where), RMSPROP_BC,
-                     _hp(weight_decay, 0.0, where, beta2, eps),
-                     dict(beta2=beta2, eps=eps, weight_decay=weight_decay, decoupled=bool(decoupled)))
+    return Optimizer("rmsprop_bc", lr, _with_decay(core, weight_decay, where),
+                     dict(beta2=beta2, eps=eps, weight_decay=weight_decay, decoupled=bool(decoupled),
+                          decay_position=_position(weight_decay, where)))
 
 
 #: ``name → factory`` of every alias (:data:`dyntools.optim.aliases.ALIASES`, declared by ``@alias``).

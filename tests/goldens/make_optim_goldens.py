@@ -2,9 +2,11 @@
 ladder) on every built-in optimizer and option combination, so that the compiled step that replaces it
 (dyntools.optim.compiled) stays held to its bits after the ladder is deleted (tests/test_optim_compiled.py).
 
-Usage (from a checkout whose dyntools still has kernels.fused_step)::
+The goldens were recorded at commit 651577f, the last kernels.py is at 1b8a65c (``git show
+1b8a65c:dyntools/optim/kernels.py``); it was deleted by the next commit on w47f (issue 37), and with it the
+``precond``/``hparams`` fields this script reads. To record them again, from a checkout of that commit::
 
-    PYTHONPATH=. python tests/goldens/make_optim_goldens.py
+    git worktree add /tmp/old 651577f && cd /tmp/old && PYTHONPATH=. python tests/goldens/make_optim_goldens.py
 
 writes ``tests/goldens/optim_fused.npz`` (per case and mode: θ and the optimizer state after ``STEPS`` steps) and
 ``optim_fused.json`` (the machine it ran on). Modes: float64; float32 θ with a float32 state (as the float32
