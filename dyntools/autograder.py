@@ -193,8 +193,8 @@ def reference_run(which: str, prob: Problem) -> tuple[np.ndarray, np.ndarray]:
 def equation_run(which: str, prob: Problem, mistake: str | None = None) -> np.ndarray:
     """Parameters after each step of Adam/AdamW written from the equations of the module docstring,
     with one of :data:`MISTAKES` (``None``: as written)."""
-    hp = HPARAMS[which]
-    lr, (b1, b2), eps, lam = hp["lr"], hp["betas"], hp["eps"], hp["weight_decay"]
+    settings = HPARAMS[which]
+    lr, (b1, b2), eps, lam = settings["lr"], settings["betas"], settings["eps"], settings["weight_decay"]
     if mistake == "betas-swapped":
         b1, b2 = b2, b1
     decoupled = (which == "adamw") != (mistake in ("l2-in-adaptive-term", "decoupled-decay"))

@@ -6,14 +6,13 @@ A training run is ``G`` *runs* (optimizer and schedule pairs: the compared setti
 
     I_t        = the sampler's examples for step t                         (dyntools.engine.samplers)
     L, g_t     = model.loss_grad(θ_t; X[I_t], y[I_t] + δ ξ_t)               (ξ ~ N(0, 1) fresh; δ = label noise)
-    θ_{t+1}    = optimizer step of g_t at learning rate lr_t = lr · m_t    (dyntools.optim, fused kernel)
+    θ_{t+1}    = optimizer step of g_t at learning rate lr_t = lr · m_t    (dyntools.optim.compiled)
 
-The optimizer step is the fused kernel of the optimizer's ``precond`` (every built-in optimizer), or —
-for an optimizer without one (``precond = NO_FUSED_KERNEL``: your own chain of transforms) — the
-optimizer's chain itself, each transform compiled where it provides a numba kernel
-(:mod:`dyntools.optim.chain_step`); the result's config says which (``optimizer_path`` "fused" or
-"chain", and per run ``optimizer_step``). A ``precond`` whose fused step is not the optimizer's chain is
-an error (:func:`~dyntools.optim.chain_step.check_fused_matches_chain`).
+The optimizer step is the one compiled step of the run set, generated from the optimizers' chains
+(:func:`dyntools.optim.compiled.compile_runs`: each transform's element update fused into one pass over the
+parameters, a user's ``compiled()`` kernel between passes) — or, when some transform has only its readable
+``update``, every run's own chain stepped from Python (:class:`dyntools.optim.chain_step.ChainStepper`). The
+result's config says which (``optimizer_path`` "fused" or "chain", and per run ``optimizer_step``).
 
 with ``m_t`` the run's schedule multiplier. The iterate of step ``t`` is recorded when ``t`` is on
 the record grid (before the update; step ``T`` after the last one), and a path stops at the first
@@ -262,7 +261,8 @@ def collect(run: run_plan.Run, *, step_loss: bool, keep_lrs: bool, replayed: boo
     status, message = drive.classify(diverged_at, np.where(np.isfinite(last), last, np.inf), what="paths",
                                      detail=detail)
     config = {"model": model.config(), "runs": [{"label": lab, "optimizer": o.name, "lr": o.lr,
-                                                 "schedule": repr(s), "optimizer_step": chain_step.describe(o)}
+                                                 "schedule": repr(s),
+                                                 "optimizer_step": chain_step.describe(o, rs.by_chain)}
                                                 for lab, o, s in zip(rs.labels, rs.opts, rs.scheds)],
               "steps": pb.steps, "batch": pb.b, "sampler": pb.sampler, "drop_last": bool(drop_last),
               "label_noise": pb.label_noise, "seeds": S, "bound": bound, "records": int(run.record_steps.size),

@@ -42,11 +42,18 @@ def flat_transforms(chain) -> list:
     return [chain]
 
 
-def describe(opt) -> str:
-    """How :func:`dyntools.train` steps ``opt``: ``"fused"`` when :func:`~dyntools.optim.compiled.compile_runs`
-    compiles its chain (every transform has a compiled form: an element update or a ``compiled()`` kernel), else
-    ``"chain (numpy)"``."""
-    return "fused" if all(has_compiled_form(tr) for tr in flat_transforms(opt.chain)) else "chain (numpy)"
+def describe(opt, by_chain: bool = False) -> str:
+    """How :func:`dyntools.train` steps ``opt``: ``"fused"`` in the compiled step of its run set (every transform of
+    the run set has a compiled form: an element update or a ``compiled()`` kernel); in a run set stepped by its chains
+    (``by_chain``: some optimizer's transform has only its readable ``update``) ``"chain (numpy)"``,
+    ``"chain (compiled)"`` or ``"chain (compiled + numpy)"`` — which of its transforms run compiled there (a user's
+    compiled form; a built-in transform runs its ``update``)."""
+    transforms = flat_transforms(opt.chain)
+    if not by_chain and all(has_compiled_form(tr) for tr in transforms):
+        return "fused"
+    kinds = {_compiled_of(tr) is not None for tr in transforms} or {False}
+    return {frozenset({True}): "chain (compiled)", frozenset({False}): "chain (numpy)"}.get(
+        frozenset(kinds), "chain (compiled + numpy)")
 
 
 def has_compiled_form(tr) -> bool:
