@@ -6,6 +6,6 @@ read from that table: a factory declared with ``@alias`` in :mod:`dyntools.optim
 """
 
 from dyntools.optim.aliases import ALIASES, alias  # noqa: F401
-from dyntools.optim.optimizers import FACTORIES, Optimizer, make  # noqa: F401
+from dyntools.optim.optimizers import FACTORIES, Optimizer, make, normalized_weight_decay  # noqa: F401
 
 globals().update({name: row.factory for name, row in ALIASES.items()})

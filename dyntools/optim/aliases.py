@@ -117,7 +117,22 @@ def _range(what: str, rng) -> tuple[float, float]:
 
 def alias(*, torch: str | None = None, lr_range=DEFAULT_LR_RANGE,
           grid_momentum: bool = False) -> Callable[[Callable], Callable]:
-    """Declare the decorated factory an optimizer name (:class:`Alias`); returns the factory unchanged."""
+    """Declare the decorated factory an optimizer name (:class:`Alias`); returns the factory unchanged.
+
+    Parameters
+    ----------
+    torch : str, optional
+        The ``torch.optim`` class the factory matches (None: PyTorch has none; the name table says so).
+    lr_range : pair of float, default DEFAULT_LR_RANGE
+        The learning-rate range of its ``dyntools sweep adamw-grid`` heatmaps (log-spaced, ``lo < hi``, both > 0).
+    grid_momentum : bool, default False
+        Whether the grid's ``--momentum`` option reaches the factory (SGD-like optimizers).
+
+    Returns
+    -------
+    callable
+        A decorator that registers the factory under its function name.
+    """
     lr_range = _range("lr_range", lr_range)
 
     def register(factory: Callable) -> Callable:
