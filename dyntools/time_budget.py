@@ -8,7 +8,10 @@ without computing (sleep, I/O) is not counted — sympy computes.
 
 :func:`time_limit` arms a ``SIGPROF`` timer (``signal.setitimer(ITIMER_PROF)``) for the duration of a
 ``with`` block; when it fires, :class:`ProofTimeout` is raised inside whatever sympy routine is
-running (sympy is pure Python, so it is interrupted at the next bytecode). Budgets nest: an inner one
+running (sympy is pure Python, so it is interrupted at the next bytecode). The timer keeps firing every
+:data:`REFIRE` processor seconds after the deadline until the block has left: Python runs a signal handler wherever
+the main thread is, and an exception raised inside a finalizer (``__del__``, a weakref callback during a garbage
+collection) is printed and dropped — the next firing interrupts the block. Budgets nest: an inner one
 is cut to what is left of the outer one, and the outer timer is re-armed when the inner ends. The exception derives
 from ``BaseException`` so that sympy's internal ``except Exception`` clauses cannot swallow it.
 
@@ -26,6 +29,8 @@ import time
 from contextlib import contextmanager
 
 _deadline: list[float] = []  # stack of absolute deadlines (clock()) of the active budgets
+#: Processor seconds between two firings of an expired budget's timer (a raise swallowed by a finalizer is repeated).
+REFIRE = 0.05
 
 
 def clock() -> float:
@@ -59,18 +64,21 @@ def time_limit(seconds: float | None):
     _deadline.append(clock() + seconds)
     armed = threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
     previous = None
+    active = [True]
     if armed:
         def _fire(signum, frame):
-            raise ProofTimeout(seconds)
+            if active[0]:
+                raise ProofTimeout(seconds)
 
         previous = signal.signal(signal.SIGPROF, _fire)
-        signal.setitimer(signal.ITIMER_PROF, seconds)
+        signal.setitimer(signal.ITIMER_PROF, seconds, REFIRE)
     try:
         yield
     finally:
+        active[0] = False
         if armed:
             signal.setitimer(signal.ITIMER_PROF, 0)
             signal.signal(signal.SIGPROF, previous)
         _deadline.pop()
         if armed and _deadline:  # re-arm the enclosing budget's timer
-            signal.setitimer(signal.ITIMER_PROF, max(remaining(), 1e-3))
+            signal.setitimer(signal.ITIMER_PROF, max(remaining(), 1e-3), REFIRE)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import sympy as sp
 from dyntools.proofs import _package as builtin
 from dyntools.proofs import report as proofs_report
@@ -113,3 +114,25 @@ def test_a_control_whose_search_was_cut_is_inconclusive_budget(monkeypatch):
     true = Claim.equation("true-but-stuck", x**2, x)                   # a claim: the search is not its proof
     r = true.run()
     assert r.verdict == "inconclusive" and not r.timed_out              # undecided: a failed check, not budget
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_a_timeout_dropped_by_a_finalizer_is_raised_again():
+    """Python runs the timer's handler wherever the main thread is; raised inside a finalizer (here ``__del__``, in
+    the suite a weakref callback of a garbage collection) the exception is printed and dropped. The timer fires
+    again after the deadline, so the block is still cut (without the refire this block ran its 5 s to the end)."""
+    from dyntools.time_budget import ProofTimeout, clock, time_limit
+
+    class SpinsWhenCollected:
+        def __del__(self):
+            start = clock()
+            while clock() - start < 0.5:    # the 0.2 s budget expires in here: the first raise is dropped
+                pass
+
+    start = clock()
+    with pytest.raises(ProofTimeout):
+        with time_limit(0.2):
+            SpinsWhenCollected()            # collected at once
+            while clock() - start < 5.0:
+                pass
+    assert clock() - start < 2.0
