@@ -11,7 +11,9 @@ without computing (sleep, I/O) is not counted — sympy computes.
 running (sympy is pure Python, so it is interrupted at the next bytecode). The timer keeps firing every
 :data:`REFIRE` processor seconds after the deadline until the block has left: Python runs a signal handler wherever
 the main thread is, and an exception raised inside a finalizer (``__del__``, a weakref callback during a garbage
-collection) is printed and dropped — the next firing interrupts the block. Budgets nest: an inner one
+collection) is printed and dropped — the next firing interrupts the block. (CPython 3.13 has a further hole: an
+exception raised at the backward jump of a ``while <condition>: pass`` loop can skip the enclosing ``try``,
+python/cpython#130279; sympy's loops have bodies.) Budgets nest: an inner one
 is cut to what is left of the outer one, and the outer timer is re-armed when the inner ends. The exception derives
 from ``BaseException`` so that sympy's internal ``except Exception`` clauses cannot swallow it.
 
