@@ -13,7 +13,7 @@ running (sympy is pure Python, so it is interrupted at the next bytecode). The t
 the main thread is, and an exception raised inside a finalizer (``__del__``, a weakref callback during a garbage
 collection) is printed and dropped — the next firing interrupts the block. (CPython 3.13 has a further hole: an
 exception raised at the backward jump of a ``while <condition>: pass`` loop can skip the enclosing ``try``,
-python/cpython#130279; sympy's loops have bodies.) Budgets nest: an inner one
+python/cpython#130279: such a loop in the block may let ProofTimeout escape the `with`.) Budgets nest: an inner one
 is cut to what is left of the outer one, and the outer timer is re-armed when the inner ends. The exception derives
 from ``BaseException`` so that sympy's internal ``except Exception`` clauses cannot swallow it.
 
