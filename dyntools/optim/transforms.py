@@ -222,7 +222,7 @@ class scale_by_adam(Transform):
 
     def element_update(self):
         if self.bias_correction:
-            bc = "bc1$j, bc2$j = LIKE(1.0 - _ipow(a$j, t)), LIKE((1.0 - _ipow(b$j, t)) ** 0.5)"
+            bc = "bc1$j, bc2$j = LIKE(1.0 - _ipow(a$j, t)), LIKE(np.sqrt(1.0 - _ipow(b$j, t)))"
         else:
             bc = "bc1$j, bc2$j = LIKE(1.0), LIKE(1.0)"
         setup = f"""a$j, b$j, eps$j = $h0, $h1, $h2
@@ -318,7 +318,7 @@ class scale_by_rms_bias_corrected(Transform):
 
     def element_update(self):
         return ElementUpdate((), (self.b2, self.eps), 1,
-                             "b$j, eps$j = $h0, $h1\nbc2$j = (1.0 - _ipow(b$j, t)) ** 0.5",
+                             "b$j, eps$j = $h0, $h1\nbc2$j = np.sqrt(1.0 - _ipow(b$j, t))",
                              "v$j = state[$s0$i] * b$j + (1.0 - b$j) * u * u\nstate[$s0$i] = v$j\n"
                              "u = u / (np.sqrt(v$j) / bc2$j + eps$j)", widens=True)
 
