@@ -2,18 +2,25 @@
 checked once.
 
 The measurement: ``sys.settrace`` over an in-process ``dyntools sweep adamw-grid --wd-grid 0.0123:0.0456:2``
-(one worker, a 1 × 2 grid, two steps a cell). At every traced event of a frame in a file of the repository, each
-local that holds a decay value of the grid — the float itself, a short tuple/list/array holding it, or a dict
-entry holding it (counted under its key) — is recorded with the frame's file, from the option's parse until the
-grid assembles its cells (what follows reads results). The validation functions (``dyntools/validation.py``) are
-where a value is checked: each call on a decay value from outside that module is a check, named by its caller
-(their generic ``value`` is not counted as a name). Frames compiled by numba are not seen (the kernels' ``dk``,
-``lam``); their Python callers are.
+(one worker, a 1 × 2 grid, two steps a cell), from the option's parse until the grid assembles its cells (what
+follows reads results). At every traced event of a frame in a file of the repository, :class:`DecayTrace` records
+how the frame holds a decay value of the grid — a local (the float, or a short tuple/list/array holding it), a
+dict entry (under its key) or an attribute of an object (under the attribute's name) — and how it holds a value
+of the run's other parameters (:data:`MARKERS`: the learning rate, the spiral noise, AdamW's β₁, β₂, ε). The path
+is its *hops*: places whose code handles the decay by a name of its own (a local that holds no other parameter;
+a key or attribute the function spells). Generic code that holds every parameter in one variable (the option
+parser's ``value``, ``check_range``'s ``lo``/``hi``, the compiled step's ``values``/``hps``) or forwards a dict
+or object without naming the decay in it (the command's ``given``, the sweep's ``config``, the store's JSON walk)
+is a *carrier*: seen, reported, not counted. The validation functions (``dyntools/validation.py``) are where a
+value is checked: each call on a decay value from outside that module is a check, named by its caller (the check
+site). Frames compiled by numba are not seen; their Python callers are.
 
-Measured on this branch: 10 files, 14 names, 8 checks at 3 sites (the option's parse, GridConfig, the factory);
-on main at f544024: 10 files, 14 names, 12 checks at the same 3 sites. The targets are expected failures
-(strict): the whole path until issue 37's compiled representation lands (w47a: the kernel side, ``hp``, ``hps``)
-and the CLI side is also narrowed; one check site until the option layers trust GridConfig's check.
+The counting before this rule (stop 47) counted every variable that held the decay: 10 files, 14 names on main
+at 59ec6f5, most of them the generic layers'; it saw no attribute (a typed object carried the decay unseen).
+Measured with this rule: main at 368d2f6 — 4 files, 6 names (``wd_grid``, ``wd_range``, ``wd``,
+``weight_decay`` and GridConfig's ``lo``/``hi``), 3 check sites (the option's parse, GridConfig's range check,
+the factory's ``_wd``); this code — 4 files (heatmap_grid, classifier_cell, optimizers, transforms), 3 names
+(``weight_decay``, ``wd_range``, ``wd``), 1 check site (``optimizers.check_weight_decay``).
 """
 
 from __future__ import annotations
