@@ -37,6 +37,7 @@ from dyntools.classifier_cell import (
     train_cell,
 )
 from dyntools.engine.result import RunResult
+from dyntools.optim import optimizers as O
 from dyntools.optim import user_factories
 from dyntools.optim.aliases import ALIASES, DEFAULT_LR_RANGE
 from dyntools.params import param
@@ -49,6 +50,18 @@ MAX_CELLS = 100_000
 
 #: The most optimizers one grid may name (a bound on the input, not the length of a table).
 MAX_OPTIMIZERS = 64
+
+
+def check_decay_axis(name: str, weight_decay) -> tuple[float, float, int]:
+    """The weight-decay axis ``(low, high, n)`` (``--wd-grid``), checked in one place: each end by the optimizers'
+    own check of a decay, :func:`dyntools.optim.optimizers.check_weight_decay` (> 0 on this log-spaced axis, so
+    every λ of the grid is a valid decay), the order and N by :func:`check_grid`. Declared with the option
+    (``param(check=…)``) and run by :class:`GridConfig` for its Python callers; the cells trust the values."""
+    return check_grid(name.lstrip("-"), weight_decay, end=_decay_end)
+
+
+def _decay_end(name: str, weight_decay) -> float:
+    return O.check_weight_decay(weight_decay, name, log_axis=True)
 
 
 @dataclass(frozen=True)
@@ -66,8 +79,9 @@ class AdamWGridParams(SweepBackendParams):
     lr_grid: tuple | None = param(None, kind="grid", metavar="LOW:HIGH:N", max_len=1000,
                                   help="log-spaced learning rates (default per optimizer, its alias's lr range: "
                                        "Adam-like 1e-4:1e-1:16, SGD/SGDW/AdaGrad 1e-3:1:16)")
-    wd_grid: tuple = param((1e-6, 1.0, 24), kind="grid", metavar="LOW:HIGH:N", max_len=1000,
-                           help="log-spaced weight decays (cells = optimizers × lr N × wd N ≤ 1e5)")
+    weight_decay: tuple = param((1e-6, 1.0, 24), kind="grid", metavar="LOW:HIGH:N", max_len=1000,
+                                flag="--wd-grid", check=check_decay_axis,
+                                help="log-spaced weight decays (cells = optimizers × lr N × wd N ≤ 1e5)")
     normalized_wd: bool = param(False, help="read the wd axis as λ_norm, λ = λ_norm √(b/(B·T)) (Loshchilov & Hutter)")
     dataset: str = param("spirals", choices=DATASETS,
                          help="spirals, digits (scikit-learn's bundled 8x8 digits, no download), or images read "
@@ -129,7 +143,7 @@ _P = AdamWGridParams()          # GridConfig's defaults are the command's
 
 #: The command's parameters that are not settings of the grid: the optimizer file (folded into the optimizer
 #: names), the two axes and the curve count (renamed below) and where the cells run.
-NOT_SETTINGS = ("optimizer_file", "lr_grid", "wd_grid", "curve_points",
+NOT_SETTINGS = ("optimizer_file", "lr_grid", "weight_decay", "curve_points",
                 *(f.name for f in dataclasses.fields(SweepBackendParams)))
 
 
@@ -138,8 +152,8 @@ class _GridMethods:
 
     def __post_init__(self):
         self.optimizers = tuple(self.optimizers)
-        lo, hi, self.n_wd = check_grid("wd-grid", (*self.wd_range, self.n_wd))    # the decay axis' one check
-        self.wd_range = (lo, hi)
+        weight_decay = check_decay_axis("--wd-grid", (*self.wd_range, self.n_wd))
+        self.wd_range, self.n_wd = weight_decay[:2], weight_decay[2]
         validation.one_of("dataset", self.dataset, DATASETS)
         if self.dataset == "digits":          # scikit-learn's bundled 8×8 digits: fixed size
             d = data.digits()
@@ -249,8 +263,8 @@ GridConfig = dataclasses.make_dataclass(
     [_setting("optimizers", "tuple[str, ...]", _P.optimizers),
      _setting("lr_range", "tuple[float, float] | None", None),     # None: each optimizer's alias's range
      _setting("n_lr", "int", 16),
-     _setting("wd_range", "tuple[float, float]", _P.wd_grid[:2]),
-     _setting("n_wd", "int", _P.wd_grid[2]),
+     _setting("wd_range", "tuple[float, float]", _P.weight_decay[:2]),
+     _setting("n_wd", "int", _P.weight_decay[2]),
      *(_setting(f.name, f.type, f.default) for f in dataclasses.fields(AdamWGridParams)
        if f.name not in NOT_SETTINGS and f.name != "optimizers"),
      _setting("learning_curve_points", "int", _P.curve_points),
@@ -265,13 +279,14 @@ GridConfig.__doc__ = """Everything one heatmap sweep needs (JSON-able): the fiel
 LR_MAX = 1e6
 
 
-def check_range(name: str, rng) -> tuple[float, float]:
+def check_range(name: str, rng, end=validation.positive) -> tuple[float, float]:
+    """``(low, high)`` with ``low <= high``, each end checked by ``end(what, value)`` (default: > 0)."""
     try:
         lo, hi = (float(v) for v in rng)
     except (TypeError, ValueError):
         raise ValueError(f"Invalid {name}: {rng!r} (expected two numbers LOW, HIGH)") from None
-    validation.positive(f"{name} low", lo)
-    validation.positive(f"{name} high", hi)
+    end(f"{name} low", lo)
+    end(f"{name} high", hi)
     if hi < lo:
         raise ValueError(f"Invalid {name}: high {hi} is below low {lo}")
     return lo, hi
@@ -290,14 +305,15 @@ def parse_grid(name: str, text: str) -> tuple[float, float, int]:
     return check_grid(name, (lo, hi, n))
 
 
-def check_grid(name: str, grid) -> tuple[float, float, int]:
-    """``(low, high, n)`` of a log-spaced axis: 0 < low <= high, n >= 1, high > low when n > 1."""
+def check_grid(name: str, grid, end=validation.positive) -> tuple[float, float, int]:
+    """``(low, high, n)`` of a log-spaced axis: 0 < low <= high, n >= 1, high > low when n > 1; ``end(what,
+    value)`` checks each end (default: > 0; the decay axis: :func:`check_decay_axis`)."""
     try:
         lo, hi, n = grid
         text = f"{lo:g}:{hi:g}:{n}"
     except (TypeError, ValueError):
         raise ValueError(f"Invalid --{name}: {grid!r} (expected LOW, HIGH, N)") from None
-    lo, hi = check_range(f"--{name}", (lo, hi))
+    lo, hi = check_range(f"--{name}", (lo, hi), end)
     n = validation.count(f"--{name} N", n)
     if n > 1 and hi == lo:
         raise ValueError(f"Invalid --{name}: {text!r} (HIGH must exceed LOW when N > 1)")
@@ -517,8 +533,8 @@ def claims(result, threshold: float, pair: tuple[int, int] = (0, -1)) -> list:
 
 
 def grid_config(p: AdamWGridParams) -> GridConfig:
-    """The sweep's :class:`GridConfig` from the command's parameters (checked by GridConfig: the weight-decay
-    axis ``--wd-grid`` there only, once)."""
+    """The sweep's :class:`GridConfig` from the command's parameters (the weight-decay axis ``--wd-grid`` is checked
+    by :func:`check_decay_axis`, with the option and again by GridConfig: one check site)."""
     lr = check_grid("lr-grid", p.lr_grid) if p.lr_grid is not None else (None, None, GridConfig.n_lr)
     if lr[1] is not None and lr[1] > LR_MAX:
         raise ValueError(f"Invalid --lr-grid: HIGH {lr[1]:g} is above {LR_MAX:g} (float arithmetic overflows; "
@@ -533,7 +549,7 @@ def grid_config(p: AdamWGridParams) -> GridConfig:
     names = tuple(user_factories.absolute(n, p.optimizer_file) for n in p.optimizers)
     settings = {f.name: getattr(p, f.name) for f in dataclasses.fields(p) if f.name not in NOT_SETTINGS}
     return GridConfig(**{**settings, "optimizers": names}, lr_range=None if lr[0] is None else lr[:2], n_lr=lr[2],
-                      wd_range=p.wd_grid[:2], n_wd=p.wd_grid[2], learning_curve_points=p.curve_points)
+                      wd_range=p.weight_decay[:2], n_wd=p.weight_decay[2], learning_curve_points=p.curve_points)
 
 
 def cell_peak_arrays(cfg: GridConfig, workers: int) -> tuple[dict[str, int], str]:

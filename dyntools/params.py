@@ -40,6 +40,9 @@ class Param:
     group: str | None = None           # a heading in ``--help``
     label: str | None = None           # the name in error messages; default the field's name
     max_len: int | None = None         # lists: most entries; grids: largest N
+    #: grids: the value's own check ``check(name, (A, B, N)) -> (A, B, N)`` in place of "A, B finite, N >= 1"
+    #: (declared once here, the experiment runs the same function: one check site, e.g. the weight-decay axis)
+    check: Callable | None = None
 
     def range_text(self) -> str:
         """``> 0``, ``in [0, 1)``, ``>= 2``, ``one of a | b`` … ('' when unbounded)."""
@@ -70,7 +73,8 @@ def _num(x: float) -> str:
 def param(default: Any, *, help: str, kind: str | None = None, low: float | None = None,  # noqa: A002
           high: float | None = None, low_open: bool = False, high_open: bool = False,
           choices: tuple[str, ...] | None = None, metavar: str | None = None, flag: str | None = None,
-          group: str | None = None, label: str | None = None, max_len: int | None = None):
+          group: str | None = None, label: str | None = None, max_len: int | None = None,
+          check: Callable | None = None):
     """A dataclass field carrying its :class:`Param` declaration (see the module docstring)."""
     if kind is None:
         kind = {bool: "flag", int: "int", float: "float", str: "str"}.get(type(default))
@@ -80,8 +84,10 @@ def param(default: Any, *, help: str, kind: str | None = None, low: float | None
         raise ValueError(f"Invalid kind: {kind!r} (must be one of {', '.join(KINDS)})")
     if isinstance(default, list):
         default = tuple(default)
+    if check is not None and kind != "grid":
+        raise ValueError(f"Invalid check: only a grid parameter declares its own check (kind {kind!r})")
     meta = Param(help, kind, low, high, low_open, high_open, tuple(choices) if choices else None, metavar,
-                 flag, group, label, max_len)
+                 flag, group, label, max_len, check)
     return field(default=default, metadata={"param": meta})
 
 
@@ -173,11 +179,15 @@ def check_value(name: str, p: Param, value):
 
 
 def _check_grid(name: str, p: Param, value) -> tuple[float, float, int]:
-    """``(A, B, N)`` with A, B finite and ``1 <= N <= max_len``."""
+    """``(A, B, N)`` with A, B finite and ``1 <= N <= max_len`` — A, B and N as the parameter's own ``check``
+    says when it declares one (that check is then the value's only one)."""
     if len(value) != 3:
         raise ValueError(f"Invalid {name}: {value!r} (expected {p.metavar or 'A:B:N'})")
-    a, b = (validation.finite(name, v) for v in value[:2])
-    n = validation.count(f"{name} N", value[2])
+    if p.check is not None:
+        a, b, n = p.check(name, value)
+    else:
+        a, b = (validation.finite(name, v) for v in value[:2])
+        n = validation.count(f"{name} N", value[2])
     if p.max_len is not None and n > p.max_len:
         raise ValueError(f"Invalid {name}: N = {n} points (at most {p.max_len})")
     return a, b, n

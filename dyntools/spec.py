@@ -14,7 +14,8 @@ Kinds of parameter (``kind=``, inferred from the default where it is a plain int
 * ``floats``, ``ints``, ``strs`` — comma-separated lists (a tuple; ``low``/``high`` bound each entry,
   ``max_len`` the number of entries);
 * ``grid`` — ``A:B:N`` (a ``(float, float, int)`` tuple, A and B finite, ``1 <= N <= max_len``; the
-  experiment checks what A, B and N mean);
+  experiment checks what A, B and N mean — or declares that check with the parameter, ``check=``, which then
+  replaces "A and B finite": e.g. the weight-decay axis of ``adamw-grid``, checked in one place);
 * ``file`` — a path that must name an existing readable file (or one of ``choices``: named built-in data).
 
 A default of ``None`` means "not given": the experiment (or the model it runs) decides.

@@ -232,3 +232,48 @@ def test_the_python_api_checks_like_the_command_line():
     with pytest.raises(ValueError, match="Invalid r: 300"):
         diag_nets.run_experiment("paper-gd", r=300)
     assert diag_nets.EXPERIMENT.make("paper-gd").n == 40
+
+
+def test_a_grid_declares_its_own_check_which_replaces_the_generic_one():
+    """``param(kind="grid", check=…)``: validation runs the declared check (its message, its normalization) in
+    place of "A, B finite" — one check of the value, not two; N's upper bound stays the declaration's; only a
+    grid declares one."""
+    seen = []
+
+    def ordered(name, value):
+        seen.append((name, tuple(value)))
+        a, b, n = value
+        if not a < b:
+            raise ValueError(f"Invalid {name}: {a} is not below {b}")
+        return float(a), float(b), int(n)
+
+    @dataclasses.dataclass(frozen=True)
+    class Axis:
+        axis: tuple = spec.param((1, 2, 3), kind="grid", flag="--ax", check=ordered, max_len=10, help="an axis")
+
+    assert spec.validate(Axis()).axis == (1.0, 2.0, 3) and seen == [("--ax", (1, 2, 3))]
+    with pytest.raises(ValueError, match=re.escape("Invalid --ax: 2 is not below 1")):
+        spec.validate(Axis(axis=(2, 1, 3)))
+    assert spec.validate(Axis(axis=(float("-inf"), 1, 3))).axis[0] == float("-inf")     # its check, not finite()
+    with pytest.raises(ValueError, match=re.escape("Invalid --ax: N = 11 points (at most 10)")):
+        spec.validate(Axis(axis=(1, 2, 11)))
+    with pytest.raises(ValueError, match="only a grid parameter declares its own check"):
+        spec.param(1.0, check=ordered, help="x")
+
+
+def test_the_weight_decay_axis_is_the_optimizers_check_of_a_decay():
+    """adamw-grid's ``--wd-grid`` is checked by ``check_decay_axis``, whose ends are the factories' own
+    ``check_weight_decay`` (> 0 on the log axis): the same refusal from the option, from GridConfig and — for
+    λ < 0 — from the factory."""
+    from dyntools import heatmap_grid as H
+    from dyntools.optim import optimizers as O
+
+    assert dict((f.name, p) for f, p in spec.params_of(H.AdamWGridParams))["weight_decay"].check is H.check_decay_axis
+    message = "Invalid --wd-grid low: -1.0 (must be > 0: the axis is log-spaced)"
+    with pytest.raises(ValueError, match=re.escape(message)):
+        spec.validate(H.AdamWGridParams(weight_decay=(-1.0, 1.0, 3)))
+    with pytest.raises(ValueError, match=re.escape(message)):
+        H.GridConfig(wd_range=(-1.0, 1.0), n_wd=3)
+    with pytest.raises(ValueError, match=re.escape("Invalid weight_decay value: -1.0 (must be >= 0)")):
+        O.adamw(1e-3, weight_decay=-1.0)
+    assert O.adamw(1e-3, weight_decay=0.0).options["weight_decay"] == 0.0      # 0 is a decay, not an axis end

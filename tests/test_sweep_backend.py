@@ -61,7 +61,7 @@ def test_grid_config_carries_every_setting_of_the_command(n, epochs, momentum, t
                                                           schedule, curve_points, lr, wd):
     p = H.AdamWGridParams(n=n, epochs=epochs, momentum=momentum, threshold=threshold, paired=paired,
                           batch_norm=batch_norm, schedule=schedule, curve_points=curve_points, lr_grid=lr,
-                          wd_grid=wd, batch_size=2, workers=2)
+                          weight_decay=wd, batch_size=2, workers=2)
     cfg = H.grid_config(p)
     for f in dataclasses.fields(p):
         if f.name not in H.NOT_SETTINGS:

@@ -131,11 +131,20 @@ def _eps(eps) -> float:
     return eps
 
 
-def _wd(weight_decay) -> float:
-    weight_decay = validation.finite("weight_decay", weight_decay)
+def check_weight_decay(weight_decay, name: str = "weight_decay", *, log_axis: bool = False) -> float:
+    """The one check of a weight decay λ: a finite number, λ ≥ 0 — or λ > 0 for an end of a log-spaced axis
+    (``log_axis``), whose every λ is then a valid decay. Every factory calls it (``_wd``), and so does a sweep's
+    decay axis before anything is written (:func:`dyntools.heatmap_grid.check_decay_axis`, the ``--wd-grid``
+    option): a bad λ is refused here and nowhere else, with one ``ValueError`` naming ``name``."""
+    weight_decay = validation.finite(name, weight_decay)
+    if log_axis and weight_decay <= 0:
+        raise ValueError(f"Invalid {name}: {weight_decay} (must be > 0: the axis is log-spaced)")
     if weight_decay < 0:
-        raise ValueError(f"Invalid weight_decay value: {weight_decay} (must be >= 0)")
+        raise ValueError(f"Invalid {name} value: {weight_decay} (must be >= 0)")
     return weight_decay
+
+
+_wd = check_weight_decay           # the factories' short name for it
 
 
 def _beta(name: str, value) -> float:
