@@ -90,12 +90,15 @@ def pytest_xdist_make_scheduler(config, log):
 
 
 #: measured seconds of the costliest units (one cold run of 59ec6f5's suite, empty caches, AMD EPYC, 2 cores, load
-#: 4-6: wall time of each unit's tests on its worker): they go to the workers longest first, so that neither
-#: worker ends alone on a long one while the other has finished (the longest-processing-time-first rule)
-UNIT_SECONDS = {"tests/test_report_figures.py": 529, "adamw-grid-kernels": 513, "tests/test_lowlevel.py": 421,
-                "tests/test_reproducibility.py": 378, "tests/test_memory_estimates.py": 325,
-                "tests/test_grokking_sweep.py": 263, "tests/test_products.py": 177,
-                "tests/test_symbolic_model.py": 143, "tests/test_bench_isa.py": 99}
+#: 4-10 from other sessions: wall time of each unit's tests on its worker; 2703 s in all): they go to the workers
+#: longest first, so that neither worker ends alone on a long one while the other has finished (the
+#: longest-processing-time-first rule)
+UNIT_SECONDS = {"tests/test_report_figures.py": 529, "adamw-grid-kernels": 513, "tests/test_transformer.py": 502,
+                "tests/test_lowlevel.py": 421, "tests/test_reproducibility.py": 378,
+                "tests/test_memory_estimates.py": 325, "tests/test_trajectories.py": 286,
+                "tests/test_grokking_sweep.py": 263, "tests/test_sweep_cluster.py": 241,
+                "tests/test_products.py": 177, "tests/test_symbolic_model.py": 143, "tests/test_voronoi_cli.py": 132,
+                "tests/test_bench_isa.py": 99}
 
 
 def _unit_seconds(item) -> float:
