@@ -56,13 +56,24 @@ def assert_command_refuses(tmp_path, *argv, needle):
 NOTEBOOKS_THEN_DOCS = ("test_notebooks.py", "test_docs.py")
 
 
+#: test files whose first tests compile the same kernels cold: one unit each group, so that one worker compiles
+#: them and the next file loads the cache. The AdamW-grid cell (its MLP and optimizer kernels, float64 and float32):
+#: in a cold run of 59ec6f5 the first tests of test_adamw_cell_extras.py (179 s) and
+#: test_adamw_budgets_schedules.py (106 s) compiled it side by side, one on each worker.
+SHARED_KERNELS = {name: "adamw-grid-kernels" for name in
+                  ("test_adamw_cell_extras.py", "test_adamw_budgets_schedules.py", "test_adamw_grid_cli.py")}
+
+
 def work_unit(nodeid: str) -> str:
     """What one pytest-xdist worker runs whole, one test after another: a test's file (the notebooks and the
-    docs share one unit). Then the kernels a file's tests share compile once, not in both workers at once into
-    an empty cache, and a module-scoped fixture (the proofs' claims, the docs' Python blocks) runs once, not
-    once per worker."""
+    docs share one unit; the files of :data:`SHARED_KERNELS` one unit per group). Then the kernels a file's
+    tests share compile once, not in both workers at once into an empty cache, and a module-scoped fixture
+    (the proofs' claims, the docs' Python blocks) runs once, not once per worker."""
     path = nodeid.split("::", 1)[0]
-    return "notebooks-then-docs" if path.rsplit("/", 1)[-1] in NOTEBOOKS_THEN_DOCS else path
+    name = path.rsplit("/", 1)[-1]
+    if name in NOTEBOOKS_THEN_DOCS:
+        return "notebooks-then-docs"
+    return SHARED_KERNELS.get(name, path)
 
 
 def pytest_xdist_make_scheduler(config, log):
@@ -78,13 +89,31 @@ def pytest_xdist_make_scheduler(config, log):
     return FileUnits(config, log)
 
 
+#: measured seconds of the costliest units (one cold run of 59ec6f5's suite, empty caches, AMD EPYC, 2 cores, load
+#: 4-10 from other sessions: wall time of each unit's tests on its worker; 2703 s in all): they go to the workers
+#: longest first, so that neither worker ends alone on a long one while the other has finished (the
+#: longest-processing-time-first rule)
+UNIT_SECONDS = {"tests/test_report_figures.py": 529, "adamw-grid-kernels": 513, "tests/test_transformer.py": 502,
+                "tests/test_lowlevel.py": 421, "tests/test_reproducibility.py": 378,
+                "tests/test_memory_estimates.py": 325, "tests/test_trajectories.py": 286,
+                "tests/test_grokking_sweep.py": 263, "tests/test_sweep_cluster.py": 241,
+                "tests/test_products.py": 177, "tests/test_symbolic_model.py": 143, "tests/test_voronoi_cli.py": 132,
+                "tests/test_bench_isa.py": 99}
+
+
+def _unit_seconds(item) -> float:
+    """The measured cost of the unit an item belongs to (0 when not measured as a costly one)."""
+    return UNIT_SECONDS.get(work_unit(item.nodeid), 0)
+
+
 def pytest_collection_modifyitems(config, items):
-    """The files holding a long check (marked ``slow``) first, their long checks first, so that the two workers
-    of ``-n 2`` do not end on one of them alone; tests/test_docs.py last, after the notebooks it renders. A
-    stable sort keeps every other order."""
+    """The costliest units first, longest first (:data:`UNIT_SECONDS`), then the other files holding a long
+    check (marked ``slow``), each file's long checks first, so that the two workers of ``-n 2`` do not end on
+    one of them alone; tests/test_docs.py last, after the notebooks it renders. A stable sort keeps every other
+    order."""
     slow_files = {item.path for item in items if item.get_closest_marker("slow") is not None}
-    items.sort(key=lambda item: (item.path.name == "test_docs.py", item.path not in slow_files,
-                                 item.get_closest_marker("slow") is None))
+    items.sort(key=lambda item: (item.path.name == "test_docs.py", -_unit_seconds(item),
+                                 item.path not in slow_files, item.get_closest_marker("slow") is None))
 
 
 #: ``DYNTOOLS_OWN_DEPRECATIONS_AS_ERRORS=1`` (set by .ci/run for its run under the newest Python with the newest

@@ -10,7 +10,7 @@ import textwrap
 import tomllib
 from pathlib import Path
 
-from tests.conftest import HANG_GUARD, work_unit
+from tests.conftest import HANG_GUARD, SHARED_KERNELS, UNIT_SECONDS, work_unit
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -31,6 +31,18 @@ def test_a_file_is_one_unit_and_the_notebooks_share_the_docs_unit():
     assert work_unit("tests/test_mlp.py::test_a[x-1]") == work_unit("tests/test_mlp.py::test_b") == "tests/test_mlp.py"
     assert work_unit("tests/test_mlp.py::test_a") != work_unit("tests/test_mlp_float32.py::test_a")
     assert work_unit("tests/test_notebooks.py::test_n[01.ipynb]") == work_unit("tests/test_docs.py::test_d")
+
+
+def test_files_compiling_the_same_kernels_are_one_unit_and_the_costs_name_real_units():
+    """The AdamW-grid files share a unit (one worker compiles their kernels); every unit in the measured-cost
+    table is a test file of the suite or a group of SHARED_KERNELS (a renamed file would silently lose its
+    place)."""
+    units = {work_unit(f"tests/{name}::test_x") for name in SHARED_KERNELS}
+    assert units == {"adamw-grid-kernels"}
+    assert work_unit("tests/test_adamw_grid_cli.py::t") != work_unit("tests/test_adamw.py::t")
+    for unit in UNIT_SECONDS:
+        assert unit in SHARED_KERNELS.values() or (ROOT / unit).is_file(), unit
+    assert all((ROOT / "tests" / name).is_file() for name in SHARED_KERNELS)
 
 
 def test_two_workers_run_each_file_whole_and_the_docs_after_the_notebooks(tmp_path):
