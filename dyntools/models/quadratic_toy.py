@@ -198,7 +198,7 @@ def loss_grad_np(theta, X, y, idx, b, noise, grad, ws, iargs, fargs):
 THETA_T, IN_BAND, BOUNCES, ENTRY = 0, 1, 2, 3
 
 
-@njit(cache=True)
+@njit(inline="always")
 def count_step(t, th, new, in_band, bounces, entry, ts2, inv_ts, m2, band_lo, band_hi, mid):
     """The counters after step ``t`` from ``θ_t = th`` to ``θ_{t+1} = new`` (``ts2 = θ*²``, ``inv_ts = 1/θ*``,
     ``mid = 1 − ε₀``): ``(in_band, bounces, entry)``. Shared by the hook and the toy's lock-step loop."""
@@ -214,6 +214,18 @@ def count_step(t, th, new, in_band, bounces, entry, ts2, inv_ts, m2, band_lo, ba
     else:
         entry = t + 1
     return in_band, bounces, entry
+
+
+def count_step_np(t, th, new, in_band, bounces, entry, ts2, inv_ts, m2, band_lo, band_hi, mid):
+    """NumPy twin of :func:`count_step`, elementwise over arrays of paths (or scalars)."""
+    gap = ts2 - th * th
+    with np.errstate(over="ignore", invalid="ignore"):
+        loss = 0.25 * m2 * gap * gap
+        z0, z1 = th * inv_ts, new * inv_ts
+    lo0, hi0 = (LOW < z0) & (z0 < mid), (mid < z0) & (z0 < HIGH)
+    lo1, hi1 = (LOW < z1) & (z1 < mid), (mid < z1) & (z1 < HIGH)
+    bounce = (lo0 & hi1) | (hi0 & lo1)
+    return in_band + ((band_lo < loss) & (loss < band_hi)), bounces + bounce, np.where(bounce, entry, t + 1)
 
 
 @njit(cache=True)
@@ -237,12 +249,11 @@ def count_hook(t, theta, hstate, hstream, hargs, b, ws):
 
 
 def count_hook_np(t, theta, hstate, hstream, hargs, b, ws) -> None:
-    """NumPy twin of :func:`count_hook` (the same scalar arithmetic, run by Python)."""
+    """NumPy twin of :func:`count_hook`."""
     ts = float(hargs[0])
-    hstate[IN_BAND], hstate[BOUNCES], hstate[ENTRY] = count_step.py_func(
-        t, float(hstate[THETA_T]), float(theta[0]), float(hstate[IN_BAND]), float(hstate[BOUNCES]),
-        float(hstate[ENTRY]), ts * ts, 1.0 / ts, float(hargs[1]), float(hargs[2]), float(hargs[3]),
-        1.0 - float(hargs[4]))
+    hstate[IN_BAND], hstate[BOUNCES], hstate[ENTRY] = count_step_np(
+        t, hstate[THETA_T], theta[0], hstate[IN_BAND], hstate[BOUNCES], hstate[ENTRY], ts * ts, 1.0 / ts, hargs[1],
+        hargs[2], hargs[3], 1.0 - hargs[4])
 
 
 class ToyModel(Model):

@@ -32,7 +32,7 @@ from numba import njit, prange
 
 from dyntools.dynamics.path_loop import LoopArrays
 from dyntools.engine import guard, record, samplers
-from dyntools.models.quadratic_toy import count_step
+from dyntools.models.quadratic_toy import count_step, count_step_np
 
 # Columns of the per-path counters array.
 IN_BAND, BOUNCES, ENTRY, DIVERGED_AT = 0, 1, 2, 3
@@ -126,9 +126,9 @@ def advance_numpy(theta, state, counters, x, y, etas, indices, t0, t1, record_st
         counters[blew, DIVERGED_AT] = t + 1
         theta[blew] = new[blew]
         ok = alive & ~blew
-        for p in np.flatnonzero(ok):           # the model's counters, path by path (the kernel's arithmetic)
-            counters[p, :ENTRY + 1] = count_step.py_func(t, float(th[p]), float(new[p]), *counters[p, :ENTRY + 1],
-                                                          ts2, 1.0 / theta_star, m2, band_lo, band_hi, mid)
+        counters[ok, IN_BAND], counters[ok, BOUNCES], counters[ok, ENTRY] = count_step_np(
+            t, th[ok], new[ok], counters[ok, IN_BAND], counters[ok, BOUNCES], counters[ok, ENTRY], ts2,
+            1.0 / theta_star, m2, band_lo, band_hi, mid)                # the model's counters (its hook's twin)
         theta[ok] = new[ok]
         alive = ok
     if record_final and record.due_np(record_steps, k, t1):
