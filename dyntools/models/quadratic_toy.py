@@ -206,10 +206,9 @@ def count_step(t, th, new, in_band, bounces, entry, ts2, inv_ts, m2, band_lo, ba
     loss = 0.25 * m2 * gap * gap
     if band_lo < loss < band_hi:
         in_band += 1
-    z0, z1 = th * inv_ts, new * inv_ts
-    lo0, hi0 = LOW < z0 < mid, mid < z0 < HIGH
-    lo1, hi1 = LOW < z1 < mid, mid < z1 < HIGH
-    if (lo0 and hi1) or (hi0 and lo1):
+    z0 = th * inv_ts
+    z1 = new * inv_ts
+    if (LOW < z0 < mid and mid < z1 < HIGH) or (mid < z0 < HIGH and LOW < z1 < mid):
         bounces += 1
     else:
         entry = t + 1

@@ -21,7 +21,7 @@ each loop stays, one line each:
 
 * diag_net: fuses the update with the next residual in four fixed lanes — re-associated sums (stated tolerance).
 * mlp regression: the SAME bits as the generic loop (tested bitwise); kept only for speed — no kernel call, no
-  batch buffers, about 2.4× the generic loop's steps per second (docs/guide/tuned-loops.md).
+  batch buffers, 1.1–1.7× the generic loop's steps per second (docs/guide/tuned-loops.md).
 * mlp float32 cross-entropy: the generic loop with subnormals flushed — other bits exactly where one occurs.
 * quadratic_toy: the closed-form step θ + ((ηθ)x)(y − xθ²) instead of kernel + optimizer step — re-associated
   products (1e-12); it calls the toy's counter arithmetic (its hook's) in lock step.

@@ -126,9 +126,10 @@ def advance_numpy(theta, state, counters, x, y, etas, indices, t0, t1, record_st
         counters[blew, DIVERGED_AT] = t + 1
         theta[blew] = new[blew]
         ok = alive & ~blew
-        counters[ok, IN_BAND], counters[ok, BOUNCES], counters[ok, ENTRY] = count_step_np(
-            t, th[ok], new[ok], counters[ok, IN_BAND], counters[ok, BOUNCES], counters[ok, ENTRY], ts2,
-            1.0 / theta_star, m2, band_lo, band_hi, mid)                # the model's counters (its hook's twin)
+        counted = count_step_np(t, th, new, counters[:, IN_BAND], counters[:, BOUNCES], counters[:, ENTRY], ts2,
+                                1.0 / theta_star, m2, band_lo, band_hi, mid)    # the model's counters (its hook's twin)
+        for col, value in zip((IN_BAND, BOUNCES, ENTRY), counted):
+            np.copyto(counters[:, col], value, where=ok)
         theta[ok] = new[ok]
         alive = ok
     if record_final and record.due_np(record_steps, k, t1):
