@@ -79,7 +79,7 @@ def _advance(run, how):
     elif how == "pointer":
         path_loop.by_pointer(kernel, step, a)(paths, *args)
     elif how == "argument":
-        path_loop.advance_paths(paths, kernel, step, *args)
+        path_loop.advance_paths(paths, kernel, step, *run.hooks.compiled, *args)
     else:
         for p in paths:
             path_loop.advance_path_numpy(run.problem.model.loss_grad_np, run.compiled.step_np, p, *args)

@@ -200,10 +200,30 @@ def test_bad_training_settings():
     model = MLP((2, 4, 2), head="cross-entropy", batch_norm=True)
     with pytest.raises(ValueError, match="at least 2 examples"):
         train(model, ds, O.make("adam", lr=1e-3), steps=2, batch=1)
-    with pytest.raises(ValueError, match="Invalid fast"):
-        train(model, ds, O.make("adam", lr=1e-3), steps=2, batch=4, fast=False)
     with pytest.raises(ValueError, match="running statistics"):
         model.evaluate(model.init(0), d.X_val, d.y_val)
+
+
+def test_dropout_and_batch_norm_are_hooks_of_the_one_generic_loop():
+    """No loop special-cases them: fast=False (the generic loop) is the loop a regularized network always trains
+    through, so both give the same bits; the optimizer chains stepped from Python call the same hooks (the NumPy
+    twins), to the twin's tolerance."""
+    from dyntools.dynamics import fast
+
+    ds, d = spirals()
+    model = MLP((2, 6, 5, 2), head="cross-entropy", init="uniform", dropout=0.2, batch_norm=True,
+                biases=(False, False, True))
+    kw = dict(steps=12, batch=8, sampler="epoch", seed=4, seeds=2, records=4, step_loss=True)
+    assert fast.select(model, {"kernel": "numba", "sampler": "distinct"}) is None
+    opt = O.make("sgd", lr=1e-2, momentum=0.9)
+    a = train(model, ds, opt, **kw)
+    b = train(model, ds, opt, fast=False, **kw)
+    assert a.config["path"] == b.config["path"] == "generic"
+    for key in ("final_theta", "step_loss", "bn_running", "bn_running_rec", "train_loss"):
+        np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+    hooks = model.hooks({"batch": 8, "optimizers": [opt], "seed": 4, "stream_key": (), "common_stream": False}, 2)
+    assert hooks.recorded and hooks.state.shape == (2, 22) and not hooks.none
+    assert MLP((2, 6, 1)).hooks({}, 2).none               # a plain network declares nothing
 
 
 def test_report_verdicts():

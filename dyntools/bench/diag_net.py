@@ -81,6 +81,7 @@ def _setup(n_paths, steps, records, seed=0):
     """The arguments of the paper-setting fused loop (:mod:`dyntools.dynamics.fast.diag_net`) for
     ``n_paths`` seeds, each with its own data set, plus the loss factors of the recordings."""
     from dyntools.data import sparse_regression
+    from dyntools.dynamics.path_loop import no_hooks
     from dyntools.engine import record as recording
     from dyntools.engine import streams
     from dyntools.models.diag_net import stacked_factors
@@ -105,7 +106,7 @@ def _setup(n_paths, steps, records, seed=0):
         run_of=np.zeros(P, dtype=np.int64), step_losses=np.zeros((P, 0)), plain_sgd=np.ones(1, dtype=np.bool_),
         t0=0, t1=steps, record_steps=rec,
         theta_rec=np.full((P, rec.size, 2 * d), np.nan), bound=1e6, diverged_at=np.full(P, -1, dtype=np.int64),
-        record_final=True)
+        record_final=True, **no_hooks(P, 1))
     factors = {}
     for split, pairs in (("train", [(ds.X, ds.y) for ds in datasets]),
                          ("test", [(ds.X_test, ds.y_test) for ds in datasets])):

@@ -3,12 +3,18 @@
 Step ``t`` of path ``p`` (see :mod:`dyntools.dynamics.train` for the runs × seeds layout) is
 
     I_t        = the sampler's examples for step t                         (dyntools.engine.samplers)
+    before_grad(t, θ_t, …)                                                  (the model's hooks, e.g. dropout masks)
     L, g_t     = kernel(θ_t; X[I_t], y[I_t] + δ ξ_t)                        (the model's loss_grad)
+    after_grad(t, θ_t, …)                                                   (e.g. batch norm's running statistics)
     θ_{t+1}    = step(run, θ_t, g_t, state, t + 1, lr_t, hps)              (the runs' compiled optimizer step,
                                                                             dyntools.optim.compiled)
+    after_step(t, θ_{t+1}, …)                                               (e.g. the toy's counters)
 
 with the iterate recorded when ``t`` is on the record grid and the path stopped at the first step whose
-parameters are non-finite or beyond the bound (:mod:`dyntools.engine.guard`).
+parameters are non-finite or beyond the bound (:mod:`dyntools.engine.guard`; ``after_step`` is not called on that
+step). The hooks and the state they carry (their own row per path, recorded with θ when the model asks) are
+declared by the model (:class:`dyntools.models.base.Hooks`); a model without them gets the no-op hooks, so no loop
+special-cases dropout, batch norm or counters.
 
 A run's buffers and data travel as one typed object, :class:`LoopArrays` (a named tuple: numba compiles it as
 the plain tuple it replaces — the same machine code, the same compile time — and the loops read its fields by
@@ -29,6 +35,7 @@ import numpy as np
 from numba import njit
 
 from dyntools.engine import guard, record, rng, samplers
+from dyntools.models.base import no_hook, no_hook_np
 
 
 class LoopArrays(NamedTuple):
@@ -41,7 +48,10 @@ class LoopArrays(NamedTuple):
     perms : int64[P, n]; pos : int64[P]; label_noise : δ; hps : float64[G, H] (the compiled step's rows,
     :class:`dyntools.optim.compiled.CompiledRuns`); lrs : float64[G, 1 or t1 − t0] (lr · m_t: constant, or
     the rates of steps t0 … t1 − 1 of this call); run_of : int64[P]; step_losses : float64[P, T] (the
-    kernel's mini-batch loss of every step) or (P, 0); plain_sgd : bool[G] (run g's step is θ − lr_t g).
+    kernel's mini-batch loss of every step) or (P, 0); plain_sgd : bool[G] (run g's step is θ − lr_t g);
+    hook_state : float64[P, S] (each path's hook state row), hook_streams : uint64[P, 4] (each path's hook
+    stream), hook_args : float64[G, A] (each run's hook constants), hook_rec : float64[P, K, S] (the hook state
+    recorded with θ) or (P, 0, S): see :class:`dyntools.models.base.Hooks` and :func:`no_hooks`.
     """
 
     thetas: np.ndarray
@@ -65,11 +75,22 @@ class LoopArrays(NamedTuple):
     run_of: np.ndarray
     step_losses: np.ndarray
     plain_sgd: np.ndarray
+    hook_state: np.ndarray
+    hook_streams: np.ndarray
+    hook_args: np.ndarray
+    hook_rec: np.ndarray
+
+
+def no_hooks(P: int, G: int) -> dict:
+    """The hook fields of :class:`LoopArrays` for ``P`` paths of ``G`` runs of a model without hook state."""
+    return {"hook_state": np.zeros((P, 0)), "hook_streams": np.zeros((P, 4), dtype=np.uint64),
+            "hook_args": np.zeros((G, 0)), "hook_rec": np.zeros((P, 0, 0))}
 
 
 #: The fields a loop writes (the rest is read-only data), with the names the tuned-loop probe reports.
 WRITTEN = {"thetas": "theta", "opt_states": "optimizer state", "states": "sampler stream",
-           "perms": "sampler permutation", "pos": "sampler position", "step_losses": "step loss"}
+           "perms": "sampler permutation", "pos": "sampler position", "step_losses": "step loss",
+           "hook_state": "hook state", "hook_streams": "hook stream", "hook_rec": "recorded hook state"}
 
 
 @njit(inline="always")
@@ -109,11 +130,13 @@ def end_step(step, a, p, g, t, t0, loss, theta, grad, ostate, bound, diverged_at
 
 
 @njit(inline="always", error_model="numpy")
-def advance_path(kernel, step, p, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final):
+def advance_path(kernel, step, before_grad, after_grad, after_step, p, arrays, t0, t1, record_steps, theta_rec, bound,
+                 diverged_at, record_final):
     """Advance path ``p`` from step ``t0`` to ``t1`` in place (see the module docstring).
 
     ``arrays`` is a :class:`LoopArrays`; ``step`` the runs' compiled optimizer step
-    (:attr:`dyntools.optim.compiled.CompiledRuns.step`); theta_rec : float64[P, K, p]; diverged_at : int64[P].
+    (:attr:`dyntools.optim.compiled.CompiledRuns.step`); ``before_grad``, ``after_grad``, ``after_step`` the
+    model's hooks (:class:`dyntools.models.base.Hooks`); theta_rec : float64[P, K, p]; diverged_at : int64[P].
     The path works on private copies of its rows (:func:`open_path`).
 
     It is inlined into each built-in model's cached loop (:mod:`dyntools.dynamics.loops`): a compiled
@@ -123,6 +146,8 @@ def advance_path(kernel, step, p, arrays, t0, t1, record_steps, theta_rec, bound
     if diverged_at[p] != guard.NEVER:
         return
     theta, ostate, st, perm, cur, X, y, g = open_path(a, p)
+    hs, hst, ha = a.hook_state[p].copy(), a.hook_streams[p:p + 1].copy(), a.hook_args[g]
+    keep_hooks = a.hook_rec.shape[1] > 0
     sampler, label_noise, drop_last, replay = a.sampler, a.label_noise, a.drop_last, a.replay
     n = X.shape[0]
     b = n if sampler == samplers.FULL else a.batch
@@ -135,22 +160,33 @@ def advance_path(kernel, step, p, arrays, t0, t1, record_steps, theta_rec, bound
     for t in range(t0, t1):
         if record.due(record_steps, k, t):
             theta_rec[p, k, :] = theta
+            if keep_hooks:
+                a.hook_rec[p, k, :] = hs
             k += 1
         cur = samplers.draw_batch(sampler, idx, noise, label_noise, b, n, replay, row, t, perm, cur, st, drop_last)
+        before_grad(t, theta, hs, hst, ha, b, ws)
         loss = kernel(theta, X, y, idx, b, noise, grad, ws, a.iargs, a.fargs)
+        after_grad(t, theta, hs, hst, ha, b, ws)
         if end_step(step, a, p, g, t, t0, loss, theta, grad, ostate, bound, diverged_at):
             break
+        after_step(t, theta, hs, hst, ha, b, ws)
     close_path(a, p, theta, ostate, st, perm, cur)
+    a.hook_state[p, :] = hs
+    a.hook_streams[p, :] = hst[0, :]
     if record_final and diverged_at[p] == guard.NEVER and record.due(record_steps, k, t1):
         theta_rec[p, k, :] = theta
+        if keep_hooks:
+            a.hook_rec[p, k, :] = hs
 
 
 @njit(nogil=True, error_model="numpy")
-def advance_paths(paths, kernel, step, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final):
-    """Every path in ``paths`` with ``kernel`` and ``step`` given as arguments: the loop of a model that does
-    not have a cached loop in :mod:`dyntools.dynamics.loops`; compiled once per process."""
+def advance_paths(paths, kernel, step, before_grad, after_grad, after_step, arrays, t0, t1, record_steps, theta_rec,
+                  bound, diverged_at, record_final):
+    """Every path in ``paths`` with ``kernel``, ``step`` and the hooks given as arguments: the loop of a model that
+    does not have a cached loop in :mod:`dyntools.dynamics.loops`; compiled once per process."""
     for p in paths:
-        advance_path(kernel, step, p, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final)
+        advance_path(kernel, step, before_grad, after_grad, after_step, p, arrays, t0, t1, record_steps, theta_rec,
+                     bound, diverged_at, record_final)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -158,9 +194,11 @@ def advance_paths_by_pointer(paths, kernel, step, arrays, t0, t1, record_steps, 
                              record_final):
     """:func:`advance_paths` with ``kernel`` and ``step`` typed as function pointers (numba's first-class
     ``FunctionType`` of the model protocol's and the step's signatures) instead of as their dispatchers:
-    compiled once for every kernel and step of those signatures and cached on disk — see :func:`by_pointer`."""
+    compiled once for every kernel and step of those signatures and cached on disk — see :func:`by_pointer`. Such
+    models declare no hooks (the no-op hooks are named here)."""
     for p in paths:
-        advance_path(kernel, step, p, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final)
+        advance_path(kernel, step, no_hook, no_hook, no_hook, p, arrays, t0, t1, record_steps, theta_rec, bound,
+                     diverged_at, record_final)
 
 
 def step_type(arrays: LoopArrays):
@@ -220,8 +258,9 @@ def by_pointer(kernel, step, arrays: LoopArrays):
 
 
 def advance_path_numpy(kernel_np, step_np, p, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at,
-                       record_final, stepper=None):
-    """NumPy twin of :func:`advance_path`: the same draws in the same order; the optimizer step is
+                       record_final, stepper=None, hooks_np=None):
+    """NumPy twin of :func:`advance_path` (``hooks_np``: the model's NumPy hooks ``(before_grad, after_grad,
+    after_step)``, default none): the same draws in the same order; the optimizer step is
     ``step_np`` (:attr:`dyntools.optim.compiled.CompiledRuns.step_np`, the same bits as the compiled step) —
     or, with ``stepper`` (:class:`dyntools.optim.chain_step.ChainStepper`), the path's optimizer chain itself
     (an optimizer without a fused kernel; ``kernel_np`` may then be the compiled kernel)."""
@@ -233,6 +272,9 @@ def advance_path_numpy(kernel_np, step_np, p, arrays, t0, t1, record_steps, thet
     perm = a.perms[p]
     X, y = a.Xs[a.data_of[p]], a.ys[a.data_of[p]]
     g = a.run_of[p]
+    before_grad, after_grad, after_step = (no_hook_np,) * 3 if hooks_np is None else hooks_np
+    hs, hst, ha = a.hook_state[p], a.hook_streams[p:p + 1], a.hook_args[g]
+    keep_hooks = a.hook_rec.shape[1] > 0
     n = X.shape[0]
     b = n if sampler == samplers.FULL else a.batch
     grad = np.empty(theta.shape[0], dtype=theta.dtype)
@@ -242,6 +284,8 @@ def advance_path_numpy(kernel_np, step_np, p, arrays, t0, t1, record_steps, thet
     for t in range(t0, t1):
         if record.due_np(record_steps, k, t):
             theta_rec[p, k] = theta
+            if keep_hooks:
+                a.hook_rec[p, k] = hs
             k += 1
         idx = np.empty(b, dtype=np.int64)
         noise = np.zeros(b)
@@ -263,7 +307,9 @@ def advance_path_numpy(kernel_np, step_np, p, arrays, t0, t1, record_steps, thet
                 noise[q] = label_noise * rng.normal_np(st)[0]
         if sampler == samplers.EPOCH:
             pos[p] = samplers.epoch_end_of_batch_np(int(pos[p]), n, b, a.drop_last)
+        before_grad(t, theta, hs, hst, ha, b, ws)
         loss = kernel_np(theta, X, y, idx, b, noise, grad, ws, a.iargs, a.fargs)
+        after_grad(t, theta, hs, hst, ha, b, ws)
         if a.step_losses.shape[1] > 0:
             a.step_losses[p, t] = loss
         lr_t = a.lrs[g, 0] if a.lrs.shape[1] == 1 else a.lrs[g, t - t0]
@@ -276,5 +322,8 @@ def advance_path_numpy(kernel_np, step_np, p, arrays, t0, t1, record_steps, thet
         if guard.beyond_np(size, bound):
             diverged_at[p] = t + 1
             break
+        after_step(t, theta, hs, hst, ha, b, ws)
     if record_final and diverged_at[p] == guard.NEVER and record.due_np(record_steps, k, t1):
         theta_rec[p, k] = theta
+        if keep_hooks:
+            a.hook_rec[p, k] = hs

@@ -94,6 +94,7 @@ class Run:
     kernel_fn: Any           # the kernel the chain path calls (compiled or NumPy twin)
     cached: Any              # the compiled generic loop for the kernel, or None
     steppers: list | None    # one chain stepper per path when by_chain
+    hooks: Any               # the model's step hooks (:class:`dyntools.models.base.Hooks`)
 
     @property
     def P(self) -> int:
@@ -217,10 +218,6 @@ def _pick_loop(pb: Problem, rs: Runs, setting: dict, fast: bool):
     """The tuned loop registered for the model and setting (None: the generic loop), after refusing what the
     model's loops cannot do; and the kernel the loop calls (``loss_grad``, compiled, or ``loss_grad_np``)."""
     model, kernel = pb.model, pb.kernel
-    if model.regularized and (rs.by_chain or not fast):
-        raise ValueError("Invalid " + ("optimizer: dropout and batch norm train with a fused optimizer step only"
-                                       if rs.by_chain else "fast: dropout and batch norm train through their own "
-                                       "loop (dyntools.dynamics.fast.mlp_regularized); leave fast=True"))
     tuned = tuned_loops.select(model, setting) if fast and not rs.by_chain else None
     if kernel == "numba" and not hasattr(model.loss_grad, "py_func"):
         raise ValueError(f"Invalid model {model.name!r}: kernel='numba' needs model.loss_grad compiled with "
@@ -240,7 +237,21 @@ def _check_kernel(pb: Problem, kernel_fn, thetas, Xs, ys, iargs, fargs, ws_size,
         kernel_check.check_generated(model, thetas[0], Xs[0], ys[0], pb.b, iargs, fargs, ws_size)
 
 
-def _cached_loop(pb: Problem, arrays: path_loop.LoopArrays, step):
+def _hook_arrays(hooks, P: int, G: int, K: int) -> dict:
+    """The :class:`~dyntools.dynamics.path_loop.LoopArrays` fields of the model's ``hooks`` (empty by default)."""
+    out = path_loop.no_hooks(P, G)
+    if hooks.state is not None:
+        out["hook_state"] = np.ascontiguousarray(hooks.state, dtype=np.float64)
+    if hooks.streams is not None:
+        out["hook_streams"] = np.ascontiguousarray(hooks.streams, dtype=np.uint64)
+    if hooks.args is not None:
+        out["hook_args"] = np.ascontiguousarray(hooks.args, dtype=np.float64)
+    S = out["hook_state"].shape[1]
+    out["hook_rec"] = np.full((P, K, S), np.nan) if hooks.recorded else np.zeros((P, 0, S))
+    return out
+
+
+def _cached_loop(pb: Problem, arrays: path_loop.LoopArrays, step, hooks):
     """The compiled generic loop of the model's kernel: one shared loop for every generated kernel (by pointer),
     else the loop generated for the kernel and cached on disk (:func:`dyntools.dynamics.loops.user_loop`, built-in
     and user kernels alike); None for the NumPy twin, or a kernel that cannot be imported by name (the trainer then
@@ -249,7 +260,7 @@ def _cached_loop(pb: Problem, arrays: path_loop.LoopArrays, step):
         return None
     if pb.model.generated_kernel:
         return path_loop.by_pointer(pb.model.loss_grad, step, arrays)     # one compiled loop for every such kernel
-    return loops.user_loop(pb.model.loss_grad, step)
+    return loops.user_loop(pb.model.loss_grad, step, hooks.compiled)
 
 
 def build_run(pb: Problem, rs: Runs, *, record_steps, records, grid, seed, theta0, bound, indices, common_stream,
@@ -289,24 +300,24 @@ def build_run(pb: Problem, rs: Runs, *, record_steps, records, grid, seed, theta
     iargs, fargs = model.kernel_args()
     ws_size = int(model.workspace_size(b))
     step_losses = np.full((P, steps if step_loss or rs.reactive else 0), np.nan)
+    setting = {"sampler": pb.sampler, "batch": b, "label_noise": pb.label_noise, "optimizers": rs.opts,
+               "kernel": pb.kernel, "step_loss": step_losses.shape[1] > 0, "seed": seed,
+               "common_stream": bool(common_stream), "stream_key": tuple(int(k) for k in stream_key),
+               "plain_sgd": plain_sgd}
+    hooks = model.hooks(setting, P)
     arrays = path_loop.LoopArrays(
         thetas=thetas, opt_states=opt_states, Xs=Xs, ys=ys, data_of=data_of, iargs=iargs, fargs=fargs,
         ws_size=ws_size, sampler=pb.sampler_code, batch=b, drop_last=bool(drop_last), replay=replay, states=states,
         perms=perms, pos=pos, label_noise=pb.label_noise, hps=hps,
         lrs=rates.window(0, min(steps, tuned_probe.PROBE_STEPS)), run_of=run_of, step_losses=step_losses,
-        plain_sgd=np.array(plain_sgd, dtype=np.bool_))
-
-    setting = {"sampler": pb.sampler, "batch": b, "label_noise": pb.label_noise, "optimizers": rs.opts,
-               "kernel": pb.kernel, "step_loss": step_losses.shape[1] > 0, "seed": seed,
-               "common_stream": bool(common_stream), "stream_key": tuple(int(k) for k in stream_key),
-               "plain_sgd": plain_sgd}
+        plain_sgd=np.array(plain_sgd, dtype=np.bool_), **_hook_arrays(hooks, P, G, K))
     tuned, kernel_fn = _pick_loop(pb, rs, setting, fast)
     _check_kernel(pb, kernel_fn, thetas, Xs, ys, iargs, fargs, ws_size, check_gradient)
-    cached = None if compiled is None else _cached_loop(pb, arrays, compiled.step)
+    cached = None if compiled is None else _cached_loop(pb, arrays, compiled.step, hooks)
     steppers = ([chain_step.ChainStepper(rs.opts[run_of[p]], thetas[p]) for p in range(P)] if rs.by_chain
                 else None)
     return Run(pb, rs, record_steps, rates, thetas, bound, Xs, ys, y_dtype, data_of, run_of, diverged_at, theta_rec,
-               step_losses, arrays, compiled, setting, tuned, kernel_fn, cached, steppers)
+               step_losses, arrays, compiled, setting, tuned, kernel_fn, cached, steppers, hooks)
 
 
 def _check_targets(y, n: int, head: str) -> None:

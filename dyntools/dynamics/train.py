@@ -174,7 +174,7 @@ def dispatch(run: run_plan.Run, *, workers, chunks: int, progress: bool, plateau
     arrays, record_steps, bound, tuned, cached = run.arrays, run.record_steps, run.bound, run.tuned, run.cached
     step, step_np = (None, None) if rs.by_chain else (run.compiled.step, run.compiled.step_np)
     loop_step = step if kernel == "numba" else step_np       # what a tuned loop is handed
-    theta_rec, diverged_at, rates, run_of = run.theta_rec, run.diverged_at, run.rates, run.run_of
+    theta_rec, diverged_at, rates, run_of, hooks = run.theta_rec, run.diverged_at, run.rates, run.run_of, run.hooks
 
     def generic(a, t0, t1, rec, diverged, last=False):
         """The generic loop (compiled, or the NumPy twin) on the :class:`~dyntools.dynamics.path_loop.LoopArrays`
@@ -182,12 +182,12 @@ def dispatch(run: run_plan.Run, *, workers, chunks: int, progress: bool, plateau
         if kernel == "numba" and cached is not None:
             drive.on_threads(cached, P, workers, a, t0, t1, record_steps, rec, float(bound), diverged, last)
         elif kernel == "numba":
-            drive.on_threads(advance_paths, P, workers, model.loss_grad, step, a, t0, t1, record_steps, rec,
-                             float(bound), diverged, last)
+            drive.on_threads(advance_paths, P, workers, model.loss_grad, step, *hooks.compiled, a, t0, t1,
+                             record_steps, rec, float(bound), diverged, last)
         else:
             for p in range(P):
                 advance_path_numpy(model.loss_grad_np, step_np, p, a, t0, t1, record_steps, rec, bound, diverged,
-                                   last)
+                                   last, hooks_np=hooks.numpy)
 
     selector = tuned_loops.user_selector(model) if tuned is not None else None
     if selector is not None:                # a user's tuned loop: run beside the generic loop before it trains
@@ -200,7 +200,7 @@ def dispatch(run: run_plan.Run, *, workers, chunks: int, progress: bool, plateau
         if rs.by_chain:                    # the optimizers' own chains, stepped from Python
             for p in range(P):
                 advance_path_numpy(run.kernel_fn, step_np, p, window, t0, t1, record_steps, theta_rec, bound,
-                                   diverged_at, last, stepper=run.steppers[p])
+                                   diverged_at, last, stepper=run.steppers[p], hooks_np=hooks.numpy)
         elif tuned is not None:
             tuned(window, loop_step, t0, t1, record_steps, theta_rec, bound, diverged_at, last, workers=workers)
         else:
@@ -247,8 +247,9 @@ def collect(run: run_plan.Run, *, step_loss: bool, keep_lrs: bool, replayed: boo
               "diverged_at": shape(diverged_at)}
     if step_loss:
         arrays["step_loss"] = shape(run.step_losses)
+    hooked = model.hook_results(run.arrays.hook_state, run.arrays.hook_rec)    # per-path arrays of the hooks
     with timed(timings, "metrics"):
-        running_rec = getattr(tuned, "running_rec", None) if model.batch_norm else None
+        running_rec = hooked.get("bn_running_rec") if model.batch_norm else None
         arrays["train_loss"] = shape(_recorded_loss(model, theta_rec, run.Xs, run.ys, run.data_of, running_rec))
         if all(getattr(ds, "X_test", None) is not None for ds in sets):
             Xt = np.stack([np.asarray(ds.X_test, dtype=np.float64) for ds in sets])
@@ -269,7 +270,7 @@ def collect(run: run_plan.Run, *, step_loss: bool, keep_lrs: bool, replayed: boo
               "common_stream": bool(common_stream), "replayed": replayed, "kernel": pb.kernel,
               "path": "tuned" if tuned is not None else "generic",
               "optimizer_path": "chain" if rs.by_chain else "fused"}
-    for name, extra in getattr(tuned, "extras", {}).items():        # per-path arrays of a tuned loop
+    for name, extra in {**hooked, **getattr(tuned, "extras", {})}.items():    # per-path arrays of hooks, tuned loop
         arrays[name] = shape(extra)
     summary = {"paths": run.P, **guard.summary(diverged_at)}
     return RunResult("train", config, arrays, status, message, seed=seed, summary=summary, timings=timings)

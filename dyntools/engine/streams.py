@@ -30,7 +30,7 @@ KEYS: dict[str, int] = {
     "mlp.init": 0x4E11,              # MLP initializations (Gaussian scheme)
     "mlp.init-1d": 0x4E12,           # MLP initialization of the 1-D regression network
     "mlp.sampling": 0x05E1,          # MLP SGD sample indices
-    "mlp.dropout": 0x4E13,           # dropout keep masks of the MLP (dyntools.dynamics.fast.mlp_regularized)
+    "mlp.dropout": 0x4E13,           # dropout keep masks of the MLP (dyntools.models.mlp.MLP.hooks)
     "data.sparse-regression": 0x5EA1,
     "data.teacher": 0x7EAC,
     "data.spirals": 0x5917,

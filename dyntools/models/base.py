@@ -26,6 +26,7 @@ trainer uses it when it applies, and the tests hold it equal to the generic loop
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 HEADS = ("regression", "cross-entropy")
 
@@ -37,6 +38,62 @@ def cross_entropy_and_accuracy(z: np.ndarray, y) -> tuple[float, float]:
     zmax = z.max(axis=1, keepdims=True)
     lse = zmax[:, 0] + np.log(np.exp(z - zmax).sum(axis=1))
     return float(np.mean(lse - z[np.arange(len(y)), y])), float(np.mean(np.argmax(z, axis=1) == y))
+
+
+@njit(cache=True)
+def no_hook(t, theta, hstate, hstream, hargs, b, ws):
+    """The default step hook: does nothing (see :class:`Hooks`)."""
+
+
+def no_hook_np(t, theta, hstate, hstream, hargs, b, ws):
+    """NumPy twin of :func:`no_hook`."""
+
+
+class Hooks:
+    """The state a model carries from step to step that is not a parameter, and where the one loop touches it.
+
+    Every training loop (:func:`dyntools.dynamics.path_loop.advance_path` and its twin) calls, at fixed points
+    of step ``t`` of a path, three compiled hooks ``hook(t, θ, hstate, hstream, hargs, b, ws)``:
+
+        record     θ_t (and hstate, when :attr:`recorded`) on the record grid
+        draw       I_t, the sampler's examples
+        before     before_grad(t, θ_t, …)       e.g. dropout: the keep masks into ws, from the path's stream
+        kernel     L, g_t = loss_grad(θ_t, …)
+        after      after_grad(t, θ_t, …)        e.g. batch norm: running statistics from the batch's, in ws
+        step       θ_{t+1} = optimizer step; guard (a diverged path stops here)
+        stepped    after_step(t, θ_{t+1}, …)    e.g. the toy's counters (θ_t kept in hstate by ``before``)
+
+    ``hstate`` float64[S] is the path's own state row, ``hstream`` uint64[1, 4] its own xoshiro stream,
+    ``hargs`` float64[A] the constants of the path's run (row ``run_of[p]`` of :attr:`args`), ``b`` the batch
+    and ``ws`` the kernel's scratch. The defaults (:func:`no_hook`, ``S = 0``) cost nothing: a model without
+    such state declares nothing. A model with hooks returns a :class:`Hooks` from :meth:`Model.hooks`.
+    """
+
+    def __init__(self, before_grad=no_hook, after_grad=no_hook, after_step=no_hook, before_grad_np=no_hook_np,
+                 after_grad_np=no_hook_np, after_step_np=no_hook_np, state=None, streams=None, args=None,
+                 recorded=False):
+        #: compiled hooks (module-level ``njit`` functions: the generated loop names them) and their NumPy twins
+        self.before_grad, self.after_grad, self.after_step = before_grad, after_grad, after_step
+        self.before_grad_np, self.after_grad_np, self.after_step_np = before_grad_np, after_grad_np, after_step_np
+        #: float64[P, S] initial state rows; uint64[P, 4] streams; float64[G, A] per-run constants (None: empty)
+        self.state, self.streams, self.args = state, streams, args
+        #: the loop records each path's state row with θ (``hook_rec``, float64[P, K, S])
+        self.recorded = bool(recorded)
+
+    @property
+    def compiled(self) -> tuple:
+        """``(before_grad, after_grad, after_step)``."""
+        return self.before_grad, self.after_grad, self.after_step
+
+    @property
+    def numpy(self) -> tuple:
+        """``(before_grad_np, after_grad_np, after_step_np)``."""
+        return self.before_grad_np, self.after_grad_np, self.after_step_np
+
+    @property
+    def none(self) -> bool:
+        """Every hook is the default no-op."""
+        return all(h is no_hook for h in self.compiled)
 
 
 class Model:
@@ -59,7 +116,7 @@ class Model:
     # ---------------------------------------------------------------- optional declarations (with their defaults)
     #: the precision :func:`dyntools.train` trains in (parameters, data and kernel arithmetic)
     dtype: np.dtype = np.dtype(np.float64)
-    #: dropout or batch norm: trains through its own loop (:mod:`dyntools.dynamics.fast.mlp_regularized`) only
+    #: dropout or batch norm: a training and an evaluation mode (its state lives in :meth:`hooks`)
     regularized: bool = False
     #: batch norm: the trainer records the running statistics with θ and evaluates the loss with them
     batch_norm: bool = False
@@ -69,6 +126,16 @@ class Model:
     generated_kernel: bool = False
     #: the generated Milstein correction of the label-noise SDE (a method ``milstein_correction(X)``), or None
     milstein_correction = None
+
+    def hooks(self, setting: dict, P: int) -> Hooks:
+        """The step hooks of this model for a run of ``P`` paths (``setting``: the trainer's, with ``seed``,
+        ``stream_key``, ``common_stream``, ``optimizers``, ``batch``), see :class:`Hooks`. Default: none."""
+        return Hooks()
+
+    def hook_results(self, state: np.ndarray, recorded: np.ndarray) -> dict[str, np.ndarray]:
+        """Per-path result arrays ``{name: array[P, …]}`` from the hooks' final ``state`` (P, S) and ``recorded``
+        states (P, K, S); the trainer adds them to the result. Default: none."""
+        return {}
 
     @property
     def n_params(self) -> int:  # pragma: no cover - abstract

@@ -63,8 +63,8 @@ computed in float64 from the given θ.
 
 **Dropout and batch norm** (``dropout=p``, ``batch_norm=True``): every hidden layer becomes
 ``Linear → BatchNorm1d → ReLU → Dropout`` with a training and an evaluation mode, γ and β appended to θ; the
-network then runs on its own kernel (:mod:`dyntools.models.mlp_regularized`) and training loop
-(:mod:`dyntools.dynamics.fast.mlp_regularized`), and the kernels above are not touched.
+network then runs on its own kernel (:mod:`dyntools.models.mlp_regularized`), its masks and running statistics
+are the generic loop's step hooks (:meth:`MLP.hooks`), and the kernels above are not touched.
 
 **Tuned loops** (:mod:`dyntools.dynamics.fast.mlp`, chosen by the trainer): with the compiled kernel,
 the regression head with the ``distinct``/``full`` samplers runs a per-example loop with the kernel
@@ -82,7 +82,7 @@ from dyntools import validation
 from dyntools.engine import rng, streams
 from dyntools.lowlevel import borrowed
 from dyntools.models import mlp_gemm, mlp_regularized
-from dyntools.models.base import HEADS, Model
+from dyntools.models.base import HEADS, Hooks, Model, no_hook, no_hook_np
 
 INITS = ("gaussian", "regression-1d", "uniform")
 DTYPES = ("float64", "float32")
@@ -364,7 +364,7 @@ class MLP(Model):
     own kernel, float64 only; the plain kernels are untouched): it has a training mode (masks from the
     ``mlp.dropout`` stream, batch statistics) and an evaluation mode (no dropout, the running statistics
     of batch norm, given as ``running`` to :meth:`evaluate`, :meth:`predict`, :meth:`loss`);
-    :func:`dyntools.train` runs it through its own loop (:mod:`dyntools.dynamics.fast.mlp_regularized`),
+    :func:`dyntools.train` runs it through the generic loop with its step hooks (:meth:`hooks`),
     which returns the running statistics.
     """
 
@@ -483,6 +483,42 @@ class MLP(Model):
             elif b is not None and np.any(np.asarray(b) != 0):
                 raise ValueError(f"Invalid b_{l + 1}: layer {l + 1} has no bias")
         return theta
+
+    def hooks(self, setting: dict, P: int):
+        """Dropout and batch norm as the loop's step hooks (:mod:`dyntools.models.mlp_regularized`): the masks
+        before the gradient, drawn from path (run g, seed s)'s stream ``SeedSequence(seed, (KEY, g, *stream_key,
+        s))``, ``KEY = streams.KEYS["mlp.dropout"]`` (``(KEY, *stream_key, s)`` for every run with
+        ``common_stream``: the derivation of the sampling streams, so a path's masks depend neither on the number
+        of paths nor of workers); the running statistics after it, each path's own state row, recorded with θ.
+        None for a plain network."""
+        if not self.regularized:
+            return Hooks()
+        if self.batch_norm and setting["batch"] < 2:
+            raise ValueError(f"Invalid batch: {setting['batch']} (batch norm in training mode needs at least 2 "
+                             "examples per step)")
+        G, H = len(setting["optimizers"]), self.n_hidden
+        S = P // G
+        key = streams.key("mlp.dropout")
+        if setting.get("common_stream"):
+            drop = np.tile(streams.path_states(setting["seed"], S, key, *setting["stream_key"]), (G, 1))
+        else:
+            drop = np.concatenate([streams.path_states(setting["seed"], S, key, g, *setting["stream_key"])
+                                   for g in range(G)])
+        args = np.tile([float(H), 1.0 - self.dropout, self.bn_momentum], (G, 1))
+        R = mlp_regularized
+        dropout = (R.dropout_hook, R.dropout_hook_np) if self.dropout > 0.0 else (no_hook, no_hook_np)
+        bn = (R.batch_norm_hook, R.batch_norm_hook_np) if self.batch_norm else (no_hook, no_hook_np)
+        state = np.tile(self.running_init().reshape(-1), (P, 1)) if self.batch_norm else None
+        return Hooks(before_grad=dropout[0], before_grad_np=dropout[1], after_grad=bn[0], after_grad_np=bn[1],
+                     state=state, streams=drop, args=args, recorded=self.batch_norm)
+
+    def hook_results(self, state, recorded) -> dict:
+        """With batch norm: ``bn_running`` (P, 2, H), the final running statistics (means, variances), and
+        ``bn_running_rec`` (P, K, 2, H), those recorded with θ."""
+        if not self.batch_norm:
+            return {}
+        P, K, H = recorded.shape[0], recorded.shape[1], self.n_hidden
+        return {"bn_running": state.reshape(P, 2, H).copy(), "bn_running_rec": recorded.reshape(P, K, 2, H).copy()}
 
     def kernel_args(self, train: bool = True):
         """The kernel's constants (with dropout or batch norm: of the training mode, or of evaluation)."""

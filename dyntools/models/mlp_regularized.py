@@ -45,7 +45,8 @@ network is a separate kernel, chosen only when dropout or batch norm is on) and 
 checked against central finite differences and against PyTorch (committed goldens) in the tests.
 :func:`loss_grad` is the model protocol's kernel (:mod:`dyntools.models.base`): the masks, the batch
 statistics and the running statistics sit at the start of its scratch array (:func:`ws_layout`), where
-the trainer's loop for this model (:mod:`dyntools.dynamics.fast.mlp_regularized`) writes and reads them.
+the trainer's one loop writes and reads them through this model's step hooks (:func:`dropout_hook`,
+:func:`batch_norm_hook`).
 """
 
 from __future__ import annotations
@@ -347,6 +348,41 @@ def update_running_np(running, batch_stats, momentum, batch) -> None:
     """NumPy twin of :func:`update_running`."""
     running[0] = momentum * batch_stats[0] + (1.0 - momentum) * running[0]
     running[1] = momentum * (batch_stats[1] / (batch - 1)) + (1.0 - momentum) * running[1]
+
+
+# ------------------------------------------------------------------------------------------ the loop's hooks
+#
+# Dropout and batch norm are the trainer's step hooks (dyntools.models.base.Hooks), with
+# hargs = [H, keep = 1 − p, momentum] and, with batch norm, the path's running statistics as its state row
+# (2H: means, then variances), recorded with θ (evaluation mode uses them):
+#
+#     before the gradient   M_t = keep masks into ws[:b·H], from the path's ``mlp.dropout`` stream   (dropout)
+#     after the gradient    r_μ, r_σ² ← PyTorch's update with the batch's μ, S/(b − 1) in ws          (batch norm)
+
+@njit(cache=True)
+def dropout_hook(t, theta, hstate, hstream, hargs, b, ws):
+    """Before the gradient: the keep masks of step ``t`` (:func:`draw_masks`) into the kernel's scratch."""
+    H = int(hargs[0])
+    draw_masks(hstream, ws[:b * H].reshape((b, H)), hargs[1])
+
+
+def dropout_hook_np(t, theta, hstate, hstream, hargs, b, ws) -> None:
+    """NumPy twin of :func:`dropout_hook`."""
+    H = int(hargs[0])
+    draw_masks_np(hstream, ws[:b * H].reshape(b, H), hargs[1])
+
+
+@njit(cache=True)
+def batch_norm_hook(t, theta, hstate, hstream, hargs, b, ws):
+    """After the gradient: the running statistics (the state row) from the batch's (:func:`update_running`)."""
+    H = int(hargs[0])
+    update_running(hstate.reshape((2, H)), ws[b * H:b * H + 2 * H].reshape((2, H)), hargs[2], b)
+
+
+def batch_norm_hook_np(t, theta, hstate, hstream, hargs, b, ws) -> None:
+    """NumPy twin of :func:`batch_norm_hook`."""
+    H = int(hargs[0])
+    update_running_np(hstate.reshape(2, H), ws[b * H:b * H + 2 * H].reshape(2, H), hargs[2], b)
 
 
 # ------------------------------------------------------------------------------------------ NumPy twin

@@ -149,7 +149,7 @@ def interval_is_empty_message(toy: QuadraticToy) -> str:
 
 from numba import njit  # noqa: E402
 
-from dyntools.models.base import Model  # noqa: E402
+from dyntools.models.base import Hooks, Model  # noqa: E402
 
 
 @njit(cache=True)
@@ -184,12 +184,83 @@ def loss_grad_np(theta, X, y, idx, b, noise, grad, ws, iargs, fargs):
     return tot / b
 
 
+# ------------------------------------------------------------------------------------------ the counters
+#
+# The proposition's statistics (``simulations.loss_stabilization``), in units z = θ/θ*, are the loop's step
+# hooks (dyntools.models.base.Hooks): a path's state row is [θ_t, in_band, bounces, entry] and its run's
+# constants hargs = [θ*, E[x²], band_lo, band_hi, ε₀]. Over every step t that passes the guard:
+#
+#     in_band  += 1[F(θ_t) ∈ (band_lo, band_hi)],           F(θ) = ¼ E[x²] (θ*² − θ²)²
+#     bounces  += 1[z_t, z_{t+1} on opposite sides: one in (0.65, 1 − ε₀), the other in (1 − ε₀, 1.162)]
+#     entry     = t + 1 when step t is not such a bounce   (the first step from which every later one is)
+
+#: columns of the counters' state row
+THETA_T, IN_BAND, BOUNCES, ENTRY = 0, 1, 2, 3
+
+
+@njit(inline="always")
+def count_step(t, th, new, in_band, bounces, entry, ts2, inv_ts, m2, band_lo, band_hi, mid):
+    """The counters after step ``t`` from ``θ_t = th`` to ``θ_{t+1} = new`` (``ts2 = θ*²``, ``inv_ts = 1/θ*``,
+    ``mid = 1 − ε₀``): ``(in_band, bounces, entry)``. Shared by the hook and the toy's lock-step loop."""
+    gap = ts2 - th * th
+    loss = 0.25 * m2 * gap * gap
+    if band_lo < loss < band_hi:
+        in_band += 1
+    z0 = th * inv_ts
+    z1 = new * inv_ts
+    if (LOW < z0 < mid and mid < z1 < HIGH) or (mid < z0 < HIGH and LOW < z1 < mid):
+        bounces += 1
+    else:
+        entry = t + 1
+    return in_band, bounces, entry
+
+
+def count_step_np(t, th, new, in_band, bounces, entry, ts2, inv_ts, m2, band_lo, band_hi, mid):
+    """NumPy twin of :func:`count_step`, elementwise over arrays of paths (or scalars)."""
+    gap = ts2 - th * th
+    with np.errstate(over="ignore", invalid="ignore"):
+        loss = 0.25 * m2 * gap * gap
+        z0, z1 = th * inv_ts, new * inv_ts
+    lo0, hi0 = (LOW < z0) & (z0 < mid), (mid < z0) & (z0 < HIGH)
+    lo1, hi1 = (LOW < z1) & (z1 < mid), (mid < z1) & (z1 < HIGH)
+    bounce = (lo0 & hi1) | (hi0 & lo1)
+    return in_band + ((band_lo < loss) & (loss < band_hi)), bounces + bounce, np.where(bounce, entry, t + 1)
+
+
+@njit(cache=True)
+def keep_theta_hook(t, theta, hstate, hstream, hargs, b, ws):
+    """Before the gradient: keep ``θ_t`` in the state row (the counters compare it with ``θ_{t+1}``)."""
+    hstate[THETA_T] = theta[0]
+
+
+def keep_theta_hook_np(t, theta, hstate, hstream, hargs, b, ws) -> None:
+    """NumPy twin of :func:`keep_theta_hook`."""
+    hstate[THETA_T] = theta[0]
+
+
+@njit(cache=True)
+def count_hook(t, theta, hstate, hstream, hargs, b, ws):
+    """After a step that passed the guard: :func:`count_step` on the state row."""
+    ts = hargs[0]
+    hstate[IN_BAND], hstate[BOUNCES], hstate[ENTRY] = count_step(
+        t, hstate[THETA_T], theta[0], hstate[IN_BAND], hstate[BOUNCES], hstate[ENTRY], ts * ts, 1.0 / ts, hargs[1],
+        hargs[2], hargs[3], 1.0 - hargs[4])
+
+
+def count_hook_np(t, theta, hstate, hstream, hargs, b, ws) -> None:
+    """NumPy twin of :func:`count_hook`."""
+    ts = float(hargs[0])
+    hstate[IN_BAND], hstate[BOUNCES], hstate[ENTRY] = count_step_np(
+        t, hstate[THETA_T], theta[0], hstate[IN_BAND], hstate[BOUNCES], hstate[ENTRY], ts * ts, 1.0 / ts, hargs[1],
+        hargs[2], hargs[3], 1.0 - hargs[4])
+
+
 class ToyModel(Model):
     """The toy ``x θ²`` as a :class:`~dyntools.models.base.Model` (``p = 1``); its data is ``toy_data(toy)``.
 
-    Its tuned loop is the lock-step ensemble of :mod:`dyntools.dynamics.fast.quadratic_toy` (plain SGD or GD, batch
-    1, one run), which also counts, over every step, the proposition's band / bounce statistics
-    (returned as extra arrays ``in_band``, ``bounces``, ``entry``).
+    Its step hooks count, over every step, the proposition's band / bounce statistics (returned as extra arrays
+    ``in_band``, ``bounces``, ``entry``; see :func:`count_step`), in every loop: the generic one and the toy's
+    tuned lock-step ensemble of :mod:`dyntools.dynamics.fast.quadratic_toy` (plain SGD or GD, batch 1, one run).
 
     Parameters
     ----------
@@ -216,6 +287,20 @@ class ToyModel(Model):
 
     def init(self, seed: int, index: int = 0) -> np.ndarray:
         return np.array([self.theta0 * self.toy.theta_star])
+
+    def hooks(self, setting: dict, P: int) -> Hooks:
+        """The proposition's counters (see :func:`count_step`): state ``[θ_t, 0, 0, 0]`` per path, constants
+        ``[θ*, E[x²], band_lo, band_hi, ε₀]`` per run at the run's base step size η."""
+        toy = self.toy
+        args = np.array([[toy.theta_star, toy.second_moment, *toy.band(float(o.lr)), toy.eps0(float(o.lr))]
+                         for o in setting["optimizers"]])
+        return Hooks(before_grad=keep_theta_hook, before_grad_np=keep_theta_hook_np, after_step=count_hook,
+                     after_step_np=count_hook_np, state=np.zeros((P, 4)), args=args)
+
+    def hook_results(self, state, recorded) -> dict:
+        """``in_band``, ``bounces``, ``entry`` (P,) int64: the counters of every path."""
+        return {name: state[:, col].astype(np.int64) for name, col in
+                (("in_band", IN_BAND), ("bounces", BOUNCES), ("entry", ENTRY))}
 
     def config(self) -> dict:
         return {"name": self.name, "theta_star": self.toy.theta_star, "x_min": self.toy.x_min,

@@ -11,19 +11,22 @@ model                                       tuned loop
 ==========================================  =================================================================
 :class:`~dyntools.models.diag_net.DiagNet`  :mod:`.diag_net`: the paper's batch-1 SGD, one fused pass per step
 :class:`~dyntools.models.mlp.MLP`           :mod:`.mlp`: per-example regression SGD/GD; float32 cross-entropy
-                                            with subnormals flushed; with dropout or batch norm, the loop of
-                                            :mod:`.mlp_regularized` (masks, running statistics)
-:class:`~dyntools.models.quadratic_toy.ToyModel`  :mod:`.quadratic_toy`: the lock-step ensemble and the
-                                            counters of the stabilization proposition
+                                            with subnormals flushed; none with dropout or batch norm
+:class:`~dyntools.models.quadratic_toy.ToyModel`  :mod:`.quadratic_toy`: the lock-step ensemble
 ==========================================  =================================================================
 
-Why each stays (its arithmetic or its state differs from the generic loop's): the diagonal net's pass fuses the
-update with the next residual in four fixed lanes (re-associated sums: equal at a stated tolerance); the MLP
-regression loop writes the kernel's per-example body inline with an inline plain-SGD step that also sizes θ for
-the guard (bitwise the generic loop's, kept for speed: no kernel call, no batch buffers); the float32 cross-entropy
-loop runs with subnormals flushed (different bits exactly where a subnormal occurs); the regularized MLP's loop
-carries dropout streams and running statistics the generic loop has no hooks for; the toy's loop keeps the
-proposition's counters in lock step. Every loop takes the run's typed state
+State that is not a parameter — dropout masks, batch-norm running statistics, the toy's counters — is no reason
+for a loop: it is the model's step hooks (:class:`dyntools.models.base.Hooks`), called by the generic loop. Why
+each loop stays, one line each:
+
+* diag_net: fuses the update with the next residual in four fixed lanes — re-associated sums (stated tolerance).
+* mlp regression: the SAME bits as the generic loop (tested bitwise); kept only for speed — no kernel call, no
+  batch buffers, 1.1–1.7× the generic loop's steps per second (docs/guide/tuned-loops.md).
+* mlp float32 cross-entropy: the generic loop with subnormals flushed — other bits exactly where one occurs.
+* quadratic_toy: the closed-form step θ + ((ηθ)x)(y − xθ²) instead of kernel + optimizer step — re-associated
+  products (1e-12); it calls the toy's counter arithmetic (its hook's) in lock step.
+
+Every loop takes the run's typed state
 (:class:`~dyntools.dynamics.path_loop.LoopArrays`) and the runs' optimizer step; a loop that tests "plain SGD"
 reads ``plain_sgd`` (per run, from :mod:`dyntools.optim.compiled`), never an optimizer's codes.
 

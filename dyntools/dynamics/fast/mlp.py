@@ -36,11 +36,11 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from dyntools.dynamics.fast import mlp_regularized
 from dyntools.dynamics.path_loop import LoopArrays, advance_path, step_type, with_pointers
 from dyntools.engine import drive, guard, record, rng, samplers
 from dyntools.engine.precision import like
 from dyntools.models import mlp as mlp_model
+from dyntools.models.base import no_hook
 from dyntools.models.mlp import backward, example_buffers, forward, unpack_iargs
 
 #: MXCSR bits: flush results below the smallest normal float to zero (FTZ, bit 15) and read subnormal
@@ -175,8 +175,8 @@ def cross_entropy_paths_flushed(paths, step, arrays, t0, t1, record_steps, theta
     old = get_mxcsr()
     set_mxcsr(old | np.uint32(FTZ_DAZ))
     for p in paths:
-        advance_path(mlp_model.loss_grad_cross_entropy, step, p, arrays, t0, t1, record_steps, theta_rec, bound,
-                     diverged_at, record_final)
+        advance_path(mlp_model.loss_grad_cross_entropy, step, no_hook, no_hook, no_hook, p, arrays, t0, t1,
+                     record_steps, theta_rec, bound, diverged_at, record_final)
     set_mxcsr(old)
 
 
@@ -192,12 +192,13 @@ def cross_entropy_loop_flushed(arrays: LoopArrays, step, t0, t1, record_steps, t
 def select(model, setting: dict):
     """The tuned loop for ``setting`` with the compiled kernel, or None: the per-example loop for the
     regression head with the ``distinct`` or ``full`` sampler; for the float32 cross-entropy head on x86,
-    the engine's cached generic loop with subnormals flushed; with dropout or batch norm (any setting), the
-    loop of :mod:`dyntools.dynamics.fast.mlp_regularized`. In float64 the cross-entropy head needs no
-    tuned loop: the cached generic loop (:mod:`dyntools.dynamics.loops`) calls its matrix-product kernel
-    (:mod:`dyntools.models.mlp_gemm`) directly."""
-    if model.regularized:           # dropout / batch norm: the loop that knows them
-        return mlp_regularized.select(model, setting)
+    the engine's cached generic loop with subnormals flushed; none with dropout or batch norm (the generic
+    loop runs their step hooks, :meth:`dyntools.models.mlp.MLP.hooks`, which these loops do not call). In
+    float64 the cross-entropy head needs no tuned loop: the cached generic loop
+    (:mod:`dyntools.dynamics.loops`) calls its matrix-product kernel (:mod:`dyntools.models.mlp_gemm`)
+    directly."""
+    if model.regularized:           # dropout / batch norm: the generic loop calls their hooks
+        return None
     if setting.get("kernel") != "numba":
         return None
     if model.head == "regression" and setting.get("sampler") in ("distinct", "full"):

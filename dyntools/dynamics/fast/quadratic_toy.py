@@ -9,13 +9,15 @@ user-given index array (exact replay). Full-batch GD is the same recursion on th
 set ``x = √E[x²]``. A path stops at the first step where θ is non-finite or ``|θ| > bound``, and
 that step is reported.
 
-While it runs, the kernel also keeps three per-path counters for the proposition
-(``simulations.loss_stabilization``), in units ``z = θ/θ*``:
+While it runs, the kernel also keeps the model's three per-path counters for the proposition
+(``in_band``, ``bounces``, ``entry``): the toy's step hooks, whose arithmetic
+(:func:`dyntools.models.quadratic_toy.count_step`) this loop calls after every step that passes the guard, as the
+generic loop calls the hook; the counters live in the loop's hook state (``LoopArrays.hook_state``).
 
-* ``in_band``: steps ``t`` with ``F(θ_t) ∈ (ε₀θ*², 0.17θ*²)``;
-* ``bounces``: steps with ``z_t, z_{t+1}`` on opposite sides, one in ``(0.65, 1−ε₀)``, the other in
-  ``(1−ε₀, 1.162)``;
-* ``entry``: the first step from which every later step is such a bounce.
+Why this loop stays: its step ``θ + ((η θ) x) (y − x θ²)`` is the toy's closed-form update, not the kernel's
+gradient followed by the optimizer's step ``θ − η (−θ x r)`` — re-associated products, equal to the generic
+loop at a stated tolerance (tests/test_toy_stabilization.py), not bitwise; and it runs the ensemble in lock step
+with the paths' streams in registers.
 
 :func:`advance_numpy` is the plain NumPy twin (vectorized over paths, a Python loop over steps)
 used by the tests and as the benchmark baseline; it gives bitwise-identical results. :class:`FastPath` is
@@ -30,18 +32,10 @@ from numba import njit, prange
 
 from dyntools.dynamics.path_loop import LoopArrays
 from dyntools.engine import guard, record, samplers
+from dyntools.models.quadratic_toy import count_step, count_step_np
 
 # Columns of the per-path counters array.
 IN_BAND, BOUNCES, ENTRY, DIVERGED_AT = 0, 1, 2, 3
-
-
-@njit(inline="always")
-def _bounce(z0, z1, low, mid, high):
-    lo0 = low < z0 < mid
-    hi0 = mid < z0 < high
-    lo1 = low < z1 < mid
-    hi1 = mid < z1 < high
-    return (lo0 and hi1) or (hi0 and lo1)
 
 
 @njit(parallel=True, cache=True)
@@ -90,14 +84,8 @@ def advance(theta, state, counters, x, y, etas, indices, t0, t1, record_steps, t
                 counters[p, DIVERGED_AT] = t + 1
                 th = new
                 break
-            gap = ts2 - th * th
-            loss = 0.25 * m2 * gap * gap
-            if band_lo < loss < band_hi:
-                in_band += 1
-            if _bounce(th * inv_ts, new * inv_ts, 0.65, mid, 1.162):
-                bounces += 1
-            else:
-                entry = t + 1
+            in_band, bounces, entry = count_step(t, th, new, in_band, bounces, entry, ts2, inv_ts, m2, band_lo,
+                                                 band_hi, mid)
             th = new
         theta[p] = th
         state[p, 0], state[p, 1], state[p, 2], state[p, 3] = s0, s1, s2, s3
@@ -138,16 +126,10 @@ def advance_numpy(theta, state, counters, x, y, etas, indices, t0, t1, record_st
         counters[blew, DIVERGED_AT] = t + 1
         theta[blew] = new[blew]
         ok = alive & ~blew
-        gap = ts2 - th * th
-        with np.errstate(over="ignore", invalid="ignore"):
-            loss = 0.25 * m2 * gap * gap
-            z0, z1 = th / theta_star, new / theta_star
-        counters[ok & (band_lo < loss) & (loss < band_hi), IN_BAND] += 1
-        lo0, hi0 = (0.65 < z0) & (z0 < mid), (mid < z0) & (z0 < 1.162)
-        lo1, hi1 = (0.65 < z1) & (z1 < mid), (mid < z1) & (z1 < 1.162)
-        bounce = (lo0 & hi1) | (hi0 & lo1)
-        counters[ok & bounce, BOUNCES] += 1
-        counters[ok & ~bounce, ENTRY] = t + 1
+        counted = count_step_np(t, th, new, counters[:, IN_BAND], counters[:, BOUNCES], counters[:, ENTRY], ts2,
+                                1.0 / theta_star, m2, band_lo, band_hi, mid)    # the model's counters (its hook's twin)
+        for col, value in zip((IN_BAND, BOUNCES, ENTRY), counted):
+            np.copyto(counters[:, col], value, where=ok)
         theta[ok] = new[ok]
         alive = ok
     if record_final and record.due_np(record_steps, k, t1):
@@ -162,16 +144,15 @@ class FastPath:
 
     It applies to one run of plain SGD (no momentum or decay) with batch 1, drawn with replacement,
     replayed, or full batch on the one-point set; it runs :func:`advance` (or its twin
-    :func:`advance_numpy` when the trainer asks for the NumPy kernel) and keeps the per-path counters
-    of the proposition across chunks; :attr:`extras` holds them for the result.
+    :func:`advance_numpy` when the trainer asks for the NumPy kernel) on the counters of the model's hook
+    state (``arrays.hook_state``, columns in_band, bounces, entry of :mod:`dyntools.models.quadratic_toy`), which
+    the trainer turns into the result's arrays as for the generic loop.
     """
 
     def __init__(self, toy, setting):
         self.toy = toy
         self.eta = float(setting["optimizers"][0].lr)
         self.numpy = setting["kernel"] == "numpy"
-        self.counters = None
-        self.extras: dict[str, np.ndarray] = {}
 
     @staticmethod
     def applies(setting: dict) -> bool:
@@ -187,21 +168,20 @@ class FastPath:
         thetas, states, Xs, ys, lrs, replay = (arrays.thetas, arrays.states, arrays.Xs, arrays.ys, arrays.lrs,
                                                arrays.replay)
         P = thetas.shape[0]
-        if self.counters is None:
-            self.counters = np.zeros((P, 4), dtype=np.int64)
-            self.counters[:, DIVERGED_AT] = guard.NEVER
+        counters = np.empty((P, 4), dtype=np.int64)
+        counters[:, :DIVERGED_AT] = arrays.hook_state[:, 1:]      # in_band, bounces, entry (the hook state's order)
+        counters[:, DIVERGED_AT] = diverged_at
         theta = np.ascontiguousarray(thetas[:, 0])
         rec = np.ascontiguousarray(theta_rec[:, :, 0])
         band_lo, band_hi = toy.band(self.eta)
         step_fn = advance_numpy if self.numpy else advance
-        step_fn(theta, states, self.counters, np.ascontiguousarray(Xs[0][:, 0]), ys[0], lrs[0], replay, int(t0),
+        step_fn(theta, states, counters, np.ascontiguousarray(Xs[0][:, 0]), ys[0], lrs[0], replay, int(t0),
                 int(t1), record_steps, rec, toy.theta_star, toy.second_moment, band_lo, band_hi,
                 toy.eps0(self.eta), float(bound), bool(record_final))
         thetas[:, 0] = theta
         theta_rec[:, :, 0] = rec
-        diverged_at[:] = self.counters[:, DIVERGED_AT]
-        self.extras = {"in_band": self.counters[:, IN_BAND].copy(), "bounces": self.counters[:, BOUNCES].copy(),
-                       "entry": self.counters[:, ENTRY].copy()}
+        diverged_at[:] = counters[:, DIVERGED_AT]
+        arrays.hook_state[:, 1:] = counters[:, :DIVERGED_AT]
 
 
 def select(model, setting: dict):
