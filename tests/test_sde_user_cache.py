@@ -144,3 +144,29 @@ lam_drift = numba.njit(lambda t, x, args, out: None)
 def test_a_lambda_term_is_checked_uncached():
     assert S._checked_copy(lam_drift) is None
     assert S._bounds_checked(lam_drift) is not None
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3, 7])
+def test_user_loop_on_blocks_of_paths_equals_one_block_and_the_twin(workers, monkeypatch, tmp_path):
+    """The user's loop is compiled serially and run on contiguous blocks of paths (one per thread): any split —
+    7 paths on 1, 2, 3 or 7 blocks, a bound stopping some paths mid-block — gives the twin's bits."""
+    monkeypatch.setenv("DYNTOOLS_SYMBOLIC_CACHE", str(tmp_path))
+    sde = _sde()
+    kw = dict(t1=0.5, h=1 / 64, paths=7, seed=3, records=9, record_brownian=True, bound=0.62)
+    twin = S.solve(sde, 0.55, kernel="numpy", **kw)
+    assert 0 < (twin["diverged_at"] >= 0).sum() < 7                 # some, not all, paths stopped
+    kernel = S._kernel_for(sde)
+    assert isinstance(kernel, S._OnThreads) and not kernel.dispatcher.targetoptions.get("parallel")
+    calls = []
+    real = kernel.dispatcher
+
+    def counted(*a):
+        calls.append(a[1].shape[0])
+        real(*a)
+
+    monkeypatch.setattr(kernel, "dispatcher", counted)
+    monkeypatch.setattr(S.numba, "get_num_threads", lambda: workers)
+    got = S.solve(sde, 0.55, **kw)
+    assert sorted(calls) == sorted(7 * (b + 1) // workers - 7 * b // workers for b in range(workers))
+    for name in ("x", "W", "diverged_at"):
+        assert np.array_equal(got[name], twin[name], equal_nan=True), name
