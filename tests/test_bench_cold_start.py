@@ -58,3 +58,25 @@ def test_cli_refuses_an_unknown_row_with_one_line(tmp_path):
     run = subprocess.run([sys.executable, "-m", "dyntools", "bench", "cold-start", "--json"], env=env,
                          capture_output=True, text=True)
     assert run.returncode == 2 and run.stdout == "" and len(run.stderr.strip().splitlines()) == 1
+
+
+NJIT = cold_start.Row(
+    "njit", 5.0, 1.0, setup="import sys\nsys.path.insert(0, os.getcwd())\nfrom tiny_kernel import twice",
+    first="twice(3.0)",
+    user_file=("tiny_kernel.py", "from numba import njit\n\n\n@njit(cache=True)\ndef twice(x):\n    return 2.0 * x\n"))
+
+
+def test_children_count_what_numba_compiles_cold_and_nothing_warm():
+    got = cold_start.measure(NJIT)
+    assert got["cold"]["compiles"] >= 1 and got["cold"]["compile s"] > 0
+    assert any(s.startswith("tiny_kernel.twice ") for s in got["cold"]["slowest"])
+    assert got["warm"]["compiles"] == 0 and got["warm"]["compile s"] == 0 and got["warm"]["slowest"] == []
+
+
+def test_report_states_the_rule_the_load_and_the_compiles():
+    report = cold_start.run(rows=[NJIT]).as_dict()
+    assert any(n.startswith("rule: ") and "<= the goal" in n for n in report["notes"])
+    m = report["measurements"]
+    assert m["njit cold functions compiled"] >= 1 and m["njit warm functions compiled"] == 0
+    assert "njit load average (1 min) after" in m or not hasattr(__import__("os"), "getloadavg")
+    assert any(n.startswith("njit cold: slowest compiles tiny_kernel.twice") for n in report["notes"])

@@ -62,7 +62,7 @@ PLUGIN_FOLDERS = {"simulations": "dyntools.simulations", "proofs": "dyntools.pro
 #: ``"__init__"`` for the package's own ``__init__.py``, ``simulations``/``proofs`` for the plugin folders).
 FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("helpers", ("validation", "tables", "user_code", "version", "verdicts", "time_budget", "child", "docstrings",
-                 "markdown_text", "memory")),
+                 "markdown_text", "memory", "numba_errors")),
     ("low level", ("lowlevel",)),            # numba/LLVM internals (fma panels, vector transposes, flat views)
     ("engine", ("engine", "params", "arrays_io")),
     ("code generation", ("codegen",)),      # sympy → derivatives → numba/NumPy source (the symbolic model's)

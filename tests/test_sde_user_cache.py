@@ -106,8 +106,8 @@ def test_a_loop_cached_on_another_target_is_never_loaded(tmp_path, monkeypatch):
     real = target.compile_target()
     monkeypatch.setattr(target, "compile_target", lambda: {**real, "cpu_name": "some-other-cpu"})
     foreign = S.user_kernel_key(_sde())
-    (tmp_path / f"sdekernel_{foreign}.py").write_text("kernel = 'compiled for some-other-cpu'\n")
-    assert S._cached_user_kernel(_sde(), foreign) == "compiled for some-other-cpu"   # what that machine loads
+    (tmp_path / f"sdekernel_{foreign}.py").write_text("kernel = serial = 'compiled for some-other-cpu'\n")
+    assert S._cached_user_kernel(_sde(), foreign).dispatcher == "compiled for some-other-cpu"  # what it loads
     monkeypatch.setattr(target, "compile_target", lambda: real)
     here = S.user_kernel_key(_sde())
     assert here != foreign and not cache.exists("sdekernel", here)       # this machine writes and compiles its own
@@ -144,3 +144,53 @@ lam_drift = numba.njit(lambda t, x, args, out: None)
 def test_a_lambda_term_is_checked_uncached():
     assert S._checked_copy(lam_drift) is None
     assert S._bounds_checked(lam_drift) is not None
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3, 7])
+def test_user_loop_on_blocks_of_paths_equals_one_block_and_the_twin(workers, monkeypatch, tmp_path):
+    """The user's loop is compiled serially and run on contiguous blocks of paths (one per thread): any split —
+    7 paths on 1, 2, 3 or 7 blocks, a bound stopping some paths mid-block — gives the twin's bits."""
+    monkeypatch.setenv("DYNTOOLS_SYMBOLIC_CACHE", str(tmp_path))
+    sde = _sde()
+    kw = dict(t1=0.5, h=1 / 64, paths=7, seed=3, records=9, record_brownian=True, bound=0.62)
+    twin = S.solve(sde, 0.55, kernel="numpy", **kw)
+    assert 0 < (twin["diverged_at"] >= 0).sum() < 7                 # some, not all, paths stopped
+    kernel = S._kernel_for(sde)
+    assert isinstance(kernel, S._OnThreads) and not kernel.dispatcher.targetoptions.get("parallel")
+    assert kernel.parallel.targetoptions.get("parallel")
+    calls = []
+    real = kernel.dispatcher
+
+    def counted(*a):
+        calls.append(a[1].shape[0])
+        real(*a)
+
+    monkeypatch.setattr(kernel, "dispatcher", counted)
+    monkeypatch.setattr(S.numba, "get_num_threads", lambda: workers)
+    got = S.solve(sde, 0.55, **kw)
+    assert sorted(calls) == sorted(7 * (b + 1) // workers - 7 * b // workers for b in range(workers))
+    for name in ("x", "W", "diverged_at"):
+        assert np.array_equal(got[name], twin[name], equal_nan=True), name
+
+
+def test_a_run_above_small_run_takes_the_parallel_loop_with_the_same_bits(monkeypatch, tmp_path):
+    """Above :data:`SMALL_RUN` path-steps the ``prange`` compilation runs (and the serial one does not): the
+    twin's bits all the same, stopped paths included."""
+    monkeypatch.setenv("DYNTOOLS_SYMBOLIC_CACHE", str(tmp_path))
+    sde = _sde()
+    kw = dict(t1=0.5, h=1 / 64, paths=7, seed=3, records=9, record_brownian=True, bound=0.62)
+    twin = S.solve(sde, 0.55, kernel="numpy", **kw)
+    kernel = S._kernel_for(sde)
+    used = []
+    for which in ("dispatcher", "parallel"):
+        real = getattr(kernel, which)
+        monkeypatch.setattr(kernel, which, lambda *a, real=real, which=which: (used.append(which), real(*a)))
+    monkeypatch.setattr(S, "SMALL_RUN", 7 * 32 - 1)                     # 7 paths x 32 steps: just above it
+    got = S.solve(sde, 0.55, **kw)
+    assert used == ["parallel"]
+    for name in ("x", "W", "diverged_at"):
+        assert np.array_equal(got[name], twin[name], equal_nan=True), name
+    monkeypatch.setattr(S, "SMALL_RUN", 7 * 32)                         # at it: the serial loop
+    used.clear()
+    S.solve(sde, 0.55, **kw)
+    assert used and set(used) == {"dispatcher"}

@@ -4,3 +4,7 @@ and the on-disk cache of the generated modules keyed by the expression (:mod:`~d
 
 It sits below the models (``dyntools.models.symbolic`` uses it) and imports nothing above the helpers.
 """
+
+from dyntools.numba_errors import install as _install_numba_errors
+
+_install_numba_errors()   # before this package's first compile: see dyntools.numba_errors

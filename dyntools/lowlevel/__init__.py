@@ -32,6 +32,9 @@ from __future__ import annotations
 import os
 
 from dyntools.lowlevel.width import VECTOR_BITS, VECTOR_BYTES, lanes  # noqa: F401 (re-exported)
+from dyntools.numba_errors import install as _install_numba_errors
+
+_install_numba_errors()   # before the probe below compiles: see dyntools.numba_errors
 
 #: values of ``DYNTOOLS_LOWLEVEL``: ``auto`` (the default), ``fallback`` (force the loops), ``llvm-vector``
 #: (force the fast code: a failure to compile it is raised, not replaced)
