@@ -87,3 +87,27 @@ def test_a_model_without_hooks_gets_the_no_ops_and_no_state():
     assert hooks.none and hooks.state is None and hooks.compiled == (no_hook,) * 3
     res = dt.train(LeastSquares(3), _data(), dt.optim.sgd(0.01), steps=5, records=2)
     assert "hook_state" not in res.arrays
+
+
+def test_a_generated_kernel_model_with_hooks_leaves_the_no_hook_pointer_loop():
+    """A symbolic model's kernel runs in the one pointer loop that names the no-op hooks; a subclass that declares
+    hooks must get a loop that calls them (planted: the pointer loop taken anyway leaves the counts at 0)."""
+    import sympy as sp
+
+    from dyntools.models.symbolic import SymbolicModel
+
+    a, c, x = sp.symbols("a c x")
+
+    class HookedSymbolic(SymbolicModel):
+        def hooks(self, setting, P):
+            return Hooks(after_step=count_hook, after_step_np=count_hook_np, state=np.zeros((P, 4)),
+                         args=np.ones((len(setting["optimizers"]), 1)))
+
+        def hook_results(self, state, recorded):
+            return {"hook_state": state.copy()}
+
+    model = HookedSymbolic(a * sp.tanh(c * x), params=[a, c], inputs=x, name="hooked-tanh")
+    r = np.random.default_rng(3)
+    data = type("D", (), {"X": r.standard_normal((12, 1)), "y": r.standard_normal(12)})()
+    res = dt.train(model, data, dt.optim.sgd(0.01), steps=7, seeds=2, seed=0, records=2, batch=3)
+    np.testing.assert_array_equal(res["hook_state"][..., 0], 7)

@@ -28,7 +28,7 @@ from dyntools.dynamics import kernel_check, loops, path_loop
 from dyntools.dynamics.fast import probe as tuned_probe
 from dyntools.dynamics.rates import LearningRates
 from dyntools.engine import guard, record, samplers, streams
-from dyntools.models.base import HEADS, Model
+from dyntools.models.base import HEADS, Model, no_hook
 from dyntools.optim import chain_step
 from dyntools.optim import compiled as optim_compiled
 from dyntools.optim import optimizers as O
@@ -258,7 +258,7 @@ def _cached_loop(pb: Problem, arrays: path_loop.LoopArrays, step, hooks):
     passes it to its uncached generic loop)."""
     if pb.kernel != "numba":
         return None
-    if pb.model.generated_kernel:
+    if pb.model.generated_kernel and all(h is no_hook for h in hooks.compiled):
         return path_loop.by_pointer(pb.model.loss_grad, step, arrays)     # one compiled loop for every such kernel
     return loops.user_loop(pb.model.loss_grad, step, hooks.compiled)
 
