@@ -22,11 +22,13 @@ import re
 
 #: a link target that is a file path, a URL or an anchor (ASCII, no spaces)
 _TARGET = re.compile(r"(?:#[\w.-]+|(?:https?|mailto):\S+|[\w./%-]+\.\w+(?:#[\w.-]*)?)", re.ASCII)
-#: the HTML tags the report's text may use; any other ``<`` followed by a letter is text (``a<b and c>d``)
-_TAGS = "a|details|summary|br|sub|sup|img"
+#: the HTML tags the report's text may use; any other ``<`` followed by a letter is text (``a<b and c>d``); an
+#: anchor or image is a tag only with an attribute (``<a id="x">``): a bare ``<a >`` is text
+_TAGS = "details|summary|br|sub|sup"
+_ATTR = r"\s+[\w-]+=(?:\"[^\"]*\"|'[^']*')"
 #: the pieces that are never touched: code spans, HTML tags, and links/images with a real target
 _KEEP = re.compile(r"(`+)(?:.|\n)*?(?<!`)\1(?!`)"                   # a code span
-                   rf"|</?(?:{_TAGS})(?:\s+[\w-]+=(?:\"[^\"]*\"|'[^']*'))*\s*/?>"   # a tag the report uses,
+                   rf"|</?(?:{_TAGS})(?:{_ATTR})*\s*/?>|<(?:a|img)(?:{_ATTR})+\s*/?>|</a>"   # a tag the report uses,
                    r"|<!--.*?-->"                                   # attributes quoted
                    r"|!?\[[^\[\]\n]*\]\((?P<target>[^()\s]*)\)")    # a link or image (target checked below)
 #: a matched single-character emphasis: opened after start/space/punctuation, closed before end/space/punct.

@@ -385,6 +385,18 @@ def test_the_finite_difference_milstein_term_matches_the_closed_form():
 
 # ------------------------------------------------------------------ a SymbolicModel's generated kernel against its twin
 
+@pytest.fixture(autouse=True)
+def _drop_generated_modules_of_this_test(tmp_path):
+    """After each test, the generated modules it imported from its own code cache (some hold a planted, edited
+    kernel) leave ``sys.modules``: a later test whose model has the same key must not import them."""
+    import sys
+
+    yield
+    for name, module in list(sys.modules.items()):
+        if name.startswith("dyntools_generated_") and str(getattr(module, "__file__", "")).startswith(str(tmp_path)):
+            del sys.modules[name]
+
+
 def _forget_generated_modules(monkeypatch, tmp_path):
     """A fresh code cache in ``tmp_path``, with no generated module already imported from another."""
     import sys

@@ -106,7 +106,7 @@ def test_a_generated_kernel_model_with_hooks_leaves_the_no_hook_pointer_loop():
         def hook_results(self, state, recorded):
             return {"hook_state": state.copy()}
 
-    model = HookedSymbolic(a * sp.tanh(c * x), params=[a, c], inputs=x, name="hooked-tanh")
+    model = HookedSymbolic(a * sp.tanh(c * x) + c**2 / 9, params=[a, c], inputs=x, name="hooked-tanh")
     r = np.random.default_rng(3)
     data = type("D", (), {"X": r.standard_normal((12, 1)), "y": r.standard_normal(12)})()
     res = dt.train(model, data, dt.optim.sgd(0.01), steps=7, seeds=2, seed=0, records=2, batch=3)
