@@ -246,7 +246,7 @@ def _builtin_parts() -> list:
 
     from dyntools.optim.aliases import ALIASES
 
-    parts_list, keys = [], set()
+    parts_list = []
     for entry in ALIASES.values():
         if not entry.factory.__module__.startswith("dyntools."):
             continue
@@ -257,11 +257,16 @@ def _builtin_parts() -> list:
             for mom in momenta:
                 kwargs = {"lr": 0.01} | ({} if wd is None else {"weight_decay": wd}) \
                     | ({} if mom is None else {"momentum": mom})
-                parts = _updates(entry.factory(**kwargs))
-                if _structure(parts) not in keys:
-                    keys.add(_structure(parts))
-                    parts_list.append(parts)
-    return parts_list
+                parts_list.append(_updates(entry.factory(**kwargs)))
+    return _distinct(parts_list)
+
+
+def _distinct(all_parts) -> list:
+    """The distinct chain structures among ``all_parts``, in the order first seen."""
+    first = {}
+    for parts in all_parts:
+        first.setdefault(_structure(parts), parts)
+    return list(first.values())
 
 
 def compile_runs(opts: Sequence) -> CompiledRuns:
@@ -275,12 +280,8 @@ def compile_runs(opts: Sequence) -> CompiledRuns:
     from dyntools.codegen import cache
 
     all_parts = [_updates(o) for o in opts]
-    structures, index = [], {}
-    for parts in _builtin_parts() + all_parts:
-        key = _structure(parts)
-        if key not in index:
-            index[key] = len(structures)
-            structures.append(parts)
+    structures = _distinct(_builtin_parts() + all_parts)
+    index = {_structure(parts): i for i, parts in enumerate(structures)}
     width = 1 + max([sum(len(eu.values) for _, eu in parts) for parts in all_parts] + [0])
     hps = np.zeros((len(opts), width))
     for g, parts in enumerate(all_parts):
@@ -301,10 +302,6 @@ def compile_runs(opts: Sequence) -> CompiledRuns:
 
 def source_of(opts: Sequence) -> str:
     """The generated compiled source for ``opts`` (for reading and the docs)."""
-    structures = []
-    for parts in (_updates(o) for o in opts):
-        if _structure(parts) not in [_structure(p) for p in structures]:
-            structures.append(parts)
-    return _module_source(structures)[0]
+    return _module_source(_distinct(_updates(o) for o in opts))[0]
 
 
