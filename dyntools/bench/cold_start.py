@@ -297,4 +297,4 @@ def processor() -> str:
     return platform.processor() or "unknown"
 
 
-BENCHMARK = Benchmark("cold-start", run)
+BENCHMARK = Benchmark("cold-start", run, compiles_in_children=True)

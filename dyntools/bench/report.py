@@ -17,9 +17,14 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class Benchmark:
-    """One ``dyntools bench NAME``: its name (stable: ``--json`` readers key on it) and its ``run(quick)``."""
+    """One ``dyntools bench NAME``: its name (stable: ``--json`` readers key on it) and its ``run(quick)``.
+
+    ``compiles_in_children``: its child processes compile from empty caches (``cold-start``). Such a benchmark
+    runs after the others in a whole ``dyntools bench``: the peak resident size of a process's waited-for
+    children (``ru_maxrss`` of ``RUSAGE_CHILDREN``, the sweep's worker memory) would otherwise be its compilers'."""
     name: str
     run: Callable[[bool], BenchReport]
+    compiles_in_children: bool = False
 
 
 @dataclass

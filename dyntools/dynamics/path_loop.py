@@ -225,18 +225,29 @@ def kernel_type(arrays: LoopArrays):
 def with_pointers(loop, pointers: dict):
     """``loop`` (a cached ``njit`` dispatcher) called with the arguments at the positions of ``pointers``
     (position → ``FunctionType``) passed as function pointers: one compiled loop for every function of that
-    signature, cached on disk. Returns ``call(*args)``."""
-    from numba import typeof
+    signature, cached on disk. Returns ``call(*args)``.
 
+    numba's dispatcher types its arguments in C (~3 µs for a :class:`LoopArrays`); a call with pointers must
+    name the types itself, and ``numba.typeof`` of a LoopArrays costs ~200 µs in Python — paid per thread and
+    per window it was a tenth of a 10⁴-step run of a small network (AMD Zen 5). So the compiled entry is found
+    by a key of what the types depend on (:func:`_arg_key`), and ``typeof`` runs once per new key."""
     def call(*args):
-        arg_types = tuple(pointers[i] if i in pointers else typeof(v) for i, v in enumerate(args))
-        compiled = loop.overloads.get(arg_types)
-        if compiled is None:
-            loop.compile(arg_types)
-            compiled = loop.overloads[arg_types]
-        compiled.entry_point(*args)
+        key = (loop,) + tuple(pointers[i] if i in pointers else _arg_key(v) for i, v in enumerate(args))
+        entry = _ENTRIES.get(key)
+        if entry is None:
+            arg_types = tuple(pointers[i] if i in pointers else _type_of(v) for i, v in enumerate(args))
+            compiled = loop.overloads.get(arg_types)
+            if compiled is None:
+                loop.compile(arg_types)
+                compiled = loop.overloads[arg_types]
+            entry = _ENTRIES[key] = compiled.entry_point
+        entry(*args)
 
     return call
+
+
+#: the compiled entry of a loop called with pointers, by the loop and :func:`_arg_key` of its arguments
+_ENTRIES: dict = {}
 
 
 def by_pointer(kernel, step, arrays: LoopArrays):
@@ -327,3 +338,37 @@ def advance_path_numpy(kernel_np, step_np, p, arrays, t0, t1, record_steps, thet
         theta_rec[p, k] = theta
         if keep_hooks:
             a.hook_rec[p, k] = hs
+
+
+#: numba's type of a named tuple of arrays (:class:`LoopArrays`) by :func:`_arg_key`
+_TUPLE_TYPES: dict = {}
+
+#: the flags numba's array type depends on: C and Fortran contiguity (its layout), alignment, writability
+_TYPE_FLAGS = 0x1 | 0x2 | 0x100 | 0x400
+
+
+def _arg_key(v):
+    """What numba's type of ``v`` depends on: an array's dtype, dimensions, contiguity, alignment and writability;
+    a named tuple's class and its fields' keys; a scalar's Python type (and whether an int fits int64: a larger
+    one is numba's uint64)."""
+    if isinstance(v, np.ndarray):
+        return v.dtype, v.ndim, v.flags.num & _TYPE_FLAGS
+    if isinstance(v, tuple) and hasattr(v, "_fields"):
+        return (type(v),) + tuple(_arg_key(f) for f in v)
+    if isinstance(v, int) and not isinstance(v, bool):
+        return int, -2**63 <= v < 2**63
+    return type(v)
+
+
+def _type_of(value):
+    """``numba.typeof(value)``; for a named tuple of arrays the type found by :func:`_arg_key` (``typeof`` of a
+    :class:`LoopArrays` costs ~200 µs in Python)."""
+    from numba import typeof
+
+    if not (isinstance(value, tuple) and hasattr(value, "_fields")):
+        return typeof(value)
+    k = _arg_key(value)
+    found = _TUPLE_TYPES.get(k)
+    if found is None:
+        found = _TUPLE_TYPES[k] = typeof(value)
+    return found

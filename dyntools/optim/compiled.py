@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -269,6 +270,11 @@ def _distinct(all_parts) -> list:
     return list(first.values())
 
 
+#: the step modules loaded in this process, by their chain structures and users' kernels' stamp (while they are
+#: the modules of their names in ``sys.modules``)
+_LOADED: dict = {}
+
+
 def compile_runs(opts: Sequence) -> CompiledRuns:
     """The compiled step of the optimizers ``opts`` (one per run; module docstring).
 
@@ -289,11 +295,15 @@ def compile_runs(opts: Sequence) -> CompiledRuns:
         hps[g, 0] = index[_structure(parts)]
         hps[g, 1:1 + len(values)] = values
     check_user_transforms(all_parts)
-    jit_src, np_src = _module_source(structures)
     _, namespace, stamp = _imports(structures)
-    key = hashlib.sha256((GENERATOR_VERSION + jit_src + np_src + stamp).encode()).hexdigest()[:24]
-    jit_mod = cache.load("optim", key, lambda: jit_src, namespace)
-    np_mod = cache.load("optimnp", key, lambda: np_src, namespace)
+    memo = (tuple(_structure(parts) for parts in structures), stamp)
+    loaded = _LOADED.get(memo)
+    if loaded is None or any(sys.modules.get(m.__name__) is not m for m in loaded):   # writing them takes ~2 ms
+        jit_src, np_src = _module_source(structures)
+        key = hashlib.sha256((GENERATOR_VERSION + jit_src + np_src + stamp).encode()).hexdigest()[:24]
+        _LOADED[memo] = (cache.load("optim", key, lambda: jit_src, namespace),
+                         cache.load("optimnp", key, lambda: np_src, namespace))
+    jit_mod, np_mod = _LOADED[memo]
     n_slots = max([1] + [sum(eu.slots for _, eu in parts) for parts in all_parts])
     return CompiledRuns(jit_mod.step, np_mod.step, np.ascontiguousarray(hps), n_slots,
                         tuple(len(parts) == 0 for parts in all_parts),
