@@ -50,6 +50,14 @@ class ReportContext:
         """Path of a written file relative to the report (for Markdown links)."""
         return Path(path).resolve().relative_to(self.out_dir.resolve()).as_posix()
 
+    def timed_run(self, run: Callable, name: str, *args, **options) -> tuple[Any, float]:
+        """``run(*args, out_dir / "runs" / name, seed=seed, progress=progress, **options)`` — how an entry runs its
+        sweep into the report's folder — and its wall seconds, the time the entry's text quotes (the section's
+        own seconds, :func:`timed_section`, count its figures and text too)."""
+        start = time.perf_counter()
+        result = run(*args, self.out_dir / "runs" / name, seed=self.seed, progress=self.progress, **options)
+        return result, time.perf_counter() - start
+
 
 @dataclass
 class Section:

@@ -292,16 +292,12 @@ QUICK = {"budgets": (4.0, 16.0, 64.0), "n": 400, "n_val": 400, "hidden": (16, 16
 
 
 def reproduce(ctx):
-    import time
-
     from dyntools import plots
     from dyntools.report import Section
     from dyntools.tables import markdown_table
 
     p = BudgetParams(**QUICK) if ctx.quick else BudgetParams()
-    start = time.perf_counter()
-    result = run_budgets(p, ctx.out_dir / "runs" / KIND, seed=ctx.seed, progress=ctx.progress)
-    seconds = time.perf_counter() - start
+    result, seconds = ctx.timed_run(run_budgets, KIND, p)
     figs = plots.plot_result(result, ctx.figure_dir, ("png",), plotter=adamw_budgets_figures.plot_result)
     s = result.summary
     md = [f"{p.optimizer} on the spirals ({p.n} points, MLP {'×'.join(map(str, p.hidden))}, batch {p.batch_size}, "

@@ -16,8 +16,6 @@ TITLE = "Learning curves and training accuracy of the Adam vs AdamW heatmap (L&H
 
 
 def reproduce(ctx):
-    import time
-
     import numpy as np
 
     from dyntools.heatmap_grid import KIND, report_grid, run_grid
@@ -26,9 +24,7 @@ def reproduce(ctx):
     from dyntools.tables import markdown_table
 
     cfg, workers = report_grid(ctx.quick)
-    start = time.perf_counter()
-    result = run_grid(cfg, ctx.out_dir / "runs" / KIND, seed=ctx.seed, workers=workers, progress=ctx.progress)
-    seconds = time.perf_counter() - start
+    result, seconds = ctx.timed_run(run_grid, KIND, cfg, workers=workers)
     figs = HP.plot_learning_curves(result, ctx.figure_dir, ("png",))
     figs += HP.plot_train_accuracy(result, ctx.figure_dir, ("png",))
     rows, numbers = [], {}

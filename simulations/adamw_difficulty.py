@@ -445,16 +445,12 @@ QUICK = {"lr_grid": (1e-3, 1e-1, 3), "wd_grid": (1e-5, 1.0, 4), "replicates": 2,
 
 
 def reproduce(ctx):
-    import time
-
     from dyntools import plots
     from dyntools.report import Section
     from dyntools.tables import markdown_table
 
     p = DifficultyParams(**QUICK) if ctx.quick else DifficultyParams()
-    start = time.perf_counter()
-    result = run_difficulty(p, ctx.out_dir / "runs" / KIND, seed=ctx.seed, progress=ctx.progress)
-    seconds = time.perf_counter() - start
+    result, seconds = ctx.timed_run(run_difficulty, KIND, p)
     figs = plots.plot_result(result, ctx.figure_dir, ("png",), plotter=adamw_difficulty_figures.plot_result)
     s, c = result.summary, result.config
     coupled, decoupled = (DISPLAY[n] for n in s["optimizers"])

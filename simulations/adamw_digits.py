@@ -14,8 +14,6 @@ TITLE = "Adam vs AdamW (lr, weight decay) heatmaps on real data: scikit-learn's 
 
 
 def reproduce(ctx):
-    import time
-
     from dyntools import verdicts as V
     from dyntools.heatmap_grid import BORDER, GridConfig, claims, region_verdict, run_grid
     from dyntools.plots import adamw_heatmaps as HP
@@ -27,10 +25,7 @@ def reproduce(ctx):
                                   learning_curve_points=0), 1
     else:
         cfg, workers = GridConfig(dataset="digits", n_lr=6, n_wd=10, epochs=32, hidden=(64, 64)), None
-    start = time.perf_counter()
-    result = run_grid(cfg, ctx.out_dir / "runs" / "adamw-grid-digits", seed=ctx.seed, workers=workers,
-                      progress=ctx.progress)
-    seconds = time.perf_counter() - start
+    result, seconds = ctx.timed_run(run_grid, "adamw-grid-digits", cfg, workers=workers)
     figs = HP.plot_val_accuracy(result, ctx.figure_dir, ("png",), name="adamw_digits_val_accuracy")
     s = result.summary["optimizers"]
     rows = [{"optimizer": k, "best val acc": v["best_val_acc"], "at lr": v["best_lr"], "at wd": v["best_wd"],

@@ -72,8 +72,6 @@ def sparsity_at_equal_accuracy(result, margin: float = MARGIN) -> dict:
 
 
 def reproduce(ctx):
-    import time
-
     from dyntools.heatmap_grid import report_grid, run_grid
     from dyntools.plots import adamw_heatmaps as HP
     from dyntools.report import Section
@@ -81,10 +79,7 @@ def reproduce(ctx):
 
     changes = {} if ctx.quick else {"n_lr": 6, "n_wd": 10}
     cfg, workers = report_grid(ctx.quick, optimizers=("adamw", "adamw_l1"), learning_curve_points=0, **changes)
-    start = time.perf_counter()
-    result = run_grid(cfg, ctx.out_dir / "runs" / "adamw-grid-l1", seed=ctx.seed, workers=workers,
-                      progress=ctx.progress)
-    seconds = time.perf_counter() - start
+    result, seconds = ctx.timed_run(run_grid, "adamw-grid-l1", cfg, workers=workers)
     figs = HP.plot_weight_sparsity(result, ctx.figure_dir, ("png",), name="adamw_l1_weight_sparsity")
     figs += plot_sparsity_vs_accuracy(result, ctx.figure_dir)
     s = sparsity_at_equal_accuracy(result)

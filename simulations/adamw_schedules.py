@@ -267,8 +267,6 @@ SGDR_GRID_FULL = {"n_lr": 6, "n_wd": 8, "learning_curve_points": 0}
 
 
 def reproduce(ctx):
-    import time
-
     from dyntools import plots
     from dyntools import verdicts as V
     from dyntools.heatmap_grid import GridConfig, run_grid
@@ -277,12 +275,10 @@ def reproduce(ctx):
     from dyntools.tables import markdown_table
 
     p = ScheduleParams(**QUICK) if ctx.quick else ScheduleParams(seeds=8)
-    start = time.perf_counter()
-    result = run_schedules(p, ctx.out_dir / "runs" / KIND, seed=ctx.seed, progress=ctx.progress)
+    result, seconds = ctx.timed_run(run_schedules, KIND, p)
     grid = GridConfig(schedule="sgdr", **(SGDR_GRID_QUICK if ctx.quick else SGDR_GRID_FULL))
-    heat = run_grid(grid, ctx.out_dir / "runs" / "adamw-grid-sgdr", seed=ctx.seed, workers=1 if ctx.quick else None,
-                    progress=ctx.progress)
-    seconds = time.perf_counter() - start
+    heat, heat_seconds = ctx.timed_run(run_grid, "adamw-grid-sgdr", grid, workers=1 if ctx.quick else None)
+    seconds += heat_seconds
     figs = plots.plot_result(result, ctx.figure_dir, ("png",), plotter=adamw_schedules_figures.plot_result)
     figs += HP.plot_val_accuracy(heat, ctx.figure_dir, ("png",), name="adamw_schedules_sgdr_heatmap")
     verdicts = result.summary["verdicts"]

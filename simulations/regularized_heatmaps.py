@@ -53,8 +53,6 @@ def verdicts(counts: dict) -> dict:
 
 
 def reproduce(ctx):
-    import time
-
     from dyntools import verdicts as V
     from dyntools.heatmap_grid import BORDER, claims, region_verdict, report_grid, run_networks
     from dyntools.plots import adamw_heatmaps as HP
@@ -63,10 +61,8 @@ def reproduce(ctx):
 
     grid = {"n_lr": 3, "n_wd": 4} if ctx.quick else {"n_lr": 4, "n_wd": 5}
     cfg, workers = report_grid(ctx.quick, optimizers=OPTIMIZERS, learning_curve_points=0, **grid)
-    start = time.perf_counter()
-    by_net = run_networks(cfg, {net: changes for net, _, changes in VARIANTS}, ctx.out_dir / "runs" / "regularized",
-                          seed=ctx.seed, workers=workers, progress=ctx.progress)
-    seconds = time.perf_counter() - start
+    by_net, seconds = ctx.timed_run(run_networks, "regularized", cfg, {net: changes for net, _, changes in VARIANTS},
+                                    workers=workers)
     results, counts, rows = [], {}, []
     for net, label, _ in VARIANTS:
         result = by_net[net]

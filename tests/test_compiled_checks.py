@@ -16,7 +16,7 @@ from dyntools.models.least_squares import LeastSquares
 from dyntools.optim import chain_step
 from dyntools.optim import transforms as T
 from dyntools.validation import KernelMismatch, first_difference
-from tests.byo_lion import lion, scale_by_lion
+from tests.byo_lion import _lion_kernel, lion, scale_by_lion
 
 RNG = np.random.default_rng(5)
 X = RNG.normal(size=(16, 3))
@@ -37,14 +37,6 @@ def _lion_without_momentum(u, state, params, t, lr_t, hp):
         u[i] = np.sign(hp[0] * state[0, i] + (1 - hp[0]) * u[i])
 
 
-@njit(cache=True)
-def _lion_kernel(u, state, params, t, lr_t, hp):
-    for i in range(u.shape[0]):
-        g = u[i]
-        u[i] = np.sign(hp[0] * state[0, i] + (1 - hp[0]) * g)
-        state[0, i] = hp[1] * state[0, i] + (1 - hp[1]) * g
-
-
 @dataclass(frozen=True)
 class forgetful_lion(scale_by_lion):
     def compiled(self):
@@ -53,7 +45,7 @@ class forgetful_lion(scale_by_lion):
 
 @dataclass(frozen=True)
 class lion_with_swapped_betas(scale_by_lion):
-    """The right kernel handed the wrong hyperparameter layout (β₂, β₁)."""
+    """The right kernel (tests/byo_lion.py's) handed the wrong hyperparameter layout (β₂, β₁)."""
 
     def compiled(self):
         return _lion_kernel, np.array([self.b2, self.b1])

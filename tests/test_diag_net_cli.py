@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from dyntools import store
+from tests.conftest import assert_usage_error
 
 SMALL = ["--steps", "300", "--seeds", "2", "--records", "20", "--n-test", "50"]
 
@@ -84,11 +85,7 @@ BAD = [          # the issue's list; finer checks of the library's arguments are
 @pytest.mark.parametrize("args, message", BAD)
 def test_bad_input_one_line_exit_2_nothing_written(tmp_path, args, message):
     out = tmp_path / "never"
-    proc = cli("simulate", "diag-net", "--steps", "50", *args, "--out", out)
-    assert proc.returncode == 2, (proc.stdout, proc.stderr)
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and message in lines[0], proc.stderr
-    assert not out.exists()
+    assert_usage_error(cli("simulate", "diag-net", "--steps", "50", *args, "--out", out), message, out_dir=out)
 
 
 @pytest.mark.parametrize("arrays, message", [

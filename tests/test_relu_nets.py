@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from dyntools import data, metrics
 from dyntools.optim.schedules import PiecewiseDecay, PowerWarmup
+from tests.conftest import assert_usage_error
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -129,11 +130,7 @@ def test_cli_runs_and_plots(tmp_path):
 ])
 def test_cli_bad_input_one_line_exit_2_nothing_written(tmp_path, args, word):
     out = tmp_path / "bad"
-    proc = _cli("simulate", "relu", *args, "--out", str(out), cwd=tmp_path)
-    assert proc.returncode == 2
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and word in lines[0], proc.stderr
-    assert not out.exists()
+    assert_usage_error(_cli("simulate", "relu", *args, "--out", str(out), cwd=tmp_path), word, out_dir=out)
 
 
 def test_bench_quick_reports_the_target_without_asserting_timings():

@@ -226,3 +226,18 @@ def test_reproduce_command_self_contained_flag(tmp_path, monkeypatch, capsys, fl
     page = (tmp_path / "r" / "report.html").read_text()
     assert ('src="data:image/png;base64,' in page) == bool(flag)
     assert report.broken_links(tmp_path / "r" / "report.html") == []
+
+
+def test_an_entrys_timed_run_runs_into_the_reports_runs_folder_with_its_seed(tmp_path):
+    """``ReportContext.timed_run``: the entry's run gets its own arguments, then ``runs/<name>`` under the report,
+    the report's seed and progress, and its options; its result comes back beside the call's seconds."""
+    calls = []
+
+    def run(cfg, networks, out, *, seed, progress, workers):
+        calls.append((cfg, networks, out, seed, progress, workers))
+        return "the result"
+
+    ctx = report.ReportContext(tmp_path, quick=True, seed=7, progress=True)
+    result, seconds = ctx.timed_run(run, "grid", "cfg", {"mlp": {}}, workers=2)
+    assert result == "the result" and isinstance(seconds, float)
+    assert calls == [("cfg", {"mlp": {}}, tmp_path / "runs" / "grid", 7, True, 2)]

@@ -29,6 +29,7 @@ Argument checks raise ``ValueError`` with torch's wording (``Invalid learning ra
 
 from __future__ import annotations
 
+import inspect
 import math
 from dataclasses import dataclass, field
 
@@ -184,6 +185,50 @@ def _with_decay(core: list, weight_decay: float, where: int, l1_ratio: float = 0
     return T.chain(decay, *core) if where == COUPLED else T.chain(*core, decay)
 
 
+# --------------------------------------------------------------------------------- the factories' docs
+
+#: The factories' parameters, each described once: name → (type, meaning). :func:`_documented` writes a
+#: factory's numpydoc ``Parameters`` section from its signature (the defaults it has) and this table.
+PARAMETER_DOCS = {
+    "lr": ("float", "The learning rate η (> 0); a schedule multiplies it at each step."),
+    "momentum": ("float", "The momentum μ (≥ 0)."),
+    "dampening": ("float", "The dampening τ."),
+    "nesterov": ("bool", "Nesterov momentum (needs μ > 0 and τ = 0)."),
+    "betas": ("pair of float", "The moments' decay rates β₁, β₂, each in [0, 1)."),
+    "beta2": ("float", "The second moment's decay rate, in [0, 1)."),
+    "alpha": ("float", "The decay rate of the mean square, in [0, 1]."),
+    "eps": ("float", "The denominator's ε (≥ 0)."),
+    "weight_decay": ("float", "The decay coefficient λ (≥ 0)."),
+    "l1_ratio": ("float", "The share ρ of the L1 term, in [0, 1]."),
+    "amsgrad": ("bool", "Use the running maximum of v̂ (AMSGrad)."),
+    "bias_correction": ("bool", "Divide the moments by 1 − βᵗ."),
+    "lr_decay": ("float", "PyTorch's decay of the step, ``η / (1 + (t − 1) lr_decay)`` (≥ 0)."),
+    "initial_accumulator_value": ("float", "The start of the sum of squared gradients (≥ 0)."),
+    "centered": ("bool", "Divide by the estimated variance instead of the mean square."),
+    "decoupled": ("bool", "Decoupled decay (after the preconditioner) instead of L2 in the gradient."),
+}
+_L2 = "The L2 coefficient λ (≥ 0), added to the gradient."
+
+
+def _documented(**meaning: str):
+    """Append to a factory's docstring its ``Parameters`` section — every parameter's type, default and
+    meaning (:data:`PARAMETER_DOCS`, or ``meaning[name]`` where this factory means something else by it) —
+    and ``Returns: Optimizer``."""
+
+    def document(factory):
+        lines = ["", "Parameters", "----------"]
+        for name, param in inspect.signature(factory).parameters.items():
+            kind, text = PARAMETER_DOCS[name]
+            default = "" if param.default is inspect.Parameter.empty else f", default {param.default!r}"
+            lines += [f"{name} : {kind}{default}", f"    {meaning.get(name, text)}"]
+        lines += ["", "Returns", "-------", "Optimizer"]
+        doc = inspect.cleandoc(factory.__doc__ or "").rstrip()
+        factory.__doc__ = doc + "\n" + "\n".join(lines) + "\n"
+        return factory
+
+    return document
+
+
 # -------------------------------------------------------------------------------------- factories
 
 def _sgd_like(name, lr, momentum, dampening, nesterov, weight_decay, where) -> Optimizer:
@@ -198,6 +243,7 @@ def _sgd_like(name, lr, momentum, dampening, nesterov, weight_decay, where) -> O
 
 
 @alias(torch="SGD", lr_range=(1e-3, 1.0), grid_momentum=True)
+@_documented()
 def sgd(lr: float, momentum: float = 0.0, dampening: float = 0.0, nesterov: bool = False,
         weight_decay: float = 0.0) -> Optimizer:
     r"""``torch.optim.SGD``: ``g ← g + λθ``; momentum ``b ← μ b + (1 − τ) g``; ``θ ← θ − lr_t b``.
@@ -205,28 +251,12 @@ def sgd(lr: float, momentum: float = 0.0, dampening: float = 0.0, nesterov: bool
     With L2 coupled into the gradient, :math:`b_t = \mu b_{t-1} + (1-\tau)(\nabla f(\theta_{t-1}) +
     \lambda\theta_{t-1})` and :math:`\theta_t = \theta_{t-1} - \eta_t b_t` (the first buffer is the first
     gradient, undamped; ``nesterov`` steps along :math:`g_t + \mu b_t`).
-
-    Parameters
-    ----------
-    lr : float
-        The learning rate η (> 0); a schedule multiplies it at each step.
-    momentum : float, default 0.0
-        The momentum μ (≥ 0).
-    dampening : float, default 0.0
-        The dampening τ.
-    nesterov : bool, default False
-        Nesterov momentum (needs μ > 0 and τ = 0).
-    weight_decay : float, default 0.0
-        The decay coefficient λ (≥ 0).
-
-    Returns
-    -------
-    Optimizer
     """
     return _sgd_like("sgd", lr, momentum, dampening, nesterov, weight_decay, COUPLED)
 
 
 @alias(lr_range=(1e-3, 1.0), grid_momentum=True)
+@_documented()
 def sgdw(lr: float, momentum: float = 0.0, dampening: float = 0.0, nesterov: bool = False,
          weight_decay: float = 0.0) -> Optimizer:
     r"""SGDW (Loshchilov & Hutter 2019, Alg. 1 with the decoupled term):
@@ -234,23 +264,6 @@ def sgdw(lr: float, momentum: float = 0.0, dampening: float = 0.0, nesterov: boo
 
     .. math:: b_t = \mu b_{t-1} + (1-\tau)\nabla f(\theta_{t-1}), \qquad
               \theta_t = \theta_{t-1} - \eta_t\,(b_t + \lambda\theta_{t-1}).
-
-    Parameters
-    ----------
-    lr : float
-        The learning rate η (> 0); a schedule multiplies it at each step.
-    momentum : float, default 0.0
-        The momentum μ (≥ 0).
-    dampening : float, default 0.0
-        The dampening τ.
-    nesterov : bool, default False
-        Nesterov momentum (needs μ > 0 and τ = 0).
-    weight_decay : float, default 0.0
-        The decay coefficient λ (≥ 0).
-
-    Returns
-    -------
-    Optimizer
     """
     return _sgd_like("sgdw", lr, momentum, dampening, nesterov, weight_decay, DECOUPLED)
 
@@ -270,6 +283,7 @@ def _adam_like(name, lr, betas, eps, weight_decay, amsgrad, where, l1_ratio=0.0,
 
 
 @alias(torch="Adam")
+@_documented()
 def adam(lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: float = 0.0,
          amsgrad: bool = False, *, bias_correction: bool = True) -> Optimizer:
     r"""``torch.optim.Adam``: the L2 term ``λθ`` is added to the gradient *before* the moments.
@@ -280,30 +294,12 @@ def adam(lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: 
 
               \theta_t = \theta_{t-1} - \eta_t\,\frac{\hat m_t}{\sqrt{\hat v_t} + \varepsilon},\qquad
               \hat m_t = \frac{m_t}{1-\beta_1^t},\ \hat v_t = \frac{v_t}{1-\beta_2^t}.
-
-    Parameters
-    ----------
-    lr : float, default 1e-3
-        The learning rate η (> 0); a schedule multiplies it at each step.
-    betas : pair of float, default (0.9, 0.999)
-        The moments' decay rates β₁, β₂, each in [0, 1).
-    eps : float, default 1e-8
-        The denominator's ε (≥ 0).
-    weight_decay : float, default 0.0
-        The decay coefficient λ (≥ 0).
-    amsgrad : bool, default False
-        Use the running maximum of v̂ (AMSGrad).
-    bias_correction : bool, default True
-        Divide the moments by 1 − βᵗ.
-
-    Returns
-    -------
-    Optimizer
     """
     return _adam_like("adam", lr, betas, eps, weight_decay, amsgrad, COUPLED, bias_correction=bias_correction)
 
 
 @alias(torch="AdamW")
+@_documented()
 def adamw(lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: float = 1e-2,
           amsgrad: bool = False, *, bias_correction: bool = True) -> Optimizer:
     r"""``torch.optim.AdamW``: ``θ ← θ − lr_t (m̂/(√v̂ + ε) + λθ)`` (``bias_correction=False``: m, v
@@ -311,104 +307,35 @@ def adamw(lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay:
 
     .. math:: \theta_t = \theta_{t-1} - \eta_t \left(\frac{\hat m_t}{\sqrt{\hat v_t} + \varepsilon}
               + \lambda\theta_{t-1}\right).
-
-    Parameters
-    ----------
-    lr : float, default 1e-3
-        The learning rate η (> 0); a schedule multiplies it at each step.
-    betas : pair of float, default (0.9, 0.999)
-        The moments' decay rates β₁, β₂, each in [0, 1).
-    eps : float, default 1e-8
-        The denominator's ε (≥ 0).
-    weight_decay : float, default 1e-2
-        The decay coefficient λ (≥ 0).
-    amsgrad : bool, default False
-        Use the running maximum of v̂ (AMSGrad).
-    bias_correction : bool, default True
-        Divide the moments by 1 − βᵗ.
-
-    Returns
-    -------
-    Optimizer
     """
     return _adam_like("adamw", lr, betas, eps, weight_decay, amsgrad, DECOUPLED, bias_correction=bias_correction)
 
 
 @alias()
+@_documented()
 def adamw_l1(lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: float = 1e-2,
              amsgrad: bool = False) -> Optimizer:
     """AdamW with L1 decoupled decay (seed 000): ``θ ← θ − lr_t (m̂/(√v̂ + ε) + λ sign θ)``.
-
-    Parameters
-    ----------
-    lr : float, default 1e-3
-        The learning rate η (> 0); a schedule multiplies it at each step.
-    betas : pair of float, default (0.9, 0.999)
-        The moments' decay rates β₁, β₂, each in [0, 1).
-    eps : float, default 1e-8
-        The denominator's ε (≥ 0).
-    weight_decay : float, default 1e-2
-        The decay coefficient λ (≥ 0).
-    amsgrad : bool, default False
-        Use the running maximum of v̂ (AMSGrad).
-
-    Returns
-    -------
-    Optimizer
     """
     return _adam_like("adamw_l1", lr, betas, eps, weight_decay, amsgrad, DECOUPLED, 1.0)
 
 
 @alias()
+@_documented()
 def adamw_l1l2(lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: float = 1e-2,
                l1_ratio: float = 0.5, amsgrad: bool = False) -> Optimizer:
     """AdamW with proportional L1+L2 decoupled decay (seed 000):
     ``θ ← θ − lr_t (m̂/(√v̂ + ε) + λ((1 − ρ)θ + ρ sign θ))``.
-
-    Parameters
-    ----------
-    lr : float, default 1e-3
-        The learning rate η (> 0); a schedule multiplies it at each step.
-    betas : pair of float, default (0.9, 0.999)
-        The moments' decay rates β₁, β₂, each in [0, 1).
-    eps : float, default 1e-8
-        The denominator's ε (≥ 0).
-    weight_decay : float, default 1e-2
-        The decay coefficient λ (≥ 0).
-    l1_ratio : float, default 0.5
-        The share ρ of the L1 term, in [0, 1].
-    amsgrad : bool, default False
-        Use the running maximum of v̂ (AMSGrad).
-
-    Returns
-    -------
-    Optimizer
     """
     l1_ratio = validation.in_interval("l1_ratio", l1_ratio, 0.0, 1.0, closed_high=True)
     return _adam_like("adamw_l1l2", lr, betas, eps, weight_decay, amsgrad, DECOUPLED, l1_ratio)
 
 
 @alias(torch="Adagrad", lr_range=(1e-3, 1.0))
+@_documented(weight_decay=_L2)
 def adagrad(lr: float = 1e-2, lr_decay: float = 0.0, weight_decay: float = 0.0,
             initial_accumulator_value: float = 0.0, eps: float = 1e-10) -> Optimizer:
     """``torch.optim.Adagrad`` (coupled L2).
-
-    Parameters
-    ----------
-    lr : float, default 1e-2
-        The learning rate η (> 0).
-    lr_decay : float, default 0.0
-        PyTorch's decay of the step, ``η / (1 + (t − 1) lr_decay)`` (≥ 0).
-    weight_decay : float, default 0.0
-        The L2 coefficient λ (≥ 0), added to the gradient.
-    initial_accumulator_value : float, default 0.0
-        The start of the sum of squared gradients (≥ 0).
-    eps : float, default 1e-10
-        The denominator's ε.
-
-    Returns
-    -------
-    Optimizer
     """
     lr, eps, weight_decay = _lr(lr), _eps(eps), _wd(weight_decay)
     lr_decay = validation.finite("lr_decay", lr_decay)
@@ -424,28 +351,10 @@ def adagrad(lr: float = 1e-2, lr_decay: float = 0.0, weight_decay: float = 0.0,
 
 
 @alias(torch="RMSprop")
+@_documented(weight_decay=_L2, momentum="Momentum on the preconditioned step (≥ 0).")
 def rmsprop(lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8, weight_decay: float = 0.0,
             momentum: float = 0.0, centered: bool = False) -> Optimizer:
     """``torch.optim.RMSprop`` (coupled L2, optional centering and momentum).
-
-    Parameters
-    ----------
-    lr : float, default 1e-2
-        The learning rate η (> 0).
-    alpha : float, default 0.99
-        The decay rate of the mean square, in [0, 1].
-    eps : float, default 1e-8
-        The denominator's ε.
-    weight_decay : float, default 0.0
-        The L2 coefficient λ (≥ 0), added to the gradient.
-    momentum : float, default 0.0
-        Momentum on the preconditioned step (≥ 0).
-    centered : bool, default False
-        Divide by the estimated variance instead of the mean square.
-
-    Returns
-    -------
-    Optimizer
     """
     lr, eps, weight_decay, momentum = _lr(lr), _eps(eps), _wd(weight_decay), _momentum(momentum)
     alpha = validation.finite("alpha", alpha)
@@ -460,26 +369,10 @@ def rmsprop(lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8, weight_dec
 
 
 @alias()
+@_documented()
 def rmsprop_bc(lr: float = 1e-3, beta2: float = 0.999, eps: float = 1e-8, weight_decay: float = 0.0,
                decoupled: bool = False) -> Optimizer:
     """RMSProp with a bias-corrected second moment (seed 001), L2 (coupled) or decoupled decay.
-
-    Parameters
-    ----------
-    lr : float, default 1e-3
-        The learning rate η (> 0).
-    beta2 : float, default 0.999
-        The second moment's decay rate, in [0, 1).
-    eps : float, default 1e-8
-        The denominator's ε.
-    weight_decay : float, default 0.0
-        The decay coefficient λ (≥ 0).
-    decoupled : bool, default False
-        Decoupled decay (after the preconditioner) instead of L2 in the gradient.
-
-    Returns
-    -------
-    Optimizer
     """
     lr, eps, weight_decay = _lr(lr), _eps(eps), _wd(weight_decay)
     beta2 = _beta("beta2", beta2)

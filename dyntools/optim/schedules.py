@@ -199,6 +199,19 @@ def _steps(steps) -> int:
     return validation.count("steps", steps)
 
 
+def _decayed(steps, gamma: float, decays_at) -> np.ndarray:
+    """torch's multiplicative recurrence ``m_0 = 1``, ``m_t = γ^{k_t} m_{t−1}`` (``k_t = decays_at(t)``, the
+    decays falling at step ``t``): StepLR, MultiStepLR and ExponentialLR differ only in ``k_t``."""
+    m = np.empty(_steps(steps))
+    lr = 1.0
+    for t in range(m.size):
+        k = decays_at(t)
+        if k:
+            lr = lr * gamma ** k
+        m[t] = lr
+    return m
+
+
 @dataclass(frozen=True)
 class StepLR(Schedule):
     """``m_t = γ^{⌊t / step_size⌋}`` (torch ``StepLR``: multiply by γ every ``step_size`` steps).
@@ -219,13 +232,7 @@ class StepLR(Schedule):
         validation.positive("gamma", self.gamma)
 
     def multipliers(self, steps: int) -> np.ndarray:
-        m = np.empty(_steps(steps))
-        lr = 1.0
-        for t in range(m.size):
-            if t != 0 and t % self.step_size == 0:
-                lr = lr * self.gamma
-            m[t] = lr
-        return m
+        return _decayed(steps, self.gamma, lambda t: int(t != 0 and t % self.step_size == 0))
 
 
 @dataclass(frozen=True)
@@ -251,14 +258,7 @@ class MultiStepLR(Schedule):
         validation.positive("gamma", self.gamma)
 
     def multipliers(self, steps: int) -> np.ndarray:
-        m = np.empty(_steps(steps))
-        lr = 1.0
-        for t in range(m.size):
-            hits = self.milestones.count(t)
-            if hits:
-                lr = lr * self.gamma ** hits
-            m[t] = lr
-        return m
+        return _decayed(steps, self.gamma, self.milestones.count)
 
 
 @dataclass(frozen=True)
@@ -277,13 +277,7 @@ class ExponentialLR(Schedule):
         validation.positive("gamma", self.gamma)
 
     def multipliers(self, steps: int) -> np.ndarray:
-        m = np.empty(_steps(steps))
-        lr = 1.0
-        for t in range(m.size):
-            if t:
-                lr = lr * self.gamma
-            m[t] = lr
-        return m
+        return _decayed(steps, self.gamma, lambda t: int(t != 0))
 
 
 @dataclass(frozen=True)
