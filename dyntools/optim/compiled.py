@@ -253,7 +253,9 @@ def _builtin_parts() -> list:
     order, a run set of these optimizers generates the SAME step module whatever its optimizers: a training loop
     (keyed by its model kernel and the step module, :mod:`dyntools.dynamics.loops`) is compiled once per model, not
     once per optimizer (the transformer's loop: ~7 s of compiling per optimizer before). The price: the step compiles
-    every structure (about 2.5 processor-seconds per precision, once per installation, then loaded from the cache);
+    every structure (about 2.5 processor-seconds per precision, once per installation, then loaded from the cache;
+    a loop that takes the step through a function pointer is keyed by no module and takes
+    :attr:`CompiledRuns.own_step`, which holds only the run set's structures);
     the dispatch over them costs nothing measurable per step (AMD EPYC Zen 5: AdamW as the last of 15 structures
     119–126 ns per step of 2 parameters against 127–133 ns alone, 300 ns both on 400). A user's alias is not
     among them (its chain is appended, as any run's that is not).
