@@ -55,6 +55,22 @@ def test_serial_and_process_pool_are_bitwise_identical_and_seeded_per_cell(tmp_p
     assert not np.array_equal(a.cells[0]["x"], c.cells[0]["x"])
 
 
+def test_the_workers_of_a_local_pool_warm_up_in_turn(tmp_path):
+    """With empty caches the first worker compiles and the other loads what it cached: their warm-ups (here a
+    busy 0.6 s each) never overlap (planted: without the turn lock both start at spawn and overlap)."""
+    from tests.sweep_turns import logged_cell
+
+    logs = tmp_path / "warm"
+    logs.mkdir()
+    spec = sweep.SweepSpec("demo", logged_cell, {"size": 4, "warm": 0.6, "warm_log": str(logs)}, [{}] * 4, 3)
+    out = sweep.run_sweep(spec, tmp_path / "out", workers=2)
+    assert [c["status"] for c in out.cells] == ["completed"] * 4
+    spans = sorted(tuple(map(float, f.read_text().split())) for f in logs.iterdir())
+    assert len(spans) == 2, spans
+    (_, first_end), (second_start, _) = spans
+    assert second_start >= first_end, spans
+
+
 def test_resume_reuses_finished_cells_without_duplicates(tmp_path):
     out = tmp_path / "s"
     first = sweep.run_sweep(demo_spec(n=6), out, workers=1)

@@ -321,6 +321,14 @@ def test_sums_of_different_lengths_and_an_index_outside_its_sum_are_named():
 
 _ONE_LOOP_CHILD = """
 import json
+from numba.core import event
+compiled = []
+class Count(event.Listener):
+    def on_start(self, ev):
+        compiled.append(getattr(ev.data.get("dispatcher"), "__qualname__", "?"))
+    def on_end(self, ev):
+        pass
+event.register("numba:compile", Count())
 import numpy as np
 import dyntools as dt
 from dyntools.dynamics import path_loop
@@ -335,15 +343,16 @@ for d in (4, 5):
     theta[d] = run["theta"].tobytes().hex()
 loop = path_loop.advance_paths_by_pointer
 print(json.dumps({"theta": theta, "signatures": len(loop.signatures), "hits": sum(loop.stats.cache_hits.values()),
-                  "misses": sum(loop.stats.cache_misses.values())}))
+                  "misses": sum(loop.stats.cache_misses.values()), "compiled": compiled}))
 """
 
 
 @pytest.mark.slow
 def test_every_generated_kernel_trains_through_one_cached_loop(tmp_path):
     """dt.train calls a generated kernel through a function pointer from one loop: two models in a process
-    compile it once, a second process loads it from numba's cache (nothing compiled but the kernels), and
-    the cache load gives the fresh compile's bits (one machine)."""
+    compile it once, a second process loads it and the kernels from numba's cache (nothing compiles: a kernel
+    first compiled by argument types in the twin check was cached under a key the pointer's signature missed),
+    and the cache load gives the fresh compile's bits (one machine)."""
     root = Path(__file__).resolve().parents[1]
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "numba"), DYNTOOLS_SYMBOLIC_CACHE=str(tmp_path / "sym"),
                PYTHONPATH=str(root))
@@ -356,4 +365,5 @@ def test_every_generated_kernel_trains_through_one_cached_loop(tmp_path):
     first, second = runs
     assert (first["signatures"], first["misses"], first["hits"]) == (1, 1, 0), first
     assert (second["signatures"], second["misses"], second["hits"]) == (1, 0, 1), second
+    assert first["compiled"] and second["compiled"] == [], second["compiled"]
     assert second["theta"] == first["theta"]

@@ -260,7 +260,11 @@ def by_pointer(kernel, step, arrays: LoopArrays):
     ~15 s for the whole step loop (samplers, the optimizer step, recording, the guard) again. The price is an
     indirect call per step, which the kernels of models declared in sympy
     (:class:`~dyntools.models.symbolic.SymbolicModel`) dwarf. ``arrays`` fixes the signatures' types."""
-    call = with_pointers(advance_paths_by_pointer, {1: kernel_type(arrays), 2: step_type(arrays)})
+    kernel_sig = kernel_type(arrays)
+    # compiled (or loaded) now under the pointer's signature, the key numba caches it by: a later call by argument
+    # types reuses it, and the next process finds it (compiled by argument types first, it missed and compiled)
+    kernel.get_compile_result(kernel_sig.signature)
+    call = with_pointers(advance_paths_by_pointer, {1: kernel_sig, 2: step_type(arrays)})
 
     def loop(paths, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final):
         call(paths, kernel, step, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final)

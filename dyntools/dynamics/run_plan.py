@@ -251,7 +251,7 @@ def _hook_arrays(hooks, P: int, G: int, K: int) -> dict:
     return out
 
 
-def _cached_loop(pb: Problem, arrays: path_loop.LoopArrays, step, hooks):
+def _cached_loop(pb: Problem, arrays: path_loop.LoopArrays, compiled, hooks):
     """The compiled generic loop of the model's kernel: one shared loop for every generated kernel (by pointer),
     else the loop generated for the kernel and cached on disk (:func:`dyntools.dynamics.loops.user_loop`, built-in
     and user kernels alike); None for the NumPy twin, or a kernel that cannot be imported by name (the trainer then
@@ -259,8 +259,9 @@ def _cached_loop(pb: Problem, arrays: path_loop.LoopArrays, step, hooks):
     if pb.kernel != "numba":
         return None
     if pb.model.generated_kernel and all(h is no_hook for h in hooks.compiled):
-        return path_loop.by_pointer(pb.model.loss_grad, step, arrays)     # one compiled loop for every such kernel
-    return loops.user_loop(pb.model.loss_grad, step, hooks.compiled)
+        # one compiled loop for every such kernel; the step of the runs' own chains (through a pointer)
+        return path_loop.by_pointer(pb.model.loss_grad, compiled.own_step, arrays)
+    return loops.user_loop(pb.model.loss_grad, compiled.step, hooks.compiled)
 
 
 def build_run(pb: Problem, rs: Runs, *, record_steps, records, grid, seed, theta0, bound, indices, common_stream,
@@ -312,8 +313,8 @@ def build_run(pb: Problem, rs: Runs, *, record_steps, records, grid, seed, theta
         lrs=rates.window(0, min(steps, tuned_probe.PROBE_STEPS)), run_of=run_of, step_losses=step_losses,
         plain_sgd=np.array(plain_sgd, dtype=np.bool_), **_hook_arrays(hooks, P, G, K))
     tuned, kernel_fn = _pick_loop(pb, rs, setting, fast)
-    _check_kernel(pb, kernel_fn, thetas, Xs, ys, iargs, fargs, ws_size, check_gradient)
-    cached = None if compiled is None else _cached_loop(pb, arrays, compiled.step, hooks)
+    cached = None if compiled is None else _cached_loop(pb, arrays, compiled, hooks)   # before the check: by_pointer
+    _check_kernel(pb, kernel_fn, thetas, Xs, ys, iargs, fargs, ws_size, check_gradient)  # compiles the kernel first
     steppers = ([chain_step.ChainStepper(rs.opts[run_of[p]], thetas[p]) for p in range(P)] if rs.by_chain
                 else None)
     return Run(pb, rs, record_steps, rates, thetas, bound, Xs, ys, y_dtype, data_of, run_of, diverged_at, theta_rec,
