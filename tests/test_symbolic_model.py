@@ -331,7 +331,6 @@ class Count(event.Listener):
 event.register("numba:compile", Count())
 import numpy as np
 import dyntools as dt
-from dyntools.dynamics import path_loop
 from dyntools.models import symbolic_examples
 rng = np.random.default_rng(0)
 theta = {}
@@ -341,7 +340,10 @@ for d in (4, 5):
     run = dt.train(model, type("D", (), {"X": X, "y": X[:, 0]})(), dt.optim.sgd(0.05), steps=50, seed=1, batch=2,
                    label_noise=0.1, records=3)
     theta[d] = run["theta"].tobytes().hex()
-loop = path_loop.advance_paths_by_pointer
+import sys
+loops = [m.paths_loop for name, m in sys.modules.items() if name.startswith("dyntools_user_ptrloop_")]
+assert len(loops) == 1, loops            # one loop for both kernels (and the run set's SGD step named in it)
+loop = loops[0]
 print(json.dumps({"theta": theta, "signatures": len(loop.signatures), "hits": sum(loop.stats.cache_hits.values()),
                   "misses": sum(loop.stats.cache_misses.values()), "compiled": compiled}))
 """
@@ -349,13 +351,14 @@ print(json.dumps({"theta": theta, "signatures": len(loop.signatures), "hits": su
 
 @pytest.mark.slow
 def test_every_generated_kernel_trains_through_one_cached_loop(tmp_path):
-    """dt.train calls a generated kernel through a function pointer from one loop: two models in a process
+    """dt.train calls a generated kernel through a function pointer from one loop (per step module, the step named
+    in it: loops.pointer_loop): two models in a process
     compile it once, a second process loads it and the kernels from numba's cache (nothing compiles: a kernel
     first compiled by argument types in the twin check was cached under a key the pointer's signature missed),
     and the cache load gives the fresh compile's bits (one machine)."""
     root = Path(__file__).resolve().parents[1]
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "numba"), DYNTOOLS_SYMBOLIC_CACHE=str(tmp_path / "sym"),
-               PYTHONPATH=str(root))
+               DYNTOOLS_LOOP_CACHE=str(tmp_path / "loops"), PYTHONPATH=str(root))
     runs = []
     for _ in range(2):
         proc = subprocess.run([sys.executable, "-c", _ONE_LOOP_CHILD], env=env, capture_output=True, text=True,

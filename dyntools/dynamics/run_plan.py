@@ -252,15 +252,16 @@ def _hook_arrays(hooks, P: int, G: int, K: int) -> dict:
 
 
 def _cached_loop(pb: Problem, arrays: path_loop.LoopArrays, compiled, hooks):
-    """The compiled generic loop of the model's kernel: one shared loop for every generated kernel (by pointer),
-    else the loop generated for the kernel and cached on disk (:func:`dyntools.dynamics.loops.user_loop`, built-in
+    """The compiled generic loop of the model's kernel: one shared loop for every generated kernel (the kernel by
+    pointer, the run set's own step named in it: :func:`dyntools.dynamics.loops.pointer_loop`), else the loop
+    generated for the kernel and cached on disk (:func:`dyntools.dynamics.loops.user_loop`, built-in
     and user kernels alike); None for the NumPy twin, or a kernel that cannot be imported by name (the trainer then
     passes it to its uncached generic loop)."""
     if pb.kernel != "numba":
         return None
     if pb.model.generated_kernel and all(h is no_hook for h in hooks.compiled):
-        # one compiled loop for every such kernel; the step of the runs' own chains (through a pointer)
-        return path_loop.by_pointer(pb.model.loss_grad, compiled.own_step, arrays)
+        # one compiled loop for every such kernel and run set's own chains
+        return loops.pointer_loop(pb.model.loss_grad, compiled.own_step, arrays)
     return loops.user_loop(pb.model.loss_grad, compiled.step, hooks.compiled)
 
 
