@@ -8,12 +8,11 @@ generated with the kernel, the runs' optimizer step and the model's step hooks (
 statistics, counters: :class:`dyntools.models.base.Hooks`, no-ops by default) named in its body (:func:`user_loop`),
 which inlines
 :func:`dyntools.dynamics.path_loop.advance_path`; that loop caches like any other kernel. Its file is keyed by the
-kernel's and the step's source files' stamps, so an edited model file never meets a stale compiled loop (numba's
+kernel's and the step's source files' contents, so an edited model file never meets a stale compiled loop (numba's
 cache of a loop written here by hand would not see edits of the models it calls); only a kernel that cannot be
 imported by name gets the uncached loop. A generated kernel (:class:`dyntools.models.symbolic.SymbolicModel`) has
-no loop of its own: the trainer calls it (and the step) through function pointers — a type that names the
-signature, not the object — from one loop compiled and cached for every such kernel
-(:func:`dyntools.dynamics.path_loop.by_pointer`).
+no loop of its own: the trainer calls it through a function pointer — a type that names the signature, not the
+object — from one loop per optimizer step module, compiled and cached for every such kernel (:func:`pointer_loop`).
 """
 
 from __future__ import annotations
@@ -48,9 +47,10 @@ def user_loop_dir():
 
 
 def _named(fn):
-    """``(module, name, stamp)`` of a numba dispatcher defined at module level of an importable file (stamp: the
-    file's path, size and modification time), else None. Found once per dispatcher object (its code cannot change
-    within a process; a module edited and reloaded gives new objects): ~0.1 ms of file-system calls each."""
+    """``(module, name, stamp)`` of a numba dispatcher defined at module level of an importable file (stamp: a hash
+    of the file's contents — not its path or time: a generated step module of the same text in another code cache
+    is the same code, and its loop is not compiled again), else None. Found once per dispatcher object (its code
+    cannot change within a process; a module edited and reloaded gives new objects)."""
     try:
         found = _NAMED.get(fn, _UNSEEN)
     except TypeError:                       # an unhashable callable: not a dispatcher anyway
@@ -65,6 +65,7 @@ _UNSEEN = object()
 
 
 def _find_name(fn):
+    import hashlib
     import sys
     from pathlib import Path
 
@@ -74,8 +75,7 @@ def _find_name(fn):
     source = getattr(module, "__file__", None)
     if func is None or module_name in (None, "__main__") or source is None or getattr(module, name, None) is not fn:
         return None
-    stat = Path(source).stat()
-    return module_name, name, f"{Path(source).resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
+    return module_name, name, hashlib.sha256(Path(source).read_bytes()).hexdigest()[:24]
 
 
 def user_loop(kernel, step, hooks=None):
