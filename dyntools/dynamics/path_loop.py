@@ -21,7 +21,8 @@ the plain tuple it replaces — the same machine code, the same compile time —
 name). :func:`advance_path` is inlined into a ``nogil`` loop over paths: one generated per model kernel and
 optimizer step, cached on disk, in :mod:`dyntools.dynamics.loops`; :func:`advance_paths_by_pointer` (kernel and
 step called through function pointers, compiled once for all kernels of the protocol's signature and cached)
-for the generated kernels of symbolic models (:func:`by_pointer`); and :func:`advance_paths` (kernel and step
+for the generated kernels of symbolic models and the built-in float64 kernels without step hooks
+(:func:`by_pointer`; :func:`dyntools.dynamics.run_plan.by_pointer_applies`); and :func:`advance_paths` (kernel and step
 passed as arguments, compiled once per process) for any other model. :func:`advance_path_numpy` is the twin.
 This module sits below the trainer, the cached loops and the tuned loops, which all use it, and imports none of
 them.
@@ -94,6 +95,21 @@ WRITTEN = {"thetas": "theta", "opt_states": "optimizer state", "states": "sample
 
 
 @njit(inline="always")
+def first_record(record_steps, t0):
+    """The index of the first recorded step ``≥ t0`` in the sorted ``record_steps`` (``np.searchsorted``'s left
+    side, by bisection): written out, because numba's ``np.searchsorted`` brings its generic comparison machinery
+    into every loop that calls it (seconds of compiling in a cold process)."""
+    lo, hi = 0, record_steps.shape[0]
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if record_steps[mid] < t0:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(inline="always")
 def open_path(a, p):
     """Path ``p``'s private copies of its rows (neighbouring rows share cache lines) — θ, optimizer state,
     stream, permutation, position — and its data set and run: ``(θ, state, st, perm, cur, X, y, g)``."""
@@ -156,7 +172,7 @@ def advance_path(kernel, step, before_grad, after_grad, after_step, p, arrays, t
     grad = np.empty(theta.shape[0], dtype=theta.dtype)
     ws = np.zeros(a.ws_size, dtype=theta.dtype)
     row = 0 if replay.shape[0] == 1 else p
-    k = np.searchsorted(record_steps, t0)
+    k = first_record(record_steps, t0)
     for t in range(t0, t1):
         if record.due(record_steps, k, t):
             theta_rec[p, k, :] = theta
@@ -246,9 +262,11 @@ def by_pointer(kernel, step, arrays: LoopArrays):
 
     The loop is compiled once per argument types for all kernels and steps (and cached on disk), so a new
     model pays only for compiling its own kernel — not, as a loop with the kernel named in its body does,
-    ~15 s for the whole step loop (samplers, the optimizer step, recording, the guard) again. The price is an
-    indirect call per step, which the kernels of models declared in sympy
-    (:class:`~dyntools.models.symbolic.SymbolicModel`) dwarf. ``arrays`` fixes the signatures' types."""
+    ~15 s for the whole step loop (samplers, the optimizer step, recording, the guard) again, and optimizes the
+    kernel's code a second time inside it. The price is an indirect call per step, which the kernels of models
+    declared in sympy (:class:`~dyntools.models.symbolic.SymbolicModel`) and the built-in models' generic runs
+    dwarf (the MLP's per-example regression, where a step is a fraction of a microsecond, has its tuned loop).
+    ``arrays`` fixes the signatures' types."""
     call = with_pointers(advance_paths_by_pointer, {1: kernel_type(arrays), 2: step_type(arrays)})
 
     def loop(paths, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final):
