@@ -104,25 +104,6 @@ def test_named_pointer_and_argument_steps_give_the_generic_loops_bits(opt):
         np.testing.assert_allclose(x, y, rtol=1e-9, atol=1e-12)
 
 
-def test_a_built_in_kernel_without_hooks_trains_in_the_one_pointer_loop():
-    """Issue 38: a built-in float64 kernel without step hooks runs in the shared pointer loop (compiled once per
-    installation, the kernel alone per model); float32, a model with hooks (dropout) and a user's kernel keep the
-    loop generated for their kernel."""
-    from tests.byo_model import Affine
-
-    run = _built(O.sgd(0.05))
-    assert run.cached.__qualname__.startswith("by_pointer.")
-    cases = {dt.MLP((3, 8, 1)): True, dt.MLP((3, 8, 3), head="cross-entropy"): True, dt.DiagNet(3): True,
-             dt.MLP((3, 8, 1), dtype="float32"): False, dt.MLP((3, 8, 8, 1), dropout=0.5): False, Affine(3): False}
-    for model, shared in cases.items():
-        thetas = np.zeros((1, model.n_params), dtype=model.dtype)
-        arrays = run.arrays._replace(thetas=thetas)
-        hooks = model.hooks({"sampler": "epoch", "batch": 4, "label_noise": 0.0, "optimizers": [O.sgd(0.05)],
-                             "kernel": "numba", "step_loss": False, "seed": 0, "common_stream": False,
-                             "stream_key": (), "plain_sgd": (True,)}, 1)
-        assert run_plan.by_pointer_applies(model, arrays, hooks) is shared, model
-
-
 @settings(max_examples=200, deadline=None)
 @given(steps=st.lists(st.integers(0, 60), max_size=12, unique=True), t0=st.integers(-2, 64))
 def test_first_record_is_searchsorted(steps, t0):

@@ -10,11 +10,10 @@ which inlines
 :func:`dyntools.dynamics.path_loop.advance_path`; that loop caches like any other kernel. Its file is keyed by the
 kernel's and the step's source files' stamps, so an edited model file never meets a stale compiled loop (numba's
 cache of a loop written here by hand would not see edits of the models it calls); only a kernel that cannot be
-imported by name gets the uncached loop. A generated kernel (:class:`dyntools.models.symbolic.SymbolicModel`) and a
-built-in model's float64 kernel without step hooks have no loop of their own: the trainer calls them (and the
-step) through function pointers — a type that names the signature, not the object — from one loop compiled and
-cached for every such kernel (:func:`dyntools.dynamics.path_loop.by_pointer`). The loops generated here are
-those of users' kernels, of models with step hooks and of float32 runs.
+imported by name gets the uncached loop. A generated kernel (:class:`dyntools.models.symbolic.SymbolicModel`) has
+no loop of its own: the trainer calls it (and the step) through function pointers — a type that names the
+signature, not the object — from one loop compiled and cached for every such kernel
+(:func:`dyntools.dynamics.path_loop.by_pointer`).
 """
 
 from __future__ import annotations

@@ -251,26 +251,14 @@ def _hook_arrays(hooks, P: int, G: int, K: int) -> dict:
     return out
 
 
-def by_pointer_applies(model, arrays: path_loop.LoopArrays, hooks) -> bool:
-    """Whether the model's kernel runs in the one shared pointer loop (:func:`dyntools.dynamics.path_loop.by_pointer`):
-    a generated kernel or a built-in model's, float64, and no step hooks (that loop names the no-op hooks).
-
-    The shared loop is compiled once per installation and a new kernel is compiled alone; a loop with the kernel
-    named in its body compiles the loop again for every kernel and optimizes the kernel's code a second time
-    inside it (the MLP's cross-entropy loop: 11 s of its own beside the kernel's 16 s, cold)."""
-    own = model.generated_kernel or kernel_check.is_builtin(model)
-    return own and arrays.thetas.dtype == np.float64 and all(h is no_hook for h in hooks.compiled)
-
-
 def _cached_loop(pb: Problem, arrays: path_loop.LoopArrays, step, hooks):
-    """The compiled generic loop of the model's kernel: one shared loop for every generated or built-in kernel
-    without hooks (by pointer, :func:`by_pointer_applies`), else the loop generated for the kernel and cached on
-    disk (:func:`dyntools.dynamics.loops.user_loop`: a user's kernel, a model with hooks, float32); None for the
-    NumPy twin, or a kernel that cannot be imported by name (the trainer then passes it to its uncached generic
-    loop)."""
+    """The compiled generic loop of the model's kernel: one shared loop for every generated kernel (by pointer),
+    else the loop generated for the kernel and cached on disk (:func:`dyntools.dynamics.loops.user_loop`, built-in
+    and user kernels alike); None for the NumPy twin, or a kernel that cannot be imported by name (the trainer then
+    passes it to its uncached generic loop)."""
     if pb.kernel != "numba":
         return None
-    if by_pointer_applies(pb.model, arrays, hooks):
+    if pb.model.generated_kernel and all(h is no_hook for h in hooks.compiled):
         return path_loop.by_pointer(pb.model.loss_grad, step, arrays)     # one compiled loop for every such kernel
     return loops.user_loop(pb.model.loss_grad, step, hooks.compiled)
 
