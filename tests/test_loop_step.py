@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dyntools as dt
-from dyntools.dynamics import path_loop, run_plan
+from dyntools.dynamics import loops, path_loop, run_plan
 from dyntools.optim import compiled
 from dyntools.optim import optimizers as O
 
@@ -75,6 +75,8 @@ def _advance(run, how):
     step, kernel = run.compiled.step, run.problem.model.loss_grad
     args = (a, 0, 40, run.record_steps, rec, float(run.bound), div, True)
     if how == "named":
+        loops.user_loop(kernel, step, run.hooks.compiled)(paths, *args)
+    elif how == "trainer":
         run.cached(paths, *args)
     elif how == "pointer":
         path_loop.by_pointer(kernel, step, a)(paths, *args)
@@ -95,11 +97,20 @@ def test_named_pointer_and_argument_steps_give_the_generic_loops_bits(opt):
     run = _built(opt)
     named = _advance(run, "named")
     assert np.isfinite(named[0]).all() and not np.array_equal(named[0], run.arrays.thetas)
-    for how in ("pointer", "argument"):
+    for how in ("pointer", "argument", "trainer"):
         for x, y in zip(named, _advance(run, how)):
             assert np.asarray(x).tobytes() == np.asarray(y).tobytes(), how
     for x, y in zip(named, _advance(run, "numpy")):
         np.testing.assert_allclose(x, y, rtol=1e-9, atol=1e-12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(steps=st.lists(st.integers(0, 60), max_size=12, unique=True), t0=st.integers(-2, 64))
+def test_first_record_is_searchsorted(steps, t0):
+    """The loops' start index into the record grid is ``np.searchsorted(record_steps, t0)`` (left side)."""
+    grid = np.array(sorted(steps), dtype=np.int64)
+    assert path_loop.first_record(grid, t0) == np.searchsorted(grid, t0)
+    assert path_loop.first_record.py_func(grid, t0) == np.searchsorted(grid, t0)
 
 
 def test_the_typed_run_names_every_field_a_loop_writes():

@@ -20,10 +20,9 @@ At a chunk boundary the residual is recomputed, so a different chunking changes 
 
 from __future__ import annotations
 
-import numpy as np
 from numba import njit
 
-from dyntools.dynamics.path_loop import LoopArrays
+from dyntools.dynamics.path_loop import LoopArrays, first_record
 from dyntools.engine import drive, guard, record, samplers
 from dyntools.models.diag_net import FASTMATH, weighted_dot
 
@@ -58,7 +57,7 @@ def _path(p, thetas, states, diverged_at, Xs, ys, data_of, lrs, run_of, replay, 
     const_lr = lrs.shape[1] == 1
     replaying = replay.shape[0] > 0
     row = 0 if replay.shape[0] <= 1 else p
-    k = np.searchsorted(record_steps, t0)
+    k = first_record(record_steps, t0)
     if t0 < t1:
         i = replay[row, t0] if replaying else samplers.with_replacement(st, n)
         r = -y[i] + weighted_dot(X, i, u, 0, v, 0, d)

@@ -36,7 +36,7 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from dyntools.dynamics.path_loop import LoopArrays, advance_path, step_type, with_pointers
+from dyntools.dynamics.path_loop import LoopArrays, advance_path, first_record, step_type, with_pointers
 from dyntools.engine import drive, guard, record, rng, samplers
 from dyntools.engine.precision import like
 from dyntools.models import mlp as mlp_model
@@ -91,7 +91,7 @@ def regression_path(p, step, arrays, t0, t1, record_steps, theta_rec, bound, div
     const_lr = lrs.shape[1] == 1
     keep_loss = a.step_losses.shape[1] > 0
     plain = a.plain_sgd[g]              # θ ← θ − lr_t g: the inline step that also sizes θ for the guard
-    k = np.searchsorted(record_steps, t0)
+    k = first_record(record_steps, t0)
     for t in range(t0, t1):
         if record.due(record_steps, k, t):
             theta_rec[p, k, :] = theta

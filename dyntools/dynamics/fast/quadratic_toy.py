@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from dyntools.dynamics.path_loop import LoopArrays
+from dyntools.dynamics.path_loop import LoopArrays, first_record
 from dyntools.engine import guard, record, samplers
 from dyntools.models.quadratic_toy import count_step, count_step_np
 
@@ -64,7 +64,7 @@ def advance(theta, state, counters, x, y, etas, indices, t0, t1, record_steps, t
         if counters[p, DIVERGED_AT] >= 0:
             continue
         th = theta[p]
-        k = np.searchsorted(record_steps, t0)
+        k = first_record(record_steps, t0)
         in_band = counters[p, IN_BAND]
         bounces = counters[p, BOUNCES]
         entry = counters[p, ENTRY]
