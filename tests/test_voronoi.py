@@ -1,6 +1,8 @@
 """The Voronoi study of seed 000: environment, model ladder (kernel vs twin vs finite differences),
 training through the engine, the experiment, its figures."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -236,3 +238,21 @@ def test_ladder_sweep_resumes(tmp_path):
     assert np.array_equal(first["final_test_acc"], again["final_test_acc"], equal_nan=True)
     assert "exact" in SV.ladder_table(first, markdown=True)
     assert plot_result(first, tmp_path / "fig", ("png",))
+
+
+def test_compile_once_trains_every_cell_kind_and_variant_two_steps(monkeypatch):
+    """The report's warm-up before its worker pools: two steps of one seed of every (member, decay) the ladder
+    trains and of each variant (the exact rung trains nothing), with the variant's own options kept."""
+    from dyntools.simulations import voronoi as SV
+
+    seen = []
+    monkeypatch.setattr(SV, "train_one", lambda p, seed, index: seen.append(p))
+    base = SV.make_params(n_centers=16, n=300, n_test=100, steps=250, frames=5)
+    exempt = dataclasses.replace(base, rung="centers", decay="min", no_decay=("offset", "scale"), seeds=5)
+    raw = dataclasses.replace(base, rung="mlp", decay="l2", mlp_inputs="raw", seeds=5)
+    exact = dataclasses.replace(base, rung="exact", rule="projection", seeds=5)
+    SV.compile_once(base, (exempt, exact, raw))
+    kinds = [(p.rung, p.decay, p.no_decay, p.mlp_inputs) for p in seen]
+    cells = [(r, d, base.no_decay, base.mlp_inputs) for r in SV.MEMBERS if r != "exact" for d in SV.DECAYS]
+    assert kinds == cells + [("centers", "min", ("offset", "scale"), base.mlp_inputs), ("mlp", "l2", (), "raw")]
+    assert all(p.steps == 2 and p.seeds == 1 and p.n == base.n for p in seen)
