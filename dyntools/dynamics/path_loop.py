@@ -250,7 +250,9 @@ def with_pointers(loop, pointers: dict):
         key = (loop,) + tuple(pointers[i] if i in pointers else _arg_key(v) for i, v in enumerate(args))
         entry = _ENTRIES.get(key)
         if entry is None:
-            arg_types = tuple(pointers[i] if i in pointers else _type_of(v) for i, v in enumerate(args))
+            from numba import typeof
+
+            arg_types = tuple(pointers[i] if i in pointers else typeof(v) for i, v in enumerate(args))
             compiled = loop.overloads.get(arg_types)
             if compiled is None:
                 loop.compile(arg_types)
@@ -363,9 +365,6 @@ def advance_path_numpy(kernel_np, step_np, p, arrays, t0, t1, record_steps, thet
             a.hook_rec[p, k] = hs
 
 
-#: numba's type of a named tuple of arrays (:class:`LoopArrays`) by :func:`_arg_key`
-_TUPLE_TYPES: dict = {}
-
 #: the flags numba's array type depends on: C and Fortran contiguity (its layout), alignment, writability
 _TYPE_FLAGS = 0x1 | 0x2 | 0x100 | 0x400
 
@@ -381,17 +380,3 @@ def _arg_key(v):
     if isinstance(v, int) and not isinstance(v, bool):
         return int, -2**63 <= v < 2**63
     return type(v)
-
-
-def _type_of(value):
-    """``numba.typeof(value)``; for a named tuple of arrays the type found by :func:`_arg_key` (``typeof`` of a
-    :class:`LoopArrays` costs ~200 µs in Python)."""
-    from numba import typeof
-
-    if not (isinstance(value, tuple) and hasattr(value, "_fields")):
-        return typeof(value)
-    k = _arg_key(value)
-    found = _TUPLE_TYPES.get(k)
-    if found is None:
-        found = _TUPLE_TYPES[k] = typeof(value)
-    return found
