@@ -44,6 +44,18 @@ def test_sum_claim_is_refuted_at_the_issue_point():
     assert r.counterexample["difference"] == "-1/6"
 
 
+@pytest.fixture
+def searches_by_work_alone(monkeypatch):
+    """The searches stop by their point limits only, never by processor time.
+
+    The order under test (search before simplification) must not depend on how much processor time the
+    process spent meanwhile: the clock counts every thread of the process and garbage collections of a heap
+    that earlier tests in the same worker grew, so a loaded worker could cut a 0.5 s search that needs 0.02 s
+    of its own work (seen once in a full run), and the simplification would then run first for a reason
+    this test is not about."""
+    monkeypatch.setattr("dyntools.symbolic.search.clock", lambda: 0.0)
+
+
 def _never_called(calls):
     """A simplifier that records its calls: the work done, not the seconds, shows the search came first."""
     def simplifier(expr):
@@ -52,7 +64,7 @@ def _never_called(calls):
     return simplifier
 
 
-def test_sum_claim_is_refuted_by_the_search_before_any_simplification():
+def test_sum_claim_is_refuted_by_the_search_before_any_simplification(searches_by_work_alone):
     """Wall 3: no point given; the smallest counterexample in rank order is found exactly."""
     calls = []
     r = Claim.equation("avg", M_HAT, AVERAGE, domains={beta: sp.Interval.open(0, 1)},
@@ -66,7 +78,7 @@ def test_sum_claim_is_refuted_by_the_search_before_any_simplification():
     assert str(value) == ce["difference"] and value != 0
 
 
-def test_two_step_rmsprop_false_claim_refuted_without_simplifying():
+def test_two_step_rmsprop_false_claim_refuted_without_simplifying(searches_by_work_alone):
     """Wall 2: points first, so the slow simplification of the false identity never runs."""
     lhs, rhs, b2 = _rmsprop_two_steps()
     calls = []
