@@ -2,6 +2,7 @@
 loop run as Python (each chain function's ``.py_func``) and of the compiled step, for every optimizer of the
 family; Adam's step matches its equations bit for bit across the step where its bias correction rounds to 1."""
 
+import inspect
 import sys
 
 import numpy as np
@@ -14,9 +15,12 @@ from dyntools.optim.compiled import compile_runs
 
 
 def python_body(cr, run, theta, g, state, t, lr_t):
-    """The compiled step with its chain's element loop run as Python (``.py_func``; float64 only)."""
+    """The compiled step with its chain's element loop run as Python (``.py_func``; float64 only): the chain takes
+    the arguments its body reads (:func:`dyntools.optim.compiled.chain_args`), by name."""
     module = sys.modules[cr.module]
-    getattr(module, f"_chain_{int(cr.hps[run, 0])}").py_func(theta, g, state, t, lr_t, cr.hps[run])
+    body = getattr(module, f"_chain_{int(cr.hps[run, 0])}").py_func
+    given = {"theta": theta, "grad": g, "state": state, "t": t, "lr_t": lr_t, "h": cr.hps[run]}
+    body(*(given[name] for name in inspect.signature(body).parameters))
 
 
 OPTIMIZERS = [O.sgd(0.1), O.sgd(0.1, momentum=0.9, nesterov=True), O.sgd(0.1, momentum=0.9, dampening=0.1,
