@@ -594,20 +594,27 @@ def _exit_with_parent(parent: int, period: float = 0.5) -> None:
     threading.Thread(target=watch, name="dyntools-parent-watch", daemon=True).start()
 
 
-def warm_up(cell_fn: Callable, config: dict, turn: str | None = None) -> None:
+def warm_up(cell_fn: Callable, config: dict, turn: str | None = None, wait: bool = True) -> None:
     """Load what the cell function compiles (its ``warm_up(config)`` attribute, if it has one) before the
     first cell: a worker's one-off cost (numba's cached kernels loaded, ~0.4 s) then lands in the sweep's
     fixed cost instead of in the time of the worker's first cell. A failing warm-up is ignored here:
     the cell itself then fails and reports why.
 
-    ``turn``: a lock file the workers of one local pool take in turn (:func:`one_at_a_time`): with empty caches
-    the first compiles and the others load what it cached, instead of every worker compiling the same kernels
-    at once (on a 2-core machine two cold workers cost twice the processor time for no earlier result)."""
+    ``turn``: a lock file the workers of one local pool take in turn (:func:`one_at_a_time`, when ``wait``): with
+    empty caches the first compiles and the others load what it cached, instead of every worker compiling the same
+    kernels at once (on a 2-core machine two cold workers cost twice the processor time for no earlier result). A
+    warm-up that compiled something appends a byte to the file (numba's compile events): the driver learns from it
+    whether the next pool need wait (:func:`_run_local`)."""
     try:
         warm = getattr(cell_fn, "warm_up", None)
         if warm is not None:
-            with one_at_a_time(turn):
+            from numba.core import event
+
+            with one_at_a_time(turn if wait else None), event.install_recorder("numba:compile") as compiles:
                 warm(config)
+            if compiles.buffer and turn is not None:
+                with open(turn, "ab") as fh:
+                    fh.write(b"c")
     except Exception:  # noqa: BLE001 — the cells report their own errors
         pass
 
@@ -646,37 +653,60 @@ def _thread_lock_for_bars() -> None:
     tqdm.set_lock(threading.RLock())
 
 
-def _start_worker(parent: int, cell_fn: Callable, config: dict, turn: str | None = None) -> None:
+def _start_worker(parent: int, cell_fn: Callable, config: dict, turn: str | None = None, wait: bool = True) -> None:
     """Pool-worker initializer: :func:`_exit_with_parent`, :func:`_thread_lock_for_bars`, then :func:`warm_up`
-    (in turn with the pool's other workers, on the lock file ``turn``)."""
+    (in turn with the pool's other workers on the lock file ``turn`` when ``wait``)."""
     _exit_with_parent(parent)
     _thread_lock_for_bars()
-    warm_up(cell_fn, config, turn)
+    warm_up(cell_fn, config, turn, wait)
 
 
 def _run_local(spec, todo, sink, workers, retries):
     """The cells ``todo`` on a pool of ``workers`` spawned processes. A pool process that dies (killed, out
     of memory) breaks the pool: the finished cells are on disk, the pool is started again for the others,
-    at most ``retries`` times; then one :class:`SweepError` line."""
-    import tempfile
+    at most ``retries`` times; then one :class:`SweepError` line.
 
+    The workers warm up in turn (:func:`warm_up`) unless the last pool of this cell function found its caches warm
+    (no warm-up compiled anything: :func:`warm_marker`); then they need not wait for each other (~0.2 s of a 2-core
+    grid's start-up, AMD Zen 5). A pool whose warm-up compiled removes the marker, so the next one takes turns."""
     todo = list(todo)
+    marker = warm_marker(spec.cell_fn)
+    wait = not marker.exists()
     fd, turn = tempfile.mkstemp(prefix="dyntools-warm-up-", suffix=".lock")   # the workers' warm-ups take turns
     os.close(fd)
     try:
-        _run_pools(spec, todo, sink, workers, retries, turn)
+        _run_pools(spec, todo, sink, workers, retries, turn, wait)
+        compiled = os.path.getsize(turn) > 0
+        if compiled:
+            marker.unlink(missing_ok=True)
+        elif wait:
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            marker.touch()
     finally:
         os.unlink(turn)
 
 
-def _run_pools(spec, todo, sink, workers, retries, turn):
+def warm_marker(cell_fn) -> Path:
+    """The file that says the last local pool of ``cell_fn`` warmed up without compiling: in the generated loops'
+    cache folder (:func:`dyntools.dynamics.loops.user_loop_dir`, emptied with the compile caches by the cold-start
+    bench), named by the function and the numba version. A stale marker (caches emptied elsewhere) only lets one
+    pool's workers compile at once, as they did before they took turns."""
+    import numba
+
+    from dyntools.dynamics.loops import user_loop_dir
+
+    name = f"{getattr(cell_fn, '__module__', '')}.{getattr(cell_fn, '__qualname__', repr(cell_fn))}|{numba.__version__}"
+    return user_loop_dir() / "warm" / hashlib.sha1(name.encode()).hexdigest()[:16]
+
+
+def _run_pools(spec, todo, sink, workers, retries, turn, wait=True):
     """:func:`_run_local`'s pools (started again after one died)."""
     from concurrent.futures.process import BrokenProcessPool
 
     for _attempt in range(retries + 1):
         pool = ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=get_context("spawn"),
                                    initializer=_start_worker,
-                                   initargs=(os.getpid(), spec.cell_fn, spec.config, turn))
+                                   initargs=(os.getpid(), spec.cell_fn, spec.config, turn, wait))
         try:
             futures = {pool.submit(run_cell, spec.cell_fn, spec.config, spec.cells[i], spec.seed, i): i
                        for i in todo}

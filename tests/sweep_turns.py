@@ -20,3 +20,17 @@ def _warm_up(config: dict) -> None:
 
 
 logged_cell.warm_up = _warm_up
+
+
+def compiling_cell(config: dict, cell: dict, seed: int, index: int) -> dict:
+    return demo_cell(config, cell, seed, index)
+
+
+def _compiling_warm_up(config: dict) -> None:
+    """Compiles a fresh function (a numba compile event, as a warm-up with empty caches has)."""
+    from numba import njit
+
+    njit(lambda x: x + 1.0)(1.0)
+
+
+compiling_cell.warm_up = _compiling_warm_up

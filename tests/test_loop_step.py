@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from numba import njit
 
 import dyntools as dt
 from dyntools.dynamics import loops, path_loop, run_plan
@@ -156,3 +157,53 @@ def test_one_entry_key_means_one_numba_type(kinds, other, field, number, flag):
         assert typeof(a) != typeof(b) or 0 in np.shape(values[field]) + np.shape(b[field])
     c = a._replace(thetas=_readonly(np.zeros(3)))
     assert path_loop._arg_key(c) != path_loop._arg_key(a._replace(thetas=np.zeros(3)))
+
+
+@njit(cache=False)
+def _twice(x):
+    return 2.0 * x
+
+
+@njit(cache=False)
+def _thrice(x):
+    return 3.0 * x
+
+
+@njit(cache=False)
+def _apply(f, xs, out):
+    for i in range(xs.shape[0]):
+        out[i] = f(xs[i])
+
+
+def test_pointers_are_looked_up_once_not_per_call(monkeypatch):
+    """with_pointers passes a function as a Pointer (its addresses found once): numba's own unboxing of a dispatcher
+    as a FunctionType looks both addresses up in Python on every call (~0.1 ms per call with the GIL held). Counted:
+    five calls look the addresses up once per function, and each call computes with the function it was given
+    (two functions through one compiled entry)."""
+    from numba import types
+    from numba.experimental import function_type
+
+    calls = []
+    real = function_type._get_wrapper_address
+    monkeypatch.setattr(function_type, "_get_wrapper_address", lambda f, sig: calls.append(f) or real(f, sig))
+    fn = types.FunctionType(types.float64(types.float64))
+    call = path_loop.with_pointers(_apply, {0: fn})
+    xs, out = np.arange(4.0), np.empty(4)
+    for f, k in [(_twice, 2.0), (_thrice, 3.0)] * 3:
+        call(f, xs, out)
+        assert np.array_equal(out, k * xs)
+    assert calls.count(_twice) == 1 and calls.count(_thrice) == 1
+    assert len(_apply.overloads) == 1                     # one compiled loop for both functions
+    assert path_loop.pointer(_twice, path_loop.PointerType(fn.signature)).jit_address != 0
+
+
+def test_a_pointer_without_its_addresses_is_an_error_not_a_crash():
+    """The unboxing reads the two addresses as attributes: an object without them raises (numba's error on
+    entry), it is never called."""
+    from numba import types
+
+    ptype = path_loop.PointerType(types.FunctionType(types.float64(types.float64)).signature)
+    _apply.compile((ptype, types.float64[::1], types.float64[::1]))
+    entry = _apply.overloads[(ptype, types.float64[::1], types.float64[::1])].entry_point
+    with pytest.raises(AttributeError):
+        entry(object(), np.arange(2.0), np.empty(2))

@@ -55,10 +55,12 @@ def test_serial_and_process_pool_are_bitwise_identical_and_seeded_per_cell(tmp_p
     assert not np.array_equal(a.cells[0]["x"], c.cells[0]["x"])
 
 
-def test_the_workers_of_a_local_pool_warm_up_in_turn(tmp_path):
+def test_the_workers_of_a_local_pool_warm_up_in_turn(tmp_path, monkeypatch):
     """With empty caches the first worker compiles and the other loads what it cached: their warm-ups (here a
     busy 0.6 s each) never overlap (planted: without the turn lock both start at spawn and overlap)."""
     from tests.sweep_turns import logged_cell
+
+    monkeypatch.setenv("DYNTOOLS_LOOP_CACHE", str(tmp_path / "loops"))     # empty caches: no warm marker
 
     logs = tmp_path / "warm"
     logs.mkdir()
@@ -69,6 +71,28 @@ def test_the_workers_of_a_local_pool_warm_up_in_turn(tmp_path):
     assert len(spans) == 2, spans
     (_, first_end), (second_start, _) = spans
     assert second_start >= first_end, spans
+
+
+def test_a_pool_that_warmed_up_without_compiling_lets_the_next_skip_the_turns(tmp_path, monkeypatch):
+    """The warm marker: a pool whose warm-ups compiled nothing leaves it (the next pool's workers need not wait for
+    each other); a pool whose warm-up compiled (a numba compile event) removes it, so the next one takes turns."""
+    from tests.sweep_turns import compiling_cell, logged_cell
+
+    monkeypatch.setenv("DYNTOOLS_LOOP_CACHE", str(tmp_path / "loops"))
+    logs = tmp_path / "warm"
+    logs.mkdir()
+    quiet = sweep.SweepSpec("demo", logged_cell, {"size": 4, "warm": 0.0, "warm_log": str(logs)}, [{}] * 2, 3)
+    marker = sweep.warm_marker(logged_cell)
+    assert not marker.exists()
+    sweep.run_sweep(quiet, tmp_path / "a", workers=2)
+    assert marker.exists()
+    compiling = sweep.SweepSpec("demo", compiling_cell, {"size": 4}, [{}] * 2, 3)
+    marker = sweep.warm_marker(compiling_cell)
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.touch()                                     # planted: a stale marker, then a warm-up that compiles
+    out = sweep.run_sweep(compiling, tmp_path / "b", workers=2)
+    assert [c["status"] for c in out.cells] == ["completed"] * 2
+    assert not marker.exists()
 
 
 def test_resume_reuses_finished_cells_without_duplicates(tmp_path):

@@ -32,7 +32,10 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.core import cgutils
+from numba.experimental.function_type import FunctionModel
+from numba.extending import NativeValue, register_model, unbox
 
 from dyntools.engine import guard, record, rng, samplers
 from dyntools.models.base import no_hook, no_hook_np
@@ -218,23 +221,40 @@ def advance_paths_by_pointer(paths, kernel, step, arrays, t0, t1, record_steps, 
 
 def step_type(arrays: LoopArrays):
     """numba's ``FunctionType`` of the optimizer step ``step(run, θ, g, state, t, lr_t, hps)`` for the dtypes of
-    ``arrays`` (θ and g contiguous vectors of the parameters' dtype, the state a C matrix of the states')."""
-    from numba import typeof, types
+    ``arrays`` (θ and g contiguous vectors of the parameters' dtype, the state a C matrix of the states').
 
-    vec = types.Array(typeof(arrays.thetas).dtype, 1, "C")
-    state = types.Array(typeof(arrays.opt_states).dtype, 2, "C")
-    return types.FunctionType(types.none(types.int64, vec, vec, state, types.int64, types.float64,
-                                         typeof(arrays.hps)))
+    Memoized by :func:`_arg_key` of the arrays it reads (a tuned loop asks once per window: built each time, with
+    ``numba.typeof`` in Python, it was ~0.2 ms of a 10⁴-step run's ~7 ms, AMD Zen 5)."""
+    key = ("step", arrays.thetas.dtype, arrays.opt_states.dtype, _arg_key(arrays.hps))
+    found = _SIGNATURES.get(key)
+    if found is None:
+        from numba import typeof, types
+
+        vec = types.Array(typeof(arrays.thetas).dtype, 1, "C")
+        state = types.Array(typeof(arrays.opt_states).dtype, 2, "C")
+        found = _SIGNATURES[key] = types.FunctionType(types.none(types.int64, vec, vec, state, types.int64,
+                                                                 types.float64, typeof(arrays.hps)))
+    return found
 
 
 def kernel_type(arrays: LoopArrays):
-    """numba's ``FunctionType`` of the model protocol's kernel for the types of ``arrays``."""
-    from numba import typeof, types
+    """numba's ``FunctionType`` of the model protocol's kernel for the types of ``arrays`` (memoized as
+    :func:`step_type`)."""
+    X, y = arrays.Xs[0], arrays.ys[0]
+    key = ("kernel", arrays.thetas.dtype, _arg_key(X), _arg_key(y), _arg_key(arrays.iargs), _arg_key(arrays.fargs))
+    found = _SIGNATURES.get(key)
+    if found is None:
+        from numba import typeof, types
 
-    vec = types.Array(typeof(arrays.thetas).dtype, 1, "C")
-    return types.FunctionType(types.float64(vec, typeof(arrays.Xs[0]), typeof(arrays.ys[0]), types.int64[::1],
-                                            types.int64, vec, vec, vec, typeof(arrays.iargs),
-                                            typeof(arrays.fargs)))
+        vec = types.Array(typeof(arrays.thetas).dtype, 1, "C")
+        found = _SIGNATURES[key] = types.FunctionType(types.float64(
+            vec, typeof(X), typeof(y), types.int64[::1], types.int64, vec, vec, vec, typeof(arrays.iargs),
+            typeof(arrays.fargs)))
+    return found
+
+
+#: the step's and the kernel's ``FunctionType`` by what numba's types of their arrays depend on
+_SIGNATURES: dict = {}
 
 
 def with_pointers(loop, pointers: dict):
@@ -245,26 +265,88 @@ def with_pointers(loop, pointers: dict):
     numba's dispatcher types its arguments in C (~3 µs for a :class:`LoopArrays`); a call with pointers must
     name the types itself, and ``numba.typeof`` of a LoopArrays costs ~200 µs in Python — paid per thread and
     per window it was a tenth of a 10⁴-step run of a small network (AMD Zen 5). So the compiled entry is found
-    by a key of what the types depend on (:func:`_arg_key`), and ``typeof`` runs once per new key."""
+    by a key of what the types depend on (:func:`_arg_key`), and ``typeof`` runs once per new key. The functions
+    at those positions go in as :class:`Pointer` values (their addresses looked up once, :func:`pointer`), typed
+    :class:`PointerType`: numba unboxes a dispatcher passed as a ``FunctionType`` by looking both addresses up
+    in Python on every call (~0.1 ms per call with the GIL held, four calls per window on two threads)."""
+    typed = {i: PointerType(t.signature) for i, t in pointers.items()}
+
     def call(*args):
-        key = (loop,) + tuple(pointers[i] if i in pointers else _arg_key(v) for i, v in enumerate(args))
+        key = (loop,) + tuple(typed[i] if i in typed else _arg_key(v) for i, v in enumerate(args))
         entry = _ENTRIES.get(key)
         if entry is None:
             from numba import typeof
 
-            arg_types = tuple(pointers[i] if i in pointers else typeof(v) for i, v in enumerate(args))
+            arg_types = tuple(typed[i] if i in typed else typeof(v) for i, v in enumerate(args))
             compiled = loop.overloads.get(arg_types)
             if compiled is None:
                 loop.compile(arg_types)
                 compiled = loop.overloads[arg_types]
             entry = _ENTRIES[key] = compiled.entry_point
-        entry(*args)
+        entry(*(pointer(v, typed[i]) if i in typed else v for i, v in enumerate(args)))
 
     return call
 
 
 #: the compiled entry of a loop called with pointers, by the loop and :func:`_arg_key` of its arguments
 _ENTRIES: dict = {}
+
+
+class PointerType(types.FunctionType):
+    """numba's first-class function type of a given signature whose Python value is a :class:`Pointer` (the compiled
+    function's addresses, looked up once) instead of a dispatcher: the same machine value (numba's struct of the C
+    wrapper's, the object's and the compiled function's addresses) and the same call through the compiled address,
+    unboxed by reading two attributes in C (:func:`_unbox_pointer`)."""
+
+
+class Pointer:
+    """A compiled function as :class:`PointerType` passes it: ``function`` (kept alive with its code),
+    ``c_address`` (numba's C wrapper) and ``jit_address`` (the compiled function, numba's calling convention) of
+    ``signature``."""
+
+    __slots__ = ("function", "signature", "c_address", "jit_address")
+
+    def __init__(self, function, signature):
+        from numba.experimental.function_type import _get_jit_address, _get_wrapper_address
+
+        self.function, self.signature = function, signature
+        self.c_address = _get_wrapper_address(function, signature)
+        self.jit_address = _get_jit_address(function, signature)
+
+
+def pointer(function, ptype: PointerType) -> Pointer:
+    """The :class:`Pointer` of ``function`` (a numba dispatcher) under ``ptype``'s signature, made once per function
+    and signature (compiling it under that signature if it is not yet)."""
+    key = (function, ptype)
+    found = _POINTERS.get(key)
+    if found is None:
+        found = _POINTERS[key] = Pointer(function, ptype.signature)
+    return found
+
+
+#: the :class:`Pointer` of a function under a :class:`PointerType`
+_POINTERS: dict = {}
+
+register_model(PointerType)(FunctionModel)
+
+
+@unbox(PointerType)
+def _unbox_pointer(typ, obj, c):
+    """A :class:`Pointer` into numba's first-class function struct (as numba's own unboxing of a dispatcher fills
+    it, from addresses read once instead of looked up per call)."""
+    sfunc = cgutils.create_struct_proxy(typ)(c.context, c.builder)
+    failed = cgutils.alloca_once_value(c.builder, cgutils.false_bit)
+    for field, attribute in (("c_addr", "c_address"), ("jit_addr", "jit_address")):
+        addr = c.pyapi.object_getattr_string(obj, attribute)
+        with c.builder.if_else(cgutils.is_null(c.builder, addr), likely=False) as (missing, found):
+            with missing:
+                c.builder.store(cgutils.true_bit, failed)
+            with found:
+                setattr(sfunc, field, c.pyapi.long_as_voidptr(addr))
+                c.pyapi.decref(addr)
+    sfunc.py_addr = c.builder.ptrtoint(obj, c.context.get_value_type(types.voidptr))
+    return NativeValue(sfunc._getvalue(), is_error=c.builder.load(failed))
+
 
 
 def by_pointer(kernel, step, arrays: LoopArrays):
