@@ -274,7 +274,7 @@ def test_cross_entropy_training_compiled_equals_numpy_twin(spiral, opt):
           "schedule": S.CosineAnnealingLR(40), "step_loss": True}
     nb = train(model, spiral, opt, **kw)
     nv = train(model, spiral, opt, kernel="numpy", **kw)
-    assert nb.config["path"] == "generic" and (nb["diverged_at"] == -1).all()   # the cached generic loop
+    assert nb.config["path"] == "tuned" and (nb["diverged_at"] == -1).all()   # kernel and step through pointers
     np.testing.assert_allclose(nb["theta"], nv["theta"], rtol=1e-9, atol=1e-11)
     np.testing.assert_allclose(nb["step_loss"], nv["step_loss"], rtol=1e-10)
 
@@ -289,9 +289,32 @@ def test_cross_entropy_loop_does_not_depend_on_chunks_or_threads(spiral, sampler
     opts = [O.adamw(5e-3, weight_decay=0.05), O.sgd(0.1, momentum=0.9)]
     chunked = train(model, d3, opts, chunks=2, workers=2, **kw)
     whole = train(model, d3, opts, workers=1, **kw)
-    assert chunked.config["path"] == whole.config["path"] == "generic"
+    assert chunked.config["path"] == whole.config["path"] == "tuned"
     for key in ("theta", "final_theta", "diverged_at", "step_loss", "train_loss"):
         np.testing.assert_array_equal(chunked[key], whole[key], err_msg=key)
+
+
+@pytest.mark.parametrize("opt,sampler", [(O.adamw(5e-3, weight_decay=0.05), "epoch"), (O.sgd(0.1), "with-replacement"),
+                                         (O.sgd(0.1, momentum=0.9, nesterov=True), "distinct"),
+                                         (O.rmsprop(1e-3, centered=True), "full"), (O.sgd(1e200), "epoch")],
+                         ids=lambda v: getattr(v, "name", v))
+def test_cross_entropy_loop_through_pointers_is_the_generic_loop_bit_for_bit(opt, sampler):
+    """The float64 cross-entropy loop of dyntools.dynamics.fast.mlp (kernel and step called through function
+    pointers) and the generic loop named for the kernel (fast=False): the same parameters, losses, records and
+    divergence steps, bit for bit (SGD at 1e200 diverges), on threads and in windows."""
+    from dyntools.dynamics import fast
+    from dyntools.dynamics.fast import mlp as fast_mlp
+
+    model = MLP((3, 9, 11, 4), biases=(True, False, True), head="cross-entropy", init="uniform")
+    rng = np.random.default_rng(5)
+    d4 = SimpleNamespace(X=rng.standard_normal((70, 3)), y=rng.integers(0, 4, 70))
+    kw = {"steps": 40, "batch": 7, "sampler": sampler, "records": 6, "seed": 4, "step_loss": True, "seeds": 2,
+          "workers": 2}
+    assert fast.select(model, {"kernel": "numba", "sampler": sampler}) is fast_mlp.cross_entropy_loop
+    tuned, generic = train(model, d4, opt, **kw), train(model, d4, opt, fast=False, **kw)
+    assert tuned.config["path"] == "tuned" and generic.config["path"] == "generic"
+    for key in ("theta", "final_theta", "diverged_at", "step_loss", "train_loss"):
+        np.testing.assert_array_equal(tuned[key], generic[key], err_msg=key)
 
 
 def test_cross_entropy_learns_the_spirals_and_divergence_is_reported(spiral):

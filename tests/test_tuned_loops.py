@@ -30,6 +30,8 @@ def setting(**changes) -> dict:
 def test_each_built_in_model_gets_its_loop_for_the_setting_it_knows():
     assert fast.select(DiagNet(5), setting()) is fast_diag_net.advance
     assert fast.select(MLP((2, 3, 1)), setting(sampler="full")) is fast_mlp.regression_loop
+    assert fast.select(MLP((2, 3, 2), head="cross-entropy"), setting(batch=4)) is fast_mlp.cross_entropy_loop
+    assert fast.select(MLP((2, 3, 2), head="cross-entropy", dropout=0.5), setting(batch=4)) is None
     toy = ToyModel(QuadraticToy.uniform(theta_star=1.0, x_min=1.0, x_max=1.05, n=10, seed=0))
     loop = fast.select(toy, setting())
     assert isinstance(loop, fast_toy.FastPath) and loop.toy is toy.toy and loop.eta == 0.1

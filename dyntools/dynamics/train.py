@@ -174,6 +174,8 @@ def dispatch(run: run_plan.Run, *, workers, chunks: int, progress: bool, plateau
     arrays, record_steps, bound, tuned, cached = run.arrays, run.record_steps, run.bound, run.tuned, run.cached
     step, step_np = (None, None) if rs.by_chain else (run.compiled.step, run.compiled.step_np)
     loop_step = step if kernel == "numba" else step_np       # what a tuned loop is handed
+    if step is not None and kernel == "numba" and getattr(tuned, "own_step", False):
+        loop_step = run.compiled.own_step    # a loop taking the step by pointer: the run set's structures only
     theta_rec, diverged_at, rates, run_of, hooks = run.theta_rec, run.diverged_at, run.rates, run.run_of, run.hooks
 
     def generic(a, t0, t1, rec, diverged, last=False):

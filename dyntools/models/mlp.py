@@ -219,13 +219,14 @@ def loss_grad_regression(theta, X, y, idx, b, noise, grad, ws, iargs, fargs):
     return tot / b
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy", fastmath=mlp_gemm.FMA)
 def loss_grad_cross_entropy(theta, X, y, idx, b, noise, grad, ws, iargs, fargs):
-    """Cross-entropy head: mean softmax cross-entropy of ``idx[:b]`` and its gradient, every
-    product one matrix product (:func:`dyntools.models.mlp_gemm.forward_backward`)."""
+    """Cross-entropy head: mean softmax cross-entropy of ``idx[:b]`` and, if ``grad.size``, its gradient, every
+    product one matrix product (:func:`dyntools.models.mlp_gemm.forward_backward`, inlined: its flags are these);
+    the logits are left in ``ws`` (:func:`dyntools.models.mlp_gemm.logits`)."""
     L, widths, w_off, b_off, maxw = unpack_iargs(iargs)
-    return mlp_gemm.forward_backward(theta, widths, w_off, b_off, X, y, borrowed(idx)[:b], grad,
-                                     mlp_gemm.views(borrowed(ws), L, maxw, b))
+    return mlp_gemm.forward_backward_body(theta, widths, w_off, b_off, X, y, borrowed(idx)[:b], grad,
+                                          mlp_gemm.views(borrowed(ws), L, maxw, b))
 
 
 @njit(cache=True)
@@ -673,15 +674,12 @@ class MLP(Model):
         chunk = min(chunk, n)
         if self.regularized:
             return self._evaluate_regularized(theta, X, y, chunk, self._running(running))
-        maxw = int(self._widths.max())
-        ws = np.zeros(mlp_gemm.ws_size(self.n_layers, maxw, chunk))
-        empty = np.zeros(0)
+        ws = np.zeros(mlp_gemm.ws_size(self.n_layers, int(self._widths.max()), chunk))
+        empty, iargs, fargs = np.zeros(0), *self.kernel_args()
         total, correct = 0.0, 0
-        for start in range(0, n, chunk):
+        for start in range(0, n, chunk):           # the training kernel without a gradient: no compile of its own
             idx = np.arange(start, min(n, start + chunk))
-            total += len(idx) * mlp_gemm.forward_backward(theta, self._widths, self._w_off, self._b_off, X, y,
-                                                          idx, empty, mlp_gemm.views_of(ws, self.n_layers, maxw,
-                                                                                     len(idx)))
+            total += len(idx) * loss_grad_cross_entropy(theta, X, y, idx, len(idx), empty, empty, ws, iargs, fargs)
             logits = mlp_gemm.logits(ws, self._widths, len(idx))
             correct += int(np.sum(np.argmax(logits, axis=1) == y[idx]))
         return total / n, correct / n

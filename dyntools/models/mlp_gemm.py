@@ -54,9 +54,10 @@ _NONE, _RELU, _MASK = (lowlevel.EPILOGUES[k] for k in ("none", "relu", "mask"))
 
 
 @njit(cache=True, error_model="numpy", fastmath=FMA)
-def gemm(out, init, C, In, m, kdim, n):
+def gemm(out, init, C, In, m, kdim, n, by_row=False):
     """``out[i, j] = init[j] + Σ_{g<kdim} C[i, g] · In[g, j]`` for ``i < m``, ``j < n``, each entry one
-    chain of multiply–adds in the order of ``g`` starting at ``init[j]`` (a bias, or zeros).
+    chain of multiply–adds in the order of ``g`` starting at ``init[j]`` (a bias, or zeros; with ``by_row``
+    at ``init[i]``, as :func:`gemm_row_starts`: a run-time flag, so one compiled product serves both).
 
     Columns in panels of two vectors (then one; 512 bits with AVX-512), rows eight at a time (four with
     256-bit vectors; then 4, 2, 1), each block's accumulators held in registers for the whole contraction
@@ -64,7 +65,7 @@ def gemm(out, init, C, In, m, kdim, n):
     contiguous). Columns left over (fewer than a vector), or operands that are not contiguous, go
     through :func:`_gemm_columns`. ``C`` is read one scalar at a time, so any layout (a transposed view)
     serves."""
-    _gemm(out, init, C, In, m, kdim, n, False, _NONE, out)
+    _gemm(out, init, C, In, m, kdim, n, by_row, _NONE, out)
 
 
 @njit(cache=True, error_model="numpy", fastmath=FMA)
@@ -101,8 +102,8 @@ def _gemm(out, init, C, In, m, kdim, n, by_row, epilogue, aux):
         if n - j >= w:
             _panels1(out, init, C, In, m, j, kdim, by_row, epilogue, aux)
             j += w
-    if j < n:
-        _gemm_columns(out, init, C, In, m, kdim, j, n, by_row)
+    if j < n:                                          # bool(): a run-time flag, one compiled function for both
+        _gemm_columns(out, init, C, In, m, kdim, j, n, bool(by_row))
         if epilogue != _NONE:                          # the panels' epilogue on the columns left over
             for i in range(m):
                 for jj in range(j, n):
@@ -195,6 +196,17 @@ def _gemm_columns(out, init, C, In, m, kdim, j0, n, by_row):
                 out[i, j] = out[i, j] + a * In[g, j]
 
 
+@njit(inline="always")
+def strided(M):
+    """``M`` typed as a strided matrix (numba's layout ``'A'``; the same data and strides): with every left
+    operand ``C`` passed this way and the chains' start flag passed as a run-time ``bool`` (not a constant),
+    :func:`forward_backward` compiles one :func:`gemm`, one :func:`gemm_relu`, one :func:`gemm_masked` and one
+    :func:`_gemm_columns` instead of one per layout (``C``, a transposed ``F`` view), per start (a bias of the
+    columns or of the rows) and per constant row count: the panels read ``C`` one scalar at a time through its
+    strides whatever its type says, so the machine code of a product's inner loop is the same."""
+    return M[:, ::1]
+
+
 def ws_size(n_layers: int, maxw: int, batch: int) -> int:
     """Length of the scratch array of :func:`views` (layers, largest width, batch)."""
     L, w, B = int(n_layers), int(maxw), int(batch)
@@ -256,7 +268,17 @@ def softmax_cross_entropy(Z, delta, y, idx, B, K, inv_b):
 @njit(cache=True, error_model="numpy", fastmath=FMA)
 def forward_backward(theta, widths, w_off, b_off, X, y, idx, grad, bufs):
     """Mean cross-entropy of the rows ``idx`` and, if ``grad.size``, its gradient written into ``grad``
-    (see the module docstring; ``bufs`` from :func:`views`). Every array is used borrowed (no reference
+    (see the module docstring; ``bufs`` from :func:`views`), for Python callers: the model's kernel
+    (:func:`dyntools.models.mlp.loss_grad_cross_entropy`) inlines :func:`forward_backward_body` instead."""
+    return forward_backward_body(theta, widths, w_off, b_off, X, y, idx, grad, bufs)
+
+
+@njit(inline="always")
+def forward_backward_body(theta, widths, w_off, b_off, X, y, idx, grad, bufs):
+    """The body of :func:`forward_backward`, inlined into its caller (which must be compiled with
+    ``error_model="numpy", fastmath=FMA``): a compiled function that only calls another costs a second
+    optimization of all the code it links in (numba re-optimizes a function's module with its callees'
+    code) — ~1–2 s of the kernel's first compile. Every array is used borrowed (no reference
     counting of its views: :func:`dyntools.lowlevel.flat_views.borrowed`)."""
     theta, X, y, idx, grad = borrowed(theta), borrowed(X), borrowed(y), borrowed(idx), borrowed(grad)
     acts, deltas, blocks, zeros, ones = bufs
@@ -269,6 +291,7 @@ def forward_backward(theta, widths, w_off, b_off, X, y, idx, grad, bufs):
     Gt = blocks[ww:]
     half = deltas.shape[0] // 2
     narrow = VECTOR_BYTES // acts.itemsize           # fewer outputs than a vector holds
+    per_column = bool(B < 0)                         # False, as a run-time flag (see strided)
     start = 0                                        # where A_l begins in ``acts`` (layer after layer)
     A0 = matrix(acts, 0, B, widths[0])
     for b in range(B):
@@ -287,7 +310,7 @@ def forward_backward(theta, widths, w_off, b_off, X, y, idx, grad, bufs):
             AT = matrix(deltas, half, nin, B)
             transpose(AT, A, B, nin)
             ZT = matrix(deltas, 0, nout, B)
-            gemm_row_starts(ZT, bias, W, AT, nout, nin, B)
+            gemm(ZT, bias, strided(W), AT, nout, nin, B, bool(nout < narrow))     # per row (True)
             for b in range(B):
                 for j in range(nout):
                     z = ZT[j, b]
@@ -296,9 +319,9 @@ def forward_backward(theta, widths, w_off, b_off, X, y, idx, grad, bufs):
             WT = matrix(Wt, 0, nin, nout)
             transpose(WT, W, nout, nin)
             if l < L - 1:
-                gemm_relu(Z, bias, A, WT, B, nin, nout)              # A_l = ReLU(Z_l) as it is stored
+                gemm_relu(Z, bias, strided(A), WT, B, nin, nout)     # A_l = ReLU(Z_l) as it is stored
             else:
-                gemm(Z, bias, A, WT, B, nin, nout)
+                gemm(Z, bias, strided(A), WT, B, nin, nout, per_column)
     K = widths[L]
     Z = matrix(acts, start, B, K)
     delta = matrix(deltas, 0, B, K)
@@ -308,7 +331,7 @@ def forward_backward(theta, widths, w_off, b_off, X, y, idx, grad, bufs):
         return loss
     for b in range(B):
         ones[b] = 1.0
-    one_row = matrix(ones, 0, 1, B)
+    one_row = strided(matrix(ones, 0, 1, B))
     cur = 0
     for l in range(L - 1, -1, -1):
         nin, nout = widths[l], widths[l + 1]
@@ -318,16 +341,16 @@ def forward_backward(theta, widths, w_off, b_off, X, y, idx, grad, bufs):
         A = matrix(acts, start, B, nin)
         gW = matrix(grad, wo, nout, nin)
         if nin >= 8 or nin >= nout:                  # ∂ℓ/∂W = Δᵀ A, rows of length m_{l−1}
-            gemm(gW, zeros, delta.T, A, nout, B, nin)
+            gemm(gW, zeros, strided(delta.T), A, nout, B, nin, per_column)
         else:                                        # (Aᵀ Δ)ᵀ: rows of length m_l, then transposed
             G = matrix(Gt, 0, nin, nout)
-            gemm(G, zeros, A.T, delta, nin, B, nout)
+            gemm(G, zeros, strided(A.T), delta, nin, B, nout, per_column)
             transpose(gW, G, nin, nout)
         if bo >= 0:                                  # ∂ℓ/∂b = 1ᵀ Δ, summed in the order of the batch
-            gemm(matrix(grad, bo, 1, nout), zeros, one_row, delta, 1, B, nout)
+            gemm(matrix(grad, bo, 1, nout), zeros, one_row, delta, one_row.shape[0], B, nout, per_column)
         if l > 0:                                    # Δ_{l−1} = (Δ W) ⊙ 1[A > 0]
             W = matrix(theta, wo, nout, nin)
             nxt = matrix(deltas, (1 - cur) * half, B, nin)
-            gemm_masked(nxt, zeros, delta, W, B, nout, nin, A)         # A = A_{l−1}: the mask as it is stored
+            gemm_masked(nxt, zeros, strided(delta), W, B, nout, nin, A)   # A = A_{l−1}: the mask as stored
             cur = 1 - cur
     return loss

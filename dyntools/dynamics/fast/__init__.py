@@ -11,7 +11,8 @@ model                                       tuned loop
 ==========================================  =================================================================
 :class:`~dyntools.models.diag_net.DiagNet`  :mod:`.diag_net`: the paper's batch-1 SGD, one fused pass per step
 :class:`~dyntools.models.mlp.MLP`           :mod:`.mlp`: per-example regression SGD/GD; float32 cross-entropy
-                                            with subnormals flushed; none with dropout or batch norm
+                                            with subnormals flushed; float64 cross-entropy with the kernel
+                                            through a pointer; none with dropout or batch norm
 :class:`~dyntools.models.quadratic_toy.ToyModel`  :mod:`.quadratic_toy`: the lock-step ensemble
 ==========================================  =================================================================
 
@@ -23,6 +24,8 @@ each loop stays, one line each:
 * mlp regression: the SAME bits as the generic loop (tested bitwise); kept only for speed — no kernel call, no
   batch buffers, 1.1–1.7× the generic loop's steps per second (docs/guide/tuned-loops.md).
 * mlp float32 cross-entropy: the generic loop with subnormals flushed — other bits exactly where one occurs.
+* mlp float64 cross-entropy: the generic loop, kernel and step through function pointers — the same bits; kept so
+  that the first run does not optimize the matrix products' machine code a second time inside the loop.
 * quadratic_toy: the closed-form step θ + ((ηθ)x)(y − xθ²) instead of kernel + optimizer step — re-associated
   products (1e-12); it calls the toy's counter arithmetic (its hook's) in lock step.
 
@@ -57,7 +60,9 @@ def register(model_type: type, selector: Callable) -> None:
     callable with the calling convention of :func:`dyntools.dynamics.fast.diag_net.advance` —
     ``loop(arrays, step, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final, workers=None)``, with
     ``arrays`` a :class:`~dyntools.dynamics.path_loop.LoopArrays` and ``step`` the runs' optimizer step
-    (:mod:`dyntools.optim.compiled`; its NumPy twin with ``kernel="numpy"``) — or None."""
+    (:mod:`dyntools.optim.compiled`; its NumPy twin with ``kernel="numpy"``) — or None. A loop that calls the
+    step through a function pointer may say so with an attribute ``own_step = True``: it is then handed the run
+    set's own structures only (:attr:`~dyntools.optim.compiled.CompiledRuns.own_step`, the same bits)."""
     if not isinstance(model_type, type):
         raise TypeError(f"Invalid model_type: {model_type!r} (expected a class)")
     if not callable(selector):

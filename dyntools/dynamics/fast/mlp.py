@@ -24,6 +24,11 @@ Adam's second moment ``v = β₂ v + (1 − β₂) g²`` runs down, float32 numb
 operation on them takes ~100 cycles: such heatmap cells trained 3–4× slower in float32 than in float64
 (0.79 s vs 0.26 s for Adam at lr = 0.1, wd = 1). Flushed, a value that would have been subnormal is 0;
 every other result is unchanged. float64 runs never take this path.
+
+**float64 cross-entropy** (:func:`cross_entropy_loop`): the generic loop with the kernel and the step called
+through function pointers (:func:`dyntools.dynamics.path_loop.by_pointer`), the same bits. A loop that names the
+kernel links its matrix products' machine code in and optimizes all of it again: in a process with empty caches
+that was most of the MLP's first ``dt.train``.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from dyntools.dynamics.path_loop import LoopArrays, advance_path, first_record, step_type, with_pointers
+from dyntools.dynamics.path_loop import LoopArrays, advance_path, by_pointer, first_record, step_type, with_pointers
 from dyntools.engine import drive, guard, record, rng, samplers
 from dyntools.engine.precision import like
 from dyntools.models import mlp as mlp_model
@@ -189,14 +194,33 @@ def cross_entropy_loop_flushed(arrays: LoopArrays, step, t0, t1, record_steps, t
                      float(bound), diverged_at, record_final)
 
 
+def cross_entropy_loop(arrays: LoopArrays, step, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final,
+                       workers=None):
+    """The float64 cross-entropy loop, with the calling convention of the tuned loops: the generic loop with the
+    kernel (:func:`dyntools.models.mlp.loss_grad_cross_entropy`) and the optimizer ``step`` called through function
+    pointers (:func:`dyntools.dynamics.path_loop.by_pointer`: one loop compiled for every kernel of the protocol and
+    cached), the same calls in the same order as the generic loop named for the kernel, so the same bits.
+
+    Why: a loop that names the kernel links the kernel's machine code into its own and optimizes it again — the
+    matrix products' panels, a second time and larger (the MLP's first ``dt.train`` with empty caches). A step of
+    this kernel takes microseconds (tens on the heatmap's cell), so the two indirect calls per step are not seen."""
+    loop = by_pointer(mlp_model.loss_grad_cross_entropy, step, arrays)
+    drive.on_threads(loop, arrays.thetas.shape[0], workers, arrays, t0, t1, record_steps, theta_rec, float(bound),
+                     diverged_at, record_final)
+
+
+#: the loops that take the optimizer step through a function pointer: the trainer hands them the run set's own
+#: step structures (:attr:`dyntools.optim.compiled.CompiledRuns.own_step`: the same code and bits, one structure
+#: compiled instead of fifteen in a process with empty caches)
+regression_loop.own_step = cross_entropy_loop_flushed.own_step = cross_entropy_loop.own_step = True
+
+
 def select(model, setting: dict):
     """The tuned loop for ``setting`` with the compiled kernel, or None: the per-example loop for the
     regression head with the ``distinct`` or ``full`` sampler; for the float32 cross-entropy head on x86,
-    the engine's cached generic loop with subnormals flushed; none with dropout or batch norm (the generic
-    loop runs their step hooks, :meth:`dyntools.models.mlp.MLP.hooks`, which these loops do not call). In
-    float64 the cross-entropy head needs no tuned loop: the cached generic loop
-    (:mod:`dyntools.dynamics.loops`) calls its matrix-product kernel (:mod:`dyntools.models.mlp_gemm`)
-    directly."""
+    the engine's cached generic loop with subnormals flushed; in float64 :func:`cross_entropy_loop` (the generic
+    loop with kernel and step through function pointers); none with dropout or batch norm (the generic loop runs
+    their step hooks, :meth:`dyntools.models.mlp.MLP.hooks`, which these loops do not call)."""
     if model.regularized:           # dropout / batch norm: the generic loop calls their hooks
         return None
     if setting.get("kernel") != "numba":
@@ -205,4 +229,6 @@ def select(model, setting: dict):
         return regression_loop
     if model.head == "cross-entropy" and model.dtype == np.float32 and X86:
         return cross_entropy_loop_flushed
+    if model.head == "cross-entropy" and model.dtype == np.float64:
+        return cross_entropy_loop
     return None
