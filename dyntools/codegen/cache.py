@@ -54,6 +54,36 @@ def target_text() -> str:
     return repr(sorted(target.compile_target().items())) + f" python {sys.version_info[:3]}"
 
 
+def package_stamp(root: Path | None = None) -> str:
+    """A stamp of this installation's dyntools source (``root``: the package folder, default this one): path, size
+    and modification time of every ``.py`` file, hashed (~1 ms for the ~180 files, once per process).
+
+    Generated code that calls into the package — the trainer loops of :mod:`dyntools.dynamics.loops`, which link
+    the path loop, the engine, the models' kernels and hooks; the optimizer step modules — is keyed by it besides
+    its own text: numba's cache checks only the file of the function it caches, not the code linked into it, so
+    without the stamp a dyntools edited, upgraded or downgraded under the same cache folder would load machine
+    code compiled from the old source, or fail to read an index written by code that types it differently.
+    Like numba's own cache, it goes by size and time (a copy of the same files is compiled once more)."""
+    if root is None:
+        if _PACKAGE_STAMP:
+            return _PACKAGE_STAMP[0]
+        found = package_stamp(Path(__file__).resolve().parent.parent)
+        _PACKAGE_STAMP.append(found)
+        return found
+    entries = []
+    for folder, subfolders, files in os.walk(root):
+        subfolders[:] = sorted(d for d in subfolders if d != "__pycache__")
+        for name in files:
+            if name.endswith(".py"):
+                path = os.path.join(folder, name)
+                st = os.stat(path)
+                entries.append(f"{os.path.relpath(path, root)} {st.st_size} {st.st_mtime_ns}")
+    return hashlib.sha256("\n".join(sorted(entries)).encode()).hexdigest()[:16]
+
+
+_PACKAGE_STAMP: list[str] = []
+
+
 def path_of(kind: str, key: str) -> Path:
     return cache_dir() / f"{kind}_{key}.py"
 

@@ -85,13 +85,15 @@ def user_loop(kernel, step, hooks=None):
     disk.
 
     The loop's source is generated once into :func:`user_loop_dir` under a name made of the kernel's and the
-    step's (and the hooks') modules, names and their source files' size and modification time (an edited kernel,
-    step or hook gets a new loop, so numba's cache — which does not see changes in called functions — is never
-    stale). Returns None, and the trainer uses its uncached loop, when the kernel, the step or a hook cannot be
+    step's (and the hooks') modules, names and their source files' contents, and the installed package's source
+    (:func:`dyntools.codegen.cache.package_stamp`: the path loop and the engine it links): an edited kernel, step,
+    hook or dyntools gets a new loop, so numba's cache — which does not see changes in called functions — is never
+    stale. Returns None, and the trainer uses its uncached loop, when the kernel, the step or a hook cannot be
     imported by name in another process (defined in ``__main__``, in a notebook, or not a module-level
     function)."""
     import hashlib
 
+    from dyntools.codegen import cache as codecache
     from dyntools.models.base import no_hook
 
     named, step_named = _named(kernel), _named(step)
@@ -101,8 +103,8 @@ def user_loop(kernel, step, hooks=None):
     (module_name, name, stamp), (step_module, step_name, step_stamp) = named, step_named
     hook_key = "|".join(f"{m}.{n}|{s}" for m, n, s in hooks_named)
     hook_imports = "".join(f"from {m} import {n} as {role}\n" for (m, n, _), role in zip(hooks_named, HOOK_NAMES))
-    digest = hashlib.sha1(f"{module_name}.{name}|{stamp}|{step_module}.{step_name}|{step_stamp}|{hook_key}".encode()
-                          ).hexdigest()[:16]
+    digest = hashlib.sha1(f"{module_name}.{name}|{stamp}|{step_module}.{step_name}|{step_stamp}|{hook_key}|"
+                          f"{codecache.package_stamp()}".encode()).hexdigest()[:16]
     return _generated("loop", digest, lambda: _USER_LOOP.format(
         module=module_name, name=name, stamp=stamp, step_module=step_module, step_name=step_name,
         step_stamp=step_stamp, hooks=", ".join(f"{m}.{n}" for m, n, _ in hooks_named),
@@ -159,13 +161,15 @@ def pointer_loop(kernel, step, arrays):
     call). A step that cannot be imported by name falls back to the pointer. ``arrays`` fixes the types."""
     import hashlib
 
+    from dyntools.codegen import cache as codecache
     from dyntools.dynamics.path_loop import by_pointer, kernel_type, with_pointers
 
     step_named = _named(step)
     if step_named is None:
         return by_pointer(kernel, step, arrays)
     step_module, step_name, step_stamp = step_named
-    digest = hashlib.sha1(f"{step_module}.{step_name}|{step_stamp}".encode()).hexdigest()[:16]
+    digest = hashlib.sha1(f"{step_module}.{step_name}|{step_stamp}|{codecache.package_stamp()}".encode()
+                          ).hexdigest()[:16]
     module = _generated("ptrloop", digest, lambda: _POINTER_LOOP.format(
         step_module=step_module, step_name=step_name, step_stamp=step_stamp))
     kernel_sig = kernel_type(arrays)

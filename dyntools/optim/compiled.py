@@ -352,7 +352,8 @@ def _load_module(structures: list, indices: list):
     loaded = _LOADED.get(memo)
     if loaded is None or any(sys.modules.get(m.__name__) is not m for m in loaded):   # writing them takes ~2 ms
         jit_src, np_src = _module_source(structures, indices)
-        key = hashlib.sha256((GENERATOR_VERSION + jit_src + np_src + stamp).encode()).hexdigest()[:24]
+        key = hashlib.sha256((GENERATOR_VERSION + jit_src + np_src + stamp + cache.package_stamp()).encode()
+                             ).hexdigest()[:24]
         loaded = _LOADED[memo] = (cache.load("optim", key, lambda: jit_src, namespace),
                                   cache.load("optimnp", key, lambda: np_src, namespace))
     return loaded
