@@ -136,12 +136,12 @@ def _structure(parts) -> tuple:
     return tuple((type(tr).__module__, type(tr).__qualname__, eu.key) for tr, eu in parts)
 
 
-def _chain_source(name: str, parts, numpy: bool) -> str:
+def _chain_source(name: str, parts, numpy: bool) -> tuple[str, list[str]]:
     """One chain's step function (compiled: one fused element loop, or one per stretch between users' whole-array
-    kernels; numpy: the same on whole arrays)."""
+    kernels; numpy: the same on whole arrays) and its arguments (the compiled form takes only those it reads)."""
     widened = any(eu.widens for _, eu in parts)
     calls = any(isinstance(eu, KernelCall) for _, eu in parts)
-    lines = [f"def {name}({', '.join(CHAIN_ARGS)}):"]
+    lines = [""]                                   # the signature, written once the body is known
     stretches, items = [], []                      # (element items, kernel call after them or None)
     h0, s0 = 1, 0
     for j, (_, eu) in enumerate(parts):
@@ -172,9 +172,9 @@ def _chain_source(name: str, parts, numpy: bool) -> str:
         lines += fused_loop(items, first, last, numpy)
         if call is not None:
             lines.append("    " + call)
-    if not numpy:                                  # the compiled form takes only what its body reads
-        lines[0] = f"def {name}({', '.join(chain_args(lines[1:]))}):"
-    return "\n".join(lines) + "\n"
+    args = list(CHAIN_ARGS) if numpy else chain_args(lines[1:])
+    lines[0] = f"def {name}({', '.join(args)}):"
+    return "\n".join(lines) + "\n", args
 
 
 #: the arguments of a chain's step function; ``h`` is the run's row of ``hps`` (``h[0]`` its structure index)
@@ -226,13 +226,14 @@ def _module_source(structures: list, indices: list | None = None) -> tuple[str, 
     for k, parts in zip(indices, structures):
         stateless = all(eu.slots == 0 for _, eu in parts)    # plain SGD (± decay): inlined, it vectorizes
         deco = '@njit(cache=True, error_model="numpy"' + (', inline="always")' if stateless else ")")
-        jit_source = _chain_source(f"_chain_{k}", parts, False)
+        jit_source, jit_args = _chain_source(f"_chain_{k}", parts, False)
+        np_source, np_args = _chain_source(f"_chain_{k}", parts, True)
         jit_parts.append(f"\n{deco}\n" + jit_source)
-        np_parts.append("\n" + _chain_source(f"_chain_{k}", parts, True))
+        np_parts.append("\n" + np_source)
         test = "if" if not jit_calls else "elif"
-        args = jit_source.split("(", 1)[1].split(")", 1)[0].replace(", h", ", hps[run]")
-        jit_calls.append(f"    {test} s == {k}.0:\n        _chain_{k}({args})")
-        np_calls.append(f"    {test} s == {k}.0:\n        _chain_{k}(theta, grad, state, t, lr_t, hps[run])")
+        for calls, args in ((jit_calls, jit_args), (np_calls, np_args)):   # h is the run's row of hps
+            passed = ", ".join("hps[run]" if a == "h" else a for a in args)
+            calls.append(f"    {test} s == {k}.0:\n        _chain_{k}({passed})")
 
     def dispatch(calls):
         return ("def step(run, theta, grad, state, t, lr_t, hps):\n"
