@@ -73,6 +73,31 @@ def test_a_user_registers_a_loop_for_their_own_model(monkeypatch):
         fast.register(Mine, "advance")
 
 
+def test_a_loop_taking_the_step_by_pointer_is_declared_not_probed(monkeypatch):
+    """The trainer hands the run set's own step structures only to the loops declared to call the step through a
+    function pointer (the MLP's; a user's through ``register(..., step_by_pointer=)``), never by an attribute."""
+    monkeypatch.setattr(fast, "TUNED", dict(fast.TUNED))
+    monkeypatch.setattr(fast, "STEP_BY_POINTER", set(fast.STEP_BY_POINTER))
+    for loop in (fast_mlp.regression_loop, fast_mlp.cross_entropy_loop, fast_mlp.cross_entropy_loop_flushed):
+        assert fast.takes_step_by_pointer(loop)
+    assert not fast.takes_step_by_pointer(fast_diag_net.advance)
+
+    class Mine(DiagNet):
+        pass
+
+    def by_pointer(*args, **kwargs):
+        return None
+
+    def by_name(*args, **kwargs):
+        return None
+
+    by_name.own_step = True                        # an attribute declares nothing
+    fast.register(Mine, lambda model, s: by_pointer, step_by_pointer=[by_pointer])
+    assert fast.takes_step_by_pointer(by_pointer) and not fast.takes_step_by_pointer(by_name)
+    with pytest.raises(TypeError, match="step_by_pointer"):
+        fast.register(Mine, lambda model, s: None, step_by_pointer=["by_pointer"])
+
+
 def test_no_model_carries_a_tuned_loop_hook():
     for cls in (DiagNet, MLP, ToyModel):
         assert not hasattr(cls, "fast_path")

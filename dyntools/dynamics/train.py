@@ -174,7 +174,7 @@ def dispatch(run: run_plan.Run, *, workers, chunks: int, progress: bool, plateau
     arrays, record_steps, bound, tuned, cached = run.arrays, run.record_steps, run.bound, run.tuned, run.cached
     step, step_np = (None, None) if rs.by_chain else (run.compiled.step, run.compiled.step_np)
     loop_step = step if kernel == "numba" else step_np       # what a tuned loop is handed
-    if step is not None and kernel == "numba" and getattr(tuned, "own_step", False):
+    if step is not None and kernel == "numba" and tuned_loops.takes_step_by_pointer(tuned):
         loop_step = run.compiled.own_step    # a loop taking the step by pointer: the run set's structures only
     theta_rec, diverged_at, rates, run_of, hooks = run.theta_rec, run.diverged_at, run.rates, run.run_of, run.hooks
 
@@ -272,7 +272,7 @@ def collect(run: run_plan.Run, *, step_loss: bool, keep_lrs: bool, replayed: boo
               "common_stream": bool(common_stream), "replayed": replayed, "kernel": pb.kernel,
               "path": "tuned" if tuned is not None else "generic",
               "optimizer_path": "chain" if rs.by_chain else "fused"}
-    for name, extra in {**hooked, **getattr(tuned, "extras", {})}.items():    # per-path arrays of hooks, tuned loop
+    for name, extra in hooked.items():                                 # the hooks' per-path arrays
         arrays[name] = shape(extra)
     summary = {"paths": run.P, **guard.summary(diverged_at)}
     return RunResult("train", config, arrays, status, message, seed=seed, summary=summary, timings=timings)

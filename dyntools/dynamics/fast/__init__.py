@@ -53,21 +53,33 @@ from dyntools.models.quadratic_toy import ToyModel
 TUNED: dict[type, Callable] = {DiagNet: diag_net.select, MLP: mlp.select, ToyModel: quadratic_toy.select}
 #: the library's own entries (tested equal to the generic loop by the suite; a user's are probed at first use)
 BUILT_IN: dict[type, Callable] = dict(TUNED)
+#: the tuned loops that call the optimizer step through a function pointer (declared, never probed): the trainer
+#: hands them the run set's own step structures (:attr:`~dyntools.optim.compiled.CompiledRuns.own_step`)
+STEP_BY_POINTER: set = set(mlp.STEP_BY_POINTER)
 
 
-def register(model_type: type, selector: Callable) -> None:
+def register(model_type: type, selector: Callable, *, step_by_pointer=()) -> None:
     """Offer a tuned loop for ``model_type`` (and its subclasses): ``selector(model, setting)`` returns a
     callable with the calling convention of :func:`dyntools.dynamics.fast.diag_net.advance` —
     ``loop(arrays, step, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final, workers=None)``, with
     ``arrays`` a :class:`~dyntools.dynamics.path_loop.LoopArrays` and ``step`` the runs' optimizer step
-    (:mod:`dyntools.optim.compiled`; its NumPy twin with ``kernel="numpy"``) — or None. A loop that calls the
-    step through a function pointer may say so with an attribute ``own_step = True``: it is then handed the run
-    set's own structures only (:attr:`~dyntools.optim.compiled.CompiledRuns.own_step`, the same bits)."""
+    (:mod:`dyntools.optim.compiled`; its NumPy twin with ``kernel="numpy"``) — or None. The loops the selector
+    returns that call the step through a function pointer are listed in ``step_by_pointer``: they are then handed
+    the run set's own structures only (:attr:`~dyntools.optim.compiled.CompiledRuns.own_step`, the same bits)."""
     if not isinstance(model_type, type):
         raise TypeError(f"Invalid model_type: {model_type!r} (expected a class)")
     if not callable(selector):
         raise TypeError(f"Invalid selector: {selector!r} (expected a callable (model, setting) -> loop or None)")
+    loops = tuple(step_by_pointer)
+    if not all(callable(loop) for loop in loops):
+        raise TypeError(f"Invalid step_by_pointer: {step_by_pointer!r} (expected the selector's loops)")
     TUNED[model_type] = selector
+    STEP_BY_POINTER.update(loops)
+
+
+def takes_step_by_pointer(loop) -> bool:
+    """Whether the tuned ``loop`` was declared to call the optimizer step through a function pointer."""
+    return loop in STEP_BY_POINTER
 
 
 def select(model, setting: dict):
