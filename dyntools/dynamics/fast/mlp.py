@@ -211,7 +211,7 @@ def cross_entropy_loop(arrays: LoopArrays, step, t0, t1, record_steps, theta_rec
 
 #: the loops that take the optimizer step through a function pointer: the trainer hands them the run set's own
 #: step structures (:attr:`dyntools.optim.compiled.CompiledRuns.own_step`: the same code and bits, one structure
-#: compiled instead of fifteen in a process with empty caches); declared in :data:`dyntools.dynamics.fast.STEP_BY_POINTER`
+#: compiled instead of fifteen in a process with empty caches); read into :data:`dyntools.dynamics.fast.STEP_BY_POINTER`
 STEP_BY_POINTER = (regression_loop, cross_entropy_loop_flushed, cross_entropy_loop)
 
 
