@@ -1,7 +1,8 @@
 """The fixed costs a cold first ``dt.train`` no longer pays (issue 38): a run of a model that uses no low-level
 block compiles neither the low-level probe (dyntools.lowlevel.probe: imported with the MLP's modules only) nor the
 SeedSequence hash (dyntools.engine.seed_hash: a few paths are seeded by SeedSequence objects); the MLP still probes
-the blocks before any kernel of its can use them. Counted as numba compile events in a child with empty caches."""
+the blocks before any kernel of its can use them. Counted as outermost numba compile events (the cold-start bench's
+listener) in a child with empty caches."""
 
 import json
 import os
@@ -11,24 +12,15 @@ from pathlib import Path
 
 import pytest
 
+from dyntools.bench.cold_start import LISTENER
 from tests.conftest import HANG_GUARD
 
 ROOT = Path(__file__).resolve().parents[1]
 
-CHILD = """
+#: the cold-start bench's listener (``_compiles.outer``: seconds and name of every outermost compile), then the runs
+CHILD = LISTENER + """
 import json, sys
 import numpy as np
-from numba.core import event
-
-names = []
-class Names(event.Listener):
-    def on_start(self, ev):
-        f = getattr(ev.data["dispatcher"], "py_func", None)
-        names.append(f"{getattr(f, '__module__', '?')}.{getattr(f, '__qualname__', '?')}")
-    def on_end(self, ev):
-        pass
-event.register("numba:compile", Names())
-
 import dyntools as dt
 from dyntools.models import symbolic_examples
 
@@ -38,11 +30,13 @@ rng = np.random.default_rng(0)
 X = rng.standard_normal((12, 4))
 data = type("Data", (), {"X": X, "y": X[:, 0].copy(), "X_test": None, "y_test": None})()
 runs.append(dt.train(symbolic_examples.diagonal_net(4, depth=2), data, dt.optim.sgd(1e-3), steps=5, seed=0, records=2))
-out = {"trained": names[:], "statuses": [r.status for r in runs],
+def names():
+    return [name for _, name in _compiles.outer]
+out = {"trained": names(), "statuses": [r.status for r in runs],
        "lowlevel imported": "dyntools.lowlevel" in sys.modules}
 import dyntools.models.mlp  # noqa: E402  (the MLP's modules: the blocks and their probe)
 from dyntools import lowlevel  # noqa: E402
-out.update({"mlp import": names[len(out["trained"]):], "kind": lowlevel.KIND})
+out.update({"mlp import": names()[len(out["trained"]):], "kind": lowlevel.KIND})
 print(json.dumps(out))
 """
 
