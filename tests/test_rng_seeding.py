@@ -67,10 +67,14 @@ def test_draws_have_the_right_distribution():
 def test_compiled_path_states_are_the_seed_sequence_states_bit_for_bit():
     """streams.path_states derives SeedSequence(seed, (*key, i)).generate_state(4, uint64) in a compiled
     loop: the same bits as one SeedSequence object per path (same streams as before the change)."""
-    from dyntools.engine import streams
+    from dyntools.engine import seed_hash, streams
 
     for seed, key, n in [(0, (), 7), (12345, (0xADA3,), 64), (2**40 + 7, (3, 2**33, 1), 20), (9, (1, 2, 3, 4, 5), 9)]:
-        np.testing.assert_array_equal(streams.path_states(seed, n, *key), streams.path_states_reference(seed, n, *key))
+        want = streams.path_states_reference(seed, n, *key)
+        np.testing.assert_array_equal(streams.path_states(seed, n, *key), want)
+        root = streams.root_sequence(seed, *key)                 # each way on its own (path_states picks one)
+        np.testing.assert_array_equal(seed_hash.states_by_hash(root.entropy, root.spawn_key, n), want)
+        np.testing.assert_array_equal(seed_hash.states_by_objects(root.entropy, root.spawn_key, n), want)
 
 
 _BELOW = __import__("dyntools.engine.seed_hash", fromlist=["OBJECTS_BELOW"]).OBJECTS_BELOW
