@@ -67,7 +67,52 @@ def test_draws_have_the_right_distribution():
 def test_compiled_path_states_are_the_seed_sequence_states_bit_for_bit():
     """streams.path_states derives SeedSequence(seed, (*key, i)).generate_state(4, uint64) in a compiled
     loop: the same bits as one SeedSequence object per path (same streams as before the change)."""
-    from dyntools.engine import streams
+    from dyntools.engine import seed_hash, streams
 
     for seed, key, n in [(0, (), 7), (12345, (0xADA3,), 64), (2**40 + 7, (3, 2**33, 1), 20), (9, (1, 2, 3, 4, 5), 9)]:
+        want = streams.path_states_reference(seed, n, *key)
+        np.testing.assert_array_equal(streams.path_states(seed, n, *key), want)
+        root = streams.root_sequence(seed, *key)                 # each way on its own (path_states picks one)
+        np.testing.assert_array_equal(seed_hash.states_by_hash(root.entropy, root.spawn_key, n), want)
+        np.testing.assert_array_equal(seed_hash.states_by_objects(root.entropy, root.spawn_key, n), want)
+
+
+_BELOW = __import__("dyntools.engine.seed_hash", fromlist=["OBJECTS_BELOW"]).OBJECTS_BELOW
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**128), st.lists(st.integers(0, 2**64), max_size=3),
+       st.sampled_from([1, 2, 7, 33, _BELOW - 1, _BELOW, _BELOW + 1]))
+def test_seed_sequence_objects_and_the_compiled_hash_give_the_same_states(entropy, key, n):
+    """The two ways of dyntools.engine.seed_hash.path_states (objects below the threshold unless the hash is loaded,
+    the compiled hash above): the same uint64 states for any entropy, spawn key and path count around the threshold."""
+    from dyntools.engine import seed_hash
+
+    root = np.random.SeedSequence(entropy, spawn_key=tuple(key))
+    by_objects = seed_hash.states_by_objects(root.entropy, root.spawn_key, n)
+    by_hash = seed_hash.states_by_hash(root.entropy, root.spawn_key, n)
+    assert by_objects.dtype == by_hash.dtype == np.uint64 and by_objects.shape == (n, 4)
+    np.testing.assert_array_equal(by_objects, by_hash)
+    if n <= 33:
+        seed = int(entropy)
         np.testing.assert_array_equal(streams.path_states(seed, n, *key), streams.path_states_reference(seed, n, *key))
+
+
+def test_few_paths_are_seeded_by_objects_until_the_compiled_hash_is_loaded(monkeypatch):
+    """The choice of seed_hash.path_states: SeedSequence objects for fewer than OBJECTS_BELOW paths while the hash
+    is not compiled/loaded in the process (its ~0.5 s compile is not paid for a few paths), the hash otherwise."""
+    from types import SimpleNamespace
+
+    from dyntools.engine import seed_hash
+
+    ways = []
+    monkeypatch.setattr(seed_hash, "states_by_objects", lambda *a: ways.append("objects"))
+    monkeypatch.setattr(seed_hash, "states_by_hash", lambda *a: ways.append("hash"))
+    monkeypatch.setattr(seed_hash, "_seed_sequence_states", SimpleNamespace(signatures=[]))
+    for n in (1, _BELOW - 1, _BELOW, 10**6):
+        seed_hash.path_states(5, (1,), n)
+    assert ways == ["objects", "objects", "hash", "hash"]
+    loaded = SimpleNamespace(signatures=["(array(uint64, 1d, C), int64)"])
+    monkeypatch.setattr(seed_hash, "_seed_sequence_states", loaded)
+    seed_hash.path_states(5, (1,), 1)
+    assert ways[-1] == "hash"

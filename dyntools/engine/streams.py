@@ -128,9 +128,11 @@ def path_states(seed: int, n_paths: int, *key: int) -> np.ndarray:
     ``SeedSequence(seed, spawn_key=(*key, i)).generate_state(4, uint64)`` (see :mod:`dyntools.engine.rng`),
     the all-zero state replaced by a fixed non-zero word.
 
-    The same bits as :func:`path_states_reference`, derived in one compiled loop
-    (:mod:`dyntools.engine.seed_hash`, NumPy's SeedSequence hash written out) at the cost of a few hundred
-    integer operations per path instead of a Python object per path (10⁶ paths: ~0.1 s, not ~25 s)."""
+    The same bits as :func:`path_states_reference`: many paths in one compiled loop
+    (:mod:`dyntools.engine.seed_hash`, NumPy's SeedSequence hash written out; a few hundred integer operations per
+    path instead of a Python object per path: 10⁶ paths in ~0.1 s, not ~10 s), fewer than
+    :data:`~dyntools.engine.seed_hash.OBJECTS_BELOW` from SeedSequence objects unless the compiled hash is already
+    loaded (a few paths never wait on its compile)."""
     n_paths = validation.count("paths", n_paths)
     root = root_sequence(seed, *key)
     from dyntools.engine import seed_hash  # numba: imported when paths are seeded, not at start-up

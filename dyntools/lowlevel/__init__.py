@@ -14,17 +14,19 @@ runtime accepts a null meminfo (no incref/decref), llvmlite's IR builder and LLV
 ``llvm.fma`` intrinsics, and the host CPU's feature list (``llvmlite.binding.get_host_cpu_features``)
 to choose the vector width (512 bits with AVX-512, else 256).
 
-The fallback (:mod:`dyntools.lowlevel.fallback`): when importing dyntools, this package compiles and runs
-a small probe of the three modules (:mod:`dyntools.lowlevel.probe`, cached on disk after the first
-time). If that fails — a numba or llvmlite that changed these internals, a processor LLVM cannot
-target this way — it uses plain numba loops with the same call signatures instead: the same fma chains
-(the same bits on a processor with fma; see that module), slower. ``DYNTOOLS_LOWLEVEL=fallback`` forces
-the loops, ``=llvm-vector`` the fast code (its failure raised). What runs is :data:`DESCRIPTION`, recorded
+The fallback (:mod:`dyntools.lowlevel.fallback`): when imported, this package compiles and runs a small
+probe of the three modules (:mod:`dyntools.lowlevel.probe`, cached on disk after the first time), before
+any kernel that uses them is defined. If that fails — a numba or llvmlite that changed these internals, a
+processor LLVM cannot target this way — it uses plain numba loops with the same call signatures instead: the
+same fma chains (the same bits on a processor with fma; see that module), slower. ``DYNTOOLS_LOWLEVEL=fallback``
+forces the loops, ``=llvm-vector`` the fast code (its failure raised). What runs is :data:`DESCRIPTION`, recorded
 in every result's ``versions["lowlevel"]`` and printed once by ``dyntools bench``.
 
 Only models/ (``mlp_gemm.py`` and ``mlp.py``) import this package, through the names below
 (``panel``, ``EPILOGUES``, ``transpose``, ``matrix``, ``borrowed``, ``VECTOR_BYTES``); nothing above the
-models does.
+models does. They are imported only when such a model is used (the trainer's table of tuned loops adds the
+MLP's when the MLP's module is imported: :data:`dyntools.dynamics.fast.ON_IMPORT`), so a first ``dt.train`` of
+the toy, a DiagNet or a symbolic model compiles no probe (``tests/test_cold_fixed_costs.py``).
 """
 
 from __future__ import annotations

@@ -42,20 +42,36 @@ before its first run (:mod:`.probe`), and a difference is an error.
 
 from __future__ import annotations
 
+import importlib
+import sys
 from collections.abc import Callable
 
-from dyntools.dynamics.fast import diag_net, mlp, quadratic_toy
+from dyntools.dynamics.fast import diag_net, quadratic_toy
 from dyntools.models.diag_net import DiagNet
-from dyntools.models.mlp import MLP
 from dyntools.models.quadratic_toy import ToyModel
 
 #: model class → ``selector(model, setting)`` returning the tuned loop for the setting, or None.
-TUNED: dict[type, Callable] = {DiagNet: diag_net.select, MLP: mlp.select, ToyModel: quadratic_toy.select}
+TUNED: dict[type, Callable] = {DiagNet: diag_net.select, ToyModel: quadratic_toy.select}
 #: the library's own entries (tested equal to the generic loop by the suite; a user's are probed at first use)
 BUILT_IN: dict[type, Callable] = dict(TUNED)
 #: the tuned loops that call the optimizer step through a function pointer (declared, never probed): the trainer
 #: hands them the run set's own step structures (:attr:`~dyntools.optim.compiled.CompiledRuns.own_step`)
-STEP_BY_POINTER: set = set(mlp.STEP_BY_POINTER)
+STEP_BY_POINTER: set = set()
+#: built-in entries added once their model's module is imported (model module → (class name, tuned-loop module)):
+#: the MLP's module imports the low-level blocks, whose probe compiles — a run of another model never pays for it
+ON_IMPORT = {"dyntools.models.mlp": ("MLP", "dyntools.dynamics.fast.mlp")}
+
+
+def _add_imported() -> None:
+    """Add the :data:`ON_IMPORT` entries of the imported model modules (a model of theirs may exist), without
+    replacing a user's entry for the same class."""
+    for module, (name, loops) in ON_IMPORT.items():
+        cls = getattr(sys.modules.get(module), name, None)
+        if cls is not None:
+            tuned = importlib.import_module(loops)
+            BUILT_IN.setdefault(cls, tuned.select)
+            TUNED.setdefault(cls, BUILT_IN[cls])
+            STEP_BY_POINTER.update(tuned.STEP_BY_POINTER)
 
 
 def register(model_type: type, selector: Callable, *, step_by_pointer=()) -> None:
@@ -70,6 +86,7 @@ def register(model_type: type, selector: Callable, *, step_by_pointer=()) -> Non
         raise TypeError(f"Invalid model_type: {model_type!r} (expected a class)")
     if not callable(selector):
         raise TypeError(f"Invalid selector: {selector!r} (expected a callable (model, setting) -> loop or None)")
+    _add_imported()
     loops = tuple(step_by_pointer)
     if not all(callable(loop) for loop in loops):
         raise TypeError(f"Invalid step_by_pointer: {step_by_pointer!r} (expected the selector's loops)")
@@ -79,12 +96,14 @@ def register(model_type: type, selector: Callable, *, step_by_pointer=()) -> Non
 
 def takes_step_by_pointer(loop) -> bool:
     """Whether the tuned ``loop`` was declared to call the optimizer step through a function pointer."""
+    _add_imported()
     return loop in STEP_BY_POINTER
 
 
 def select(model, setting: dict):
     """The tuned loop registered for ``type(model)`` (or its nearest base class) that applies to
     ``setting``, or None (the trainer then runs the generic loop)."""
+    _add_imported()
     for cls in type(model).__mro__:
         if cls in TUNED:
             return TUNED[cls](model, setting)
@@ -93,6 +112,7 @@ def select(model, setting: dict):
 
 def user_selector(model):
     """The selector deciding for ``type(model)`` when a user registered it (not a built-in entry), else None."""
+    _add_imported()
     for cls in type(model).__mro__:
         if cls in TUNED:
             return None if BUILT_IN.get(cls) is TUNED[cls] else TUNED[cls]

@@ -1,0 +1,60 @@
+"""The fixed costs a cold first ``dt.train`` no longer pays (issue 38): a run of a model that uses no low-level
+block compiles neither the low-level probe (dyntools.lowlevel.probe: imported with the MLP's modules only) nor the
+SeedSequence hash (dyntools.engine.seed_hash: a few paths are seeded by SeedSequence objects); the MLP still probes
+the blocks before any kernel of its can use them. Counted as outermost numba compile events (the cold-start bench's
+listener) in a child with empty caches."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dyntools.bench.cold_start import LISTENER
+from tests.conftest import HANG_GUARD
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: the cold-start bench's listener (``_compiles.outer``: seconds and name of every outermost compile), then the runs
+CHILD = LISTENER + """
+import json, sys
+import numpy as np
+import dyntools as dt
+from dyntools.models import symbolic_examples
+
+toy = dt.QuadraticToy.uniform(n=20)
+runs = [dt.train(dt.ToyModel(toy), dt.toy_data(toy), dt.optim.sgd(1e-3), steps=5, seed=0, records=2, seeds=3)]
+rng = np.random.default_rng(0)
+X = rng.standard_normal((12, 4))
+data = type("Data", (), {"X": X, "y": X[:, 0].copy(), "X_test": None, "y_test": None})()
+runs.append(dt.train(symbolic_examples.diagonal_net(4, depth=2), data, dt.optim.sgd(1e-3), steps=5, seed=0, records=2))
+def names():
+    return [name for _, name in _compiles.outer]
+out = {"trained": names(), "statuses": [r.status for r in runs],
+       "lowlevel imported": "dyntools.lowlevel" in sys.modules}
+import dyntools.models.mlp  # noqa: E402  (the MLP's modules: the blocks and their probe)
+from dyntools import lowlevel  # noqa: E402
+out.update({"mlp import": names()[len(out["trained"]):], "kind": lowlevel.KIND})
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.slow
+def test_a_cold_toy_and_symbolic_train_compile_no_probe_and_no_seed_hash(tmp_path):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    for variable in ("NUMBA_CACHE_DIR", "DYNTOOLS_LOOP_CACHE", "DYNTOOLS_SYMBOLIC_CACHE"):   # empty caches
+        env[variable] = str(tmp_path / variable.lower())
+    env.pop("DYNTOOLS_LOWLEVEL", None)
+    run = subprocess.run([sys.executable, "-c", CHILD], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=HANG_GUARD)
+    assert run.returncode == 0, run.stderr[-3000:]
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    trained = out["trained"]
+    assert trained, "the child compiled nothing: the listener saw no event (the count would prove nothing)"
+    assert not [n for n in trained if "lowlevel" in n or "seed_hash" in n], trained
+    assert not out["lowlevel imported"]
+    # the control: the MLP's modules probe the blocks (compiled here: the caches were empty) before any use
+    assert out["kind"] == "llvm-vector"
+    assert [n for n in out["mlp import"] if n == "dyntools.lowlevel.probe._exercise"], out["mlp import"]
