@@ -55,6 +55,7 @@ def _setting(steps: int, d: int = 200, n: int = 80):
 _COMPILE_CODE = """
 import json, time, sympy as sp
 import dyntools.dynamics.train   # the package's one-time first use, not the model's (see fresh_compile_phases)
+import dyntools.lowlevel         # its probe: numba's CPU target initialised, as every commit's preamble did
 from dyntools.codegen import derive, kernels
 from dyntools.models import symbolic_examples
 from dyntools.models.symbolic import SymbolicModel
@@ -92,12 +93,14 @@ def fresh_compile_phases(make: str, numba_cache: str | None = None) -> dict:
     and printing), ``numba`` (compiling ``loss_grad``), ``first_train`` (the first ``dt.train`` of the model,
     10 steps: what compiling the kernel left to do), and ``p``. Not counted: imports and the package's one-time
     first use — importing ``dyntools.dynamics.train`` (dt.train's modules: engine, optimizers, the tuned loops'
-    registry), which runs the probe of the low-level panels and so initialises numba's CPU target (its
+    registry) and the low-level panels' probe (:mod:`dyntools.lowlevel`), which initialises numba's CPU target (its
     registries, ``numba.np.arraymath``, SciPy's BLAS check: ~0.2 s in any process, paid by whatever compiles
     or loads first). Up to 7b94d17 ``import dyntools.dynamics.loops`` did all of that eagerly; since those
     imports became lazy it does not, and the first compile of the model paid numba's initialisation inside
     ``numba`` and the imports of dt.train inside ``first_train`` (same work per process, moved into the
-    timed phases). ``numba_cache``: a numba cache
+    timed phases). Since stop 51 dt.train's imports no longer run the probe (only an MLP imports the low-level
+    blocks), so the preamble imports :mod:`dyntools.lowlevel` itself: the same untimed work on every commit.
+    ``numba_cache``: a numba cache
     directory shared with earlier children (the package's own compiled code, e.g. the trainer loop that calls
     generated kernels through a pointer, compiled once per installation); default an empty one."""
     import subprocess
