@@ -75,80 +75,76 @@ def sgd_step_checked(theta, grad, lr_t, bound):
     return guard.checked_size(theta, bound)
 
 
-@njit(inline="always")
-def regression_path(p, step, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final):
-    """Advance path ``p`` from step ``t0`` to ``t1`` (the arguments of
+@njit(cache=True, nogil=True, error_model="numpy")
+def regression_paths(paths, step, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final):
+    """Advance every path of ``paths`` from step ``t0`` to ``t1`` (the arguments of
     :func:`dyntools.dynamics.path_loop.advance_path` minus the kernel, named in the body).
 
     Each example is drawn where it is used, by the sampler's own draw (:mod:`dyntools.engine.samplers`, the
     functions :func:`~dyntools.engine.samplers.draw_batch` calls): index ``q``, then its label noise, as the
-    generic loop draws them — the same stream in the same order."""
+    generic loop draws them — the same stream in the same order. One function, the loop over paths written around
+    the path's steps: a path function inlined into it (``inline="always"``) or called by it was compiled twice over
+    (numba copies an inlined function's IR; a called one is optimized again in its caller)."""
     a = arrays
-    if diverged_at[p] != guard.NEVER:
-        return
-    L, widths, w_off, b_off, maxw = unpack_iargs(a.iargs)
-    ws = np.zeros(2 * (L + 1) * maxw + 2 * maxw, dtype=a.thetas.dtype)
-    pre, act, delta = example_buffers(ws, L, maxw)
-    theta = a.thetas[p].copy()
-    ostate = a.opt_states[p].copy()
-    st = a.states[p:p + 1].copy()
-    perm = a.perms[p].copy()
-    X = a.Xs[a.data_of[p]]
-    y = a.ys[a.data_of[p]]
-    g = a.run_of[p]
-    label_noise, lrs, sampler = a.label_noise, a.lrs, a.sampler
-    full = sampler == samplers.FULL
-    n = X.shape[0]
-    b = n if full else a.batch
-    n_par = theta.shape[0]
-    grad = np.zeros(n_par, dtype=a.thetas.dtype)
-    const_lr = lrs.shape[1] == 1
-    keep_loss = a.step_losses.shape[1] > 0
-    plain = a.plain_sgd[g]              # θ ← θ − lr_t g: the inline step that also sizes θ for the guard
-    k = first_record(record_steps, t0)
-    for t in range(t0, t1):
-        if record.due(record_steps, k, t):
-            theta_rec[p, k, :] = theta
-            k += 1
-        tot = 0.0
-        for q in range(b):
-            if full:
-                i = q
-            elif sampler == samplers.DISTINCT:
-                i = samplers.distinct_next(perm, q, st)
-            else:
-                i = samplers.with_replacement(st, n)
-            res = forward(theta, X[i], widths, w_off, b_off, pre, act) - y[i]
-            if label_noise != 0.0:
-                nz = label_noise * rng.normal(st, 0)
-                if nz != 0.0:
-                    res -= nz
-            tot += res * res
-            backward(theta, widths, w_off, b_off, pre, act, delta, grad, 2.0 * res / b, True)
-        if keep_loss:
-            a.step_losses[p, t] = tot / b
-        lr_t = lrs[g, 0] if const_lr else lrs[g, t - t0]
-        if plain:
-            size = sgd_step_checked(theta, grad, lr_t, bound)
-        else:
-            step(g, theta, grad, ostate, t + 1, lr_t, a.hps)
-            size = guard.l1_size_clearing(theta, grad)                   # grad cleared for the next step
-        if guard.beyond(size, bound):
-            diverged_at[p] = t + 1
-            break
-    a.thetas[p, :] = theta
-    a.opt_states[p, :, :] = ostate
-    a.states[p, :] = st[0, :]
-    a.perms[p, :] = perm
-    if record_final and diverged_at[p] == guard.NEVER and record.due(record_steps, k, t1):
-        theta_rec[p, k, :] = theta
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def regression_paths(paths, step, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final):
-    """Every path of ``paths`` (:func:`regression_path`, inlined: one function compiled, not two)."""
     for p in paths:
-        regression_path(p, step, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final)
+        if diverged_at[p] != guard.NEVER:
+            continue
+        L, widths, w_off, b_off, maxw = unpack_iargs(a.iargs)
+        ws = np.zeros(2 * (L + 1) * maxw + 2 * maxw, dtype=a.thetas.dtype)
+        pre, act, delta = example_buffers(ws, L, maxw)
+        theta = a.thetas[p].copy()
+        ostate = a.opt_states[p].copy()
+        st = a.states[p:p + 1].copy()
+        perm = a.perms[p].copy()
+        X = a.Xs[a.data_of[p]]
+        y = a.ys[a.data_of[p]]
+        g = a.run_of[p]
+        label_noise, lrs, sampler = a.label_noise, a.lrs, a.sampler
+        full = sampler == samplers.FULL
+        n = X.shape[0]
+        b = n if full else a.batch
+        n_par = theta.shape[0]
+        grad = np.zeros(n_par, dtype=a.thetas.dtype)
+        const_lr = lrs.shape[1] == 1
+        keep_loss = a.step_losses.shape[1] > 0
+        plain = a.plain_sgd[g]              # θ ← θ − lr_t g: the inline step that also sizes θ for the guard
+        k = first_record(record_steps, t0)
+        for t in range(t0, t1):
+            if record.due(record_steps, k, t):
+                theta_rec[p, k, :] = theta
+                k += 1
+            tot = 0.0
+            for q in range(b):
+                if full:
+                    i = q
+                elif sampler == samplers.DISTINCT:
+                    i = samplers.distinct_next(perm, q, st)
+                else:
+                    i = samplers.with_replacement(st, n)
+                res = forward(theta, X[i], widths, w_off, b_off, pre, act) - y[i]
+                if label_noise != 0.0:
+                    nz = label_noise * rng.normal(st, 0)
+                    if nz != 0.0:
+                        res -= nz
+                tot += res * res
+                backward(theta, widths, w_off, b_off, pre, act, delta, grad, 2.0 * res / b, True)
+            if keep_loss:
+                a.step_losses[p, t] = tot / b
+            lr_t = lrs[g, 0] if const_lr else lrs[g, t - t0]
+            if plain:
+                size = sgd_step_checked(theta, grad, lr_t, bound)
+            else:
+                step(g, theta, grad, ostate, t + 1, lr_t, a.hps)
+                size = guard.l1_size_clearing(theta, grad)                   # grad cleared for the next step
+            if guard.beyond(size, bound):
+                diverged_at[p] = t + 1
+                break
+        a.thetas[p, :] = theta
+        a.opt_states[p, :, :] = ostate
+        a.states[p, :] = st[0, :]
+        a.perms[p, :] = perm
+        if record_final and diverged_at[p] == guard.NEVER and record.due(record_steps, k, t1):
+            theta_rec[p, k, :] = theta
 
 
 def regression_loop(arrays: LoopArrays, step, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final,
