@@ -1,7 +1,7 @@
 """The MLP's tuned loop: per-example SGD/GD on the regression head (the paper's small ReLU networks).
 
 :func:`dyntools.train` runs :class:`dyntools.models.mlp.MLP` through its generic loop, which calls the
-model's ``loss_grad`` kernel once per step. For the regression head (every sampler, any batch) this module's loop
+model's ``loss_grad`` kernel once per step. For the regression head (three samplers, any batch) this module's loop
 does the same steps with the kernel's body written inline:
 
     for each example q of the step:  i = the sampler's index (then δξ_q, with label noise)
