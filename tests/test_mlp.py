@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 from numba import njit
 
 from dyntools import data
+from dyntools.dynamics import fast
+from dyntools.dynamics.fast import mlp as fast_mlp
 from dyntools.dynamics.fast.mlp import sgd_step_checked
 from dyntools.dynamics.train import train
 from dyntools.engine import guard, streams
@@ -203,16 +205,27 @@ def _teacher(n=12, d=3, hidden=(2, 2), seed=1):
 
 @pytest.mark.parametrize("sampler,batch,noise,opt", [
     ("distinct", 1, 0.0, O.sgd(0.05)), ("distinct", 3, 0.1, O.sgd(0.03, momentum=0.9)),
-    ("full", 1, 0.0, O.adam(1e-2)), ("full", 1, 0.05, O.sgdw(0.05, weight_decay=0.1))])
+    ("full", 1, 0.0, O.adam(1e-2)), ("full", 1, 0.05, O.sgdw(0.05, weight_decay=0.1)),
+    ("with-replacement", 1, 0.0, O.sgd(0.05)), ("with-replacement", 1, 0.0, O.sgd(0.03, momentum=0.9)),
+    ("with-replacement", 1, 0.1, O.adam(1e-2)), ("with-replacement", 4, 0.05, O.sgd(0.05, nesterov=True,
+                                                                                     momentum=0.5)),
+    ("with-replacement", 1, 0.0, O.sgd(40.0)), ("with-replacement", 3, 0.0, O.sgd(20.0, momentum=0.9))])
 def test_tuned_regression_loop_equals_generic_loop_bitwise(sampler, batch, noise, opt):
+    """The tuned regression loop and the generic loop named for the kernel (fast=False): the same parameters,
+    records, per-step losses and divergence steps, bit for bit, for each of its samplers (full, distinct,
+    with-replacement: dt.train's default), batch 1 and more, label noise, SGD, momentum, Nesterov, Adam, SGDW, and
+    diverging runs (SGD at 40, momentum at 20), on 2 threads in 3 windows and on 1 thread."""
     model = MLP((3, 6, 5, 1), biases=(True, False, True), init_scales=0.8)
     ds = [_teacher(seed=1), _teacher(seed=2)]
     kw = {"steps": 60, "batch": batch, "sampler": sampler, "label_noise": noise, "records": 9, "seed": 5,
           "schedule": [S.Constant(), S.CosineAnnealingLR(60)], "step_loss": True}
-    tuned = train(model, ds, opt, chunks=3, **kw)
-    generic = train(model, ds, opt, fast=False, **kw)
+    assert fast.select(model, {"kernel": "numba", "sampler": sampler}) is fast_mlp.regression_loop
+    tuned = train(model, ds, opt, chunks=3, workers=2, **kw)
+    generic = train(model, ds, opt, fast=False, workers=2, **kw)
     one_thread = train(model, ds, opt, workers=1, **kw)
     assert tuned.config["path"] == "tuned" and generic.config["path"] == "generic"
+    if opt.lr >= 20.0:
+        assert (tuned["diverged_at"] > 0).all() and tuned.status == "diverged"
     for key in ("theta", "final_theta", "diverged_at", "step_loss", "train_loss", "test_loss"):
         np.testing.assert_array_equal(tuned[key], generic[key], err_msg=key)
         np.testing.assert_array_equal(tuned[key], one_thread[key], err_msg=key)
@@ -302,9 +315,6 @@ def test_cross_entropy_loop_through_pointers_is_the_generic_loop_bit_for_bit(opt
     """The float64 cross-entropy loop of dyntools.dynamics.fast.mlp (kernel and step called through function
     pointers) and the generic loop named for the kernel (fast=False): the same parameters, losses, records and
     divergence steps, bit for bit (SGD at 1e200 diverges), on threads and in windows."""
-    from dyntools.dynamics import fast
-    from dyntools.dynamics.fast import mlp as fast_mlp
-
     model = MLP((3, 9, 11, 4), biases=(True, False, True), head="cross-entropy", init="uniform")
     rng = np.random.default_rng(5)
     d4 = SimpleNamespace(X=rng.standard_normal((70, 3)), y=rng.integers(0, 4, 70))

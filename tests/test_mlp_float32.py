@@ -216,3 +216,22 @@ def test_float32_loop_flushes_subnormals_and_restores_the_thread_mode():
     assert mode() == before
     np.testing.assert_array_equal(tuned["final_theta"], generic["final_theta"])     # nothing subnormal here
     np.testing.assert_array_equal(tuned["step_loss"], generic["step_loss"])
+
+
+@pytest.mark.parametrize("sampler,batch,noise,opt", [("with-replacement", 1, 0.0, O.adam(1e-2)),
+                                                     ("with-replacement", 3, 0.1, O.sgd(0.05, momentum=0.9)),
+                                                     ("distinct", 2, 0.0, O.sgd(0.05))])
+def test_float32_regression_loop_is_the_generic_loop_bit_for_bit(sampler, batch, noise, opt):
+    """The tuned regression loop in float32 (dyntools.dynamics.fast.mlp, now also dt.train's default
+    with-replacement sampler) and the generic loop named for the float32 kernel: the same bits, on 2 threads."""
+    model = MLP((4, 7, 5, 1), dtype="float32")
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((30, 4))
+    d = type("Data", (), {"X": X, "y": X[:, 0] - 0.5 * X[:, 1]})()
+    kw = dict(steps=80, batch=batch, sampler=sampler, label_noise=noise, records=7, seed=2, seeds=2, step_loss=True,
+              workers=2)
+    tuned, generic = train(model, d, opt, **kw), train(model, d, opt, fast=False, **kw)
+    assert tuned.config["path"] == "tuned" and generic.config["path"] == "generic"
+    assert not np.array_equal(tuned["theta"][..., -1, :], tuned["theta"][..., 0, :])       # it trained
+    for key in ("theta", "final_theta", "diverged_at", "step_loss"):
+        np.testing.assert_array_equal(tuned[key], generic[key], err_msg=key)

@@ -29,7 +29,13 @@ def setting(**changes) -> dict:
 
 def test_each_built_in_model_gets_its_loop_for_the_setting_it_knows():
     assert fast.select(DiagNet(5), setting()) is fast_diag_net.advance
-    assert fast.select(MLP((2, 3, 1)), setting(sampler="full")) is fast_mlp.regression_loop
+    for sampler in ("full", "with-replacement", "distinct"):                  # dt.train's default among them
+        assert fast.select(MLP((2, 3, 1)), setting(sampler=sampler)) is fast_mlp.regression_loop
+        assert fast.select(MLP((2, 3, 1)), setting(sampler=sampler, batch=8)) is fast_mlp.regression_loop
+    for sampler in ("epoch", "replay"):                                        # the generic loop draws these
+        assert fast.select(MLP((2, 3, 1)), setting(sampler=sampler)) is None
+    assert fast.select(MLP((2, 3, 1)), setting(kernel="numpy")) is None
+    assert fast.select(MLP((2, 3, 1), dropout=0.5), setting()) is None
     assert fast.select(MLP((2, 3, 2), head="cross-entropy"), setting(batch=4)) is fast_mlp.cross_entropy_loop
     assert fast.select(MLP((2, 3, 2), head="cross-entropy", dropout=0.5), setting(batch=4)) is None
     toy = ToyModel(QuadraticToy.uniform(theta_star=1.0, x_min=1.0, x_max=1.05, n=10, seed=0))

@@ -10,7 +10,8 @@ None when it does not apply. The first class of the model's MRO with an entry de
 model                                       tuned loop
 ==========================================  =================================================================
 :class:`~dyntools.models.diag_net.DiagNet`  :mod:`.diag_net`: the paper's batch-1 SGD, one fused pass per step
-:class:`~dyntools.models.mlp.MLP`           :mod:`.mlp`: per-example regression SGD/GD; float32 cross-entropy
+:class:`~dyntools.models.mlp.MLP`           :mod:`.mlp`: per-example regression (samplers full, distinct,
+                                            with-replacement; any batch); float32 cross-entropy
                                             with subnormals flushed; float64 cross-entropy with the kernel
                                             through a pointer; none with dropout or batch norm
 :class:`~dyntools.models.quadratic_toy.ToyModel`  :mod:`.quadratic_toy`: the lock-step ensemble
@@ -21,8 +22,10 @@ for a loop: it is the model's step hooks (:class:`dyntools.models.base.Hooks`), 
 each loop stays, one line each:
 
 * diag_net: fuses the update with the next residual in four fixed lanes — re-associated sums (stated tolerance).
-* mlp regression: the SAME bits as the generic loop (tested bitwise); kept only for speed — no kernel call, no
-  batch buffers, 1.1–1.7× the generic loop's steps per second (docs/guide/tuned-loops.md).
+* mlp regression: the SAME bits as the generic loop (tested bitwise); kept for speed — no kernel call, no
+  batch buffers, 1.1–2.2× the generic loop's steps per second — and for the first run: one loop compiled for every
+  optimizer (the step by pointer), half the processor time of the generic loop named for the kernel
+  (docs/guide/tuned-loops.md).
 * mlp float32 cross-entropy: the generic loop with subnormals flushed — other bits exactly where one occurs.
 * mlp float64 cross-entropy: the generic loop, kernel and step through function pointers — the same bits; kept so
   that the first run does not optimize the matrix products' machine code a second time inside the loop.

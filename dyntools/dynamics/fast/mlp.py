@@ -1,8 +1,8 @@
 """The MLP's tuned loop: per-example SGD/GD on the regression head (the paper's small ReLU networks).
 
 :func:`dyntools.train` runs :class:`dyntools.models.mlp.MLP` through its generic loop, which calls the
-model's ``loss_grad`` kernel once per step. For the regression head with the ``distinct`` or ``full``
-sampler this module's loop does the same steps with the kernel's body written inline:
+model's ``loss_grad`` kernel once per step. For the regression head (three samplers, any batch) this module's loop
+does the same steps with the kernel's body written inline:
 
     for each example q of the step:  i = the sampler's index (then δξ_q, with label noise)
                                      r = h_θ(x_i) − y_i − δξ_q;  g += (2 r / B) ∇_θ h_θ(x_i)
@@ -11,9 +11,13 @@ sampler this module's loop does the same steps with the kernel's body written in
 
 and records at the same steps (:func:`dyntools.engine.record.due`). The draws come from the same
 streams in the same order and the per-example arithmetic is the kernel's (same helper functions), so
-parameters, losses and divergence steps are bitwise those of the generic loop. What it saves is the
-kernel call, its scratch views and the batch's index and noise arrays: on a network of a few hundred
-parameters a step takes well under a microsecond, and those are a good part of it.
+parameters, losses and divergence steps are bitwise those of the generic loop. The samplers are ``full``,
+``distinct`` and ``with-replacement`` (``dt.train``'s default), any batch: each index is drawn where it is used, by
+the draw :func:`dyntools.engine.samplers.draw_batch` makes for it. What it saves is the kernel call, its scratch
+views and the batch's index and noise arrays: on a network of a few hundred parameters a step takes well under a
+microsecond, and those are a good part of it. And it is compiled once for every optimizer (the step through a
+function pointer, :func:`regression_loop`), where the generic loop named for the kernel compiles the whole
+optimizer step module with it: most of a ReLU net's first ``dt.train`` in a process with empty caches.
 
 Paths run on threads (:func:`dyntools.engine.drive.on_threads`), each on private copies of its rows.
 
@@ -72,68 +76,75 @@ def sgd_step_checked(theta, grad, lr_t, bound):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def regression_path(p, step, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final):
-    """Advance path ``p`` from step ``t0`` to ``t1`` (the arguments of
-    :func:`dyntools.dynamics.path_loop.advance_path` minus the kernel, named in the body)."""
-    a = arrays
-    if diverged_at[p] != guard.NEVER:
-        return
-    L, widths, w_off, b_off, maxw = unpack_iargs(a.iargs)
-    ws = np.zeros(2 * (L + 1) * maxw + 2 * maxw, dtype=a.thetas.dtype)
-    pre, act, delta = example_buffers(ws, L, maxw)
-    theta = a.thetas[p].copy()
-    ostate = a.opt_states[p].copy()
-    st = a.states[p:p + 1].copy()
-    perm = a.perms[p].copy()
-    X = a.Xs[a.data_of[p]]
-    y = a.ys[a.data_of[p]]
-    g = a.run_of[p]
-    label_noise, lrs = a.label_noise, a.lrs
-    full = a.sampler == samplers.FULL
-    b = X.shape[0] if full else a.batch
-    n_par = theta.shape[0]
-    grad = np.zeros(n_par, dtype=a.thetas.dtype)
-    const_lr = lrs.shape[1] == 1
-    keep_loss = a.step_losses.shape[1] > 0
-    plain = a.plain_sgd[g]              # θ ← θ − lr_t g: the inline step that also sizes θ for the guard
-    k = first_record(record_steps, t0)
-    for t in range(t0, t1):
-        if record.due(record_steps, k, t):
-            theta_rec[p, k, :] = theta
-            k += 1
-        tot = 0.0
-        for q in range(b):
-            i = q if full else samplers.distinct_next(perm, q, st)
-            res = forward(theta, X[i], widths, w_off, b_off, pre, act) - y[i]
-            if label_noise != 0.0:
-                nz = label_noise * rng.normal(st, 0)
-                if nz != 0.0:
-                    res -= nz
-            tot += res * res
-            backward(theta, widths, w_off, b_off, pre, act, delta, grad, 2.0 * res / b, True)
-        if keep_loss:
-            a.step_losses[p, t] = tot / b
-        lr_t = lrs[g, 0] if const_lr else lrs[g, t - t0]
-        if plain:
-            size = sgd_step_checked(theta, grad, lr_t, bound)
-        else:
-            step(g, theta, grad, ostate, t + 1, lr_t, a.hps)
-            size = guard.l1_size_clearing(theta, grad)                   # grad cleared for the next step
-        if guard.beyond(size, bound):
-            diverged_at[p] = t + 1
-            break
-    a.thetas[p, :] = theta
-    a.opt_states[p, :, :] = ostate
-    a.states[p, :] = st[0, :]
-    a.perms[p, :] = perm
-    if record_final and diverged_at[p] == guard.NEVER and record.due(record_steps, k, t1):
-        theta_rec[p, k, :] = theta
-
-
-@njit(cache=True, nogil=True)
 def regression_paths(paths, step, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final):
+    """Advance every path of ``paths`` from step ``t0`` to ``t1`` (the arguments of
+    :func:`dyntools.dynamics.path_loop.advance_path` minus the kernel, named in the body).
+
+    Each example is drawn where it is used, by the sampler's own draw (:mod:`dyntools.engine.samplers`, the
+    functions :func:`~dyntools.engine.samplers.draw_batch` calls): index ``q``, then its label noise, as the
+    generic loop draws them — the same stream in the same order. One function, the loop over paths written around
+    the path's steps: a path function inlined into it (``inline="always"``) or called by it was compiled twice over
+    (numba copies an inlined function's IR; a called one is optimized again in its caller)."""
+    a = arrays
     for p in paths:
-        regression_path(p, step, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final)
+        if diverged_at[p] != guard.NEVER:
+            continue
+        L, widths, w_off, b_off, maxw = unpack_iargs(a.iargs)
+        ws = np.zeros(2 * (L + 1) * maxw + 2 * maxw, dtype=a.thetas.dtype)
+        pre, act, delta = example_buffers(ws, L, maxw)
+        theta = a.thetas[p].copy()
+        ostate = a.opt_states[p].copy()
+        st = a.states[p:p + 1].copy()
+        perm = a.perms[p].copy()
+        X = a.Xs[a.data_of[p]]
+        y = a.ys[a.data_of[p]]
+        g = a.run_of[p]
+        label_noise, lrs, sampler = a.label_noise, a.lrs, a.sampler
+        full = sampler == samplers.FULL
+        n = X.shape[0]
+        b = n if full else a.batch
+        n_par = theta.shape[0]
+        grad = np.zeros(n_par, dtype=a.thetas.dtype)
+        const_lr = lrs.shape[1] == 1
+        keep_loss = a.step_losses.shape[1] > 0
+        plain = a.plain_sgd[g]              # θ ← θ − lr_t g: the inline step that also sizes θ for the guard
+        k = first_record(record_steps, t0)
+        for t in range(t0, t1):
+            if record.due(record_steps, k, t):
+                theta_rec[p, k, :] = theta
+                k += 1
+            tot = 0.0
+            for q in range(b):
+                if full:
+                    i = q
+                elif sampler == samplers.DISTINCT:
+                    i = samplers.distinct_next(perm, q, st)
+                else:
+                    i = samplers.with_replacement(st, n)
+                res = forward(theta, X[i], widths, w_off, b_off, pre, act) - y[i]
+                if label_noise != 0.0:
+                    nz = label_noise * rng.normal(st, 0)
+                    if nz != 0.0:
+                        res -= nz
+                tot += res * res
+                backward(theta, widths, w_off, b_off, pre, act, delta, grad, 2.0 * res / b, True)
+            if keep_loss:
+                a.step_losses[p, t] = tot / b
+            lr_t = lrs[g, 0] if const_lr else lrs[g, t - t0]
+            if plain:
+                size = sgd_step_checked(theta, grad, lr_t, bound)
+            else:
+                step(g, theta, grad, ostate, t + 1, lr_t, a.hps)
+                size = guard.l1_size_clearing(theta, grad)                   # grad cleared for the next step
+            if guard.beyond(size, bound):
+                diverged_at[p] = t + 1
+                break
+        a.thetas[p, :] = theta
+        a.opt_states[p, :, :] = ostate
+        a.states[p, :] = st[0, :]
+        a.perms[p, :] = perm
+        if record_final and diverged_at[p] == guard.NEVER and record.due(record_steps, k, t1):
+            theta_rec[p, k, :] = theta
 
 
 def regression_loop(arrays: LoopArrays, step, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final,
@@ -215,17 +226,24 @@ def cross_entropy_loop(arrays: LoopArrays, step, t0, t1, record_steps, theta_rec
 STEP_BY_POINTER = (regression_loop, cross_entropy_loop_flushed, cross_entropy_loop)
 
 
+#: the samplers of the regression loop: those it draws per example with the sampler's own draw. ``epoch`` and
+#: ``replay`` run in the generic loop: with every sampler drawn through :func:`dyntools.engine.samplers.draw_batch`
+#: (the shuffle, the batch's buffers) this loop compiled in 5.6 processor-seconds instead of 4.1, paid by every
+#: first ``dt.train`` of a regression MLP (AMD EPYC Zen 5, empty caches)
+REGRESSION_SAMPLERS = ("full", "distinct", "with-replacement")
+
+
 def select(model, setting: dict):
     """The tuned loop for ``setting`` with the compiled kernel, or None: the per-example loop for the
-    regression head with the ``distinct`` or ``full`` sampler; for the float32 cross-entropy head on x86,
-    the engine's cached generic loop with subnormals flushed; in float64 :func:`cross_entropy_loop` (the generic
+    regression head with a sampler of :data:`REGRESSION_SAMPLERS` (any batch); for the float32 cross-entropy head on
+    x86, the engine's cached generic loop with subnormals flushed; in float64 :func:`cross_entropy_loop` (the generic
     loop with kernel and step through function pointers); none with dropout or batch norm (the generic loop runs
     their step hooks, :meth:`dyntools.models.mlp.MLP.hooks`, which these loops do not call)."""
     if model.regularized:           # dropout / batch norm: the generic loop calls their hooks
         return None
     if setting.get("kernel") != "numba":
         return None
-    if model.head == "regression" and setting.get("sampler") in ("distinct", "full"):
+    if model.head == "regression" and setting.get("sampler") in REGRESSION_SAMPLERS:
         return regression_loop
     if model.head == "cross-entropy" and model.dtype == np.float32 and X86:
         return cross_entropy_loop_flushed
