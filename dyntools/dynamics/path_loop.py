@@ -134,7 +134,16 @@ def close_path(a, p, theta, ostate, st, perm, cur):
 @njit(inline="always", error_model="numpy")
 def advance_path(kernel, step, before_grad, after_grad, after_step, p, arrays, t0, t1, record_steps, theta_rec, bound,
                  diverged_at, record_final):
-    """Advance path ``p`` from step ``t0`` to ``t1`` in place (see the module docstring).
+    """:func:`advance_path_drawn` with the draw of every sampler (:data:`dyntools.engine.samplers.draw_batch`)."""
+    advance_path_drawn(samplers.draw_batch, kernel, step, before_grad, after_grad, after_step, p, arrays, t0, t1,
+                       record_steps, theta_rec, bound, diverged_at, record_final)
+
+
+@njit(inline="always", error_model="numpy")
+def advance_path_drawn(draw, kernel, step, before_grad, after_grad, after_step, p, arrays, t0, t1, record_steps,
+                       theta_rec, bound, diverged_at, record_final):
+    """Advance path ``p`` from step ``t0`` to ``t1`` in place (see the module docstring), the batches drawn by
+    ``draw`` (:func:`dyntools.engine.samplers.drawer`: every sampler, or the run's sampler alone).
 
     ``arrays`` is a :class:`LoopArrays`; ``step`` the runs' compiled optimizer step
     (:attr:`dyntools.optim.compiled.CompiledRuns.step`); ``before_grad``, ``after_grad``, ``after_step`` the
@@ -169,7 +178,7 @@ def advance_path(kernel, step, before_grad, after_grad, after_step, p, arrays, t
             if keep_hooks:
                 a.hook_rec[p, k, :] = hs
             k += 1
-        cur = samplers.draw_batch(sampler, idx, noise, label_noise, b, n, replay, row, t, perm, cur, st, drop_last)
+        cur = draw(sampler, idx, noise, label_noise, b, n, replay, row, t, perm, cur, st, drop_last)
         before_grad(t, theta, hs, hst, ha, b, ws)
         loss = kernel(theta, X, y, idx, b, noise, grad, ws, iargs, fargs)
         after_grad(t, theta, hs, hst, ha, b, ws)
