@@ -209,16 +209,37 @@ def advance_paths(paths, kernel, step, before_grad, after_grad, after_step, arra
                      bound, diverged_at, record_final)
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
-def advance_paths_by_pointer(paths, kernel, step, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at,
-                             record_final):
-    """:func:`advance_paths` with ``kernel`` and ``step`` typed as function pointers (numba's first-class
-    ``FunctionType`` of the model protocol's and the step's signatures) instead of as their dispatchers:
-    compiled once for every kernel and step of those signatures and cached on disk — see :func:`by_pointer`. Such
-    models declare no hooks (the no-op hooks are named here)."""
+def _paths_by_pointer(paths, kernel, step, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final):
     for p in paths:
-        advance_path(kernel, step, no_hook, no_hook, no_hook, p, arrays, t0, t1, record_steps, theta_rec, bound,
-                     diverged_at, record_final)
+        advance_path_drawn(draw, kernel, step, no_hook, no_hook, no_hook, p, arrays, t0, t1,  # noqa: F821 (see below)
+                           record_steps, theta_rec, bound, diverged_at, record_final)
+
+
+def advance_paths_by_pointer(kind: int, noisy: bool):
+    """:func:`advance_paths` with ``kernel`` and ``step`` typed as function pointers (numba's first-class
+    ``FunctionType`` of the model protocol's and the step's signatures) instead of as their dispatchers, and the
+    batches drawn by the sampler ``kind`` alone, with label noise or without (``noisy``;
+    :func:`dyntools.engine.samplers.drawer`): ``fn(paths, kernel, step, arrays, t0, t1, record_steps, theta_rec,
+    bound, diverged_at, record_final)``, compiled once for every kernel and step of those signatures and cached on
+    disk — see :func:`by_pointer`. Such models declare no hooks (the no-op hooks are named here).
+
+    One function per ``(kind, noisy)``, made once: the same code with ``draw`` bound in its own globals and its own
+    name (numba caches a function by its name and file), so a cold compile types and optimizes only the run's own
+    draws (~1 of ~3.7 processor-seconds, issue 38)."""
+    key = (int(kind), bool(noisy))
+    found = _BY_POINTER.get(key)
+    if found is None:
+        import types as pytypes
+
+        name = f"advance_paths_by_pointer_{samplers.NAMES[key[0]].replace('-', '_')}{'_noisy' if key[1] else ''}"
+        fn = pytypes.FunctionType(_paths_by_pointer.__code__, dict(globals(), draw=samplers.drawer(*key)), name)
+        fn.__qualname__, fn.__doc__ = name, advance_paths_by_pointer.__doc__
+        found = _BY_POINTER[key] = njit(cache=True, nogil=True, error_model="numpy")(fn)
+    return found
+
+
+#: :func:`advance_paths_by_pointer` by sampler code and label noise
+_BY_POINTER: dict = {}
 
 
 def step_type(arrays: LoopArrays):
@@ -369,9 +390,14 @@ def by_pointer(kernel, step, arrays: LoopArrays):
     # compiled (or loaded) now under the pointer's signature, the key numba caches it by: a later call by argument
     # types reuses it, and the next process finds it (compiled by argument types first, it missed and compiled)
     kernel.get_compile_result(kernel_sig.signature)
-    call = with_pointers(advance_paths_by_pointer, {1: kernel_sig, 2: step_type(arrays)})
+    pointers = {1: kernel_sig, 2: step_type(arrays)}
+    calls: dict = {}
 
     def loop(paths, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final):
+        key = (int(arrays.sampler), bool(arrays.label_noise != 0.0))    # each call: its own arrays' sampler and noise
+        call = calls.get(key)
+        if call is None:
+            call = calls[key] = with_pointers(advance_paths_by_pointer(*key), pointers)
         call(paths, kernel, step, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final)
 
     return loop
