@@ -20,11 +20,11 @@ A run's buffers and data travel as one typed object, :class:`LoopArrays` (a name
 the plain tuple it replaces — the same machine code, the same compile time — and the loops read its fields by
 name). :func:`advance_path` is inlined into a ``nogil`` loop over paths: one generated per model kernel and
 optimizer step, cached on disk, in :mod:`dyntools.dynamics.loops`; :func:`advance_paths_by_pointer` (kernel and
-step called through function pointers, compiled once for all kernels of the protocol's signature and cached)
-for the generated kernels of symbolic models (:func:`by_pointer`); and :func:`advance_paths` (kernel and step
-passed as arguments, compiled once per process) for any other model. :func:`advance_path_numpy` is the twin.
-This module sits below the trainer, the cached loops and the tuned loops, which all use it, and imports none of
-them.
+step called through function pointers, compiled once for all kernels of the protocol's signature — per sampler and
+label noise on or off — and cached) for the generated kernels of symbolic models (:func:`by_pointer`); and
+:func:`advance_paths` (kernel and step passed as arguments, compiled once per process) for any other model.
+:func:`advance_path_numpy` is the twin. This module sits below the trainer, the cached loops and the tuned loops,
+which all use it, and imports none of them.
 """
 
 from __future__ import annotations
