@@ -56,19 +56,20 @@ def test_the_step_and_its_twin_agree_and_move_theta(g, t, seed, lr):
     assert not np.array_equal(out[0][0], theta)                    # it moved: the test can fail
 
 
-def _built(opt, **kw):
+def _built(opt, sampler="epoch", label_noise=0.1, **kw):
     model = dt.MLP((3, 8, 1))
     data = dt.data.sparse_regression(24, 3, 2, seed=3)
-    pb = run_plan.check_problem(model, data, steps=40, kernel="numba", sampler="epoch", label_noise=0.1, seeds=2,
-                                batch=4)
+    pb = run_plan.check_problem(model, data, steps=40, kernel="numba", sampler=sampler, label_noise=label_noise,
+                                seeds=2, batch=4)
     rs = run_plan.check_runs(opt, None, None)
     return run_plan.build_run(pb, rs, record_steps=None, records=5, grid="linear", seed=0, theta0=None, bound=None,
                               indices=None, common_stream=False, stream_key=(), drop_last=True, step_loss=True,
                               keep_lrs=True, fast=False, check_gradient=False, **kw)
 
 
-def _advance(run, how):
-    """Every path 40 steps by the loop ``how``; what the loop leaves (its written fields, records, divergence)."""
+def _advance(run, how, made_for=None):
+    """Every path 40 steps by the loop ``how``; what the loop leaves (its written fields, records, divergence).
+    ``made_for``: the arrays the pointer loop is made with (default: those it is called with)."""
     a = run.arrays._replace(**{f: getattr(run.arrays, f).copy() for f in path_loop.WRITTEN},
                             lrs=run.rates.window(0, 40))
     rec = np.full_like(run.theta_rec, np.nan)
@@ -81,7 +82,7 @@ def _advance(run, how):
     elif how == "trainer":
         run.cached(paths, *args)
     elif how == "pointer":
-        path_loop.by_pointer(kernel, step, a)(paths, *args)
+        path_loop.by_pointer(kernel, step, a if made_for is None else made_for)(paths, *args)
     elif how == "argument":
         path_loop.advance_paths(paths, kernel, step, *run.hooks.compiled, *args)
     else:
@@ -104,6 +105,18 @@ def test_named_pointer_and_argument_steps_give_the_generic_loops_bits(opt):
             assert np.asarray(x).tobytes() == np.asarray(y).tobytes(), how
     for x, y in zip(named, _advance(run, "numpy")):
         np.testing.assert_allclose(x, y, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize(("sampler", "label_noise"), [("with-replacement", 0.0), ("distinct", 0.1), ("full", 0.0)])
+def test_a_pointer_loop_draws_with_the_sampler_of_the_arrays_it_is_called_with(sampler, label_noise):
+    """The pointer loop is compiled per sampler and label noise (issue 38): one made for an epoch run with label
+    noise, called with another run's arrays, takes that run's sampler and noise — the bits of the loop with every
+    sampler."""
+    opt = [O.adam(0.01), O.sgd(0.05, momentum=0.9)]
+    run = _built(opt, sampler=sampler, label_noise=label_noise)
+    named = _advance(run, "named")
+    for x, y in zip(named, _advance(run, "pointer", made_for=_built(opt).arrays)):
+        assert np.asarray(x).tobytes() == np.asarray(y).tobytes()
 
 
 @settings(max_examples=200, deadline=None)
