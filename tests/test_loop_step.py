@@ -11,6 +11,7 @@ from numba import njit
 
 import dyntools as dt
 from dyntools.dynamics import loops, path_loop, run_plan
+from dyntools.engine import samplers
 from dyntools.optim import compiled
 from dyntools.optim import optimizers as O
 
@@ -55,19 +56,20 @@ def test_the_step_and_its_twin_agree_and_move_theta(g, t, seed, lr):
     assert not np.array_equal(out[0][0], theta)                    # it moved: the test can fail
 
 
-def _built(opt, **kw):
+def _built(opt, sampler="epoch", label_noise=0.1, **kw):
     model = dt.MLP((3, 8, 1))
     data = dt.data.sparse_regression(24, 3, 2, seed=3)
-    pb = run_plan.check_problem(model, data, steps=40, kernel="numba", sampler="epoch", label_noise=0.1, seeds=2,
-                                batch=4)
+    pb = run_plan.check_problem(model, data, steps=40, kernel="numba", sampler=sampler, label_noise=label_noise,
+                                seeds=2, batch=4)
     rs = run_plan.check_runs(opt, None, None)
     return run_plan.build_run(pb, rs, record_steps=None, records=5, grid="linear", seed=0, theta0=None, bound=None,
                               indices=None, common_stream=False, stream_key=(), drop_last=True, step_loss=True,
                               keep_lrs=True, fast=False, check_gradient=False, **kw)
 
 
-def _advance(run, how):
-    """Every path 40 steps by the loop ``how``; what the loop leaves (its written fields, records, divergence)."""
+def _advance(run, how, made_for=None):
+    """Every path 40 steps by the loop ``how``; what the loop leaves (its written fields, records, divergence).
+    ``made_for``: the arrays the pointer loop is made with (default: those it is called with)."""
     a = run.arrays._replace(**{f: getattr(run.arrays, f).copy() for f in path_loop.WRITTEN},
                             lrs=run.rates.window(0, 40))
     rec = np.full_like(run.theta_rec, np.nan)
@@ -80,7 +82,7 @@ def _advance(run, how):
     elif how == "trainer":
         run.cached(paths, *args)
     elif how == "pointer":
-        path_loop.by_pointer(kernel, step, a)(paths, *args)
+        path_loop.by_pointer(kernel, step, a if made_for is None else made_for)(paths, *args)
     elif how == "argument":
         path_loop.advance_paths(paths, kernel, step, *run.hooks.compiled, *args)
     else:
@@ -103,6 +105,18 @@ def test_named_pointer_and_argument_steps_give_the_generic_loops_bits(opt):
             assert np.asarray(x).tobytes() == np.asarray(y).tobytes(), how
     for x, y in zip(named, _advance(run, "numpy")):
         np.testing.assert_allclose(x, y, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize(("sampler", "label_noise"), [("with-replacement", 0.0), ("distinct", 0.1), ("full", 0.0)])
+def test_a_pointer_loop_draws_with_the_sampler_of_the_arrays_it_is_called_with(sampler, label_noise):
+    """The pointer loop is compiled per sampler and label noise (issue 38): one made for an epoch run with label
+    noise, called with another run's arrays, takes that run's sampler and noise — the bits of the loop with every
+    sampler."""
+    opt = [O.adam(0.01), O.sgd(0.05, momentum=0.9)]
+    run = _built(opt, sampler=sampler, label_noise=label_noise)
+    named = _advance(run, "named")
+    for x, y in zip(named, _advance(run, "pointer", made_for=_built(opt).arrays)):
+        assert np.asarray(x).tobytes() == np.asarray(y).tobytes()
 
 
 @settings(max_examples=200, deadline=None)
@@ -136,7 +150,7 @@ def test_the_step_loop_reads_its_fields_once_per_path():
     Rosenbrock step. Only the record branch (not every step) reads a field."""
     import ast
 
-    loop = _step_loop(path_loop.advance_path)
+    loop = _step_loop(path_loop.advance_path_drawn)
     record_branch = loop.body[0]
     assert isinstance(record_branch, ast.If) and "record" in ast.unparse(record_branch.test)
     read = {node.attr for stmt in loop.body[1:] for node in ast.walk(stmt)
@@ -236,3 +250,54 @@ def test_a_pointer_without_its_addresses_is_an_error_not_a_crash():
     entry = _apply.overloads[(ptype, types.float64[::1], types.float64[::1])].entry_point
     with pytest.raises(AttributeError):
         entry(object(), np.arange(2.0), np.empty(2))
+
+
+# ------------------------------------------------------------------------------- the draw of one sampler (issue 38)
+
+@njit
+def _draw_with(draw, sampler, label_noise, b, n, replay, t, perm, cur, st):
+    idx = np.empty(b, dtype=np.int64)
+    noise = np.zeros(b)
+    cur = draw(sampler, idx, noise, label_noise, b, n, replay, 0, t, perm, cur, st, True)
+    return idx, noise, cur
+
+
+@settings(max_examples=30, deadline=None)
+@given(sampler=st.sampled_from(sorted(samplers.CODES.values())), noisy=st.booleans(), seed=st.integers(0, 2**63),
+       n=st.integers(1, 9), b=st.integers(1, 9), steps=st.integers(1, 6))
+def test_the_draw_of_one_sampler_gives_the_bits_of_the_draw_of_every_sampler(sampler, noisy, seed, n, b, steps):
+    """samplers.drawer(kind, noisy) — the pointer loops' draw, the other samplers pruned — draws what draw_batch
+    draws for that sampler, in the same order, for several steps from the same stream (indices, label noise,
+    the permutation, the epoch position and the stream after)."""
+    b = n if sampler == samplers.FULL else min(b, n) if sampler == samplers.DISTINCT else b
+    label_noise = 0.3 if noisy else 0.0
+    replay = np.random.default_rng(seed % 2**32).integers(0, n, size=(1, steps * b))
+    sides = []
+    for draw in (samplers.draw_batch, samplers.drawer(sampler, noisy)):
+        st_ = np.array([[seed, seed ^ 0x9E3779B97F4A7C15, 7, 11]], dtype=np.uint64)
+        perm, cur, out = np.arange(n), n, []
+        for t in range(steps):
+            idx, noise, cur = _draw_with(draw, sampler, label_noise, b, n, replay, t, perm, cur, st_)
+            out.append((idx.tobytes(), noise.tobytes(), cur))
+        sides.append((out, perm.tobytes(), st_.tobytes()))
+    assert sides[0] == sides[1]
+
+
+def test_the_draw_of_one_sampler_compiles_none_of_the_others():
+    """The pruning bites: a loop with the epoch sampler's draw links the Fisher–Yates shuffle and one with label
+    noise the normal draw's logarithm; the full-batch draw without noise links neither, the draw of every sampler
+    both."""
+    def ir(draw):
+        replay, st_ = np.zeros((1, 4), dtype=np.int64), np.zeros((1, 4), dtype=np.uint64)
+        _draw_with(draw, 0, 0.0, 2, 2, replay, 0, np.arange(2), 2, st_)
+        return "\n".join(_draw_with.inspect_llvm(sig) for sig in _draw_with.signatures
+                         if sig[0].dispatcher is draw)
+
+    def links(text):
+        return {"shuffle": "samplers7shuffle" in text, "log": "@log" in text or "llvm.log" in text}
+
+    assert links(ir(samplers.draw_batch)) == {"shuffle": True, "log": True}
+    assert links(ir(samplers.drawer(samplers.FULL, False))) == {"shuffle": False, "log": False}
+    assert links(ir(samplers.drawer(samplers.EPOCH, False))) == {"shuffle": True, "log": False}
+    assert links(ir(samplers.drawer(samplers.REPLAY, True))) == {"shuffle": False, "log": True}
+    assert samplers.drawer(samplers.EPOCH, False) is samplers.drawer(samplers.EPOCH, False)

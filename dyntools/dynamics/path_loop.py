@@ -20,11 +20,11 @@ A run's buffers and data travel as one typed object, :class:`LoopArrays` (a name
 the plain tuple it replaces — the same machine code, the same compile time — and the loops read its fields by
 name). :func:`advance_path` is inlined into a ``nogil`` loop over paths: one generated per model kernel and
 optimizer step, cached on disk, in :mod:`dyntools.dynamics.loops`; :func:`advance_paths_by_pointer` (kernel and
-step called through function pointers, compiled once for all kernels of the protocol's signature and cached)
-for the generated kernels of symbolic models (:func:`by_pointer`); and :func:`advance_paths` (kernel and step
-passed as arguments, compiled once per process) for any other model. :func:`advance_path_numpy` is the twin.
-This module sits below the trainer, the cached loops and the tuned loops, which all use it, and imports none of
-them.
+step called through function pointers, compiled once for all kernels of the protocol's signature — per sampler and
+label noise on or off — and cached) for the generated kernels of symbolic models (:func:`by_pointer`); and
+:func:`advance_paths` (kernel and step passed as arguments, compiled once per process) for any other model.
+:func:`advance_path_numpy` is the twin. This module sits below the trainer, the cached loops and the tuned loops,
+which all use it, and imports none of them.
 """
 
 from __future__ import annotations
@@ -134,7 +134,16 @@ def close_path(a, p, theta, ostate, st, perm, cur):
 @njit(inline="always", error_model="numpy")
 def advance_path(kernel, step, before_grad, after_grad, after_step, p, arrays, t0, t1, record_steps, theta_rec, bound,
                  diverged_at, record_final):
-    """Advance path ``p`` from step ``t0`` to ``t1`` in place (see the module docstring).
+    """:func:`advance_path_drawn` with the draw of every sampler (:data:`dyntools.engine.samplers.draw_batch`)."""
+    advance_path_drawn(samplers.draw_batch, kernel, step, before_grad, after_grad, after_step, p, arrays, t0, t1,
+                       record_steps, theta_rec, bound, diverged_at, record_final)
+
+
+@njit(inline="always", error_model="numpy")
+def advance_path_drawn(draw, kernel, step, before_grad, after_grad, after_step, p, arrays, t0, t1, record_steps,
+                       theta_rec, bound, diverged_at, record_final):
+    """Advance path ``p`` from step ``t0`` to ``t1`` in place (see the module docstring), the batches drawn by
+    ``draw`` (:func:`dyntools.engine.samplers.drawer`: every sampler, or the run's sampler alone).
 
     ``arrays`` is a :class:`LoopArrays`; ``step`` the runs' compiled optimizer step
     (:attr:`dyntools.optim.compiled.CompiledRuns.step`); ``before_grad``, ``after_grad``, ``after_step`` the
@@ -169,7 +178,7 @@ def advance_path(kernel, step, before_grad, after_grad, after_step, p, arrays, t
             if keep_hooks:
                 a.hook_rec[p, k, :] = hs
             k += 1
-        cur = samplers.draw_batch(sampler, idx, noise, label_noise, b, n, replay, row, t, perm, cur, st, drop_last)
+        cur = draw(sampler, idx, noise, label_noise, b, n, replay, row, t, perm, cur, st, drop_last)
         before_grad(t, theta, hs, hst, ha, b, ws)
         loss = kernel(theta, X, y, idx, b, noise, grad, ws, iargs, fargs)
         after_grad(t, theta, hs, hst, ha, b, ws)
@@ -200,16 +209,37 @@ def advance_paths(paths, kernel, step, before_grad, after_grad, after_step, arra
                      bound, diverged_at, record_final)
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
-def advance_paths_by_pointer(paths, kernel, step, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at,
-                             record_final):
-    """:func:`advance_paths` with ``kernel`` and ``step`` typed as function pointers (numba's first-class
-    ``FunctionType`` of the model protocol's and the step's signatures) instead of as their dispatchers:
-    compiled once for every kernel and step of those signatures and cached on disk — see :func:`by_pointer`. Such
-    models declare no hooks (the no-op hooks are named here)."""
+def _paths_by_pointer(paths, kernel, step, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final):
     for p in paths:
-        advance_path(kernel, step, no_hook, no_hook, no_hook, p, arrays, t0, t1, record_steps, theta_rec, bound,
-                     diverged_at, record_final)
+        advance_path_drawn(draw, kernel, step, no_hook, no_hook, no_hook, p, arrays, t0, t1,  # noqa: F821 (see below)
+                           record_steps, theta_rec, bound, diverged_at, record_final)
+
+
+def advance_paths_by_pointer(kind: int, noisy: bool):
+    """:func:`advance_paths` with ``kernel`` and ``step`` typed as function pointers (numba's first-class
+    ``FunctionType`` of the model protocol's and the step's signatures) instead of as their dispatchers, and the
+    batches drawn by the sampler ``kind`` alone, with label noise or without (``noisy``;
+    :func:`dyntools.engine.samplers.drawer`): ``fn(paths, kernel, step, arrays, t0, t1, record_steps, theta_rec,
+    bound, diverged_at, record_final)``, compiled once for every kernel and step of those signatures and cached on
+    disk — see :func:`by_pointer`. Such models declare no hooks (the no-op hooks are named here).
+
+    One function per ``(kind, noisy)``, made once: the same code with ``draw`` bound in its own globals and its own
+    name (numba caches a function by its name and file), so a cold compile types and optimizes only the run's own
+    draws (~1 of ~3.7 processor-seconds, issue 38)."""
+    key = (int(kind), bool(noisy))
+    found = _BY_POINTER.get(key)
+    if found is None:
+        import types as pytypes
+
+        name = f"advance_paths_by_pointer_{samplers.NAMES[key[0]].replace('-', '_')}{'_noisy' if key[1] else ''}"
+        fn = pytypes.FunctionType(_paths_by_pointer.__code__, dict(globals(), draw=samplers.drawer(*key)), name)
+        fn.__qualname__, fn.__doc__ = name, advance_paths_by_pointer.__doc__
+        found = _BY_POINTER[key] = njit(cache=True, nogil=True, error_model="numpy")(fn)
+    return found
+
+
+#: :func:`advance_paths_by_pointer` by sampler code and label noise
+_BY_POINTER: dict = {}
 
 
 def step_type(arrays: LoopArrays):
@@ -360,9 +390,14 @@ def by_pointer(kernel, step, arrays: LoopArrays):
     # compiled (or loaded) now under the pointer's signature, the key numba caches it by: a later call by argument
     # types reuses it, and the next process finds it (compiled by argument types first, it missed and compiled)
     kernel.get_compile_result(kernel_sig.signature)
-    call = with_pointers(advance_paths_by_pointer, {1: kernel_sig, 2: step_type(arrays)})
+    pointers = {1: kernel_sig, 2: step_type(arrays)}
+    calls: dict = {}
 
     def loop(paths, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final):
+        key = (int(arrays.sampler), bool(arrays.label_noise != 0.0))    # each call: its own arrays' sampler and noise
+        call = calls.get(key)
+        if call is None:
+            call = calls[key] = with_pointers(advance_paths_by_pointer(*key), pointers)
         call(paths, kernel, step, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final)
 
     return loop
