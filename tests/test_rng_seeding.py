@@ -99,8 +99,9 @@ def test_seed_sequence_objects_and_the_compiled_hash_give_the_same_states(entrop
 
 
 def test_few_paths_are_seeded_by_objects_until_the_compiled_hash_is_loaded(monkeypatch):
-    """The choice of seed_hash.path_states: SeedSequence objects for fewer than OBJECTS_BELOW paths while the hash
-    is not compiled/loaded in the process (its ~0.5 s compile is not paid for a few paths), the hash otherwise."""
+    """The choice of seed_hash.path_states: SeedSequence objects while the paths so seeded in the process stay fewer
+    than OBJECTS_BELOW in all and the hash is not compiled/loaded (its ~0.5 s compile is not paid for a few paths),
+    the hash otherwise — per process, so many small runs do not pay the objects for ever."""
     from types import SimpleNamespace
 
     from dyntools.engine import seed_hash
@@ -110,9 +111,16 @@ def test_few_paths_are_seeded_by_objects_until_the_compiled_hash_is_loaded(monke
     monkeypatch.setattr(seed_hash, "states_by_hash", lambda *a: ways.append("hash"))
     monkeypatch.setattr(seed_hash, "_seed_sequence_states", SimpleNamespace(signatures=[]))
     for n in (1, _BELOW - 1, _BELOW, 10**6):
+        monkeypatch.setattr(seed_hash, "_seeded_by_objects", 0)          # a fresh process
         seed_hash.path_states(5, (1,), n)
     assert ways == ["objects", "objects", "hash", "hash"]
+    del ways[:]
+    monkeypatch.setattr(seed_hash, "_seeded_by_objects", 0)
+    for _ in range(5):                                                    # runs of a quarter of the budget each
+        seed_hash.path_states(5, (1,), _BELOW // 4)
+    assert ways == ["objects"] * 3 + ["hash"] * 2
     loaded = SimpleNamespace(signatures=["(array(uint64, 1d, C), int64)"])
+    monkeypatch.setattr(seed_hash, "_seeded_by_objects", 0)
     monkeypatch.setattr(seed_hash, "_seed_sequence_states", loaded)
     seed_hash.path_states(5, (1,), 1)
     assert ways[-1] == "hash"

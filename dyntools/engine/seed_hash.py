@@ -11,11 +11,13 @@ uint64 (low word first). All arithmetic is modulo 2³² (uint64 registers masked
 **Two ways, the same integers.** Measured (AMD EPYC Zen 5, load ~1): the hash compiles in ~0.5 processor-s in a
 process that compiles other kernels too (2.2 s alone), loads from numba's cache in 6 ms (14 ms wall), then takes
 0.022 µs per path; one SeedSequence object per path takes 8–13 µs. :func:`path_states` therefore builds the
-states of fewer than :data:`OBJECTS_BELOW` = 4096 paths from SeedSequence objects (:func:`states_by_objects`: at
-most ~50 ms, a tenth of the compile, and a first ``dt.train`` of a few paths never waits on this module's compiler)
-unless the compiled hash is already loaded in this process, and every larger set with the compiled hash
-(:func:`states_by_hash`: 10⁶ paths in ~0.03 s instead of ~10 s). With a filled cache the objects cost at most
-~40 ms more than the load. Both give the same bits (``tests/test_rng_seeding.py``, across the threshold).
+states from SeedSequence objects (:func:`states_by_objects`) while the paths so seeded in this process stay
+fewer than :data:`OBJECTS_BELOW` = 4096 in all — at most ~50 ms per process, a tenth of the compile, so a first
+``dt.train`` of a few paths never waits on this module's compiler — and with the compiled hash once that budget is
+spent or the hash is loaded (:func:`states_by_hash`: 10⁶ paths in ~0.03 s instead of ~10 s). The budget is per
+process, not per call: a process that seeds many small runs pays the objects once (≤ ~40 ms more than loading the
+hash from a filled cache), then the hash. Both give the same bits (``tests/test_rng_seeding.py``, across the
+threshold).
 """
 
 from __future__ import annotations
@@ -23,18 +25,22 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-#: below this many paths the states come from SeedSequence objects unless the compiled hash is already loaded
-#: (chosen by measurement: see the module's docstring and docs/performance.md)
+#: the paths a process seeds by SeedSequence objects, in all, before it takes the compiled hash (unless the hash is
+#: loaded sooner; chosen by measurement: see the module's docstring and docs/performance.md)
 OBJECTS_BELOW = 4096
+#: the paths this process has seeded by SeedSequence objects
+_seeded_by_objects = 0
 #: the word that replaces the all-zero state (the one fixed point of xoshiro256**)
 NONZERO = 0x9E3779B97F4A7C15
 
 
 def path_states(entropy: int, spawn_key: tuple, n_paths: int) -> np.ndarray:
     """``uint64[n_paths, 4]``: the states of the spawn keys ``(*spawn_key, i)`` for i < n_paths (< 2³²), from
-    SeedSequence objects when ``n_paths`` < :data:`OBJECTS_BELOW` and the compiled hash is not loaded in this
-    process yet, else from the compiled hash (the same bits either way)."""
-    if n_paths < OBJECTS_BELOW and not _seed_sequence_states.signatures:
+    SeedSequence objects while this process has seeded fewer than :data:`OBJECTS_BELOW` paths so in all (these
+    included) and the compiled hash is not loaded, else from the compiled hash (the same bits either way)."""
+    global _seeded_by_objects
+    if _seeded_by_objects + n_paths < OBJECTS_BELOW and not _seed_sequence_states.signatures:
+        _seeded_by_objects += n_paths
         return states_by_objects(entropy, spawn_key, n_paths)
     return states_by_hash(entropy, spawn_key, n_paths)
 
