@@ -55,10 +55,12 @@ def test_grid_config_fields_are_the_params_fields_but_the_axes_and_the_backend()
 @given(n=st.integers(2, 5000), epochs=st.floats(1.0, 500.0), momentum=st.floats(0.0, 0.99),
        threshold=st.floats(0.0, 1.0), paired=st.booleans(), batch_norm=st.booleans(),
        schedule=st.sampled_from(["constant", "cosine", "step"]), curve_points=st.integers(0, 50),
-       lr=st.tuples(st.floats(1e-5, 1e-2), st.floats(1e-2, 1.0), st.integers(1, 20)),
-       wd=st.tuples(st.floats(1e-8, 1e-3), st.floats(1e-3, 10.0), st.integers(2, 30)))
+       lr=st.tuples(st.floats(1e-5, 1e-2), st.floats(1e-2, 1.0, exclude_min=True), st.integers(1, 20)),
+       wd=st.tuples(st.floats(1e-8, 1e-3), st.floats(1e-3, 10.0, exclude_min=True), st.integers(2, 30)))
 def test_grid_config_carries_every_setting_of_the_command(n, epochs, momentum, threshold, paired, batch_norm,
                                                           schedule, curve_points, lr, wd):
+    # the high ends exclude the low ends' maximum: a grid of N > 1 points with HIGH = LOW is refused (a valid
+    # command is what this test builds; the refusal: tests/test_adamw_grid_cli.py, test_adamw_heatmaps.py)
     p = H.AdamWGridParams(n=n, epochs=epochs, momentum=momentum, threshold=threshold, paired=paired,
                           batch_norm=batch_norm, schedule=schedule, curve_points=curve_points, lr_grid=lr,
                           weight_decay=wd, batch_size=2, workers=2)
