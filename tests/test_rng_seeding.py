@@ -74,7 +74,6 @@ def test_compiled_path_states_are_the_seed_sequence_states_bit_for_bit():
         np.testing.assert_array_equal(streams.path_states(seed, n, *key), want)
         root = streams.root_sequence(seed, *key)                 # each way on its own (path_states picks one)
         np.testing.assert_array_equal(seed_hash.states_by_hash(root.entropy, root.spawn_key, n), want)
-        np.testing.assert_array_equal(seed_hash.states_by_objects(root.entropy, root.spawn_key, n), want)
 
 
 _BELOW = __import__("dyntools.engine.seed_hash", fromlist=["OBJECTS_BELOW"]).OBJECTS_BELOW
@@ -84,12 +83,12 @@ _BELOW = __import__("dyntools.engine.seed_hash", fromlist=["OBJECTS_BELOW"]).OBJ
 @given(st.integers(0, 2**128), st.lists(st.integers(0, 2**64), max_size=3),
        st.sampled_from([1, 2, 7, 33, _BELOW - 1, _BELOW, _BELOW + 1]))
 def test_seed_sequence_objects_and_the_compiled_hash_give_the_same_states(entropy, key, n):
-    """The two ways of dyntools.engine.seed_hash.path_states (objects below the threshold unless the hash is loaded,
+    """The two ways of dyntools.engine.streams.path_states (objects below the threshold unless the hash is loaded,
     the compiled hash above): the same uint64 states for any entropy, spawn key and path count around the threshold."""
     from dyntools.engine import seed_hash
 
     root = np.random.SeedSequence(entropy, spawn_key=tuple(key))
-    by_objects = seed_hash.states_by_objects(root.entropy, root.spawn_key, n)
+    by_objects = streams.path_states_reference(int(entropy), n, *key)
     by_hash = seed_hash.states_by_hash(root.entropy, root.spawn_key, n)
     assert by_objects.dtype == by_hash.dtype == np.uint64 and by_objects.shape == (n, 4)
     np.testing.assert_array_equal(by_objects, by_hash)
@@ -99,7 +98,7 @@ def test_seed_sequence_objects_and_the_compiled_hash_give_the_same_states(entrop
 
 
 def test_few_paths_are_seeded_by_objects_until_the_compiled_hash_is_loaded(monkeypatch):
-    """The choice of seed_hash.path_states: SeedSequence objects while the paths so seeded in the process stay fewer
+    """The choice of streams.path_states: SeedSequence objects while the paths so seeded in the process stay fewer
     than OBJECTS_BELOW in all and the hash is not compiled/loaded (its ~0.5 s compile is not paid for a few paths),
     the hash otherwise — per process, so many small runs do not pay the objects for ever."""
     from types import SimpleNamespace
@@ -107,20 +106,20 @@ def test_few_paths_are_seeded_by_objects_until_the_compiled_hash_is_loaded(monke
     from dyntools.engine import seed_hash
 
     ways = []
-    monkeypatch.setattr(seed_hash, "states_by_objects", lambda *a: ways.append("objects"))
+    monkeypatch.setattr(streams, "path_states_reference", lambda *a: ways.append("objects"))
     monkeypatch.setattr(seed_hash, "states_by_hash", lambda *a: ways.append("hash"))
     monkeypatch.setattr(seed_hash, "_seed_sequence_states", SimpleNamespace(signatures=[]))
-    for n in (1, _BELOW - 1, _BELOW, 10**6):
+    for n in (1, _BELOW - 1, _BELOW, 10**6, 2**32 + 1):
         monkeypatch.setattr(seed_hash, "_seeded_by_objects", 0)          # a fresh process
-        seed_hash.path_states(5, (1,), n)
-    assert ways == ["objects", "objects", "hash", "hash"]
+        streams.path_states(5, n, 1)
+    assert ways == ["objects", "objects", "hash", "hash", "objects"]     # (beyond 2³² paths: the reference)
     del ways[:]
     monkeypatch.setattr(seed_hash, "_seeded_by_objects", 0)
     for _ in range(5):                                                    # runs of a quarter of the budget each
-        seed_hash.path_states(5, (1,), _BELOW // 4)
+        streams.path_states(5, _BELOW // 4, 1)
     assert ways == ["objects"] * 3 + ["hash"] * 2
     loaded = SimpleNamespace(signatures=["(array(uint64, 1d, C), int64)"])
     monkeypatch.setattr(seed_hash, "_seeded_by_objects", 0)
     monkeypatch.setattr(seed_hash, "_seed_sequence_states", loaded)
-    seed_hash.path_states(5, (1,), 1)
+    streams.path_states(5, 1, 1)
     assert ways[-1] == "hash"

@@ -10,14 +10,14 @@ uint64 (low word first). All arithmetic is modulo 2³² (uint64 registers masked
 
 **Two ways, the same integers.** Measured (AMD EPYC Zen 5, load ~1): the hash compiles in ~0.5 processor-s in a
 process that compiles other kernels too (2.2 s alone), loads from numba's cache in 6 ms (14 ms wall), then takes
-0.022 µs per path; one SeedSequence object per path takes 8–13 µs. :func:`path_states` therefore builds the
-states from SeedSequence objects (:func:`states_by_objects`) while the paths so seeded in this process stay
-fewer than :data:`OBJECTS_BELOW` = 4096 in all — at most ~50 ms per process, a tenth of the compile, so a first
-``dt.train`` of a few paths never waits on this module's compiler — and with the compiled hash once that budget is
-spent or the hash is loaded (:func:`states_by_hash`: 10⁶ paths in ~0.03 s instead of ~10 s). The budget is per
-process, not per call: a process that seeds many small runs pays the objects once (≤ ~40 ms more than loading the
-hash from a filled cache), then the hash. Both give the same bits (``tests/test_rng_seeding.py``, across the
-threshold).
+0.022 µs per path; one SeedSequence object per path takes 8–13 µs. :func:`~dyntools.engine.streams.path_states`
+therefore builds the states from SeedSequence objects (its reference; :func:`takes_objects` decides) while the paths
+so seeded in this process stay fewer than :data:`OBJECTS_BELOW` = 4096 in all — at most ~50 ms per process, a tenth
+of the compile, so a first ``dt.train`` of a few paths never waits on this module's compiler — and with the compiled
+hash once that budget is spent or the hash is loaded (:func:`states_by_hash`: 10⁶ paths in ~0.03 s instead of ~10
+s). The budget is per process, not per call: a process that seeds many small runs pays the objects once (≤ ~40 ms
+more than loading the hash from a filled cache), then the hash. Both give the same bits
+(``tests/test_rng_seeding.py``, across the threshold).
 """
 
 from __future__ import annotations
@@ -34,26 +34,16 @@ _seeded_by_objects = 0
 NONZERO = 0x9E3779B97F4A7C15
 
 
-def path_states(entropy: int, spawn_key: tuple, n_paths: int) -> np.ndarray:
-    """``uint64[n_paths, 4]``: the states of the spawn keys ``(*spawn_key, i)`` for i < n_paths (< 2³²), from
-    SeedSequence objects while this process has seeded fewer than :data:`OBJECTS_BELOW` paths so in all (these
-    included) and the compiled hash is not loaded, else from the compiled hash (the same bits either way)."""
+def takes_objects(n_paths: int) -> bool:
+    """Whether ``n_paths`` paths are seeded from SeedSequence objects
+    (:func:`dyntools.engine.streams.path_states_reference`) rather than by the compiled hash (:func:`states_by_hash`):
+    while this process has seeded fewer than :data:`OBJECTS_BELOW` paths so in all (these included, and then
+    counted) and the hash is not loaded (the same bits either way)."""
     global _seeded_by_objects
     if _seeded_by_objects + n_paths < OBJECTS_BELOW and not _seed_sequence_states.signatures:
         _seeded_by_objects += n_paths
-        return states_by_objects(entropy, spawn_key, n_paths)
-    return states_by_hash(entropy, spawn_key, n_paths)
-
-
-def states_by_objects(entropy: int, spawn_key: tuple, n_paths: int) -> np.ndarray:
-    """:func:`path_states` with one ``SeedSequence(entropy, spawn_key=(*spawn_key, i))`` per path (no compile)."""
-    out = np.empty((n_paths, 4), dtype=np.uint64)
-    key = tuple(spawn_key)
-    for i in range(n_paths):
-        out[i] = np.random.SeedSequence(entropy, spawn_key=key + (i,)).generate_state(4, np.uint64)
-        if not out[i].any():
-            out[i, 0] = np.uint64(NONZERO)
-    return out
+        return True
+    return False
 
 
 def states_by_hash(entropy: int, spawn_key: tuple, n_paths: int) -> np.ndarray:

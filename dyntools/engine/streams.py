@@ -134,9 +134,10 @@ def path_states(seed: int, n_paths: int, *key: int) -> np.ndarray:
     :data:`~dyntools.engine.seed_hash.OBJECTS_BELOW` from SeedSequence objects unless the compiled hash is already
     loaded (a few paths never wait on its compile)."""
     n_paths = validation.count("paths", n_paths)
-    root = root_sequence(seed, *key)
     from dyntools.engine import seed_hash  # numba: imported when paths are seeded, not at start-up
 
-    if n_paths > 2**32:                               # a path index of two 32-bit words: the reference
+    # a path index of two 32-bit words, or few paths (seed_hash.takes_objects): the reference
+    if n_paths > 2**32 or seed_hash.takes_objects(n_paths):
         return path_states_reference(seed, n_paths, *key)
-    return seed_hash.path_states(root.entropy, root.spawn_key, n_paths)
+    root = root_sequence(seed, *key)
+    return seed_hash.states_by_hash(root.entropy, root.spawn_key, n_paths)
