@@ -41,16 +41,21 @@ print(json.dumps(out))
 """
 
 
-@pytest.mark.slow
-def test_a_cold_toy_and_symbolic_train_compile_no_probe_and_no_seed_hash(tmp_path):
+def cold_child(code: str, tmp_path) -> dict:
+    """The JSON line ``code`` prints, run in a child whose numba, loop and symbolic caches are empty folders."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     for variable in ("NUMBA_CACHE_DIR", "DYNTOOLS_LOOP_CACHE", "DYNTOOLS_SYMBOLIC_CACHE"):   # empty caches
         env[variable] = str(tmp_path / variable.lower())
     env.pop("DYNTOOLS_LOWLEVEL", None)
-    run = subprocess.run([sys.executable, "-c", CHILD], cwd=tmp_path, env=env, capture_output=True, text=True,
+    run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
                          timeout=HANG_GUARD)
     assert run.returncode == 0, run.stderr[-3000:]
-    out = json.loads(run.stdout.strip().splitlines()[-1])
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.slow
+def test_a_cold_toy_and_symbolic_train_compile_no_probe_and_no_seed_hash(tmp_path):
+    out = cold_child(CHILD, tmp_path)
     trained = out["trained"]
     assert trained, "the child compiled nothing: the listener saw no event (the count would prove nothing)"
     assert not [n for n in trained if "lowlevel" in n or "seed_hash" in n], trained
@@ -58,3 +63,29 @@ def test_a_cold_toy_and_symbolic_train_compile_no_probe_and_no_seed_hash(tmp_pat
     # the control: the MLP's modules probe the blocks (compiled here: the caches were empty) before any use
     assert out["kind"] == "llvm-vector"
     assert [n for n in out["mlp import"] if n == "dyntools.lowlevel.probe._exercise"], out["mlp import"]
+
+
+#: a float64 cross-entropy MLP's first dt.train, then every function the child compiled (nested ones too)
+MLP_CHILD = LISTENER + """
+import json
+import numpy as np
+import dyntools as dt
+
+rng = np.random.default_rng(0)
+data = type("Data", (), {"X": rng.standard_normal((20, 2)), "y": np.arange(20) % 3, "X_test": None, "y_test": None})()
+run = dt.train(dt.MLP((2, 16, 16, 3), head="cross-entropy"), data, dt.optim.sgd(1e-3), steps=5, seed=0, records=2)
+print(json.dumps({"compiled": _compiles.every, "status": run.status}))
+"""
+
+
+@pytest.mark.slow
+def test_a_cold_cross_entropy_mlp_compiles_the_matrix_product_once(tmp_path):
+    """Every product of the cross-entropy kernel's pass (plain, ReLU, masked; per column or per row) is one compiled
+    function, :func:`dyntools.models.mlp_gemm.product`, with the start and the epilogue as run-time arguments: compiled
+    once (one signature: no literal argument types it again) and linked once into the kernel. Three entry points with
+    the epilogue fixed compiled the panels three times (~2 of the MLP's first ~11 processor-seconds, issue 38)."""
+    compiled = cold_child(MLP_CHILD, tmp_path)["compiled"]
+    products = [n for n in compiled if n.startswith("dyntools.models.mlp_gemm.")]
+    # the control: the kernel was compiled here (the caches were empty), with its product
+    assert "dyntools.models.mlp.loss_grad_cross_entropy" in compiled, compiled
+    assert products == ["dyntools.models.mlp_gemm._gemm_columns", "dyntools.models.mlp_gemm.product"], products

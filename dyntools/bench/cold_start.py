@@ -48,7 +48,8 @@ print(json.dumps({{"import": _t1 - _t0, "first": _t2 - _t1, "again": time.perf_c
 """
 
 #: a child's record of numba's compile events (``numba.core.event``): how many functions compiled, the seconds
-#: of the outermost compiles (a nested compile's time is inside its caller's) and the slowest outermost ones.
+#: of the outermost compiles (a nested compile's time is inside its caller's) and the slowest outermost ones;
+#: ``_compiles.every`` names every function compiled, nested ones too (for tests).
 #: Installed after the clock starts: importing numba for it is part of the row's ``import`` time, as it would be.
 LISTENER = """\
 import time as _time
@@ -56,7 +57,7 @@ import time as _time
 
 class _Compiles:
     def __init__(self):
-        self.depth, self.started, self.count, self.outer = 0, [], 0, []
+        self.depth, self.started, self.count, self.outer, self.every = 0, [], 0, [], []
 
     def on_start(self, ev):
         self.depth += 1
@@ -66,9 +67,11 @@ class _Compiles:
         self.depth -= 1
         self.count += 1
         seconds = _time.perf_counter() - self.started.pop()
+        f = getattr(ev.data.get("dispatcher"), "py_func", None)
+        name = f"{getattr(f, '__module__', '?')}.{getattr(f, '__qualname__', '?')}"
+        self.every.append(name)
         if self.depth == 0:
-            f = getattr(ev.data.get("dispatcher"), "py_func", None)
-            self.outer.append((seconds, f"{getattr(f, '__module__', '?')}.{getattr(f, '__qualname__', '?')}"))
+            self.outer.append((seconds, name))
 
     def summary(self):
         top = sorted(self.outer, reverse=True)[:4]

@@ -64,7 +64,7 @@ def panel(rows: int, vectors: int):
     (the error of a ReLU layer, ``aux`` its activations), both as compare-and-select, so a NaN or −0
     gives +0 as the scalar code's ``if`` does; ``none`` stores ``z``. ``aux`` is laid out as ``out``
     (pass ``out`` itself when there is no mask). Flags given as constants cost nothing: once the block
-    is inlined, the branches not taken are removed."""
+    is inlined, the branches not taken are removed; given at run time, a branch per block."""
     if rows < 1 or vectors < 1:
         raise ValueError(f"Invalid panel: {rows} rows × {vectors} vectors (both must be >= 1)")
 
@@ -164,16 +164,34 @@ def _codegen(R: int, V: int):
         aux_row = stride(aux, 2, 0)
         relu = builder.icmp_signed("==", epilogue, const(EPILOGUES["relu"]))
         mask = builder.icmp_signed("==", epilogue, const(EPILOGUES["mask"]))
-        for r in range(R):
-            row = builder.add(builder.mul(builder.add(i0, const(r)), out_row), j0)
+
+        def store_all(finish):
+            """Store every accumulator, ``finish(z, r, v)`` of it."""
+            for r in range(R):
+                row = builder.add(builder.mul(builder.add(i0, const(r)), out_row), j0)
+                for v in range(V):
+                    builder.store(finish(acc[r][v], r, v), vector_at(out.data, builder.add(row, const(v * w))),
+                                  align=1)
+
+        def positive(z, r, v):                        # ordered: NaN → +0
+            return builder.select(builder.fcmp_ordered(">", z, zero), z, zero)
+
+        def masked(z, r, v):
             a_row = builder.add(builder.mul(builder.add(i0, const(r)), aux_row), j0)
-            for v in range(V):
-                z = acc[r][v]
-                positive = builder.select(builder.fcmp_ordered(">", z, zero), z, zero)        # ordered: NaN → +0
-                keep = builder.load(vector_at(aux.data, builder.add(a_row, const(v * w))), align=1)
-                masked = builder.select(builder.fcmp_ordered(">", keep, zero), z, zero)
-                z = builder.select(relu, positive, builder.select(mask, masked, z))
-                builder.store(z, vector_at(out.data, builder.add(row, const(v * w))), align=1)
+            keep = builder.load(vector_at(aux.data, builder.add(a_row, const(v * w))), align=1)
+            return builder.select(builder.fcmp_ordered(">", keep, zero), z, zero)
+
+        # one branch per block, not a select per vector: a run-time ``epilogue`` (one compiled product for all
+        # three, :func:`dyntools.models.mlp_gemm.product`) costs a compare, a constant one nothing
+        with builder.if_else(relu) as (is_relu, not_relu):
+            with is_relu:
+                store_all(positive)
+            with not_relu:
+                with builder.if_else(mask) as (is_mask, plain):
+                    with is_mask:
+                        store_all(masked)
+                    with plain:
+                        store_all(lambda z, r, v: z)
         return context.get_dummy_value()
 
     return codegen

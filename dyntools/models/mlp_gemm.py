@@ -54,39 +54,60 @@ _NONE, _RELU, _MASK = (lowlevel.EPILOGUES[k] for k in ("none", "relu", "mask"))
 
 
 @njit(cache=True, error_model="numpy", fastmath=FMA)
-def gemm(out, init, C, In, m, kdim, n, by_row=False):
-    """``out[i, j] = init[j] + Σ_{g<kdim} C[i, g] · In[g, j]`` for ``i < m``, ``j < n``, each entry one
-    chain of multiply–adds in the order of ``g`` starting at ``init[j]`` (a bias, or zeros; with ``by_row``
-    at ``init[i]``, as :func:`gemm_row_starts`: a run-time flag, so one compiled product serves both).
+def product(out, init, C, In, m, kdim, n, by_row, epilogue, aux):
+    """``out[i, j] = epilogue(init[j] + Σ_{g<kdim} C[i, g] · In[g, j])`` for ``i < m``, ``j < n``, each entry one
+    chain of multiply–adds in the order of ``g`` starting at ``init[j]`` (a bias, or zeros; with ``by_row`` at
+    ``init[i]``), then stored as it is (``epilogue`` = ``EPILOGUES["none"]``), as ``z if z > 0 else 0``
+    (``"relu"``) or as ``z if aux[i, j] > 0 else 0`` (``"mask"``; ``aux`` laid out as ``out``, which is passed
+    there when there is no mask).
 
     Columns in panels of two vectors (then one; 512 bits with AVX-512), rows eight at a time (four with
     256-bit vectors; then 4, 2, 1), each block's accumulators held in registers for the whole contraction
     (:mod:`dyntools.lowlevel.fma_block`; this needs ``out``, ``init`` and the rows of ``In``
     contiguous). Columns left over (fewer than a vector), or operands that are not contiguous, go
     through :func:`_gemm_columns`. ``C`` is read one scalar at a time, so any layout (a transposed view)
-    serves."""
-    _gemm(out, init, C, In, m, kdim, n, by_row, _NONE, out)
+    serves.
+
+    The one compiled product: the start and the epilogue are run-time arguments (a branch per panel), so a
+    kernel that calls it for every product of its pass compiles the panels once and links one copy of their
+    machine code — three entry points with the epilogue fixed each compiled the panels again and linked three
+    copies into the kernel, ~2.4 of the cross-entropy MLP's ~11 processor-seconds of first compile on a busy
+    machine (AMD EPYC Zen 5). The names below are inlined calls of it."""
+    _gemm(out, init, C, In, m, kdim, n, by_row, epilogue, aux)
 
 
-@njit(cache=True, error_model="numpy", fastmath=FMA)
+@njit(inline="always")
+def gemm(out, init, C, In, m, kdim, n, by_row=False):
+    """:func:`product` without an epilogue: ``out = 1 initᵀ + C In`` (with ``by_row``, ``init 1ᵀ + C In``)."""
+    product(out, init, C, In, m, kdim, n, bool(by_row), _none(m), out)
+
+
+@njit(inline="always")
 def gemm_row_starts(out, init, C, In, m, kdim, n):
     """:func:`gemm` with every chain of row ``i`` starting at ``init[i]``: ``out = init 1ᵀ + C In`` — the
     transposed product ``Zᵀ = W Aᵀ + b 1ᵀ``, whose entries are the chains of ``Z = A Wᵀ + 1 bᵀ``."""
-    _gemm(out, init, C, In, m, kdim, n, True, _NONE, out)
+    product(out, init, C, In, m, kdim, n, bool(m >= 0), _none(m), out)
 
 
-@njit(cache=True, error_model="numpy", fastmath=FMA)
+@njit(inline="always")
 def gemm_relu(out, init, C, In, m, kdim, n):
     """:func:`gemm`, each entry stored as ``z if z > 0 else 0``: a hidden layer's activations
     ``ReLU(A Wᵀ + 1 bᵀ)`` without a pass of their own."""
-    _gemm(out, init, C, In, m, kdim, n, False, _RELU, out)
+    product(out, init, C, In, m, kdim, n, bool(m < 0), _none(m) + _RELU, out)
 
 
-@njit(cache=True, error_model="numpy", fastmath=FMA)
+@njit(inline="always")
 def gemm_masked(out, init, C, In, m, kdim, n, mask):
     """:func:`gemm`, each entry stored as ``z if mask[i, j] > 0 else 0``: a ReLU layer's error
     ``(Δ W) ⊙ 1[A > 0]`` (``mask`` = the layer's activations ``A``) without a pass of its own."""
-    _gemm(out, init, C, In, m, kdim, n, False, _MASK, mask)
+    product(out, init, C, In, m, kdim, n, bool(m < 0), _none(m) + _MASK, mask)
+
+
+@njit(inline="always")
+def _none(m):
+    """``EPILOGUES["none"]`` (0) as a run-time integer, not a constant: a constant argument would be typed as
+    its literal value and compile a :func:`product` of its own."""
+    return m * 0 + _NONE
 
 
 @njit(inline="always")
@@ -154,9 +175,11 @@ def _panels1(out, init, C, In, m, j, kdim, by_row, epilogue, aux):
 
 @njit(cache=True, error_model="numpy", fastmath=FMA)
 def _gemm_columns(out, init, C, In, m, kdim, j0, n, by_row):
-    """The columns ``j0 … n−1`` of :func:`gemm`, the same chains, vectorized by numba: four rows ``i``
-    at a time and ``g`` four at a time; each row ``In[g, j0:n]`` loaded serves four outputs."""
-    k4 = kdim - kdim % 4
+    """The columns ``j0 … n−1`` of :func:`product` (fewer than a vector), the same chains, vectorized by numba:
+    four rows ``i`` at a time, so each entry ``In[g, j]`` loaded serves four outputs. ``g`` is not unrolled too
+    (four at a time did half the work per entry, but compiled in twice the time — ~0.35 of the cross-entropy
+    MLP's first processor-seconds, linked into every caller: issue 38); these columns are the logits of a few
+    classes, or the few columns past a width's last whole vector."""
     m4 = m - m % 4
     for i in range(0, m4, 4):
         for j in range(j0, n):
@@ -164,18 +187,7 @@ def _gemm_columns(out, init, C, In, m, kdim, j0, n, by_row):
             out[i + 1, j] = init[i + 1] if by_row else init[j]
             out[i + 2, j] = init[i + 2] if by_row else init[j]
             out[i + 3, j] = init[i + 3] if by_row else init[j]
-        for g in range(0, k4, 4):
-            a0, a1, a2, a3 = C[i, g], C[i, g + 1], C[i, g + 2], C[i, g + 3]
-            b0, b1, b2, b3 = C[i + 1, g], C[i + 1, g + 1], C[i + 1, g + 2], C[i + 1, g + 3]
-            c0, c1, c2, c3 = C[i + 2, g], C[i + 2, g + 1], C[i + 2, g + 2], C[i + 2, g + 3]
-            d0, d1, d2, d3 = C[i + 3, g], C[i + 3, g + 1], C[i + 3, g + 2], C[i + 3, g + 3]
-            for j in range(j0, n):
-                x0, x1, x2, x3 = In[g, j], In[g + 1, j], In[g + 2, j], In[g + 3, j]
-                out[i, j] = out[i, j] + a0 * x0 + a1 * x1 + a2 * x2 + a3 * x3
-                out[i + 1, j] = out[i + 1, j] + b0 * x0 + b1 * x1 + b2 * x2 + b3 * x3
-                out[i + 2, j] = out[i + 2, j] + c0 * x0 + c1 * x1 + c2 * x2 + c3 * x3
-                out[i + 3, j] = out[i + 3, j] + d0 * x0 + d1 * x1 + d2 * x2 + d3 * x3
-        for g in range(k4, kdim):
+        for g in range(kdim):
             a, b, c, d = C[i, g], C[i + 1, g], C[i + 2, g], C[i + 3, g]
             for j in range(j0, n):
                 x = In[g, j]
@@ -186,11 +198,7 @@ def _gemm_columns(out, init, C, In, m, kdim, j0, n, by_row):
     for i in range(m4, m):
         for j in range(j0, n):
             out[i, j] = init[i] if by_row else init[j]
-        for g in range(0, k4, 4):
-            a0, a1, a2, a3 = C[i, g], C[i, g + 1], C[i, g + 2], C[i, g + 3]
-            for j in range(j0, n):
-                out[i, j] = out[i, j] + a0 * In[g, j] + a1 * In[g + 1, j] + a2 * In[g + 2, j] + a3 * In[g + 3, j]
-        for g in range(k4, kdim):
+        for g in range(kdim):
             a = C[i, g]
             for j in range(j0, n):
                 out[i, j] = out[i, j] + a * In[g, j]
