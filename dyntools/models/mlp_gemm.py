@@ -72,7 +72,7 @@ def product(out, init, C, In, m, kdim, n, by_row, epilogue, aux):
     kernel that calls it for every product of its pass compiles the panels once and links one copy of their
     machine code — three entry points with the epilogue fixed each compiled the panels again and linked three
     copies into the kernel, ~2.4 of the cross-entropy MLP's ~11 processor-seconds of first compile on a busy
-    machine (AMD EPYC Zen 5). The names below are inlined calls of it."""
+    machine (AMD EPYC Zen 4). The names below are inlined calls of it."""
     _gemm(out, init, C, In, m, kdim, n, by_row, epilogue, aux)
 
 
