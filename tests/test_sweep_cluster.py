@@ -54,6 +54,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+#: seconds a stopped scheduler or worker has to exit on SIGTERM before it is killed (they exit in under 1 s; a
+#: worker without a nanny now and then never does: it then held each teardown for the 30 s of its old wait);
+#: a nanny has longer, since killing it would leave its worker behind
+GRACE, NANNY_GRACE = 3, 30
+
+
 class Cluster:
     """A scheduler and ``workers`` single-threaded workers on 127.0.0.1 (``env`` for the workers)."""
 
@@ -65,7 +71,7 @@ class Cluster:
         self.logs = logs
         self.scheduler = subprocess.Popen([DASK, "scheduler", "--host", "127.0.0.1", "--port", str(self.port),
                                            "--no-dashboard"], env=base, stdout=logs, stderr=logs)
-        self.workers = []
+        self.workers, self.graces = [], []
         for _ in range(workers):
             self.add_worker(env or base, nanny)
 
@@ -74,6 +80,7 @@ class Cluster:
         self.workers.append(subprocess.Popen([DASK, "worker", self.address, "--nthreads", "1",
                                               "--nanny" if nanny else "--no-nanny", "--host", "127.0.0.1",
                                               "--no-dashboard"], env=env, stdout=self.logs, stderr=self.logs))
+        self.graces.append(NANNY_GRACE if nanny else GRACE)
 
     def wait_for_workers(self, n: int, timeout: float = 600) -> None:
         from distributed import Client
@@ -85,9 +92,9 @@ class Cluster:
         for proc in [*self.workers, self.scheduler]:
             if proc.poll() is None:
                 proc.terminate()          # a nanny stops its worker on SIGTERM
-        for proc in [*self.workers, self.scheduler]:
+        for proc, grace in zip([*self.workers, self.scheduler], [*self.graces, GRACE]):
             try:
-                proc.wait(timeout=30)
+                proc.wait(timeout=grace)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(timeout=30)
