@@ -145,23 +145,27 @@ def test_one_step_for_a_run_set_dispatches_each_run_to_its_chain():
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_the_step_of_the_runs_own_chains_is_bitwise_the_full_step(dtype):
     """``own_step`` (what the pointer loop calls) holds only the run set's structures, under the full step's
-    indices and ``hps`` rows: every run moves bitwise as with ``step``, which also holds the built-ins' fifteen."""
+    indices and ``hps`` rows: every run moves bitwise as with ``step`` (which holds the built-ins' fifteen when the
+    run set's chains are all among them, else only its own)."""
     opts = [O.adamw(0.01, betas=(0.5, 0.9), weight_decay=0.3), O.sgd(0.05),
             O.Optimizer("mom-adam", 0.01, T.chain(T.trace(0.5), T.scale_by_adam(0.9, 0.99))),
             lion(0.01, compiled="element"), lion(0.02, compiled=True)]
     cr = compile_runs(opts)
     own = sys.modules[cr.own_step.py_func.__module__]
     chains = sorted(int(n.split("_")[2]) for n in vars(own) if n.startswith("_chain_") and n.count("_") == 2)
-    assert chains == sorted(cr.own) == sorted({int(k) for k in cr.hps[:, 0]}) and len(cr.structures) > len(chains)
+    assert chains == sorted(cr.own) == sorted({int(k) for k in cr.hps[:, 0]})
+    assert len(cr.structures) == len(chains) == 5        # a chain outside the built-ins: no built-in compiled in
+    builtins = compile_runs(opts[:2])                       # built-ins only: their one module, own_step a part
+    assert len(builtins.structures) > len({int(k) for k in builtins.hps[:, 0]}) == 2
     rng = np.random.default_rng(5)
-    for g in range(len(opts)):
+    for runs, g in [(cr, g) for g in range(len(opts))] + [(builtins, 0), (builtins, 1)]:
         theta = rng.standard_normal(N).astype(dtype)
-        a, sa = theta.copy(), cr.initial_state(g, N).astype(dtype)
-        b, sb = theta.copy(), cr.initial_state(g, N).astype(dtype)
+        a, sa = theta.copy(), runs.initial_state(g, N).astype(dtype)
+        b, sb = theta.copy(), runs.initial_state(g, N).astype(dtype)
         for t in range(1, 5):
             grad = rng.standard_normal(N).astype(dtype)
-            cr.step(g, a, grad, sa, t, 0.01, cr.hps)
-            cr.own_step(g, b, grad, sb, t, 0.01, cr.hps)
+            runs.step(g, a, grad, sa, t, 0.01, runs.hps)
+            runs.own_step(g, b, grad, sb, t, 0.01, runs.hps)
         np.testing.assert_array_equal(a, b)
         np.testing.assert_array_equal(sa, sb)
         assert not np.array_equal(a, theta)

@@ -15,10 +15,11 @@ into one loop over the parameters, closed by ``θ ← θ − lr_t u``::
 one such function per distinct chain STRUCTURE of the run set (the transforms' types and structural options;
 their numbers are data), and ``step(run, θ, g, state, t, lr_t, hps)`` dispatching on the structure index that
 ``hps[run, 0]`` holds (``hps[run, 1:]`` are the chain's numbers in chain order). Two modules share these indices
-and the ``hps`` rows: ``step`` holds the built-in optimizers' structures first and the run set's after them (a loop
-that names the step in its body is keyed by its module: one loop per model whatever the optimizer), and
-``own_step`` only the run set's own (what a loop that takes the step through a function pointer calls: it compiles
-one structure, not fifteen). The source is written once to the
+and the ``hps`` rows: ``step`` holds the built-in optimizers' structures when the run set's chains are all among
+them (a loop that names the step in its body is keyed by its module: one loop per model whatever the built-in
+optimizer), else the run set's own structures only (such a module is the run set's alone); ``own_step`` only the
+run set's own (what a loop that takes the step through a function pointer calls: it compiles one structure, not
+fifteen). The source is written once to the
 generated-code cache (:mod:`dyntools.codegen.cache`, keyed by its SHA-256) and imported from there, so that numba
 caches its machine code: a second process with the same run set loads it, nothing compiles.
 
@@ -271,11 +272,11 @@ def signature(opt) -> tuple | None:
 
 @functools.lru_cache(maxsize=1)
 def _builtin_parts() -> list:
-    """The chain structures of the built-in optimizers' common settings, which every generated step holds first.
+    """The chain structures of the built-in optimizers' common settings, which the step of a run set of them holds.
 
     Each alias of :data:`~dyntools.optim.aliases.ALIASES` at its defaults, with and without weight decay, and
-    with momentum 0.9 where the sweep passes one (SGD, SGDW). Since every run set's step holds them, in this
-    order, a run set of these optimizers generates the SAME step module whatever its optimizers: a training loop
+    with momentum 0.9 where the sweep passes one (SGD, SGDW). Since the step of every run set of them holds
+    them all, in this order, such a run set generates the SAME step module whatever its optimizers: a training loop
     (keyed by its model kernel and the step module, :mod:`dyntools.dynamics.loops`) is compiled once per model, not
     once per optimizer (the transformer's loop: ~7 s of compiling per optimizer before). The price: the step compiles
     every structure (about 2.5 processor-seconds per precision, once per installation, then loaded from the cache;
@@ -283,7 +284,7 @@ def _builtin_parts() -> list:
     :attr:`CompiledRuns.own_step`, which holds only the run set's structures);
     the dispatch over them costs nothing measurable per step (AMD EPYC Zen 5: AdamW as the last of 15 structures
     119–126 ns per step of 2 parameters against 127–133 ns alone, 300 ns both on 400). A user's alias is not
-    among them (its chain is appended, as any run's that is not).
+    among them (a run set with a chain outside them generates a step of its own structures: :func:`_step_structures`).
     """
     import inspect
 
@@ -302,6 +303,18 @@ def _builtin_parts() -> list:
                     | ({} if mom is None else {"momentum": mom})
                 parts_list.append(_updates(entry.factory(**kwargs)))
     return _distinct(parts_list)
+
+
+def _step_structures(all_parts) -> list:
+    """The structures ``step`` holds for a run set: the built-ins' (:func:`_builtin_parts`) when every chain of the
+    run set is among them — the one module of every such run set — else the run set's own distinct structures only.
+    A module holding a structure outside the built-ins is that run set's alone (no other run set's loop is keyed by
+    it), so the built-ins' fifteen would be compiled in it for nothing: ~4.6 processor-seconds per new structure
+    instead of a fraction of one (AMD EPYC Zen 4; the suite's hypothesis test of the step compiled 20 such modules)."""
+    builtin = _builtin_parts()
+    known = {_structure(parts) for parts in builtin}
+    own = _distinct(all_parts)
+    return builtin if all(_structure(parts) in known for parts in own) else own
 
 
 def _distinct(all_parts) -> list:
@@ -326,7 +339,7 @@ def compile_runs(opts: Sequence) -> CompiledRuns:
         When a chain holds a transform without a compiled form.
     """
     all_parts = [_updates(o) for o in opts]
-    structures = _distinct(_builtin_parts() + all_parts)
+    structures = _step_structures(all_parts)
     index = {_structure(parts): i for i, parts in enumerate(structures)}
     width = 1 + max([sum(len(eu.values) for _, eu in parts) for parts in all_parts] + [0])
     hps = np.zeros((len(opts), width))
