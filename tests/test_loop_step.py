@@ -301,3 +301,32 @@ def test_the_draw_of_one_sampler_compiles_none_of_the_others():
     assert links(ir(samplers.drawer(samplers.EPOCH, False))) == {"shuffle": True, "log": False}
     assert links(ir(samplers.drawer(samplers.REPLAY, True))) == {"shuffle": False, "log": True}
     assert samplers.drawer(samplers.EPOCH, False) is samplers.drawer(samplers.EPOCH, False)
+
+
+def test_a_generated_loop_module_asked_for_by_many_threads_is_executed_once_and_seen_whole(tmp_path, monkeypatch):
+    """The trainer's threads ask for the same pointer loop at once (loops.pointer_loop resolves its sampler at the
+    first call): each must get the module only after it ran to its end, never the half-executed module that another
+    thread has put in ``sys.modules`` (a warm quick report failed so: "module ... has no attribute 'paths_loop'")."""
+    import sys
+    import threading
+
+    from dyntools.dynamics import loops
+
+    monkeypatch.setenv("DYNTOOLS_LOOP_CACHE", str(tmp_path))
+    digest = "test" + str(id(tmp_path))
+    text = "import time\ntime.sleep(0.3)\npaths_loop = 'whole'\n"
+    go, seen = threading.Barrier(4), []
+
+    def ask():
+        go.wait()
+        seen.append(getattr(loops._generated("ptrloop", digest, lambda: text), "paths_loop", None))
+
+    threads = [threading.Thread(target=ask) for _ in range(4)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.modules.pop(f"dyntools_user_ptrloop_{digest}", None)
+    assert seen == ["whole"] * 4
