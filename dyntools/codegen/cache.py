@@ -29,6 +29,7 @@ import importlib.util
 import os
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 
@@ -96,32 +97,44 @@ def load(kind: str, key: str, make_source=None, namespace: dict | None = None):
     """The module ``<kind>_<key>``: imported from the cache, written first from ``make_source()`` if absent.
     ``namespace``: names set in the module before its code runs (objects its code refers to but cannot import,
     e.g. a user's jitted functions; the key must then cover everything that makes them compile differently)."""
-    name = f"dyntools_generated_{kind}_{key}"
-    if name in sys.modules:
-        return sys.modules[name]
-    path = path_of(kind, key)
-    if not path.is_file():
-        if make_source is None:
-            raise FileNotFoundError(path)
-        source = make_source()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{kind}_", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(source)
-        if path.is_file():                   # another process wrote it meanwhile: keep theirs
-            os.unlink(tmp)
-        else:
-            os.replace(tmp, path)
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    module.__dict__.update(namespace or {})
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        del sys.modules[name]
-        raise
-    return module
+    return load_file(f"dyntools_generated_{kind}_{key}", path_of(kind, key), make_source, namespace)
+
+
+#: held while a generated module is found, written or executed: threads of one process (the trainer's workers
+#: resolve loops at their first call) must never see a module another thread is still executing
+_LOADING = threading.RLock()
+
+
+def load_file(name: str, path: Path, make_source=None, namespace: dict | None = None):
+    """The module ``name`` of the file ``path``: imported once per process, the file written first from
+    ``make_source()`` when absent (by a rename: a process never reads a half-written file; a file another process
+    wrote meanwhile is kept). Under :data:`_LOADING`; a module whose execution fails is not left in
+    ``sys.modules``. ``namespace``: as :func:`load`."""
+    with _LOADING:
+        if name in sys.modules:
+            return sys.modules[name]
+        if not path.is_file():
+            if make_source is None:
+                raise FileNotFoundError(path)
+            source = make_source()
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}_", suffix=".tmp")
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(source)
+            if path.is_file():                   # another process wrote it meanwhile: keep theirs
+                os.unlink(tmp)
+            else:
+                os.replace(tmp, path)
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        module.__dict__.update(namespace or {})
+        sys.modules[name] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[name]
+            raise
+        return module
 
 
 def fingerprint(kind: str, key: str) -> str | None:
