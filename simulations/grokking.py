@@ -233,7 +233,7 @@ def _entry(ctx, over: dict):
           f"{res.timings['total']:.1f} s wall, {res.timings['cpu']:.1f} CPU-s.", "",
           markdown_table(res.summary["table"]), "", f"**Verdict** — {verdict_line(res)}.", "",
           f"Phase diagram (AdamW, seeds reaching test accuracy ≥ {100 * c['threshold']:g} % within the budget, "
-          f"{c['phase_seeds']} seeds per cell):", *phase_lines(res), ""]
+          f"{c['phase_seeds']} seed{'s' * (c['phase_seeds'] != 1)} per cell):", *phase_lines(res), ""]
     md += [f"![grokking]({ctx.relative(q)})" for q in paths]
     return Section(TITLE, "\n".join(md), numbers={"verdict": res.summary["verdict"], "seconds": res.timings["total"]},
                    figures=[ctx.relative(q) for q in paths], ok=True, headline=verdict_line(res))
