@@ -446,3 +446,22 @@ def test_a_mathtext_suptitle_passes():
     ax.plot([0, 1], [0, 1])
     fig.suptitle(r"Universal approximation: $g(x) = A + \sum_i v_i\,\sigma(w_i^T x + b_i)$")
     assert check.figure_problems(fig) == []
+
+
+def test_the_legend_pass_draw_read_by_the_check_finds_what_a_fresh_draw_finds():
+    """``plots.save`` hands the check the last draw of :func:`place_legends` when that pass moved nothing: the
+    findings are those of a fresh draw, on a clean figure and with defects planted (an axis label gone, a
+    title over its neighbour's)."""
+    from dyntools.plots.legends import place_legends
+
+    for plant in (None, "label", "title"):
+        fig, axes = _clean()
+        if plant == "label":
+            axes[0, 1].set_ylabel("")
+        if plant == "title":
+            axes[0, 0].set_title("a very long title " * 6)
+        drawn = place_legends(fig)
+        assert drawn is not None                    # two clean panels: the second pass moves nothing
+        found = check.figure_problems(fig, renderer=drawn)
+        assert found == check.figure_problems(fig)
+        assert bool(found) == (plant is not None), found

@@ -122,3 +122,18 @@ def test_cli_bad_input(tmp_path, args, word):
     proc = run_cli("simulate", "grokking", *args, "--out", out, cwd=tmp_path)
     assert proc.returncode == 2 and word in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and not out.exists()
+
+
+def test_the_phase_cell_of_the_study_itself_is_its_adamw_run():
+    """The phase diagram takes its (λ = weight_decay, train_fraction) cell from the study's AdamW runs instead of
+    training it again: the same numbers as training that cell on its own."""
+    p = G.EXPERIMENT.make(None, p=11, steps=300, seeds=3, records=5, width=16, weight_decay=1.0, train_fraction=0.7,
+                          phase_decays=(0.0, 1.0), phase_fractions=(0.5, 0.7), phase_seeds=2, workers=1)
+    res = G.simulate(p, seed=3)
+    model = G.network(p)
+    data = G.datasets(p, 0.7, 2, 3)
+    alone = G.train_runs(p, model, data, [G.optimizers(p, model, 1.0)[0]], 3, (1, 1), res["steps"])
+    m = G.measure(model, alone["theta"], data)
+    np.testing.assert_array_equal(res["phase_final_test"][1, 1], m["test_acc"][0, :, -1])
+    # the comparison has teeth: at this size the λ = 0 cell ends elsewhere (a row taken from the wrong run shows)
+    assert not np.array_equal(res["phase_final_test"][0, 1], res["phase_final_test"][1, 1])

@@ -147,8 +147,8 @@ def save(fig: matplotlib.figure.Figure, out_dir: Path, name: str,
     from dyntools.plots import check
     from dyntools.plots.legends import place_legends
 
-    place_legends(fig)                      # legends left at loc="best" go where they cover no drawn pixel
-    check.enforce(lambda: check.figure_problems(fig), name)
+    drawn = place_legends(fig)              # legends left at loc="best" go where they cover no drawn pixel
+    check.enforce(lambda: check.figure_problems(fig, renderer=drawn), name)     # its last draw, when still true
     paths = []
     made = not out_dir.exists()
     with matplotlib.rc_context(RC):

@@ -524,10 +524,11 @@ def _count_problems(fig) -> list[str]:
     return problems
 
 
-def figure_problems(fig, *, cropped: bool = True) -> list[str]:
+def figure_problems(fig, *, cropped: bool = True, renderer=None) -> list[str]:
     """Every defect of ``fig`` (see the module docstring); ``cropped``: the figure is saved with
-    ``bbox_inches="tight"``, so text beyond the canvas is kept (an animation frame is not)."""
-    renderer = _renderer(fig)
+    ``bbox_inches="tight"``, so text beyond the canvas is kept (an animation frame is not); ``renderer``: the
+    renderer of a draw of ``fig`` as it is now (nothing changed since), read instead of drawing it again."""
+    renderer = _renderer(fig) if renderer is None else renderer
     problems = []
     for ax in _panel_axes(fig):
         if _is_colorbar(ax):

@@ -67,15 +67,20 @@ def _place(leg, renderer) -> str:
     return "outside"
 
 
-def place_legends(fig) -> None:
-    """Place every panel legend of ``fig`` left at ``loc="best"`` on no drawn pixel (see the module docstring)."""
+def place_legends(fig):
+    """Place every panel legend of ``fig`` left at ``loc="best"`` on no drawn pixel (see the module docstring).
+
+    Returns the renderer of the last draw when the legends ended where that draw had them (a pass that moved
+    nothing: the figure is as drawn, so the figure check can read that draw instead of drawing it again), else
+    ``None``."""
     legends = _auto_legends(fig)
     if not legends:
-        return
+        return None
     where = [None] * len(legends)
     for _ in range(PASSES):
         renderer = check._renderer(fig)
         now = [_place(leg, renderer) if w != "figure" else w for leg, w in zip(legends, where)]
         if now == where:
-            return
+            return renderer
         where = now
+    return None
