@@ -124,6 +124,10 @@ class Model:
     #: checked against its twin once per model, then trained by the one loop compiled for every such kernel, which
     #: calls it through a function pointer
     generated_kernel: bool = False
+    #: the kernel costs so little per step (a few flops: the 2-D surfaces) that calling it through a function pointer
+    #: would slow the step (Rosenbrock, 8 optimizers: 13–26 % per step, measured): the trainer inlines it into a loop
+    #: generated for it (:func:`dyntools.dynamics.loops.user_loop`) instead of the shared pointer loop
+    inline_kernel: bool = False
     #: the generated Milstein correction of the label-noise SDE (a method ``milstein_correction(X)``), or None
     milstein_correction = None
 
