@@ -66,7 +66,8 @@ def test_user_kernel_loop_is_cached_on_disk(tmp_path):
               "t = time.perf_counter(); dt.train(Affine(3), d, dt.sgd(lr=0.01), steps=2, batch=4)\n"
               "seconds = time.perf_counter() - t\n"
               "import sys\n"
-              "hits = [m.paths_loop.stats.cache_hits for k, m in sys.modules.items() if k.startswith('dyntools_user_ptr')]\n"
+              "hits = [m.paths_loop.stats.cache_hits for k, m in sys.modules.items()\n"
+              "        if k.startswith('dyntools_user_ptr')]\n"
               "print(seconds, sum(sum(h.values()) for h in hits) if hits else -1)\n")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "DYNTOOLS_LOOP_CACHE": str(tmp_path / "loops")}
 

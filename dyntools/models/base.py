@@ -121,8 +121,8 @@ class Model:
     #: batch norm: the trainer records the running statistics with θ and evaluates the loss with them
     batch_norm: bool = False
     #: the kernel was generated from the user's expression (:class:`~dyntools.models.symbolic.SymbolicModel`): it is
-    #: checked against its twin once per model, then trained by the one loop compiled for every such kernel, which
-    #: calls it through a function pointer
+    #: checked against its twin once per model (then trained, like every kernel without step hooks, by the one loop
+    #: compiled per optimizer step module and sampler, which calls it through a function pointer)
     generated_kernel: bool = False
     #: the kernel costs so little per step (a few flops: the 2-D surfaces) that calling it through a function pointer
     #: would slow the step (Rosenbrock, 8 optimizers: 13–26 % per step, measured): the trainer inlines it into a loop
