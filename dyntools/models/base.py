@@ -124,9 +124,11 @@ class Model:
     #: checked against its twin once per model (then trained, like every kernel without step hooks, by the one loop
     #: compiled per optimizer step module and sampler, which calls it through a function pointer)
     generated_kernel: bool = False
-    #: the kernel costs so little per step (a few flops: the 2-D surfaces) that calling it through a function pointer
-    #: would slow the step (Rosenbrock, 8 optimizers: 13–26 % per step, measured): the trainer inlines it into a loop
-    #: generated for it (:func:`dyntools.dynamics.loops.user_loop`) instead of the shared pointer loop
+    #: the rule: a kernel whose step is measured more than 3 % slower through a function pointer (issue 38's per-step
+    #: bound) sets this, and the trainer inlines it into a loop generated for it
+    #: (:func:`dyntools.dynamics.loops.user_loop`, one more compile per optimizer step module) instead of the shared
+    #: pointer loop. Set by the 2-D surfaces (a few flops a step; Rosenbrock, 8 optimizers: 13–26 % slower); the
+    #: other built-in models measured within it (docs/performance.md, stop 53)
     inline_kernel: bool = False
     #: the generated Milstein correction of the label-noise SDE (a method ``milstein_correction(X)``), or None
     milstein_correction = None
