@@ -54,9 +54,9 @@ def test_correct_user_model_trains_numba_equals_numpy():
 
 
 def test_user_kernel_loop_is_cached_on_disk(tmp_path):
-    """The second process loads the user kernel's loop from disk (numba cache hit) and its first train call
-    is several times faster than the first process's (which compiles; on this loaded 2-core machine
-    ~60 s vs ~3 s — the absolute target lives in the issue, timings are not asserted here)."""
+    """The second process loads the loop that trains the user kernel (the pointer loop of its optimizer step,
+    :func:`dyntools.dynamics.loops.pointer_loop`) from disk (numba cache hit) instead of compiling it; timings are
+    not asserted here (the absolute targets live in issue 38's cold-start bench)."""
     script = ("import time, numpy as np, dyntools as dt\n"
               "from dyntools.dynamics import loops\n"
               "from tests.byo_model import Affine, affine_loss_grad\n"
@@ -65,9 +65,10 @@ def test_user_kernel_loop_is_cached_on_disk(tmp_path):
               "d = D(); d.X, d.y = X, X.sum(axis=1)\n"
               "t = time.perf_counter(); dt.train(Affine(3), d, dt.sgd(lr=0.01), steps=2, batch=4)\n"
               "seconds = time.perf_counter() - t\n"
-              "from dyntools.optim.compiled import compile_runs\n"
-              "hits = loops.user_loop(affine_loss_grad, compile_runs([dt.sgd(lr=0.01)]).step).stats.cache_hits\n"
-              "print(seconds, sum(hits.values()))\n")
+              "import sys\n"
+              "hits = [m.paths_loop.stats.cache_hits for k, m in sys.modules.items()\n"
+              "        if k.startswith('dyntools_user_ptr')]\n"
+              "print(seconds, sum(sum(h.values()) for h in hits) if hits else -1)\n")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "DYNTOOLS_LOOP_CACHE": str(tmp_path / "loops")}
 
     def run():
@@ -79,7 +80,7 @@ def test_user_kernel_loop_is_cached_on_disk(tmp_path):
 
     first, first_hits = run()
     second, second_hits = run()
-    assert list((tmp_path / "loops").glob("loop_*.py"))
+    assert list((tmp_path / "loops").glob("ptrloop_*.py"))
     assert first_hits == 0 and second_hits >= 1     # the work: loaded, not compiled (seconds are not asserted)
 
 

@@ -330,3 +330,34 @@ def test_a_generated_loop_module_asked_for_by_many_threads_is_executed_once_and_
     finally:
         sys.modules.pop(f"dyntools_user_ptrloop_{digest}", None)
     assert seen == ["whole"] * 4
+
+
+@pytest.mark.parametrize("model, loop", [
+    ("least_squares", "pointer"), ("diag_net", "pointer"), ("resnet", "pointer"), ("voronoi", "pointer"),
+    ("sigmoid_net", "pointer"), ("surface", "user"),
+])
+def test_which_kernels_take_the_pointer_loop(monkeypatch, model, loop):
+    """A kernel without step hooks trains through the one pointer loop of its step module, unless the model sets
+    ``inline_kernel`` (measured > 3 % slower per step by pointer: the 2-D surfaces), which keeps the
+    loop generated for its kernel; models with hooks keep it too. Only the choice is run (no loop compiles)."""
+    from types import SimpleNamespace
+
+    from dyntools.models.base import no_hook
+    from dyntools.models.diag_net import DiagNet
+    from dyntools.models.least_squares import LeastSquares
+    from dyntools.models.resnet import ResNet
+    from dyntools.models.sigmoid_net import SigmoidNet
+    from dyntools.models.surfaces import Surface
+    from dyntools.models.voronoi import VoronoiLadder
+
+    made = {"least_squares": lambda: LeastSquares(3), "diag_net": lambda: DiagNet(3), "resnet": lambda: ResNet(),
+            "voronoi": lambda: VoronoiLadder("centers", dim=2, n_centers=4), "sigmoid_net": lambda: SigmoidNet(1, 4),
+            "surface": lambda: Surface("rosenbrock")}[model]()
+    monkeypatch.setattr(loops, "pointer_loop", lambda kernel, step, arrays: ("pointer", kernel, step))
+    monkeypatch.setattr(loops, "user_loop", lambda kernel, step, hooks=None: ("user", kernel, step))
+    runs = SimpleNamespace(step="all-structures", own_step="own-structures")
+    pb = SimpleNamespace(kernel="numba", model=made)
+    chosen = run_plan._cached_loop(pb, None, runs, SimpleNamespace(compiled=(no_hook,) * 3))
+    assert chosen == (loop, made.loss_grad, "own-structures" if loop == "pointer" else "all-structures")
+    hooked = run_plan._cached_loop(pb, None, runs, SimpleNamespace(compiled=(no_hook, lambda: None, no_hook)))
+    assert hooked[0] == "user"

@@ -10,9 +10,11 @@ which inlines
 :func:`dyntools.dynamics.path_loop.advance_path`; that loop caches like any other kernel. Its file is keyed by the
 kernel's and the step's source files' contents, so an edited model file never meets a stale compiled loop (numba's
 cache of a loop written here by hand would not see edits of the models it calls); only a kernel that cannot be
-imported by name gets the uncached loop. A generated kernel (:class:`dyntools.models.symbolic.SymbolicModel`) has
-no loop of its own: the trainer calls it through a function pointer — a type that names the signature, not the
-object — from one loop per optimizer step module, compiled and cached for every such kernel (:func:`pointer_loop`).
+imported by name gets the uncached loop. The trainer uses :func:`user_loop` only for models with step hooks: a
+kernel without hooks — generated (:class:`dyntools.models.symbolic.SymbolicModel`), built-in or a user's — has no
+loop of its own: the trainer calls it through a function pointer — a type that names the signature, not the
+object — from one loop per optimizer step module and sampler, compiled and cached for every such kernel
+(:func:`pointer_loop`; the same bits as the inlined loop: the quick report's numbers are unchanged).
 """
 
 from __future__ import annotations

@@ -252,15 +252,18 @@ def _hook_arrays(hooks, P: int, G: int, K: int) -> dict:
 
 
 def _cached_loop(pb: Problem, arrays: path_loop.LoopArrays, compiled, hooks):
-    """The compiled generic loop of the model's kernel: one shared loop for every generated kernel (the kernel by
-    pointer, the run set's own step named in it: :func:`dyntools.dynamics.loops.pointer_loop`), else the loop
-    generated for the kernel and cached on disk (:func:`dyntools.dynamics.loops.user_loop`, built-in
-    and user kernels alike); None for the NumPy twin, or a kernel that cannot be imported by name (the trainer then
-    passes it to its uncached generic loop)."""
+    """The compiled generic loop of the model's kernel: for a model without step hooks — built-in, user's or
+    generated kernel alike — one shared loop (the kernel by pointer, the run set's own step named in it:
+    :func:`dyntools.dynamics.loops.pointer_loop`), compiled once per step module and sampler instead of once per
+    (kernel, step): the quick report's 14 per-model loops took ~200 s of its cold compiles; else (hooks: dropout,
+    batch norm, the toy's counters; a kernel measured more than 3 % slower per step through a pointer,
+    ``Model.inline_kernel``: the 2-D surfaces) the loop generated for the kernel, step and hooks
+    and cached on disk (:func:`dyntools.dynamics.loops.user_loop`); None for the NumPy twin, or a kernel that cannot
+    be imported by name (the trainer then passes it to its uncached generic loop)."""
     if pb.kernel != "numba":
         return None
-    if pb.model.generated_kernel and all(h is no_hook for h in hooks.compiled):
-        # one compiled loop for every such kernel and run set's own chains
+    if not pb.model.inline_kernel and all(h is no_hook for h in hooks.compiled):
+        # one compiled loop for every kernel of the protocol and run set's own chains
         return loops.pointer_loop(pb.model.loss_grad, compiled.own_step, arrays)
     return loops.user_loop(pb.model.loss_grad, compiled.step, hooks.compiled)
 

@@ -121,9 +121,15 @@ class Model:
     #: batch norm: the trainer records the running statistics with θ and evaluates the loss with them
     batch_norm: bool = False
     #: the kernel was generated from the user's expression (:class:`~dyntools.models.symbolic.SymbolicModel`): it is
-    #: checked against its twin once per model, then trained by the one loop compiled for every such kernel, which
-    #: calls it through a function pointer
+    #: checked against its twin once per model (then trained, like every kernel without step hooks, by the one loop
+    #: compiled per optimizer step module and sampler, which calls it through a function pointer)
     generated_kernel: bool = False
+    #: the rule: a kernel whose step is measured more than 3 % slower through a function pointer (issue 38's per-step
+    #: bound) sets this, and the trainer inlines it into a loop generated for it
+    #: (:func:`dyntools.dynamics.loops.user_loop`, one more compile per optimizer step module) instead of the shared
+    #: pointer loop. Set by the 2-D surfaces (a few flops a step; Rosenbrock, 8 optimizers: 13–26 % slower); the
+    #: other built-in models measured within it (docs/performance.md, stop 53)
+    inline_kernel: bool = False
     #: the generated Milstein correction of the label-noise SDE (a method ``milstein_correction(X)``), or None
     milstein_correction = None
 

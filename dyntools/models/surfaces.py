@@ -209,6 +209,7 @@ class Surface(Model):
     head = "regression"
     init_stream = "surface.noise"
     sampling_stream = "surface.noise"
+    inline_kernel = True                 # a few flops a step: a call through a pointer would cost 13–26 % per step
     loss_grad = staticmethod(loss_grad)
     loss_grad_np = staticmethod(loss_grad_np)
 
