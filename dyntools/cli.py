@@ -105,7 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
                  description="Run every headline result of the source documents and write\n"
                              "figures and a report.md embedding them with the measured numbers.\n\n"
                              "example:\n  dyntools reproduce --quick --out report")
-    p.add_argument("--quick", action="store_true", help="reduced sizes: the whole catalogue in under 3 minutes")
+    p.add_argument("--quick", action="store_true", help="reduced sizes: every entry, figure and check with fewer "
+                   "steps, seeds and grid points (measured times: docs/performance.md)")
     p.add_argument("--only", default=None, metavar="NAMES", help="comma-separated catalogue entries to run")
     p.add_argument("--self-contained", action="store_true",
                    help="embed the figures in report.html (one file to send; default: the files beside it)")
