@@ -287,17 +287,20 @@ def run(quick: bool = False, rows: list[Row] | None = None) -> BenchReport:
 
 
 def processor() -> str:
-    """The processor's model name (``/proc/cpuinfo``; the platform's name elsewhere)."""
+    """The processor's model name (``/proc/cpuinfo``; the platform's name elsewhere), the target numba compiles
+    for and the logical processors: "AMD EPYC" alone names both a Zen 4 and a Zen 5, whose compile times differ
+    by up to 1.9× (docs/performance.md)."""
     import platform
 
+    from dyntools.engine.target import compile_target
+
+    name = platform.processor() or "unknown"
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
+            name = next((line.split(":", 1)[1].strip() for line in fh if line.startswith("model name")), name)
     except OSError:
         pass
-    return platform.processor() or "unknown"
+    return f"{name} (numba target {compile_target()['cpu_name']}, {os.cpu_count()} logical processors)"
 
 
 BENCHMARK = Benchmark("cold-start", run, compiles_in_children=True)
