@@ -269,10 +269,11 @@ def kernel_type(arrays: LoopArrays):
     if found is None:
         from numba import typeof, types
 
-        vec = types.Array(typeof(arrays.thetas).dtype, 1, "C")
+        vec = types.Array(typeof(arrays.thetas).dtype, 1, "C")      # θ, its gradient and the workspace
+        # the label noise of the batch is float64 in every precision (the loop's ``noise``)
         found = _SIGNATURES[key] = types.FunctionType(types.float64(
-            vec, typeof(X), typeof(y), types.int64[::1], types.int64, vec, vec, vec, typeof(arrays.iargs),
-            typeof(arrays.fargs)))
+            vec, typeof(X), typeof(y), types.int64[::1], types.int64, types.float64[::1], vec, vec,
+            typeof(arrays.iargs), typeof(arrays.fargs)))
     return found
 
 
