@@ -8,6 +8,7 @@ Workers that cannot run dyntools cells (no dyntools, another version) are refuse
 before anything is written. Every process started here is stopped; hang guards are generous timeouts.
 """
 
+import contextlib
 import json
 import os
 import re
@@ -54,10 +55,10 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-#: seconds a stopped scheduler or worker has to exit on SIGTERM before it is killed (they exit in under 1 s; a
-#: worker without a nanny now and then never does: it then held each teardown for the 30 s of its old wait);
-#: a nanny has longer, since killing it would leave its worker behind
-GRACE, NANNY_GRACE = 3, 30
+#: seconds a stopped scheduler, worker or nanny has to exit on SIGTERM before its process group is killed (they exit
+#: in under 1 s; a worker without a nanny now and then never does, and a nanny whose worker was killed by a test
+#: held each teardown for the whole of its 30 s wait: 60 s of the suite for two nannies)
+GRACE = 3
 
 
 class Cluster:
@@ -70,8 +71,9 @@ class Cluster:
         logs = open(tmp / f"cluster-{self.port}.log", "wb")
         self.logs = logs
         self.scheduler = subprocess.Popen([DASK, "scheduler", "--host", "127.0.0.1", "--port", str(self.port),
-                                           "--no-dashboard"], env=base, stdout=logs, stderr=logs)
-        self.workers, self.graces = [], []
+                                           "--no-dashboard"], env=base, stdout=logs, stderr=logs,
+                                          start_new_session=True)
+        self.workers = []
         for _ in range(workers):
             self.add_worker(env or base, nanny)
 
@@ -79,8 +81,8 @@ class Cluster:
         """Start one more worker (``env`` for it), e.g. mid-sweep."""
         self.workers.append(subprocess.Popen([DASK, "worker", self.address, "--nthreads", "1",
                                               "--nanny" if nanny else "--no-nanny", "--host", "127.0.0.1",
-                                              "--no-dashboard"], env=env, stdout=self.logs, stderr=self.logs))
-        self.graces.append(NANNY_GRACE if nanny else GRACE)
+                                              "--no-dashboard"], env=env, stdout=self.logs, stderr=self.logs,
+                                             start_new_session=True))     # its own group: a nanny and its worker
 
     def wait_for_workers(self, n: int, timeout: float = 600) -> None:
         from distributed import Client
@@ -89,14 +91,16 @@ class Cluster:
             client.wait_for_workers(n, timeout=timeout)
 
     def stop(self) -> None:
-        for proc in [*self.workers, self.scheduler]:
+        procs = [*self.workers, self.scheduler]
+        for proc in procs:
             if proc.poll() is None:
                 proc.terminate()          # a nanny stops its worker on SIGTERM
-        for proc, grace in zip([*self.workers, self.scheduler], [*self.graces, GRACE]):
+        for proc in procs:
             try:
-                proc.wait(timeout=grace)
+                proc.wait(timeout=GRACE)
             except subprocess.TimeoutExpired:
-                proc.kill()
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)     # the nanny with the worker it started
                 proc.wait(timeout=30)
         self.logs.close()
 
