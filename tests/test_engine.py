@@ -202,9 +202,11 @@ def _sets(k=2, n=24, d=10):
 @pytest.mark.parametrize("sampler,batch,noise", [("with-replacement", 3, 0.0), ("epoch", 5, 0.1),
                                                  ("distinct", 4, 0.0), ("full", 1, 0.0),
                                                  ("with-replacement", 1, 0.05)])
-@pytest.mark.parametrize("opt", [O.sgd(0.05, momentum=0.9, weight_decay=1e-3), O.adamw(1e-2, weight_decay=0.1),
-                                 O.rmsprop(1e-3), O.adagrad(0.05)])
-def test_generic_loop_equals_its_numpy_twin(sampler, batch, noise, opt):
+def test_generic_loop_equals_its_numpy_twin(sampler, batch, noise):
+    """The four optimizers as one run set (one step module and one loop per sampler to compile, not four), each run
+    against the NumPy twin's."""
+    opt = [O.sgd(0.05, momentum=0.9, weight_decay=1e-3), O.adamw(1e-2, weight_decay=0.1), O.rmsprop(1e-3),
+           O.adagrad(0.05)]
     kw = dict(steps=60, schedule=PiecewiseDecay((0.5,), (2.0,)), batch=batch, sampler=sampler, label_noise=noise,
               records=12, seed=4)
     fast = train(DiagNet(10), _sets(), opt, **kw)
