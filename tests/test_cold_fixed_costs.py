@@ -65,7 +65,8 @@ def test_a_cold_toy_and_symbolic_train_compile_no_probe_and_no_seed_hash(tmp_pat
     assert [n for n in out["mlp import"] if n == "dyntools.lowlevel.probe._exercise"], out["mlp import"]
 
 
-#: a float64 cross-entropy MLP's first dt.train, then every function the child compiled (nested ones too)
+#: a float64 cross-entropy MLP's first dt.train, then a ReLU regression net's, then two float32 MLPs built: every
+#: function the child compiled (nested ones too) in each part
 MLP_CHILD = LISTENER + """
 import json
 import numpy as np
@@ -75,9 +76,14 @@ rng = np.random.default_rng(0)
 data = type("Data", (), {"X": rng.standard_normal((20, 2)), "y": np.arange(20) % 3, "X_test": None, "y_test": None})()
 run = dt.train(dt.MLP((2, 16, 16, 3), head="cross-entropy"), data, dt.optim.sgd(1e-3), steps=5, seed=0, records=2)
 compiled = list(_compiles.every)
+X = rng.standard_normal((20, 5))
+data = type("Data", (), {"X": X, "y": X[:, 0].copy(), "X_test": None, "y_test": None})()
+relu = dt.train(dt.MLP((5, 10, 10, 1)), data, dt.optim.sgd(1e-3), steps=5, seed=0, records=2)   # its tuned loop
+relu_compiled = _compiles.every[len(compiled):]
 dt.MLP((2, 4, 1), dtype="float32")     # the first float32 model: its precision's probe, once
 dt.MLP((2, 5, 1), dtype="float32")
-print(json.dumps({"compiled": compiled, "float32": _compiles.every[len(compiled):], "status": run.status}))
+print(json.dumps({"compiled": compiled, "relu": relu_compiled,
+                  "float32": _compiles.every[len(compiled) + len(relu_compiled):], "status": run.status}))
 """
 
 
@@ -108,3 +114,13 @@ def test_a_cold_float64_mlp_probes_the_blocks_in_float64_only(mlp_child):
     probe = "dyntools.lowlevel.probe._exercise"
     assert mlp_child["compiled"].count(probe) == 1, mlp_child["compiled"]
     assert mlp_child["float32"].count(probe) == 1, mlp_child["float32"]
+
+
+@pytest.mark.slow
+def test_a_run_by_a_built_in_tuned_loop_does_not_compile_the_generic_loop_s_kernel(mlp_child):
+    """The ReLU regression net trains by its tuned loop (``regression_paths``: forward and backward inlined); the
+    generic loop it never calls is not built, so its kernel ``loss_grad_regression`` is not compiled (~1.3 s of the
+    row's cold start, issue 38)."""
+    relu = mlp_child["relu"]
+    assert "dyntools.dynamics.fast.mlp.regression_paths" in relu, relu      # the control: compiled here, cold
+    assert "dyntools.models.mlp.loss_grad_regression" not in relu, relu
