@@ -65,7 +65,8 @@ def test_a_cold_toy_and_symbolic_train_compile_no_probe_and_no_seed_hash(tmp_pat
     assert [n for n in out["mlp import"] if n == "dyntools.lowlevel.probe._exercise"], out["mlp import"]
 
 
-#: a float64 cross-entropy MLP's first dt.train, then every function the child compiled (nested ones too)
+#: a float64 cross-entropy MLP's first dt.train, then a ReLU regression net's, then two float32 MLPs built: every
+#: function the child compiled (nested ones too) in each part
 MLP_CHILD = LISTENER + """
 import json
 import numpy as np
@@ -74,18 +75,52 @@ import dyntools as dt
 rng = np.random.default_rng(0)
 data = type("Data", (), {"X": rng.standard_normal((20, 2)), "y": np.arange(20) % 3, "X_test": None, "y_test": None})()
 run = dt.train(dt.MLP((2, 16, 16, 3), head="cross-entropy"), data, dt.optim.sgd(1e-3), steps=5, seed=0, records=2)
-print(json.dumps({"compiled": _compiles.every, "status": run.status}))
+compiled = list(_compiles.every)
+X = rng.standard_normal((20, 5))
+data = type("Data", (), {"X": X, "y": X[:, 0].copy(), "X_test": None, "y_test": None})()
+relu = dt.train(dt.MLP((5, 10, 10, 1)), data, dt.optim.sgd(1e-3), steps=5, seed=0, records=2)   # its tuned loop
+relu_compiled = _compiles.every[len(compiled):]
+dt.MLP((2, 4, 1), dtype="float32")     # the first float32 model: its precision's probe, once
+dt.MLP((2, 5, 1), dtype="float32")
+print(json.dumps({"compiled": compiled, "relu": relu_compiled,
+                  "float32": _compiles.every[len(compiled) + len(relu_compiled):], "status": run.status}))
 """
 
 
+@pytest.fixture(scope="module")
+def mlp_child(tmp_path_factory):
+    """What :data:`MLP_CHILD` prints (one cold child for the tests below)."""
+    return cold_child(MLP_CHILD, tmp_path_factory.mktemp("mlp-child"))
+
+
 @pytest.mark.slow
-def test_a_cold_cross_entropy_mlp_compiles_the_matrix_product_once(tmp_path):
+def test_a_cold_cross_entropy_mlp_compiles_the_matrix_product_once(mlp_child):
     """Every product of the cross-entropy kernel's pass (plain, ReLU, masked; per column or per row) is one compiled
     function, :func:`dyntools.models.mlp_gemm.product`, with the start and the epilogue as run-time arguments: compiled
     once (one signature: no literal argument types it again) and linked once into the kernel. Three entry points with
     the epilogue fixed compiled the panels three times (~2 of the MLP's first ~11 processor-seconds, issue 38)."""
-    compiled = cold_child(MLP_CHILD, tmp_path)["compiled"]
+    compiled = mlp_child["compiled"]
     products = [n for n in compiled if n.startswith("dyntools.models.mlp_gemm.")]
     # the control: the kernel was compiled here (the caches were empty), with its product
     assert "dyntools.models.mlp.loss_grad_cross_entropy" in compiled, compiled
     assert products == ["dyntools.models.mlp_gemm._gemm_columns", "dyntools.models.mlp_gemm.product"], products
+
+
+@pytest.mark.slow
+def test_a_cold_float64_mlp_probes_the_blocks_in_float64_only(mlp_child):
+    """The low-level probe compiles per precision (``_exercise`` once per signature): a float64 run compiles the
+    float64 one only (the float32 one cost ~0.35 s of the row, issue 38); the first float32 model then probes float32,
+    once per process (the control: the probe still runs before a float32 kernel can)."""
+    probe = "dyntools.lowlevel.probe._exercise"
+    assert mlp_child["compiled"].count(probe) == 1, mlp_child["compiled"]
+    assert mlp_child["float32"].count(probe) == 1, mlp_child["float32"]
+
+
+@pytest.mark.slow
+def test_a_run_by_a_built_in_tuned_loop_does_not_compile_the_generic_loop_s_kernel(mlp_child):
+    """The ReLU regression net trains by its tuned loop (``regression_paths``: forward and backward inlined); the
+    generic loop it never calls is not built, so its kernel ``loss_grad_regression`` is not compiled (~1.3 s of the
+    row's cold start, issue 38)."""
+    relu = mlp_child["relu"]
+    assert "dyntools.dynamics.fast.mlp.regression_paths" in relu, relu      # the control: compiled here, cold
+    assert "dyntools.models.mlp.loss_grad_regression" not in relu, relu

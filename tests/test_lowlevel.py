@@ -53,6 +53,21 @@ def test_the_environment_variable_forces_either_choice():
         lowlevel.choose({"DYNTOOLS_LOWLEVEL": "fast"}, probe=_passing_probe)
 
 
+def test_float32_is_probed_on_first_use_and_a_failure_names_the_fallback(monkeypatch):
+    if lowlevel.KIND != "llvm-vector":
+        pytest.skip("the fallback loops need no probe")
+    seen = []
+    monkeypatch.setattr(lowlevel, "_PROBED", {"float64"})
+    lowlevel.require(np.float64, probe=seen.append)                  # probed at import: not again
+    with pytest.raises(RuntimeError, match="float32 probe.*DYNTOOLS_LOWLEVEL=fallback"):
+        lowlevel.require(np.float32, environ={}, probe=lambda dtype: _failing_probe())
+    with pytest.raises(TypingError):                                 # forced fast code: its failure is not hidden
+        lowlevel.require(np.float32, environ={"DYNTOOLS_LOWLEVEL": "llvm-vector"}, probe=lambda d: _failing_probe())
+    lowlevel.require("float32", probe=seen.append)
+    lowlevel.require(np.float32, probe=seen.append)                  # once per process
+    assert seen == [np.dtype(np.float32)] and lowlevel._PROBED == {"float64", "float32"}
+
+
 def test_this_process_runs_the_probed_kernels():
     if os.environ.get("DYNTOOLS_LOWLEVEL") == "fallback":
         pytest.skip("fallback forced")

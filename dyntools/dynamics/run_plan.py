@@ -317,7 +317,11 @@ def build_run(pb: Problem, rs: Runs, *, record_steps, records, grid, seed, theta
         lrs=rates.window(0, min(steps, tuned_probe.PROBE_STEPS)), run_of=run_of, step_losses=step_losses,
         plain_sgd=np.array(plain_sgd, dtype=np.bool_), **_hook_arrays(hooks, P, G, K))
     tuned, kernel_fn = _pick_loop(pb, rs, setting, fast)
-    cached = None if compiled is None else _cached_loop(pb, arrays, compiled, hooks)   # before the check: by_pointer
+    # the generic loop runs unless a built-in tuned loop does (a user's is probed against it first): not built, its
+    # kernel is not compiled (the ReLU net's loss_grad_regression, ~1.3 of its ~6.5 cold seconds, issue 38)
+    generic_runs = tuned is None or tuned_loops.user_selector(model) is not None
+    cached = (None if compiled is None or not generic_runs
+              else _cached_loop(pb, arrays, compiled, hooks))   # before the check: by_pointer
     _check_kernel(pb, kernel_fn, thetas, Xs, ys, iargs, fargs, ws_size, check_gradient)  # compiles the kernel first
     steppers = ([chain_step.ChainStepper(rs.opts[run_of[p]], thetas[p]) for p in range(P)] if rs.by_chain
                 else None)

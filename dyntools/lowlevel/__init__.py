@@ -15,12 +15,13 @@ runtime accepts a null meminfo (no incref/decref), llvmlite's IR builder and LLV
 to choose the vector width (512 bits with AVX-512, else 256).
 
 The fallback (:mod:`dyntools.lowlevel.fallback`): when imported, this package compiles and runs a small
-probe of the three modules (:mod:`dyntools.lowlevel.probe`, cached on disk after the first time), before
-any kernel that uses them is defined. If that fails — a numba or llvmlite that changed these internals, a
-processor LLVM cannot target this way — it uses plain numba loops with the same call signatures instead: the
-same fma chains (the same bits on a processor with fma; see that module), slower. ``DYNTOOLS_LOWLEVEL=fallback``
-forces the loops, ``=llvm-vector`` the fast code (its failure raised). What runs is :data:`DESCRIPTION`, recorded
-in every result's ``versions["lowlevel"]`` and printed once by ``dyntools bench``.
+float64 probe of the three modules (:mod:`dyntools.lowlevel.probe`, cached on disk after the first time), before
+any kernel that uses them is defined; the float32 probe runs when a model is first built in float32
+(:func:`require`), so a float64 run never compiles it. If the float64 probe fails — a numba or llvmlite that
+changed these internals, a processor LLVM cannot target this way — it uses plain numba loops with the same
+call signatures instead: the same fma chains (the same bits on a processor with fma; see that module), slower.
+``DYNTOOLS_LOWLEVEL=fallback`` forces the loops, ``=llvm-vector`` the fast code (its failure raised). What runs
+is :data:`DESCRIPTION`, recorded in every result's ``versions["lowlevel"]`` and printed once by ``dyntools bench``.
 
 Only models/ (``mlp_gemm.py`` and ``mlp.py``) import this package, through the names below
 (``panel``, ``EPILOGUES``, ``transpose``, ``matrix``, ``borrowed``, ``VECTOR_BYTES``); nothing above the
@@ -32,6 +33,8 @@ the toy, a DiagNet or a symbolic model compiles no probe (``tests/test_cold_fixe
 from __future__ import annotations
 
 import os
+
+import numpy as np
 
 from dyntools.lowlevel.width import VECTOR_BITS, VECTOR_BYTES, lanes  # noqa: F401 (re-exported)
 from dyntools.numba_errors import install as _install_numba_errors
@@ -45,8 +48,9 @@ CHOICES = ("auto", "fallback", "llvm-vector")
 
 def choose(environ=os.environ, probe=None) -> tuple[str, str]:
     """``(kind, reason)``: ``("llvm-vector", "")`` when the fast building blocks compile and pass
-    :func:`dyntools.lowlevel.probe.check` (or ``probe``, a callable that raises on failure), else
-    ``("fallback", why)``; ``DYNTOOLS_LOWLEVEL`` in ``environ`` forces either."""
+    :func:`dyntools.lowlevel.probe.check` in float64 (or ``probe``, a callable that raises on failure), else
+    ``("fallback", why)``; ``DYNTOOLS_LOWLEVEL`` in ``environ`` forces either. float32 is probed on first use
+    (:func:`require`)."""
     forced = environ.get("DYNTOOLS_LOWLEVEL", "auto") or "auto"
     if forced not in CHOICES:
         raise ValueError(f"Invalid DYNTOOLS_LOWLEVEL: {forced!r} (one of {', '.join(CHOICES)})")
@@ -82,5 +86,31 @@ else:
         os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "__pycache__"), "lowlevel-fallback")
     from dyntools.lowlevel.fallback import EPILOGUES, borrowed, matrix, panel, transpose  # noqa: F401
 
+#: the precisions whose building blocks passed the probe in this process (float64: at import, by :func:`choose`)
+_PROBED = {"float64"} if KIND == "llvm-vector" else set()
+
+
+def require(dtype, environ=os.environ, probe=None) -> None:
+    """Probe the fast building blocks in precision ``dtype`` before a model's kernels first run in it (once per
+    process; nothing to do for the fallback loops). The import probes float64 only: compiling the float32
+    probe as well cost a float64 run ~0.35 s of a cold start (issue 38). The choice of the kernels is made at
+    import, so a float32 failure cannot switch to the loops any more: it raises, naming the way out
+    (``DYNTOOLS_LOWLEVEL=fallback``), unless the fast code was forced (then the probe's own error)."""
+    name = np.dtype(dtype).name
+    if KIND != "llvm-vector" or name in _PROBED:
+        return
+    try:
+        if probe is None:
+            from dyntools.lowlevel.probe import check as probe
+        probe(np.dtype(dtype))
+    except Exception as exc:
+        if environ.get("DYNTOOLS_LOWLEVEL") == "llvm-vector":
+            raise
+        raise RuntimeError(f"the LLVM-vector kernels failed their {name} probe ({type(exc).__name__}: "
+                           f"{str(exc).strip()[:200]}); set DYNTOOLS_LOWLEVEL=fallback to use the plain "
+                           "loops") from exc
+    _PROBED.add(name)
+
+
 __all__ = ["KIND", "REASON", "DESCRIPTION", "VECTOR_BITS", "VECTOR_BYTES", "lanes", "EPILOGUES", "panel",
-           "transpose", "matrix", "borrowed", "choose"]
+           "transpose", "matrix", "borrowed", "choose", "require"]

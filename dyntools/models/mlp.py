@@ -78,7 +78,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from dyntools import validation
+from dyntools import lowlevel, validation
 from dyntools.engine import rng, streams
 from dyntools.lowlevel import borrowed
 from dyntools.models import mlp_gemm, mlp_regularized
@@ -410,6 +410,7 @@ class MLP(Model):
         streams.key(sampling_stream)
         self.dtype = np.dtype(validation.one_of("dtype", dtype if isinstance(dtype, str) else np.dtype(dtype).name,
                                                 DTYPES))
+        lowlevel.require(self.dtype)          # float32's blocks are probed on first use (float64's at import)
         self._widths, self._w_off, self._b_off, self._p = layout_arrays(widths, flags)
         self._iargs = kernel_iargs(self._widths, self._w_off, self._b_off)
         self.dropout = validation.in_interval("dropout", dropout, 0.0, 1.0)
