@@ -236,8 +236,24 @@ def power_iteration(matvec, dim: int, *, iters: int = 200, tol: float = 1e-7, se
     return float(lam[0]), int(used[0])
 
 
+def start_vectors(batch: int, dim: int, seed: int, groups=None) -> np.ndarray:
+    """Random unit start vectors (batch × dim) of :func:`power_iteration_batch`: ``default_rng(seed)``'s, or with
+    ``groups`` those of ``default_rng(seed + g)`` for the rows labelled ``g``, in order."""
+    if groups is None:
+        Z = np.random.default_rng(seed).standard_normal((batch, dim))
+    else:
+        groups = np.asarray(groups)
+        if groups.shape != (batch,) or (groups < 0).any():
+            raise ValueError(f"Invalid groups: expected {batch} labels >= 0, got shape {groups.shape}")
+        Z = np.empty((batch, dim))
+        for g in np.unique(groups):
+            rows = np.flatnonzero(groups == g)
+            Z[rows] = np.random.default_rng(seed + int(g)).standard_normal((rows.size, dim))
+    return Z / np.linalg.norm(Z, axis=1, keepdims=True)
+
+
 def power_iteration_batch(matvec, dim: int, batch: int, *, iters: int = 200, tol: float = 1e-7, seed: int = 0,
-                          shift=0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                          shift=0.0, groups=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Power iteration on ``batch`` symmetric operators at once (e.g. one Hessian per recorded step).
 
     ``matvec(Z, rows)`` returns ``A_r z_r`` for each row ``z_r`` of ``Z`` (k × dim), operator ``r``
@@ -265,13 +281,16 @@ def power_iteration_batch(matvec, dim: int, batch: int, *, iters: int = 200, tol
         Seed of the random unit start vectors.
     shift : float or array_like, default 0.0
         One shift for all operators or one per operator.
+    groups : array_like of int, optional
+        A label ``g ≥ 0`` per operator: the operators of group ``g`` start, in order, from the vectors
+        ``default_rng(seed + g)`` draws for them, as a batch of that group alone would with seed ``seed + g``
+        (several batches stacked into one call start where each would alone: fewer, larger products).
     """
     dim = validation.count("dim", dim)
     batch = validation.count("batch", batch)
     iters = validation.count("iters", iters)
     shift = np.broadcast_to(np.asarray(shift, dtype=np.float64), (batch,))
-    Z = np.random.default_rng(seed).standard_normal((batch, dim))
-    Z /= np.linalg.norm(Z, axis=1, keepdims=True)
+    Z = start_vectors(batch, dim, seed, groups)
     lam = np.zeros(batch)
     used = np.full(batch, iters, dtype=np.int64)
     converged = np.zeros(batch, dtype=bool)
@@ -319,7 +338,7 @@ def sharpness(hvp, dim: int, *, iters: int = 200, tol: float = 1e-7, seed: int =
 
 
 def sharpness_batch(hvp, dim: int, batch: int, *, iters: int = 200, tol: float = 1e-7,
-                    seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+                    seed: int = 0, groups=None) -> tuple[np.ndarray, np.ndarray]:
     """``λ_max`` of ``batch`` symmetric Hessians given by batched products ``hvp(Z, rows)`` (the
     form of :func:`power_iteration_batch`), with the shifted second run of :func:`sharpness` for
     those whose dominant eigenvalue is negative. Returns ``(λ_max, converged)``.
@@ -336,13 +355,16 @@ def sharpness_batch(hvp, dim: int, batch: int, *, iters: int = 200, tol: float =
         As in :func:`sharpness`.
     seed : int, default 0
         Seed of the random start vectors (the shifted run uses ``seed + 1``).
+    groups : array_like of int, optional
+        As in :func:`power_iteration_batch` (the shifted run takes the labels of its operators).
     """
-    mu, _, converged = power_iteration_batch(hvp, dim, batch, iters=iters, tol=tol, seed=seed)
+    mu, _, converged = power_iteration_batch(hvp, dim, batch, iters=iters, tol=tol, seed=seed, groups=groups)
     out = mu.copy()
     neg = np.flatnonzero(mu < 0)
     if neg.size:
         lam, _, conv = power_iteration_batch(lambda Z, rows: hvp(Z, neg[rows]), dim, neg.size, iters=iters,
-                                             tol=tol, seed=seed + 1, shift=mu[neg])
+                                             tol=tol, seed=seed + 1, shift=mu[neg],
+                                             groups=None if groups is None else np.asarray(groups)[neg])
         out[neg] = lam + mu[neg]
         converged[neg] &= conv
     return out, converged

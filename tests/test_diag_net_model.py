@@ -200,3 +200,19 @@ def test_sharpness_of_an_indefinite_operator_is_the_top_eigenvalue_not_the_large
     assert metrics.sharpness(lambda z: A @ z, 3, iters=3000, tol=1e-14) == pytest.approx(2.0, rel=1e-6)
     mu, _ = metrics.power_iteration(lambda z: A @ z, 3, iters=3000, tol=1e-14)
     assert mu == pytest.approx(-5.0, rel=1e-6)       # the control: plain power iteration finds -5
+
+
+def test_sharpness_batch_groups_start_each_stacked_batch_as_it_would_alone():
+    """Two batches stacked with ``groups`` start from their own seeds' vectors: the same answers and iteration
+    counts as two calls (recorded_sharpness stacks the paths of one data set this way)."""
+    ops = np.stack([np.diag([3.0, 1.0, 0.5]), np.diag([-4.0, 1.0, 2.0]), np.diag([2.0, 1.9, 0.1])])
+    matvec = lambda Z, rows: np.einsum("kij,kj->ki", ops[rows], Z)    # noqa: E731
+    first = metrics.power_iteration_batch(lambda Z, rows: matvec(Z, rows), 3, 2, iters=300, tol=1e-12, seed=5)
+    second = metrics.power_iteration_batch(lambda Z, rows: matvec(Z, rows + 2), 3, 1, iters=300, tol=1e-12, seed=7)
+    stacked = metrics.power_iteration_batch(matvec, 3, 3, iters=300, tol=1e-12, seed=5, groups=[0, 0, 2])
+    for got, want in zip(stacked, (np.concatenate(pair) for pair in zip(first, second))):
+        np.testing.assert_array_equal(got, want)
+    lam, _ = metrics.sharpness_batch(matvec, 3, 3, iters=3000, tol=1e-14, groups=[0, 1, 1])
+    np.testing.assert_allclose(lam, [3.0, 2.0, 2.0], rtol=1e-6)
+    with pytest.raises(ValueError, match="groups"):
+        metrics.power_iteration_batch(matvec, 3, 3, groups=[0, 1])
