@@ -238,7 +238,20 @@ def power_iteration(matvec, dim: int, *, iters: int = 200, tol: float = 1e-7, se
 
 def start_vectors(batch: int, dim: int, seed: int, groups=None) -> np.ndarray:
     """Random unit start vectors (batch × dim) of :func:`power_iteration_batch`: ``default_rng(seed)``'s, or with
-    ``groups`` those of ``default_rng(seed + g)`` for the rows labelled ``g``, in order."""
+    ``groups`` those of ``default_rng(seed + g)`` for the rows labelled ``g``, in order.
+
+    Parameters
+    ----------
+    batch : int
+        The number of vectors (rows).
+    dim : int
+        Their dimension.
+    seed : int
+        Seed of the generator (of group 0's with ``groups``).
+    groups : array_like of int, optional
+        A label ``g ≥ 0`` per row; the rows of group ``g`` take, in order, the first vectors of
+        ``default_rng(seed + g)``: the vectors a batch of that group alone would start from.
+    """
     if groups is None:
         Z = np.random.default_rng(seed).standard_normal((batch, dim))
     else:
