@@ -134,12 +134,17 @@ def outputs() -> dict:
 
 @pytest.mark.slow
 def test_the_fallback_kernels_give_the_fast_kernels_bits(tmp_path):
-    script = f"import numpy as np, tests.test_lowlevel as t; np.savez({str(tmp_path / 'fb.npz')!r}, **t.outputs())"
-    env = {**os.environ, "DYNTOOLS_LOWLEVEL": "fallback",              # (its numba cache: kept apart)
+    script = (f"import numpy as np, tests.test_lowlevel as t; np.savez({str(tmp_path / 'fb.npz')!r}, **t.outputs()); "
+              "from dyntools.lowlevel import fallback; print(*map(str, fallback.block_loops.signatures), sep='\\n')")
+    env = {**os.environ, "DYNTOOLS_LOWLEVEL": "fallback", "NUMBA_CACHE_DIR": str(tmp_path / "numba"),  # compiled here
            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     run = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True,
                          timeout=HANG_GUARD)
     assert run.returncode == 0, run.stderr[-3000:]
+    # one compiled panel loop per precision and layout of C ('C', 'F' for a transposed view, 'A'), none for a
+    # literal panel shape or offset (each such copy cost ~0.3 s of compiling: 13 of them in one gemm)
+    signatures = run.stdout.splitlines()
+    assert not any("Literal" in s for s in signatures) and 2 <= len(signatures) <= 6, signatures
     fallback = dict(np.load(tmp_path / "fb.npz"))
     fast = outputs()
     assert sorted(fallback) == sorted(fast)

@@ -39,7 +39,10 @@ def panel(rows: int, vectors: int):
 
     @njit(inline="always")
     def block(out, init, C, In, i0, j0, kdim, by_row, epilogue, aux):
-        block_loops(out, init, C, In, i0, j0, kdim, by_row, epilogue, aux, rows, vectors)
+        # ``+ 0``, ``i0 * 0 +``: run-time integers. A constant (the panel's shape, or a caller's first ``i = 0``)
+        # would be typed as its literal value and compile block_loops once per value: 13 times for one float64
+        # gemm, which took 7.7 s to compile instead of 2.4 s (AMD EPYC Zen 4, empty numba cache)
+        block_loops(out, init, C, In, i0 + 0, j0 + 0, kdim, by_row, epilogue, aux, i0 * 0 + rows, i0 * 0 + vectors)
 
     return block
 
