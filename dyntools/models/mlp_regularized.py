@@ -55,7 +55,7 @@ import numpy as np
 from numba import njit
 
 from dyntools.engine import rng
-from dyntools.models.mlp_gemm import FMA, gemm, softmax_cross_entropy
+from dyntools.models.mlp_gemm import FMA, gemm, softmax_cross_entropy, strided
 
 HEAD_CROSS_ENTROPY, HEAD_REGRESSION = 0, 1
 
@@ -171,13 +171,13 @@ def forward_backward(theta, widths, w_off, b_off, g_off, h_off, X, y, idx, noise
         bias = theta[b_off[l]:b_off[l] + nout] if b_off[l] >= 0 else zeros[:nout]
         if l == L - 1:
             Z = ws[start_logits:start_logits + B * K].reshape((B, K))
-            gemm(Z, bias, A, WT, B, nin, nout)
+            gemm(Z, bias, strided(A), WT, B, nin, nout)
             break
         base = start_hidden + 3 * B * h_off[l]
         Z = ws[base:base + B * nout].reshape((B, nout))                 # z, then x̂ in place
         Aa = ws[base + B * nout:base + 2 * B * nout].reshape((B, nout))  # a = ReLU(u)
         Ad = ws[base + 2 * B * nout:base + 3 * B * nout].reshape((B, nout)) if dropout else Aa
-        gemm(Z, bias, A, WT, B, nin, nout)
+        gemm(Z, bias, strided(A), WT, B, nin, nout)
         go, ho = g_off[l], h_off[l]
         if go >= 0:
             mean, alpha, shift = v1[:nout], v2[:nout], v3[:nout]
@@ -247,7 +247,7 @@ def forward_backward(theta, widths, w_off, b_off, g_off, h_off, X, y, idx, noise
             base = start_hidden + 3 * B * h_off[l - 1]
             A = ws[base + (2 if dropout else 1) * B * nin:base + (3 if dropout else 2) * B * nin].reshape((B, nin))
         gW = grad[w_off[l]:w_off[l] + nout * nin].reshape((nout, nin))
-        gemm(gW, zeros, delta.T, A, nout, B, nin)                       # ∂ℓ/∂W = Δᵀ a'
+        gemm(gW, zeros, strided(delta.T), A, nout, B, nin)              # ∂ℓ/∂W = Δᵀ a'
         if b_off[l] >= 0:
             gb = grad[b_off[l]:b_off[l] + nout]
             gb[:] = 0.0
@@ -258,7 +258,7 @@ def forward_backward(theta, widths, w_off, b_off, g_off, h_off, X, y, idx, noise
             break
         W = theta[w_off[l]:w_off[l] + nout * nin].reshape((nout, nin))
         nxt = ws[start_delta + (1 - cur) * half:start_delta + (1 - cur) * half + B * nin].reshape((B, nin))
-        gemm(nxt, zeros, delta, W, B, nout, nin)                        # ∂ℓ/∂a' = Δ W
+        gemm(nxt, zeros, strided(delta), W, B, nout, nin)               # ∂ℓ/∂a' = Δ W
         base = start_hidden + 3 * B * h_off[l - 1]
         Xh = ws[base:base + B * nin].reshape((B, nin))
         Aa = ws[base + B * nin:base + 2 * B * nin].reshape((B, nin))
