@@ -168,10 +168,7 @@ def test_a_cell_above_a_dask_workers_memory_limit_is_refused_naming_the_worker(t
         pytest.skip("the dask command is not installed")
     cluster = C.Cluster(tmp_path, workers=0)
     try:
-        cluster.workers.append(subprocess.Popen(
-            [C.DASK, "worker", cluster.address, "--nthreads", "1", "--no-nanny", "--host", "127.0.0.1",
-             "--no-dashboard", "--memory-limit", "200MB"], env={**os.environ, "PYTHONPATH": str(ROOT)},
-            stdout=cluster.logs, stderr=cluster.logs))
+        cluster.add_worker({**os.environ, "PYTHONPATH": str(ROOT)}, options=("--memory-limit", "200MB"))
         cluster.wait_for_workers(1)
         argv = ["sweep", "adamw-grid", "--optimizers", "adam", "--lr-grid", "1e-3:1e-2:2", "--wd-grid",
                 "1e-6:1e-5:1", "--n", "256", "--n-val", "128", "--hidden", "64,64", "--epochs", "1",

@@ -77,12 +77,12 @@ class Cluster:
         for _ in range(workers):
             self.add_worker(env or base, nanny)
 
-    def add_worker(self, env: dict, nanny: bool = False) -> None:
-        """Start one more worker (``env`` for it), e.g. mid-sweep."""
+    def add_worker(self, env: dict, nanny: bool = False, options: tuple[str, ...] = ()) -> None:
+        """Start one more worker (``env`` for it, more ``dask worker`` ``options``), e.g. mid-sweep."""
         self.workers.append(subprocess.Popen([DASK, "worker", self.address, "--nthreads", "1",
                                               "--nanny" if nanny else "--no-nanny", "--host", "127.0.0.1",
-                                              "--no-dashboard"], env=env, stdout=self.logs, stderr=self.logs,
-                                             start_new_session=True))     # its own group: a nanny and its worker
+                                              "--no-dashboard", *options], env=env, stdout=self.logs,
+                                             stderr=self.logs, start_new_session=True))  # a nanny and its worker
 
     def wait_for_workers(self, n: int, timeout: float = 600) -> None:
         from distributed import Client
@@ -101,6 +101,7 @@ class Cluster:
             except subprocess.TimeoutExpired:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)     # the nanny with the worker it started
+                proc.kill()                                 # (a process started outside a group of its own)
                 proc.wait(timeout=30)
         self.logs.close()
 
