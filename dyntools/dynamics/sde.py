@@ -325,7 +325,7 @@ def _close_path(ok, model, scheme, path, x, w, q0, q1, q2, q3, n, k, h, n_steps,
     (:func:`_scalar_finish`); a diverged one stores its generator state and its step ``n``."""
     if ok:
         # np.int64(): a step and a save index typed as int64, never as a literal 0 — each literal compiled
-        # _scalar_finish again (three copies in one kernel, ~5.5 of its cold seconds; AMD EPYC Zen 4)
+        # _scalar_finish again (three copies in one kernel: a first solve took 10.3 s instead of 6.9 s cold, Zen 4)
         _scalar_finish(model, scheme, path, x, w, q0, q1, q2, q3, np.int64(n), np.int64(k), h, n_steps, sq_fine,
                        substeps, a1, a2, a3, bound, save_steps, state, out, w_out, diverged_at)
     else:
