@@ -45,6 +45,7 @@ def _kernel(model, fn, theta, X, y, idx, dtype):
 @given(st.lists(st.sampled_from([3, 8, 17, 32]), min_size=1, max_size=3), st.integers(2, 4), st.integers(1, 40),
        st.booleans(), st.integers(0, 10_000))
 @example([17, 32, 17], 2, 1, True, 187)      # the deepest case hypothesis found: 1.5e-5 relative in float32
+@example([32, 32], 2, 1, True, 30)           # a saturated softmax: the float32 twin's gradient 8e-7 off (see below)
 def test_float32_cross_entropy_kernel_equals_twin_and_float64(hidden, classes, batch, bias, seed):
     model = MLP((2, *hidden, classes), biases=bias, head="cross-entropy", dtype="float32")
     rng = np.random.default_rng(seed)
@@ -54,14 +55,20 @@ def test_float32_cross_entropy_kernel_equals_twin_and_float64(hidden, classes, b
     l32, g32 = _kernel(model, model.loss_grad, theta, X, y, idx, np.float32)
     t32, h32 = _kernel(model, model.loss_grad_np, theta, X, y, idx, np.float32)
     l64, g64 = _kernel(model, model.loss_grad, theta, X, y, idx, np.float64)
+    t64, h64 = _kernel(model, model.loss_grad_np, theta, X, y, idx, np.float64)
     assert g32.dtype == np.float32 and h32.dtype == np.float32
     scale = max(np.abs(g64).max(), 1e-3)
+    # the kernel is its twin's function: in float64 the two agree to rounding (fma chains against BLAS sums)
+    assert np.abs(g64 - h64).max() <= 1e-10 * scale and abs(l64 - t64) <= 1e-12 * max(1.0, l64)
     # float32 rounding (eps 1.2e-7) accumulated through up to three hidden layers of width ≤ 32 and their
     # backward pass: measured up to 1.5e-5 of the largest gradient entry (the example above); 1e-4 leaves that
     # a margin while a wrong kernel (a dropped term, a transposed weight) errs by 1e-2 or more
     tol = 1e-4
     assert np.abs(g32 - g64).max() <= tol * scale and abs(l32 - l64) <= 1e-5 * max(1.0, l64)
-    assert np.abs(g32 - h32).max() <= tol * scale and abs(l32 - t32) <= 1e-5 * max(1.0, l64)
+    # the twin in float32 computes its loss to float32's accuracy too. Its gradient is not held to the kernel's
+    # bound: its softmax − one-hot cancels in float32 when a probability is near 1 (each error entry keeps ~1e-7
+    # absolute), which hypothesis found 8e-7 off at batch 1 where the whole gradient is ~1e-5 (seed 30 below)
+    assert abs(t32 - t64) <= 1e-5 * max(1.0, l64)
 
 
 @pytest.fixture(scope="module")
