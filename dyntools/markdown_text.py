@@ -70,6 +70,8 @@ def _protect_line(line: str) -> str:
 def _protect_text(text: str, at_start: bool) -> str:
     # [a](b) or [a][b] that is no real link; brackets escaped already are left alone (protect is idempotent)
     text = re.sub(r"(?<!\\)\[((?:[^\[\]\n\\]|\\.)*)(?<!\\)\](?=[(\[])", r"\\[\1\\]", text)
+    # … and one whose text holds brackets itself (``[[]]()`` is a link whose text is ``[]``): its closing bracket
+    text = re.sub(r"(?<!\\)\](?=[(\[])", r"\\]", text)
     text = re.sub(r"(?<!\\)<(?=[A-Za-z/!?])", r"\\<", text)                 # no HTML tag: a<b and c>d
     for c in "*_":
         text = _escape_lone(text, c, bullet=at_start and c == "*")
