@@ -21,6 +21,7 @@ the same numbers.
 
 from __future__ import annotations
 
+import numpy as np
 from numba import njit
 
 from dyntools.lowlevel.width import VECTOR_BYTES
@@ -39,10 +40,11 @@ def panel(rows: int, vectors: int):
 
     @njit(inline="always")
     def block(out, init, C, In, i0, j0, kdim, by_row, epilogue, aux):
-        # ``+ 0``, ``i0 * 0 +``: run-time integers. A constant (the panel's shape, or a caller's first ``i = 0``)
-        # would be typed as its literal value and compile block_loops once per value: 13 times for one float64
-        # gemm, which took 7.7 s to compile instead of 2.4 s (AMD EPYC Zen 4, empty numba cache)
-        block_loops(out, init, C, In, i0 + 0, j0 + 0, kdim, by_row, epilogue, aux, i0 * 0 + rows, i0 * 0 + vectors)
+        # np.int64(): run-time integers. A constant (the panel's shape, or a caller's first ``i = 0``) would be
+        # typed as its literal value and compile block_loops once per value: 13 times for one float64 gemm, which
+        # took 7.7 s to compile instead of 2.4 s (AMD EPYC Zen 4, empty numba cache)
+        block_loops(out, init, C, In, np.int64(i0), np.int64(j0), kdim, by_row, epilogue, aux, np.int64(rows),
+                    np.int64(vectors))
 
     return block
 
