@@ -54,16 +54,18 @@ def test_correct_user_model_trains_numba_equals_numpy():
 
 
 def test_user_kernel_loop_is_cached_on_disk(tmp_path):
-    """The second process loads the loop that trains the user kernel (the pointer loop of its optimizer step,
-    :func:`dyntools.dynamics.loops.pointer_loop`) from disk (numba cache hit) instead of compiling it; timings are
-    not asserted here (the absolute targets live in issue 38's cold-start bench)."""
+    """The second process loads the loop that trains the user kernel (a run of POINTER_RUN_PATH_STEPS path-steps:
+    the pointer loop of its optimizer step, :func:`dyntools.dynamics.loops.pointer_loop`) from disk (numba cache
+    hit) instead of compiling it; timings are not asserted here (the absolute targets live in issue 38's cold-start
+    bench)."""
     script = ("import time, numpy as np, dyntools as dt\n"
               "from dyntools.dynamics import loops\n"
               "from tests.byo_model import Affine, affine_loss_grad\n"
               "X = np.random.default_rng(0).normal(size=(16, 3))\n"
               "class D: pass\n"
               "d = D(); d.X, d.y = X, X.sum(axis=1)\n"
-              "t = time.perf_counter(); dt.train(Affine(3), d, dt.sgd(lr=0.01), steps=2, batch=4)\n"
+              "from dyntools.dynamics.run_plan import POINTER_RUN_PATH_STEPS as long\n"
+              "t = time.perf_counter(); dt.train(Affine(3), d, dt.sgd(lr=0.001), steps=long, batch=4, records=2)\n"
               "seconds = time.perf_counter() - t\n"
               "import sys\n"
               "hits = [m.paths_loop.stats.cache_hits for k, m in sys.modules.items()\n"

@@ -337,9 +337,11 @@ def test_a_generated_loop_module_asked_for_by_many_threads_is_executed_once_and_
     ("sigmoid_net", "pointer"), ("surface", "user"),
 ])
 def test_which_kernels_take_the_pointer_loop(monkeypatch, model, loop):
-    """A kernel without step hooks trains through the one pointer loop of its step module, unless the model sets
-    ``inline_kernel`` (measured > 3 % slower per step by pointer: the 2-D surfaces), which keeps the
-    loop generated for its kernel; models with hooks keep it too. Only the choice is run (no loop compiles)."""
+    """A run of at least POINTER_RUN_PATH_STEPS path-steps of a kernel without step hooks trains through the one
+    pointer loop of its step module, unless the model sets ``inline_kernel`` (measured > 3 % slower per step by
+    pointer: the 2-D surfaces), which keeps the loop generated for its kernel; models with hooks keep it too. A
+    shorter run takes the loop with kernel, step and hooks all by pointer (``inline_kernel`` models excepted). Only
+    the choice is run (no loop compiles)."""
     from types import SimpleNamespace
 
     from dyntools.models.base import no_hook
@@ -355,9 +357,17 @@ def test_which_kernels_take_the_pointer_loop(monkeypatch, model, loop):
             "surface": lambda: Surface("rosenbrock")}[model]()
     monkeypatch.setattr(loops, "pointer_loop", lambda kernel, step, arrays: ("pointer", kernel, step))
     monkeypatch.setattr(loops, "user_loop", lambda kernel, step, hooks=None: ("user", kernel, step))
+    monkeypatch.setattr(path_loop, "by_pointer", lambda kernel, step, arrays, hooks: ("all", kernel, step, hooks))
     runs = SimpleNamespace(step="all-structures", own_step="own-structures")
     pb = SimpleNamespace(kernel="numba", model=made)
-    chosen = run_plan._cached_loop(pb, None, runs, SimpleNamespace(compiled=(no_hook,) * 3))
+    no_hooks, some_hooks = (no_hook,) * 3, (no_hook, lambda: None, no_hook)
+    long = run_plan.POINTER_RUN_PATH_STEPS
+    chosen = run_plan._cached_loop(pb, None, runs, SimpleNamespace(compiled=no_hooks), long)
     assert chosen == (loop, made.loss_grad, "own-structures" if loop == "pointer" else "all-structures")
-    hooked = run_plan._cached_loop(pb, None, runs, SimpleNamespace(compiled=(no_hook, lambda: None, no_hook)))
+    hooked = run_plan._cached_loop(pb, None, runs, SimpleNamespace(compiled=some_hooks), long)
     assert hooked[0] == "user"
+    for hooks in (no_hooks, some_hooks):
+        short = run_plan._cached_loop(pb, None, runs, SimpleNamespace(compiled=hooks), long - 1)
+        assert short[0] == ("user" if loop == "user" else "all")
+        if loop != "user":
+            assert short == ("all", made.loss_grad, "own-structures", hooks)

@@ -75,6 +75,41 @@ def test_hooks_run_at_their_points_in_the_compiled_loop_and_its_twin(chunks):
     np.testing.assert_allclose(a["theta"], b["theta"], rtol=1e-12)
 
 
+def test_hooks_by_pointer_named_and_as_arguments_give_the_same_bits():
+    """A run shorter than run_plan.POINTER_RUN_PATH_STEPS calls kernel, step and hooks through function pointers
+    (path_loop.by_pointer); a longer one names them in a generated loop (loops.user_loop); a kernel that cannot be
+    imported by name gets them as arguments (path_loop.advance_paths). All three, and the trainer's loop, leave
+    bitwise the same θ, optimizer and sampler state, records and hook state."""
+    from dyntools.dynamics import loops, path_loop, run_plan
+
+    model, data = Hooked(3), _data()
+    pb = run_plan.check_problem(model, data, steps=30, kernel="numba", sampler="with-replacement", label_noise=0.1,
+                                seeds=2, batch=2)
+    rs = run_plan.check_runs([dt.optim.sgd(0.01), dt.optim.adam(0.01)], None, None)
+    run = run_plan.build_run(pb, rs, record_steps=None, records=4, grid="linear", seed=1, theta0=None, bound=None,
+                             indices=None, common_stream=False, stream_key=(), drop_last=True, step_loss=True,
+                             keep_lrs=True, fast=False, check_gradient=False)
+    kernel, hooks = model.loss_grad, run.hooks.compiled
+    assert run.P * 30 < run_plan.POINTER_RUN_PATH_STEPS
+    loops_by_name = {
+        "pointer": path_loop.by_pointer(kernel, run.compiled.own_step, run.arrays, hooks),
+        "named": loops.user_loop(kernel, run.compiled.step, hooks),
+        "argument": lambda paths, *args: path_loop.advance_paths(paths, kernel, run.compiled.step, *hooks, *args),
+        "trainer": run.cached}
+    assert loops_by_name["named"] is not None
+    left = {}
+    for how, loop in loops_by_name.items():
+        a = run.arrays._replace(**{f: getattr(run.arrays, f).copy() for f in path_loop.WRITTEN},
+                                lrs=run.rates.window(0, 30))
+        rec, div = np.full_like(run.theta_rec, np.nan), np.full(run.P, -1, dtype=np.int64)
+        loop(np.arange(run.P, dtype=np.int64), a, 0, 30, run.record_steps, rec, float(run.bound), div, True)
+        left[how] = [getattr(a, f) for f in path_loop.WRITTEN] + [rec, div]
+    assert np.all(left["named"][list(path_loop.WRITTEN).index("hook_state")][:, 0] == 30)   # after_step each step
+    for how in ("pointer", "argument", "trainer"):
+        for x, y in zip(left["named"], left[how]):
+            assert np.asarray(x).tobytes() == np.asarray(y).tobytes(), how
+
+
 def test_the_run_constant_reaches_the_hook():
     """hargs row = the path's run: run 1 sums 2 θ[0], run 0 sums θ[0]; with the same optimizer both equal."""
     model, data = Hooked(3), _data()

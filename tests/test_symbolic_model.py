@@ -341,8 +341,10 @@ for d in (4, 5):
                    label_noise=0.1, records=3)
     theta[d] = run["theta"].tobytes().hex()
 import sys
-loops = [m.paths_loop for name, m in sys.modules.items() if name.startswith("dyntools_user_ptrloop_")]
-assert len(loops) == 1, loops            # one loop for both kernels (and the run set's SGD step named in it)
+from dyntools.dynamics import path_loop
+assert not [name for name in sys.modules if name.startswith("dyntools_user_")]   # no loop of a step module
+loops = list(path_loop._BY_POINTER.values())
+assert len(loops) == 1, loops            # one loop for both kernels and the SGD step (short runs: all by pointer)
 loop = loops[0]
 print(json.dumps({"theta": theta, "signatures": len(loop.signatures), "hits": sum(loop.stats.cache_hits.values()),
                   "misses": sum(loop.stats.cache_misses.values()), "compiled": compiled}))
@@ -351,11 +353,11 @@ print(json.dumps({"theta": theta, "signatures": len(loop.signatures), "hits": su
 
 @pytest.mark.slow
 def test_every_generated_kernel_trains_through_one_cached_loop(tmp_path):
-    """dt.train calls a generated kernel through a function pointer from one loop (per step module, the step named
-    in it: loops.pointer_loop): two models in a process
-    compile it once, a second process loads it and the kernels from numba's cache (nothing compiles: a kernel
-    first compiled by argument types in the twin check was cached under a key the pointer's signature missed),
-    and the cache load gives the fresh compile's bits (one machine)."""
+    """dt.train calls a generated kernel through a function pointer from one loop (a short run: kernel and step by
+    pointer, path_loop.by_pointer; a long one names its step, loops.pointer_loop, see tests/test_byo_kernel.py):
+    two models in a process compile it once, a second process loads it and the kernels from numba's cache (nothing
+    compiles: a kernel first compiled by argument types in the twin check was cached under a key the pointer's
+    signature missed), and the cache load gives the fresh compile's bits (one machine)."""
     root = Path(__file__).resolve().parents[1]
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "numba"), DYNTOOLS_SYMBOLIC_CACHE=str(tmp_path / "sym"),
                DYNTOOLS_LOOP_CACHE=str(tmp_path / "loops"), PYTHONPATH=str(root))

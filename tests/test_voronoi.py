@@ -151,7 +151,7 @@ def test_model_bad_input_names_the_parameter(kwargs, word):
 
 
 def test_train_compiled_loops_equal_the_twin(monkeypatch):
-    from dyntools.dynamics import loops
+    from dyntools.dynamics import loops, run_plan
     from dyntools.dynamics.train import train
     from dyntools.optim.compiled import compile_runs
     from dyntools.optim.decay_groups import adamw_decay
@@ -171,7 +171,7 @@ def test_train_compiled_loops_equal_the_twin(monkeypatch):
     for sampler in ("epoch", "with-replacement", "full", "distinct"):
         a = run("numba", sampler)
         with monkeypatch.context() as m:
-            m.setattr(loops, "user_loop", lambda *args: None)                # the uncached generic loop
+            m.setattr(run_plan, "_cached_loop", lambda *args: None)          # the uncached generic loop
             b = run("numba", sampler)
         np.testing.assert_allclose(a.arrays["theta"], b.arrays["theta"], rtol=1e-13, atol=1e-13)
 

@@ -215,30 +215,41 @@ def _paths_by_pointer(paths, kernel, step, arrays, t0, t1, record_steps, theta_r
                            record_steps, theta_rec, bound, diverged_at, record_final)
 
 
-def advance_paths_by_pointer(kind: int, noisy: bool):
+def _paths_by_pointer_hooked(paths, kernel, step, before_grad, after_grad, after_step, arrays, t0, t1, record_steps,
+                             theta_rec, bound, diverged_at, record_final):
+    for p in paths:
+        advance_path_drawn(draw, kernel, step, before_grad, after_grad, after_step, p, arrays,  # noqa: F821
+                           t0, t1, record_steps, theta_rec, bound, diverged_at, record_final)
+
+
+def advance_paths_by_pointer(kind: int, noisy: bool, hooked: bool = False):
     """:func:`advance_paths` with ``kernel`` and ``step`` typed as function pointers (numba's first-class
     ``FunctionType`` of the model protocol's and the step's signatures) instead of as their dispatchers, and the
     batches drawn by the sampler ``kind`` alone, with label noise or without (``noisy``;
     :func:`dyntools.engine.samplers.drawer`): ``fn(paths, kernel, step, arrays, t0, t1, record_steps, theta_rec,
     bound, diverged_at, record_final)``, compiled once for every kernel and step of those signatures and cached on
-    disk — see :func:`by_pointer`. Such models declare no hooks (the no-op hooks are named here).
+    disk — see :func:`by_pointer`. The no-op hooks are named in it; with ``hooked`` the model's three step hooks
+    come through pointers too, after the step: ``fn(paths, kernel, step, before_grad, after_grad, after_step,
+    arrays, …)`` (:func:`hook_type`).
 
-    One function per ``(kind, noisy)``, made once: the same code with ``draw`` bound in its own globals and its own
-    name (numba caches a function by its name and file), so a cold compile types and optimizes only the run's own
-    draws (~1 of ~3.7 processor-seconds, issue 38)."""
-    key = (int(kind), bool(noisy))
+    One function per ``(kind, noisy, hooked)``, made once: the same code with ``draw`` bound in its own globals and
+    its own name (numba caches a function by its name and file), so a cold compile types and optimizes only the
+    run's own draws (~1 of ~3.7 processor-seconds, issue 38)."""
+    key = (int(kind), bool(noisy), bool(hooked))
     found = _BY_POINTER.get(key)
     if found is None:
         import types as pytypes
 
-        name = f"advance_paths_by_pointer_{samplers.NAMES[key[0]].replace('-', '_')}{'_noisy' if key[1] else ''}"
-        fn = pytypes.FunctionType(_paths_by_pointer.__code__, dict(globals(), draw=samplers.drawer(*key)), name)
+        name = (f"advance_paths_by_pointer_{samplers.NAMES[key[0]].replace('-', '_')}{'_noisy' if key[1] else ''}"
+                f"{'_hooked' if key[2] else ''}")
+        code = (_paths_by_pointer_hooked if key[2] else _paths_by_pointer).__code__
+        fn = pytypes.FunctionType(code, dict(globals(), draw=samplers.drawer(*key[:2])), name)
         fn.__qualname__, fn.__doc__ = name, advance_paths_by_pointer.__doc__
         found = _BY_POINTER[key] = njit(cache=True, nogil=True, error_model="numpy")(fn)
     return found
 
 
-#: :func:`advance_paths_by_pointer` by sampler code and label noise
+#: :func:`advance_paths_by_pointer` by sampler code, label noise and hooks
 _BY_POINTER: dict = {}
 
 
@@ -277,7 +288,28 @@ def kernel_type(arrays: LoopArrays):
     return found
 
 
-#: the step's and the kernel's ``FunctionType`` by what numba's types of their arrays depend on
+def hook_type(arrays: LoopArrays):
+    """numba's ``FunctionType`` of a step hook ``hook(t, θ, hstate, hstream, hargs, b, ws)``
+    (:class:`dyntools.models.base.Hooks`) as :func:`advance_path_drawn` calls it on ``arrays``: θ and ws contiguous
+    vectors of the parameters' dtype, the path's own copies of its state row and stream, its run's row of the hook
+    constants (memoized as :func:`step_type`)."""
+    key = ("hook", arrays.thetas.dtype, _arg_key(arrays.hook_state), _arg_key(arrays.hook_streams),
+           _arg_key(arrays.hook_args))
+    found = _SIGNATURES.get(key)
+    if found is None:
+        from numba import typeof, types
+
+        vec = types.Array(typeof(arrays.thetas).dtype, 1, "C")
+        state = types.Array(typeof(arrays.hook_state).dtype, 1, "C")          # a row's copy
+        stream = types.Array(typeof(arrays.hook_streams).dtype, 2, "C")       # a one-row slice's copy
+        args = typeof(arrays.hook_args)
+        row = args.copy(ndim=1, layout="C" if args.layout == "C" else "A")    # a row of the run's constants
+        found = _SIGNATURES[key] = types.FunctionType(types.none(types.int64, vec, state, stream, row, types.int64,
+                                                                 vec))
+    return found
+
+
+#: the step's, the kernel's and the hooks' ``FunctionType`` by what numba's types of their arrays depend on
 _SIGNATURES: dict = {}
 
 
@@ -373,10 +405,11 @@ def _unbox_pointer(typ, obj, c):
 
 
 
-def by_pointer(kernel, step, arrays: LoopArrays):
+def by_pointer(kernel, step, arrays: LoopArrays, hooks=None):
     """A loop over paths for ``kernel`` (a numba dispatcher of the model protocol) and the optimizer ``step``
     that calls both through function pointers: ``fn(paths, arrays, t0, t1, record_steps, theta_rec, bound,
-    diverged_at, record_final)``.
+    diverged_at, record_final)``; ``hooks`` (the model's compiled ``(before_grad, after_grad, after_step)``,
+    :class:`dyntools.models.base.Hooks`) are called through pointers too unless they are the no-op hooks.
 
     The loop is compiled once per argument types for all kernels and steps (and cached on disk), so a new
     model pays only for compiling its own kernel — not, as a loop with the kernel named in its body does,
@@ -392,14 +425,18 @@ def by_pointer(kernel, step, arrays: LoopArrays):
     # types reuses it, and the next process finds it (compiled by argument types first, it missed and compiled)
     kernel.get_compile_result(kernel_sig.signature)
     pointers = {1: kernel_sig, 2: step_type(arrays)}
+    hooked = hooks is not None and any(h is not no_hook for h in hooks)
+    if hooked:
+        pointers.update(dict.fromkeys((3, 4, 5), hook_type(arrays)))
+    functions = (kernel, step) + (tuple(hooks) if hooked else ())
     calls: dict = {}
 
     def loop(paths, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final):
         key = (int(arrays.sampler), bool(arrays.label_noise != 0.0))    # each call: its own arrays' sampler and noise
         call = calls.get(key)
         if call is None:
-            call = calls[key] = with_pointers(advance_paths_by_pointer(*key), pointers)
-        call(paths, kernel, step, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final)
+            call = calls[key] = with_pointers(advance_paths_by_pointer(*key, hooked), pointers)
+        call(paths, *functions, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final)
 
     return loop
 

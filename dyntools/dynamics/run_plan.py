@@ -251,17 +251,31 @@ def _hook_arrays(hooks, P: int, G: int, K: int) -> dict:
     return out
 
 
-def _cached_loop(pb: Problem, arrays: path_loop.LoopArrays, compiled, hooks):
-    """The compiled generic loop of the model's kernel: for a model without step hooks — built-in, user's or
-    generated kernel alike — one shared loop (the kernel by pointer, the run set's own step named in it:
-    :func:`dyntools.dynamics.loops.pointer_loop`), compiled once per step module and sampler instead of once per
-    (kernel, step): the quick report's 14 per-model loops took ~200 s of its cold compiles; else (hooks: dropout,
-    batch norm, the toy's counters; a kernel measured more than 3 % slower per step through a pointer,
-    ``Model.inline_kernel``: the 2-D surfaces) the loop generated for the kernel, step and hooks
-    and cached on disk (:func:`dyntools.dynamics.loops.user_loop`); None for the NumPy twin, or a kernel that cannot
-    be imported by name (the trainer then passes it to its uncached generic loop)."""
+#: A run of fewer path-steps (paths × steps) than this calls its kernel, optimizer step and hooks through function
+#: pointers from one loop per sampler, compiled once per installation for every model and optimizer
+#: (:func:`dyntools.dynamics.path_loop.by_pointer`); a longer one takes the loop that names its step (and, with
+#: hooks, its kernel). Named, a step saved at most ~15 ns per path-step (SGD with momentum on an 8-wide diagonal
+#: net, AMD EPYC Zen 4; 0–5 % on wider ones): at most 1.5 ms below this size, while each step module's own loop
+#: costs 3–10 s to compile and a cache load per process (issue 38: the suite compiled 65 such loops).
+POINTER_RUN_PATH_STEPS = 100_000
+
+
+def _cached_loop(pb: Problem, arrays: path_loop.LoopArrays, compiled, hooks, path_steps: int):
+    """The compiled generic loop of the model's kernel. A run of fewer than :data:`POINTER_RUN_PATH_STEPS`
+    ``path_steps`` calls kernel, step and hooks through function pointers from one loop per sampler for every model
+    and optimizer (:func:`dyntools.dynamics.path_loop.by_pointer`; the same bits), unless the model keeps its kernel
+    inlined (``Model.inline_kernel``: the 2-D surfaces, measured more than 3 % slower per step by pointer). A longer
+    run of a model without step hooks — built-in, user's or generated kernel alike — gets one shared loop (the kernel
+    by pointer, the run set's own step named in it: :func:`dyntools.dynamics.loops.pointer_loop`), compiled once per
+    step module and sampler instead of once per (kernel, step): the quick report's 14 per-model loops took ~200 s of
+    its cold compiles; else (hooks: dropout, batch norm, the toy's counters; ``inline_kernel``) the loop generated
+    for the kernel, step and hooks and cached on disk (:func:`dyntools.dynamics.loops.user_loop`); None for the
+    NumPy twin, or a kernel that cannot be imported by name (the trainer then passes it to its uncached generic
+    loop)."""
     if pb.kernel != "numba":
         return None
+    if not pb.model.inline_kernel and path_steps < POINTER_RUN_PATH_STEPS:
+        return path_loop.by_pointer(pb.model.loss_grad, compiled.own_step, arrays, hooks.compiled)
     if not pb.model.inline_kernel and all(h is no_hook for h in hooks.compiled):
         # one compiled loop for every kernel of the protocol and run set's own chains
         return loops.pointer_loop(pb.model.loss_grad, compiled.own_step, arrays)
@@ -321,7 +335,7 @@ def build_run(pb: Problem, rs: Runs, *, record_steps, records, grid, seed, theta
     # kernel is not compiled (the ReLU net's loss_grad_regression, ~1.3 of its ~6.5 cold seconds, issue 38)
     generic_runs = tuned is None or tuned_loops.user_selector(model) is not None
     cached = (None if compiled is None or not generic_runs
-              else _cached_loop(pb, arrays, compiled, hooks))   # before the check: by_pointer
+              else _cached_loop(pb, arrays, compiled, hooks, P * steps))   # before the check: by_pointer
     _check_kernel(pb, kernel_fn, thetas, Xs, ys, iargs, fargs, ws_size, check_gradient)  # compiles the kernel first
     steppers = ([chain_step.ChainStepper(rs.opts[run_of[p]], thetas[p]) for p in range(P)] if rs.by_chain
                 else None)
