@@ -77,9 +77,9 @@ def test_hooks_run_at_their_points_in_the_compiled_loop_and_its_twin(chunks):
 
 def test_hooks_by_pointer_named_and_as_arguments_give_the_same_bits():
     """A run shorter than run_plan.POINTER_RUN_PATH_STEPS calls kernel, step and hooks through function pointers
-    (path_loop.by_pointer); a longer one names them in a generated loop (loops.user_loop); a kernel that cannot be
-    imported by name gets them as arguments (path_loop.advance_paths). All three, and the trainer's loop, leave
-    bitwise the same θ, optimizer and sampler state, records and hook state."""
+    (path_loop.by_pointer); a longer one names them in a generated loop (loops.user_loop). Both, and the trainer's
+    loop, leave bitwise the same θ, optimizer and sampler state, records and hook state (the loop taking kernel and
+    step as arguments is held to the named one in tests/test_loop_step.py)."""
     from dyntools.dynamics import loops, path_loop, run_plan
 
     model, data = Hooked(3), _data()
@@ -94,7 +94,6 @@ def test_hooks_by_pointer_named_and_as_arguments_give_the_same_bits():
     loops_by_name = {
         "pointer": path_loop.by_pointer(kernel, run.compiled.own_step, run.arrays, hooks),
         "named": loops.user_loop(kernel, run.compiled.step, hooks),
-        "argument": lambda paths, *args: path_loop.advance_paths(paths, kernel, run.compiled.step, *hooks, *args),
         "trainer": run.cached}
     assert loops_by_name["named"] is not None
     left = {}
@@ -105,7 +104,7 @@ def test_hooks_by_pointer_named_and_as_arguments_give_the_same_bits():
         loop(np.arange(run.P, dtype=np.int64), a, 0, 30, run.record_steps, rec, float(run.bound), div, True)
         left[how] = [getattr(a, f) for f in path_loop.WRITTEN] + [rec, div]
     assert np.all(left["named"][list(path_loop.WRITTEN).index("hook_state")][:, 0] == 30)   # after_step each step
-    for how in ("pointer", "argument", "trainer"):
+    for how in ("pointer", "trainer"):
         for x, y in zip(left["named"], left[how]):
             assert np.asarray(x).tobytes() == np.asarray(y).tobytes(), how
 
