@@ -75,7 +75,7 @@ def test_hooks_run_at_their_points_in_the_compiled_loop_and_its_twin(chunks):
     np.testing.assert_allclose(a["theta"], b["theta"], rtol=1e-12)
 
 
-def test_hooks_by_pointer_named_and_as_arguments_give_the_same_bits():
+def test_hooks_by_pointer_and_named_give_the_same_bits():
     """A run shorter than run_plan.POINTER_RUN_PATH_STEPS calls kernel, step and hooks through function pointers
     (path_loop.by_pointer); a longer one names them in a generated loop (loops.user_loop). Both, and the trainer's
     loop, leave bitwise the same θ, optimizer and sampler state, records and hook state (the loop taking kernel and
