@@ -358,6 +358,7 @@ def test_which_kernels_take_the_pointer_loop(monkeypatch, model, loop):
     monkeypatch.setattr(loops, "pointer_loop", lambda kernel, step, arrays: ("pointer", kernel, step))
     monkeypatch.setattr(loops, "user_loop", lambda kernel, step, hooks=None: ("user", kernel, step))
     monkeypatch.setattr(path_loop, "by_pointer", lambda kernel, step, arrays, hooks: ("all", kernel, step, hooks))
+    monkeypatch.setattr(path_loop, "hooks_take_pointers", lambda hooks, arrays: hooks[2] is no_hook)
     runs = SimpleNamespace(step="all-structures", own_step="own-structures")
     pb = SimpleNamespace(kernel="numba", model=made)
     no_hooks, some_hooks = (no_hook,) * 3, (no_hook, lambda: None, no_hook)
@@ -371,3 +372,5 @@ def test_which_kernels_take_the_pointer_loop(monkeypatch, model, loop):
         assert short[0] == ("user" if loop == "user" else "all")
         if loop != "user":
             assert short == ("all", made.loss_grad, "own-structures", hooks)
+    valued = (no_hook, no_hook, lambda: 1.0)               # a hook that cannot take the pointer's signature
+    assert run_plan._cached_loop(pb, None, runs, SimpleNamespace(compiled=valued), long - 1)[0] == "user"

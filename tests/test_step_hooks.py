@@ -109,6 +109,29 @@ def test_hooks_by_pointer_and_named_give_the_same_bits():
             assert np.asarray(x).tobytes() == np.asarray(y).tobytes(), how
 
 
+@njit(cache=True)
+def valued_hook(t, theta, hstate, hstream, hargs, b, ws):
+    """A hook that returns a value (the loop that names it ignores it)."""
+    hstate[0] += 1.0
+    return hstate[0]
+
+
+def test_a_hook_that_returns_a_value_is_kept_out_of_the_pointer_loop():
+    """The pointer's signature returns nothing: such a hook cannot be called through it, so a short run of its
+    model takes the loop that names it (which ignores the value) instead of failing in numba's typing."""
+    from dyntools.dynamics import path_loop, run_plan
+
+    model, data = Hooked(3), _data()
+    pb = run_plan.check_problem(model, data, steps=5, kernel="numba", sampler="with-replacement", label_noise=0.0,
+                                seeds=1, batch=2)
+    rs = run_plan.check_runs([dt.optim.sgd(0.01)], None, None)
+    arrays = run_plan.build_run(pb, rs, record_steps=None, records=2, grid="linear", seed=1, theta0=None,
+                                bound=None, indices=None, common_stream=False, stream_key=(), drop_last=True,
+                                step_loss=False, keep_lrs=False, fast=False, check_gradient=False).arrays
+    assert path_loop.hooks_take_pointers((draw_hook, no_hook, count_hook), arrays)
+    assert not path_loop.hooks_take_pointers((draw_hook, no_hook, valued_hook), arrays)
+
+
 def test_the_run_constant_reaches_the_hook():
     """hargs row = the path's run: run 1 sums 2 θ[0], run 0 sums θ[0]; with the same optimizer both equal."""
     model, data = Hooked(3), _data()

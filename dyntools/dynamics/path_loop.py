@@ -313,6 +313,22 @@ def hook_type(arrays: LoopArrays):
 _SIGNATURES: dict = {}
 
 
+def hooks_take_pointers(hooks, arrays: LoopArrays) -> bool:
+    """Whether each of the model's compiled ``hooks`` that is not the no-op compiles under :func:`hook_type`'s
+    signature (compiled now, as :func:`by_pointer` calls it). A hook that returns a value does not (the signature
+    returns nothing); the loop that names it ignores the value, so the trainer gives such a model that loop."""
+    from numba.core.errors import TypingError
+
+    ptype = PointerType(hook_type(arrays).signature)
+    try:
+        for hook in hooks:
+            if hook is not no_hook:
+                pointer(hook, ptype)
+    except TypingError:
+        return False
+    return True
+
+
 def with_pointers(loop, pointers: dict):
     """``loop`` (a cached ``njit`` dispatcher) called with the arguments at the positions of ``pointers``
     (position → ``FunctionType``) passed as function pointers: one compiled loop for every function of that
