@@ -132,6 +132,16 @@ def test_a_hook_that_returns_a_value_is_kept_out_of_the_pointer_loop():
     assert not path_loop.hooks_take_pointers((draw_hook, no_hook, valued_hook), arrays)
 
 
+def test_a_hook_not_compiled_with_numba_is_one_clear_error():
+    class PythonHook(LeastSquares):
+        def hooks(self, setting, P):
+            return Hooks(after_step=count_hook.py_func, after_step_np=count_hook_np, state=np.zeros((P, 4)),
+                         args=np.ones((1, 1)))
+
+    with pytest.raises(ValueError, match="step hook after_step must be compiled with numba.njit"):
+        dt.train(PythonHook(3), _data(), dt.optim.sgd(0.01), steps=3)
+
+
 def test_the_run_constant_reaches_the_hook():
     """hargs row = the path's run: run 1 sums 2 θ[0], run 0 sums θ[0]; with the same optimizer both equal."""
     model, data = Hooked(3), _data()
