@@ -19,10 +19,12 @@ special-cases dropout, batch norm or counters.
 A run's buffers and data travel as one typed object, :class:`LoopArrays` (a named tuple: numba compiles it as
 the plain tuple it replaces — the same machine code, the same compile time — and the loops read its fields by
 name). :func:`advance_path` is inlined into a ``nogil`` loop over paths: one generated per model kernel and
-optimizer step, cached on disk, in :mod:`dyntools.dynamics.loops`; :func:`advance_paths_by_pointer` (kernel and
-step called through function pointers, compiled once for all kernels of the protocol's signature — per sampler and
-label noise on or off — and cached) for the generated kernels of symbolic models (:func:`by_pointer`); and
-:func:`advance_paths` (kernel and step passed as arguments, compiled once per process) for any other model.
+optimizer step, cached on disk, in :mod:`dyntools.dynamics.loops`; :func:`advance_paths_by_pointer` (kernel,
+step and hooks called through function pointers, compiled once for all kernels of the protocol's signature — per
+sampler and label noise on or off — and cached) for every run shorter than
+:data:`dyntools.dynamics.run_plan.POINTER_RUN_PATH_STEPS` path-steps (:func:`by_pointer`); and
+:func:`advance_paths` (kernel and step passed as arguments, compiled once per process) for a longer run of a
+kernel that cannot be imported by name.
 :func:`advance_path_numpy` is the twin. This module sits below the trainer, the cached loops and the tuned loops,
 which all use it, and imports none of them.
 """
@@ -229,8 +231,8 @@ def advance_paths_by_pointer(kind: int, noisy: bool, hooked: bool = False):
     :func:`dyntools.engine.samplers.drawer`): ``fn(paths, kernel, step, arrays, t0, t1, record_steps, theta_rec,
     bound, diverged_at, record_final)``, compiled once for every kernel and step of those signatures and cached on
     disk — see :func:`by_pointer`. The no-op hooks are named in it; with ``hooked`` the model's three step hooks
-    come through pointers too, after the step: ``fn(paths, kernel, step, before_grad, after_grad, after_step,
-    arrays, …)`` (:func:`hook_type`).
+    come through pointers too, as the arguments after ``step``: ``fn(paths, kernel, step, before_grad, after_grad,
+    after_step, arrays, …)`` (:func:`hook_type`).
 
     One function per ``(kind, noisy, hooked)``, made once: the same code with ``draw`` bound in its own globals and
     its own name (numba caches a function by its name and file), so a cold compile types and optimizes only the
@@ -433,9 +435,11 @@ def by_pointer(kernel, step, arrays: LoopArrays, hooks=None):
     indirect call per step (and the kernel not inlined into the loop), which the kernels of models declared in
     sympy (:class:`~dyntools.models.symbolic.SymbolicModel`) dwarf — but not a built-in kernel whose step takes
     a fraction of a microsecond (DiagNet at d = 200, batch 1: 0.385 against 0.342 µs per step), so the built-in
-    models keep the loop named for their kernel. The trainer names the optimizer step in the loop instead
-    (:func:`dyntools.dynamics.loops.pointer_loop`); this loop, with the step through a second pointer, serves a step
-    that cannot be imported by name. ``arrays`` fixes the signatures' types."""
+    models keep the loop named for their kernel in a long run. In a run shorter than
+    :data:`dyntools.dynamics.run_plan.POINTER_RUN_PATH_STEPS` path-steps the trainer takes this loop for every
+    model (the indirect calls cost at most ~1.5 ms there, a loop of its own 3–10 s of compiling); a longer one names
+    the optimizer step in the loop (:func:`dyntools.dynamics.loops.pointer_loop`), and this loop serves a step that
+    cannot be imported by name. ``arrays`` fixes the signatures' types."""
     kernel_sig = kernel_type(arrays)
     # compiled (or loaded) now under the pointer's signature, the key numba caches it by: a later call by argument
     # types reuses it, and the next process finds it (compiled by argument types first, it missed and compiled)
