@@ -321,11 +321,13 @@ def hooks_take_pointers(hooks, arrays: LoopArrays) -> bool:
     returns nothing); the loop that names it ignores the value, so the trainer gives such a model that loop."""
     from numba.core.errors import TypingError
 
+    own = [hook for hook in hooks if hook is not no_hook]
+    if not own:
+        return True
     ptype = PointerType(hook_type(arrays).signature)
     try:
-        for hook in hooks:
-            if hook is not no_hook:
-                pointer(hook, ptype)
+        for hook in own:
+            pointer(hook, ptype)
     except TypingError:
         return False
     return True

@@ -325,8 +325,8 @@ def build_run(pb: Problem, rs: Runs, *, record_steps, records, grid, seed, theta
                "common_stream": bool(common_stream), "stream_key": tuple(int(k) for k in stream_key),
                "plain_sgd": plain_sgd}
     hooks = model.hooks(setting, P)
-    for role, hook in zip(("before_grad", "after_grad", "after_step"), hooks.compiled):
-        if pb.kernel == "numba" and not hasattr(hook, "py_func"):
+    for role, hook in zip(loops.HOOK_NAMES, hooks.compiled if pb.kernel == "numba" else ()):
+        if not hasattr(hook, "py_func"):
             raise ValueError(f"Invalid model {model.name!r}: its step hook {role} must be compiled with numba.njit "
                              f"(got {type(hook).__name__}); njit it, or pass kernel='numpy' to run its NumPy twin")
     arrays = path_loop.LoopArrays(
