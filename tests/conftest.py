@@ -124,6 +124,59 @@ AS_ERRORS = ("DeprecationWarning", "PendingDeprecationWarning", "FutureWarning")
 
 
 def pytest_configure(config):
+    _own_temporary_folder(config)
     if os.environ.get("DYNTOOLS_OWN_DEPRECATIONS_AS_ERRORS") == "1":
         for category in AS_ERRORS:
             config.addinivalue_line("filterwarnings", f"error::{category}:{OWN_MODULES}")
+
+
+#: The suite's temporary files live in one folder of their own (``TMPDIR`` for every child process too), removed
+#: when the session ends: a run of the suite leaves nothing behind in the machine's temporary folder. A suite that
+#: left 1.6 GB there per run (the memory-estimate runs' outputs) filled a CI disk: more than
+#: :data:`LEFT_BEHIND_LIMIT` bytes still there when the tests end, outside pytest's own ``tmp_path`` folders, fails
+#: the session, naming the largest entries.
+LEFT_BEHIND_LIMIT = 100 * 2**20
+
+
+def _own_temporary_folder(config):
+    """Point ``TMPDIR`` (and :mod:`tempfile`) at a new folder for this session (the controller's: the xdist workers
+    and every child inherit it)."""
+    import tempfile
+
+    if hasattr(config, "workerinput") or os.environ.get("DYNTOOLS_SUITE_TMPDIR"):
+        return
+    folder = tempfile.mkdtemp(prefix="dyntools-suite-")
+    os.environ["TMPDIR"] = os.environ["DYNTOOLS_SUITE_TMPDIR"] = folder
+    tempfile.tempdir = None                                    # tempfile reads TMPDIR again
+    config._dyntools_tmpdir = folder
+
+
+def _size(path) -> int:
+    if os.path.islink(path) or not os.path.isdir(path):
+        return os.lstat(path).st_size
+    return sum(os.lstat(os.path.join(root, name)).st_size
+               for root, _dirs, files in os.walk(path) for name in files)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Fail the session when its tests left more than :data:`LEFT_BEHIND_LIMIT` bytes in its temporary folder
+    (pytest's own ``pytest-of-*`` folders aside), naming the largest entries."""
+    folder = getattr(session.config, "_dyntools_tmpdir", None)
+    if folder is None or not os.path.isdir(folder):
+        return
+    left = sorted(((_size(os.path.join(folder, name)), name) for name in os.listdir(folder)
+                   if not name.startswith("pytest-of-")), reverse=True)
+    total = sum(size for size, _ in left)
+    if total > LEFT_BEHIND_LIMIT:
+        named = ", ".join(f"{name} ({size / 2**20:.0f} MiB)" for size, name in left[:5])
+        sys.stderr.write(f"\nthe tests left {total / 2**20:.0f} MiB in the temporary folder: {named}\n")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_unconfigure(config):
+    """Remove the session's temporary folder (:func:`_own_temporary_folder`)."""
+    import shutil
+
+    folder = getattr(config, "_dyntools_tmpdir", None)
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)

@@ -39,7 +39,7 @@ CONFIGS += CONVERTED
 #: In one process: for each command line, the peak resident size is reset (``/proc/self/clear_refs``), the
 #: command's own check computes the estimate (captured), the command runs, and ``VmHWM`` is the measured peak.
 MEASURE = """
-import contextlib, io, json, sys, tempfile
+import contextlib, io, json, shutil, sys, tempfile
 from numba.core import event
 from dyntools import cli, memory
 configs = json.loads(sys.argv[1])
@@ -49,17 +49,21 @@ def spy(*args, **kwargs):
     seen.append(require(*args, **kwargs))
     return seen[-1]
 memory.require = spy
-out = tempfile.mkdtemp()
+out = tempfile.mkdtemp(prefix="dyntools-memory-")   # each run's output is removed once measured: up to 1.6 GB in all
 rows = []
-for k, argv in enumerate(configs):
-    with open("/proc/self/clear_refs", "w") as fh:
-        fh.write("5")
-    with contextlib.redirect_stdout(io.StringIO()), event.install_recorder("numba:compile") as compiles:
-        code = cli.main([*argv, "--out", f"{out}/r{k}", "--json"])
-    compiled = sorted({f"{d.py_func.__module__}.{d.py_func.__qualname__}" for d in
-                       (e.data["dispatcher"] for _, e in compiles.buffer if e.is_start)})
-    rows.append({"config": argv, "code": code, "estimate": seen[-1], "measured": memory.peak_rss_bytes(),
-                 "compiled": compiled})
+try:
+    for k, argv in enumerate(configs):
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+        with contextlib.redirect_stdout(io.StringIO()), event.install_recorder("numba:compile") as compiles:
+            code = cli.main([*argv, "--out", f"{out}/r{k}", "--json"])
+        compiled = sorted({f"{d.py_func.__module__}.{d.py_func.__qualname__}" for d in
+                           (e.data["dispatcher"] for _, e in compiles.buffer if e.is_start)})
+        rows.append({"config": argv, "code": code, "estimate": seen[-1], "measured": memory.peak_rss_bytes(),
+                     "compiled": compiled})
+        shutil.rmtree(f"{out}/r{k}", ignore_errors=True)
+finally:
+    shutil.rmtree(out, ignore_errors=True)
 print(json.dumps(rows))
 """
 
@@ -67,8 +71,10 @@ print(json.dumps(rows))
 #: One small run of each command: compiled (or loaded) in a process of its own first, so that the measured runs
 #: load cached kernels as a user's runs do (a first compile, up to ≈ 140 MiB once, is outside the estimate:
 #: dyntools.memory.HEADROOM). Small: the same kernels for the same types, a fraction of the measured runs' work
-#: (the test checks that the measured runs compiled nothing).
-WARM = [["simulate", "stabilization", "--paths", "50", "--records", "10", "--n", "100", "--steps", "20"],
+#: (the test checks that the measured runs compiled nothing). The first has more paths than a process seeds from
+#: SeedSequence objects (dyntools.engine.seed_hash.OBJECTS_BELOW): the compiled seed hash is warmed too, whatever ran
+#: before in the suite's cache.
+WARM = [["simulate", "stabilization", "--paths", "5000", "--records", "10", "--n", "100", "--steps", "20"],
         ["simulate", "diag-net", "--seeds", "1", "--steps", "1000"],
         ["sweep", "adamw-grid", "--optimizers", "adam", "--lr-grid", "1e-3:1e-2:2", "--wd-grid", "1e-6:1e-5:1", "--n",
          "64", "--n-val", "32", "--hidden", "16,16,16,16", "--batch-size", "32", "--epochs", "1", "--workers", "1"],
