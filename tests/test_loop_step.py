@@ -357,7 +357,7 @@ def test_which_kernels_take_the_pointer_loop(monkeypatch, model, loop):
             "surface": lambda: Surface("rosenbrock")}[model]()
     monkeypatch.setattr(loops, "pointer_loop", lambda kernel, step, arrays: ("pointer", kernel, step))
     monkeypatch.setattr(loops, "user_loop", lambda kernel, step, hooks=None: ("user", kernel, step))
-    monkeypatch.setattr(path_loop, "by_pointer", lambda kernel, step, arrays, hooks: ("all", kernel, step, hooks))
+    monkeypatch.setattr(path_loop, "by_pointer", lambda kernel, step, arrays, hooks, **_: ("all", kernel, step, hooks))
     monkeypatch.setattr(path_loop, "hooks_take_pointers", lambda hooks, arrays: hooks[2] is no_hook)
     runs = SimpleNamespace(step="all-structures", own_step="own-structures")
     pb = SimpleNamespace(kernel="numba", model=made)

@@ -333,7 +333,7 @@ def hooks_take_pointers(hooks, arrays: LoopArrays) -> bool:
     return True
 
 
-def with_pointers(loop, pointers: dict):
+def with_pointers(loop, pointers: dict, rebuild: tuple | None = None):
     """``loop`` (a cached ``njit`` dispatcher) called with the arguments at the positions of ``pointers``
     (position → ``FunctionType``) passed as function pointers: one compiled loop for every function of that
     signature, cached on disk. Returns ``call(*args)``.
@@ -344,7 +344,13 @@ def with_pointers(loop, pointers: dict):
     by a key of what the types depend on (:func:`_arg_key`), and ``typeof`` runs once per new key. The functions
     at those positions go in as :class:`Pointer` values (their addresses looked up once, :func:`pointer`), typed
     :class:`PointerType`: numba unboxes a dispatcher passed as a ``FunctionType`` by looking both addresses up
-    in Python on every call (~0.1 ms per call with the GIL held, four calls per window on two threads)."""
+    in Python on every call (~0.1 ms per call with the GIL held, four calls per window on two threads).
+
+    At the first call of new argument types the functions are compiled (or loaded) first, then the loop — in a
+    helper process meanwhile when both are cold and ``rebuild`` (``(module, function, args)``: ``function(*args)``
+    is ``loop``) tells the helper how to find it (:func:`dyntools.dynamics.compile_helper.compile_beside`)."""
+    from dyntools.dynamics import compile_helper
+
     typed = {i: PointerType(t.signature) for i, t in pointers.items()}
 
     def call(*args):
@@ -356,8 +362,9 @@ def with_pointers(loop, pointers: dict):
             arg_types = tuple(typed[i] if i in typed else typeof(v) for i, v in enumerate(args))
             compiled = loop.overloads.get(arg_types)
             if compiled is None:
-                loop.compile(arg_types)
-                compiled = loop.overloads[arg_types]
+                functions = [(args[i], typed[i].signature, lambda i=i: pointer(args[i], typed[i]))
+                             for i in sorted(typed)]                   # the kernel (position 1) first
+                compiled = compile_helper.compile_beside(loop, arg_types, functions, rebuild)
             entry = _ENTRIES[key] = compiled.entry_point
         entry(*(pointer(v, typed[i]) if i in typed else v for i, v in enumerate(args)))
 
@@ -425,7 +432,7 @@ def _unbox_pointer(typ, obj, c):
 
 
 
-def by_pointer(kernel, step, arrays: LoopArrays, hooks=None):
+def by_pointer(kernel, step, arrays: LoopArrays, hooks=None, *, compile_kernel_now: bool = True):
     """A loop over paths for ``kernel`` (a numba dispatcher of the model protocol) and the optimizer ``step``
     that calls both through function pointers: ``fn(paths, arrays, t0, t1, record_steps, theta_rec, bound,
     diverged_at, record_final)``; ``hooks`` (the model's compiled ``(before_grad, after_grad, after_step)``,
@@ -441,11 +448,16 @@ def by_pointer(kernel, step, arrays: LoopArrays, hooks=None):
     :data:`dyntools.dynamics.run_plan.POINTER_RUN_PATH_STEPS` path-steps the trainer takes this loop for every
     model (the indirect calls cost at most ~1.5 ms there, a loop of its own 3–10 s of compiling); a longer one names
     the optimizer step in the loop (:func:`dyntools.dynamics.loops.pointer_loop`), and this loop serves a step that
-    cannot be imported by name. ``arrays`` fixes the signatures' types."""
+    cannot be imported by name. ``arrays`` fixes the signatures' types.
+
+    ``compile_kernel_now``: the kernel is compiled (or loaded) now, for a caller that runs it by argument types
+    before the loop (the trainer's check of a user's kernel); else at the loop's first call, while a helper process
+    compiles the loop if both are cold (:mod:`dyntools.dynamics.compile_helper`)."""
     kernel_sig = kernel_type(arrays)
-    # compiled (or loaded) now under the pointer's signature, the key numba caches it by: a later call by argument
-    # types reuses it, and the next process finds it (compiled by argument types first, it missed and compiled)
-    kernel.get_compile_result(kernel_sig.signature)
+    if compile_kernel_now:
+        # under the pointer's signature, the key numba caches it by: a later call by argument types reuses it, and
+        # the next process finds it (compiled by argument types first, it missed and compiled)
+        kernel.get_compile_result(kernel_sig.signature)
     pointers = {1: kernel_sig, 2: step_type(arrays)}
     hooked = hooks is not None and any(h is not no_hook for h in hooks)
     if hooked:
@@ -457,7 +469,8 @@ def by_pointer(kernel, step, arrays: LoopArrays, hooks=None):
         key = (int(arrays.sampler), bool(arrays.label_noise != 0.0))    # each call: its own arrays' sampler and noise
         call = calls.get(key)
         if call is None:
-            call = calls[key] = with_pointers(advance_paths_by_pointer(*key, hooked), pointers)
+            call = calls[key] = with_pointers(advance_paths_by_pointer(*key, hooked), pointers,
+                                              rebuild=(__name__, "advance_paths_by_pointer", (*key, hooked)))
         call(paths, *functions, arrays, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final)
 
     return loop

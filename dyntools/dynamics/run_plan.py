@@ -276,7 +276,9 @@ def _cached_loop(pb: Problem, arrays: path_loop.LoopArrays, compiled, hooks, pat
         return None
     if (not pb.model.inline_kernel and path_steps < POINTER_RUN_PATH_STEPS
             and path_loop.hooks_take_pointers(hooks.compiled, arrays)):      # (not a hook that returns a value)
-        return path_loop.by_pointer(pb.model.loss_grad, compiled.own_step, arrays, hooks.compiled)
+        checked = not kernel_check.is_builtin(pb.model) or pb.model.generated_kernel    # run by _check_kernel first
+        return path_loop.by_pointer(pb.model.loss_grad, compiled.own_step, arrays, hooks.compiled,
+                                    compile_kernel_now=checked)
     if not pb.model.inline_kernel and all(h is no_hook for h in hooks.compiled):
         # one compiled loop for every kernel of the protocol and run set's own chains
         return loops.pointer_loop(pb.model.loss_grad, compiled.own_step, arrays)

@@ -215,7 +215,7 @@ def cross_entropy_loop(arrays: LoopArrays, step, t0, t1, record_steps, theta_rec
     Why: a loop that names the kernel links the kernel's machine code into its own and optimizes it again — the
     matrix products' panels, a second time and larger (the MLP's first ``dt.train`` with empty caches). A step of
     this kernel takes microseconds (tens on the heatmap's cell), so the two indirect calls per step are not seen."""
-    loop = by_pointer(mlp_model.loss_grad_cross_entropy, step, arrays)
+    loop = by_pointer(mlp_model.loss_grad_cross_entropy, step, arrays, compile_kernel_now=False)
     drive.on_threads(loop, arrays.thetas.shape[0], workers, arrays, t0, t1, record_steps, theta_rec, float(bound),
                      diverged_at, record_final)
 
