@@ -98,3 +98,30 @@ def test_the_helper_can_be_turned_off(monkeypatch):
     assert not compile_helper.enabled()
     monkeypatch.setenv(compile_helper.ENV, "1")
     assert compile_helper.enabled()
+
+
+def test_a_kernel_that_does_not_compile_raises_and_leaves_no_helper_running(monkeypatch):
+    """The kernel's error reaches the caller, and the helper started beside it is stopped (not left compiling)."""
+    import subprocess
+    import sys
+
+    @njit
+    def loop(x):
+        return x
+
+    started = []
+
+    def start(rebuild, arg_types):
+        started.append(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]))
+        return started[-1]
+
+    def broken_kernel():
+        raise TypeError("the kernel does not type")
+
+    monkeypatch.setattr(compile_helper, "worth_it", lambda *args: True)
+    monkeypatch.setattr(compile_helper, "start", start)
+    from numba import float64
+
+    with pytest.raises(TypeError, match="does not type"):
+        compile_helper.compile_beside(loop, (float64,), [(None, None, broken_kernel)], ("m", "f", ()))
+    assert len(started) == 1 and started[0].poll() is not None       # stopped and reaped

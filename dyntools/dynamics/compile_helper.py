@@ -100,9 +100,18 @@ def finish(proc: subprocess.Popen | None) -> bool:
     try:
         return proc.wait(timeout=WAIT_SECONDS) == 0
     except subprocess.TimeoutExpired:
+        stop(proc)
+        return False
+    except BaseException:                  # interrupted while waiting: no helper outlives its caller's compile
+        stop(proc)
+        raise
+
+
+def stop(proc: subprocess.Popen | None) -> None:
+    """End the helper ``proc`` (if any) and reap it."""
+    if proc is not None and proc.poll() is None:
         proc.kill()
         proc.wait()
-        return False
 
 
 def compile_beside(loop, arg_types, functions, rebuild: tuple | None):
@@ -117,8 +126,12 @@ def compile_beside(loop, arg_types, functions, rebuild: tuple | None):
         helper = None
         if rebuild is not None and functions and worth_it(loop, arg_types, *functions[0][:2]):
             helper = start(rebuild, arg_types)
-        for _, _, compile_here in functions:
-            compile_here()
+        try:
+            for _, _, compile_here in functions:
+                compile_here()
+        except BaseException:              # the kernel does not compile (a typing error): the error, no helper left
+            stop(helper)
+            raise
         finish(helper)
         loop.compile(arg_types)            # loaded from the cache the helper filled, or compiled here
         return loop.overloads[arg_types]
