@@ -84,11 +84,14 @@ def start(rebuild: tuple, arg_types) -> subprocess.Popen | None:
         proc = subprocess.Popen([sys.executable, "-c", "from dyntools.dynamics.compile_helper import main; main()"],
                                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 env=env)
-        proc.stdin.write(payload)
-        proc.stdin.close()
     except OSError:
         return None
     started += 1
+    try:
+        proc.stdin.write(payload)
+        proc.stdin.close()
+    except OSError:                        # it ended before reading (a broken pipe): finish() sees it failed
+        pass
     return proc
 
 
@@ -144,10 +147,9 @@ def main() -> None:
     import numba
 
     rebuild, arg_types, cache_dir = pickle.loads(sys.stdin.buffer.read())
-    numba.config.CACHE_DIR = cache_dir
-    import dyntools.lowlevel  # noqa: F401 - the kernels' building blocks chosen as in the caller (cache folder)
-
-    numba.config.CACHE_DIR = cache_dir
     module, function, args = rebuild
-    loop = getattr(importlib.import_module(module), function)(*args)
-    loop.compile(tuple(arg_types))
+    make = getattr(importlib.import_module(module), function)
+    # the caller's cache folder (with the fallback blocks, dyntools.lowlevel's sub-folder), set before the loop's
+    # dispatcher is made just below: numba reads it then
+    numba.config.CACHE_DIR = cache_dir
+    make(*args).compile(tuple(arg_types))
