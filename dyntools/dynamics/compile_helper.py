@@ -6,8 +6,9 @@ A first ``dt.train`` with empty caches compiles two independent things one after
 kernel's *signature*, not its code. So when both are missing from numba's on-disk cache, :func:`start` hands the
 loop's argument types to a new Python process that compiles the loop into the same cache, this process compiles the
 kernel meanwhile, and :func:`finish` waits for the helper; the loop is then loaded from the cache. On the
-cross-entropy MLP's first ``dt.train`` (AMD EPYC Zen 4, 2 cores, quiet) the kernel took ~4.3 s and the loop ~3.5 s
-of compiling, one after the other (docs/performance.md, stop 57).
+cross-entropy MLP's first ``dt.train`` (AMD EPYC Zen 4, 2 cores) the kernel takes ~4 s and the loop ~3.3 s of
+compiling; one after the other the cold row took 8.3–9.8 s, side by side 5.8–7.0 s (alternated, three runs a side,
+the machine's slow phase; the 8-cell AdamW sweep 11.6–13.5 → 8.5–9.3 s: docs/performance.md, stop 57).
 
 **Nothing changes a bit.** The helper compiles the same function for the same argument types under the same
 environment (numba's compile target, cache folder and dyntools' settings are inherited), and numba's cache keys
