@@ -32,6 +32,13 @@ MAX_FILE_BYTES = 64 * 2**20
 _ROOT = str(Path(__file__).resolve().parents[1])
 
 
+def environment(**variables: str) -> dict[str, str]:
+    """This process's environment with ``variables`` set and the package's parent folder first on ``PYTHONPATH``: a
+    ``python`` child imports dyntools from where this process did (a clone run in place, or an installation)."""
+    path = os.pathsep.join([_ROOT, *filter(None, [os.environ.get("PYTHONPATH")])])
+    return {**os.environ, **variables, "PYTHONPATH": path}
+
+
 class ChildStopped(Exception):
     """The child did not return a result: ``reason`` says why (time limit, memory, processor time, exit)."""
 
@@ -48,10 +55,9 @@ def run_limited(target: str, kwargs: dict, *, timeout: float, memory_mb: int | N
         raise ValueError(f"Invalid timeout: {timeout!r} (must be a finite number of seconds > 0)")
     request = json.dumps({"target": target, "kwargs": kwargs, "memory_mb": memory_mb,
                           "cpu_seconds": int(math.ceil(2 * timeout)) + 5})
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([_ROOT, *filter(None, [os.environ.get("PYTHONPATH")])]),
-           # one thread each: BLAS and numba reserve address space per thread, which a many-core machine would
-           # spend against the memory limit before the student's code runs
-           "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1"}
+    # one thread each: BLAS and numba reserve address space per thread, which a many-core machine would spend
+    # against the memory limit before the student's code runs
+    env = environment(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", NUMBA_NUM_THREADS="1")
     with tempfile.TemporaryDirectory(prefix="dyntools-child-") as cwd, \
             tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as err_file:
         # the code's prints go to a file, capped by RLIMIT_FSIZE: an endless print cannot fill this process

@@ -80,8 +80,9 @@ def _run_restricted(name: str, quick: bool, isa: str) -> BenchReport:
     for it is kept between runs in the temporary directory, one per isa and checkout."""
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     cache = os.path.join(tempfile.gettempdir(), f"dyntools-numba-{isa}-{zlib.crc32(root.encode()):08x}")
-    env = {**os.environ, **isa_environment(isa, cache)}
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
+    from dyntools.child import environment
+
+    env = environment(**isa_environment(isa, cache))
     cmd = [sys.executable, "-m", "dyntools", "bench", name, "--json", *(["--quick"] if quick else [])]
     run = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if run.returncode != 0:

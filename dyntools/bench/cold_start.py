@@ -169,8 +169,9 @@ ON_REQUEST = ("reproduce-quick",)
 
 def child_environment(folder: str) -> dict[str, str]:
     """The environment of a child whose caches are the sub-folders of ``folder`` (created empty if absent)."""
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p))
+    from dyntools.child import environment
+
+    env = environment()
     for variable, sub in CACHE_VARIABLES.items():
         env[variable] = os.path.join(folder, "caches", sub)
         os.makedirs(env[variable], exist_ok=True)

@@ -106,10 +106,10 @@ def fresh_compile_phases(make: str, numba_cache: str | None = None) -> dict:
     import subprocess
     import sys
 
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from dyntools.child import environment
+
     with tempfile.TemporaryDirectory() as tmp:
-        env = dict(os.environ, DYNTOOLS_SYMBOLIC_CACHE=tmp, NUMBA_CACHE_DIR=numba_cache or os.path.join(tmp, "numba"),
-                   PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
+        env = environment(DYNTOOLS_SYMBOLIC_CACHE=tmp, NUMBA_CACHE_DIR=numba_cache or os.path.join(tmp, "numba"))
         out = subprocess.run([sys.executable, "-c", _COMPILE_CODE.format(make=make)], env=env, capture_output=True,
                              text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])

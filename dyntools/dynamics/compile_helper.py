@@ -79,12 +79,12 @@ def start(rebuild: tuple, arg_types) -> subprocess.Popen | None:
         payload = pickle.dumps((rebuild, arg_types, numba.config.CACHE_DIR), protocol=pickle.HIGHEST_PROTOCOL)
     except Exception:  # noqa: BLE001 - a type that does not pickle: compile here
         return None
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
+    from dyntools.child import environment
+
     try:
         proc = subprocess.Popen([sys.executable, "-c", "from dyntools.dynamics.compile_helper import main; main()"],
                                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                env=env)
+                                env=environment())
     except OSError:
         return None
     started += 1

@@ -39,6 +39,7 @@ from numba.core import cgutils
 from numba.experimental.function_type import FunctionModel
 from numba.extending import NativeValue, register_model, unbox
 
+from dyntools.dynamics import compile_helper
 from dyntools.engine import guard, record, rng, samplers
 from dyntools.models.base import no_hook, no_hook_np
 
@@ -349,8 +350,6 @@ def with_pointers(loop, pointers: dict, rebuild: tuple | None = None):
     At the first call of new argument types the functions are compiled (or loaded) first, then the loop — in a
     helper process meanwhile when both are cold and ``rebuild`` (``(module, function, args)``: ``function(*args)``
     is ``loop``) tells the helper how to find it (:func:`dyntools.dynamics.compile_helper.compile_beside`)."""
-    from dyntools.dynamics import compile_helper
-
     typed = {i: PointerType(t.signature) for i, t in pointers.items()}
 
     def call(*args):
