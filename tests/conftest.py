@@ -1,6 +1,7 @@
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -30,6 +31,17 @@ def other_cpu_name() -> str:
 @pytest.fixture
 def cli():
     return run_cli
+
+
+@pytest.fixture
+def tuned_short_runs(monkeypatch):
+    """Short runs take the tuned regression loop as they did before issue 38 (they take the pointer loop, which
+    gives its bits: ``fast.SHORT_RUNS_BY_POINTER``), so that a test can compare the two on a few steps."""
+    from dyntools.dynamics import fast
+    from dyntools.dynamics.fast import mlp as fast_mlp
+
+    monkeypatch.setattr(fast_mlp, "SHORT_RUNS_BY_POINTER", {})
+    monkeypatch.setattr(fast, "SHORT_RUNS_BY_POINTER", {})
 
 
 def assert_usage_error(proc, *needles, out_dir=None):
@@ -125,6 +137,7 @@ AS_ERRORS = ("DeprecationWarning", "PendingDeprecationWarning", "FutureWarning")
 
 def pytest_configure(config):
     _own_temporary_folder(config)
+    _one_copy_of_dyntools()
     if os.environ.get("DYNTOOLS_OWN_DEPRECATIONS_AS_ERRORS") == "1":
         for category in AS_ERRORS:
             config.addinivalue_line("filterwarnings", f"error::{category}:{OWN_MODULES}")
@@ -149,6 +162,19 @@ def _own_temporary_folder(config):
     os.environ["TMPDIR"] = os.environ["DYNTOOLS_SUITE_TMPDIR"] = folder
     tempfile.tempdir = None                                    # tempfile reads TMPDIR again
     config._dyntools_tmpdir = folder
+
+
+def _one_copy_of_dyntools():
+    """Put this checkout first on ``PYTHONPATH`` for every xdist worker and child process. The workers import
+    dyntools from the checkout (``python -m pytest`` puts the current folder first on ``sys.path``), but a child
+    started in another folder (``dyntools simulate ... `` run in ``tmp_path``, a notebook's kernel) imported the
+    copy ``pip install .`` put into site-packages: another source path, so another numba cache, and every kernel
+    it met compiled a second time (67 s of compiling in eight such children of one cold run, 29 Nov 2026). That
+    the installed copy is complete is tests/test_packaging.py's check, on a package built for it."""
+    root = str(Path(__file__).resolve().parents[1])
+    entries = [e for e in os.environ.get("PYTHONPATH", "").split(os.pathsep) if e]
+    if entries[:1] != [root]:
+        os.environ["PYTHONPATH"] = os.pathsep.join([root, *entries])
 
 
 def _size(path) -> int:

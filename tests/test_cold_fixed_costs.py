@@ -78,7 +78,7 @@ run = dt.train(dt.MLP((2, 16, 16, 3), head="cross-entropy"), data, dt.optim.sgd(
 compiled = list(_compiles.every)
 X = rng.standard_normal((20, 5))
 data = type("Data", (), {"X": X, "y": X[:, 0].copy(), "X_test": None, "y_test": None})()
-relu = dt.train(dt.MLP((5, 10, 10, 1)), data, dt.optim.sgd(1e-3), steps=5, seed=0, records=2)   # its tuned loop
+relu = dt.train(dt.MLP((5, 10, 10, 1)), data, dt.optim.sgd(1e-3), steps=5, seed=0, records=2)   # a short run
 relu_compiled = _compiles.every[len(compiled):]
 dt.MLP((2, 4, 1), dtype="float32")     # the first float32 model: its precision's probe, once
 dt.MLP((2, 5, 1), dtype="float32")
@@ -117,13 +117,14 @@ def test_a_cold_float64_mlp_probes_the_blocks_in_float64_only(mlp_child):
 
 
 @pytest.mark.slow
-def test_a_run_by_a_built_in_tuned_loop_does_not_compile_the_generic_loop_s_kernel(mlp_child):
-    """The ReLU regression net trains by its tuned loop (``regression_paths``: forward and backward inlined); the
-    generic loop it never calls is not built, so its kernel ``loss_grad_regression`` is not compiled (~1.3 s of the
-    row's cold start, issue 38)."""
+def test_a_short_regression_run_compiles_its_kernel_and_not_the_tuned_loop(mlp_child):
+    """A short run of the ReLU regression net (fewer than run_plan.POINTER_RUN_PATH_STEPS path-steps) trains through
+    the pointer loop the cross-entropy MLP's run compiled before it: its kernel ``loss_grad_regression`` is compiled
+    (~1.3 s), its tuned loop ``regression_paths`` (forward and backward inlined, ~4 s cold) is not (issue 38)."""
     relu = mlp_child["relu"]
-    assert "dyntools.dynamics.fast.mlp.regression_paths" in relu, relu      # the control: compiled here, cold
-    assert "dyntools.models.mlp.loss_grad_regression" not in relu, relu
+    assert "dyntools.models.mlp.loss_grad_regression" in relu, relu      # the control: compiled here, cold
+    assert "dyntools.dynamics.fast.mlp.regression_paths" not in relu, relu
+    assert not [n for n in relu if "advance_paths_by_pointer" in n], relu   # the MLP's run compiled it
 
 
 #: the first solve of a built-in 1-D SDE (its lock-step kernel: groups of four paths, leftover paths, stops inside a

@@ -203,6 +203,19 @@ def _teacher(n=12, d=3, hidden=(2, 2), seed=1):
     return SimpleNamespace(X=ts.X, y=ts.y, X_test=ts.X_test, y_test=ts.y_test)
 
 
+def test_a_short_regression_run_takes_the_pointer_loop_and_a_longer_one_the_tuned_loop():
+    """Below its limit (fast.short_run_limit: 2000 path-steps) the regression MLP trains through the pointer loop
+    shared by every model (no loop of its own to compile: ~4 s in a cold process), from there on through its tuned
+    loop; the bits are the same either way (:func:`test_tuned_regression_loop_equals_generic_loop_bitwise`)."""
+    limit = fast.short_run_limit(fast_mlp.regression_loop)
+    assert limit == 2_000
+    model = MLP((3, 6, 5, 1))
+    ds = _teacher(seed=1)
+    short_run = train(model, ds, O.sgd(1e-3), steps=limit // 2 - 1, seeds=2, records=3, seed=0)
+    long_run = train(model, ds, O.sgd(1e-3), steps=limit // 2, seeds=2, records=3, seed=0)
+    assert short_run.config["path"] == "generic" and long_run.config["path"] == "tuned"
+
+
 @pytest.mark.parametrize("sampler,batch,noise,opt", [
     ("distinct", 1, 0.0, O.sgd(0.05)), ("distinct", 3, 0.1, O.sgd(0.03, momentum=0.9)),
     ("full", 1, 0.0, O.adam(1e-2)), ("full", 1, 0.05, O.sgdw(0.05, weight_decay=0.1)),
@@ -210,11 +223,12 @@ def _teacher(n=12, d=3, hidden=(2, 2), seed=1):
     ("with-replacement", 1, 0.1, O.adam(1e-2)), ("with-replacement", 4, 0.05, O.sgd(0.05, nesterov=True,
                                                                                      momentum=0.5)),
     ("with-replacement", 1, 0.0, O.sgd(40.0)), ("with-replacement", 3, 0.0, O.sgd(20.0, momentum=0.9))])
-def test_tuned_regression_loop_equals_generic_loop_bitwise(sampler, batch, noise, opt):
-    """The tuned regression loop and the generic loop named for the kernel (fast=False): the same parameters,
-    records, per-step losses and divergence steps, bit for bit, for each of its samplers (full, distinct,
-    with-replacement: dt.train's default), batch 1 and more, label noise, SGD, momentum, Nesterov, Adam, SGDW, and
-    diverging runs (SGD at 40, momentum at 20), on 2 threads in 3 windows and on 1 thread."""
+def test_tuned_regression_loop_equals_generic_loop_bitwise(sampler, batch, noise, opt, tuned_short_runs):
+    """The tuned regression loop (taken for these short runs by :func:`tuned_short_runs`) and the generic loop
+    (fast=False: the pointer loop): the same parameters, records, per-step losses and divergence steps, bit for
+    bit, for each of its samplers (full, distinct, with-replacement: dt.train's default), batch 1 and more, label
+    noise, SGD, momentum, Nesterov, Adam, SGDW, and diverging runs (SGD at 40, momentum at 20), on 2 threads in 3
+    windows and on 1 thread. The same bits are why a short run may take the pointer loop instead."""
     model = MLP((3, 6, 5, 1), biases=(True, False, True), init_scales=0.8)
     ds = [_teacher(seed=1), _teacher(seed=2)]
     kw = {"steps": 60, "batch": batch, "sampler": sampler, "label_noise": noise, "records": 9, "seed": 5,

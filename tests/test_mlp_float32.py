@@ -228,7 +228,7 @@ def test_float32_loop_flushes_subnormals_and_restores_the_thread_mode():
 @pytest.mark.parametrize("sampler,batch,noise,opt", [("with-replacement", 1, 0.0, O.adam(1e-2)),
                                                      ("with-replacement", 3, 0.1, O.sgd(0.05, momentum=0.9)),
                                                      ("distinct", 2, 0.0, O.sgd(0.05))])
-def test_float32_regression_loop_is_the_generic_loop_bit_for_bit(sampler, batch, noise, opt):
+def test_float32_regression_loop_is_the_generic_loop_bit_for_bit(sampler, batch, noise, opt, tuned_short_runs):
     """The tuned regression loop in float32 (dyntools.dynamics.fast.mlp, now also dt.train's default
     with-replacement sampler) and the generic loop named for the float32 kernel: the same bits, on 2 threads."""
     model = MLP((4, 7, 5, 1), dtype="float32")

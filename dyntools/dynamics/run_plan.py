@@ -338,6 +338,8 @@ def build_run(pb: Problem, rs: Runs, *, record_steps, records, grid, seed, theta
         lrs=rates.window(0, min(steps, tuned_probe.PROBE_STEPS)), run_of=run_of, step_losses=step_losses,
         plain_sgd=np.array(plain_sgd, dtype=np.bool_), **_hook_arrays(hooks, P, G, K))
     tuned, kernel_fn = _pick_loop(pb, rs, setting, fast)
+    if tuned is not None and P * steps < min(tuned_loops.short_run_limit(tuned), POINTER_RUN_PATH_STEPS):
+        tuned = None          # the pointer loop: the same bits, no loop of its own to compile (fast/mlp.py)
     # the generic loop runs unless a built-in tuned loop does (a user's is probed against it first): not built, its
     # kernel is not compiled (the ReLU net's loss_grad_regression, ~1.3 of its ~6.5 cold seconds, issue 38)
     generic_runs = tuned is None or tuned_loops.user_selector(model) is not None

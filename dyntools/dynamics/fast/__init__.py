@@ -25,7 +25,8 @@ each loop stays, one line each:
 * mlp regression: the SAME bits as the generic loop (tested bitwise); kept for speed — no kernel call, no
   batch buffers, 1.1–2.2× the generic loop's steps per second — and for the first run: one loop compiled for every
   optimizer (the step by pointer), half the processor time of the generic loop named for the kernel
-  (docs/guide/tuned-loops.md).
+  (docs/guide/tuned-loops.md). A run of fewer than 2000 path-steps takes the pointer loop instead
+  (:data:`SHORT_RUNS_BY_POINTER`): shared by every model, it is often compiled already.
 * mlp float32 cross-entropy: the generic loop with subnormals flushed — other bits exactly where one occurs.
 * mlp float64 cross-entropy: the generic loop, kernel and step through function pointers — the same bits; kept so
   that the first run does not optimize the matrix products' machine code a second time inside the loop.
@@ -60,6 +61,9 @@ BUILT_IN: dict[type, Callable] = dict(TUNED)
 #: the tuned loops that call the optimizer step through a function pointer (declared, never probed): the trainer
 #: hands them the run set's own step structures (:attr:`~dyntools.optim.compiled.CompiledRuns.own_step`)
 STEP_BY_POINTER: set = set()
+#: tuned loop → the path-steps (paths × steps) below which a run takes the pointer loop instead, which gives the
+#: loop's bits (:func:`dyntools.dynamics.path_loop.by_pointer`)
+SHORT_RUNS_BY_POINTER: dict = {}
 #: built-in entries added once their model's module is imported (model module → (class name, tuned-loop module)):
 #: the MLP's module imports the low-level blocks, whose probe compiles — a run of another model never pays for it
 ON_IMPORT = {"dyntools.models.mlp": ("MLP", "dyntools.dynamics.fast.mlp")}
@@ -75,6 +79,7 @@ def _add_imported() -> None:
             BUILT_IN.setdefault(cls, tuned.select)
             TUNED.setdefault(cls, BUILT_IN[cls])
             STEP_BY_POINTER.update(tuned.STEP_BY_POINTER)
+            SHORT_RUNS_BY_POINTER.update(getattr(tuned, "SHORT_RUNS_BY_POINTER", {}))
 
 
 def register(model_type: type, selector: Callable, *, step_by_pointer=()) -> None:
@@ -111,6 +116,13 @@ def select(model, setting: dict):
         if cls in TUNED:
             return TUNED[cls](model, setting)
     return None
+
+
+def short_run_limit(loop) -> int:
+    """The path-steps below which a run takes the pointer loop instead of the tuned ``loop`` (0: never): the same
+    bits, and the tuned loop is faster per step by less than its compile costs (:data:`SHORT_RUNS_BY_POINTER`)."""
+    _add_imported()
+    return SHORT_RUNS_BY_POINTER.get(loop, 0)
 
 
 def user_selector(model):
