@@ -114,6 +114,15 @@ def first_record(record_steps, t0):
     return lo
 
 
+@njit
+def put(dst, src):
+    """``dst[i] = src[i]`` for every ``i`` of the 1-D ``src`` (cast to ``dst``'s type, as a slice assignment
+    would): a plain loop, compiled once per signature, instead of numba's slice assignment, whose broadcasting
+    machinery each of the loop's ten row copies brought along."""
+    for i in range(src.shape[0]):
+        dst[i] = src[i]
+
+
 @njit(inline="always")
 def open_path(a, p):
     """Path ``p``'s private copies of its rows (neighbouring rows share cache lines) — θ, optimizer state,
@@ -127,10 +136,11 @@ def open_path(a, p):
 @njit(inline="always")
 def close_path(a, p, theta, ostate, st, perm, cur):
     """Write path ``p``'s private rows back (the inverse of :func:`open_path`)."""
-    a.thetas[p, :] = theta
-    a.opt_states[p, :, :] = ostate
-    a.states[p, :] = st[0, :]
-    a.perms[p, :] = perm
+    put(a.thetas[p], theta)
+    for j in range(ostate.shape[0]):
+        put(a.opt_states[p, j], ostate[j])
+    put(a.states[p], st[0])
+    put(a.perms[p], perm)
     a.pos[p] = cur
 
 
@@ -177,9 +187,9 @@ def advance_path_drawn(draw, kernel, step, before_grad, after_grad, after_step, 
     iargs, fargs, hps, lrs, step_losses = a.iargs, a.fargs, a.hps, a.lrs, a.step_losses
     for t in range(t0, t1):
         if record.due(record_steps, k, t):
-            theta_rec[p, k, :] = theta
+            put(theta_rec[p, k], theta)
             if keep_hooks:
-                a.hook_rec[p, k, :] = hs
+                put(a.hook_rec[p, k], hs)
             k += 1
         cur = draw(sampler, idx, noise, label_noise, b, n, replay, row, t, perm, cur, st, drop_last)
         before_grad(t, theta, hs, hst, ha, b, ws)
@@ -194,12 +204,12 @@ def advance_path_drawn(draw, kernel, step, before_grad, after_grad, after_step, 
             break
         after_step(t, theta, hs, hst, ha, b, ws)
     close_path(a, p, theta, ostate, st, perm, cur)
-    a.hook_state[p, :] = hs
-    a.hook_streams[p, :] = hst[0, :]
+    put(a.hook_state[p], hs)
+    put(a.hook_streams[p], hst[0])
     if record_final and diverged_at[p] == guard.NEVER and record.due(record_steps, k, t1):
-        theta_rec[p, k, :] = theta
+        put(theta_rec[p, k], theta)
         if keep_hooks:
-            a.hook_rec[p, k, :] = hs
+            put(a.hook_rec[p, k], hs)
 
 
 @njit(nogil=True, error_model="numpy")
