@@ -37,7 +37,7 @@ def asm_counts() -> dict:
     from dyntools.dynamics.fast import diag_net as fused
     from dyntools.models import mlp_gemm
 
-    kernels = (fused._paths, sde_models._diag_net_kernel, mlp_gemm.gemm)     # gemm: the SDE kernel's products
+    kernels = (fused._paths, sde_models._diag_net_blocks, mlp_gemm.gemm)     # gemm: the SDE kernel's products
     text = "".join(asm for k in kernels for asm in k.inspect_asm().values())
     return {"zmm": len(re.findall(r"%zmm\d+", text)), "vfmadd": len(re.findall(r"\bvfn?m(?:add|sub)\w*", text)),
             "ymm": len(re.findall(r"%ymm\d+", text))}

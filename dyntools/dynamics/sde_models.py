@@ -49,7 +49,7 @@ import functools
 
 import numba
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from dyntools import validation
 from dyntools.docstrings import with_sections
@@ -388,9 +388,9 @@ def diag_net_jacobian(u: np.ndarray, v: np.ndarray, X: np.ndarray) -> np.ndarray
 _BLOCK = 4   # paths advanced together: each row of X is loaded once per block, not once per path
 
 
-@njit(parallel=True, cache=True, fastmath={"contract"})
-def _diag_net_kernel(U, V, X, XT, y, a_coefs, g_coefs, n_steps, substeps, state, save_steps, bound,
-                     u_out, v_out, loss_out, diverged_at, n_workers):
+@njit(nogil=True, cache=True, fastmath={"contract"})
+def _diag_net_blocks(first, last, U, V, X, XT, y, a_coefs, g_coefs, n_steps, substeps, state, save_steps, bound,
+                     u_out, v_out, loss_out, diverged_at):
     """``n_steps`` steps of ``z = −a_t (X(u⊙v) − y) + g_t N(0, I_n)``; ``u ← u + v ⊙ Xᵀz``,
     ``v ← v + u ⊙ Xᵀz`` for all paths (rows of U, V: float64[P, d]) in place.
 
@@ -399,103 +399,97 @@ def _diag_net_kernel(U, V, X, XT, y, a_coefs, g_coefs, n_steps, substeps, state,
     ``a_coefs``/``g_coefs`` have length 1 (constant) or n_steps (e.g. a step decay).
     ``substeps = r``: the normal is ``r^{-1/2} Σ_s Z_s`` over r fine increments (fine step outer, data
     index inner), so a GD step of size η sees the same Brownian path as r SDE steps of size η/r.
-    Blocks of ``_BLOCK`` paths run independently (``prange``) through all steps, so there is no
-    per-step synchronization and X stays in cache. The two products by X, ``R = β Xᵀ`` (4 × n) and
-    ``G = Z X`` (4 × d), are :func:`dyntools.models.mlp_gemm.gemm`: register-resident panels of vector
-    fma chains (512-bit with AVX-512, 256-bit otherwise; plain loops under the low-level fallback), each
-    entry one chain in the order of the contraction starting at 0 — the chain of a scalar loop, so the
-    bits are those of the scalar code it replaced on any target, a fresh compile gives the bits of a cache
-    load, and they may still differ from the NumPy twin's BLAS in the last bits. (As scalar loops — numba
-    runs LLVM without its SLP vectorizer — this kernel reached 25 GFLOP/s on an AMD EPYC Zen 4 core pair,
-    16 for AVX2 code; as panels 72 and 65.)
+    The blocks ``first … last − 1`` of ``_BLOCK`` paths each (paths ``_BLOCK·first …``) run one after another
+    through all steps, so there is no per-step synchronization and X stays in cache; :func:`diag_net_kernel` runs
+    contiguous ranges of blocks on threads (``nogil``). Compiled without numba's ``parallel`` (``prange``): the same
+    bits, ~2 instead of ~7 seconds of compiling with empty caches (AMD EPYC Zen 4). The two products by X,
+    ``R = β Xᵀ`` (4 × n) and ``G = Z X`` (4 × d), are :func:`dyntools.models.mlp_gemm.gemm`: register-resident panels of
+    vector fma chains (512-bit with AVX-512, 256-bit otherwise; plain loops under the low-level fallback), each
+    entry one chain in the order of the contraction starting at 0 — the chain of a scalar loop, so the bits are
+    those of the scalar code it replaced on any target, a fresh compile gives the bits of a cache load, and they may
+    still differ from the NumPy twin's BLAS in the last bits. (As scalar loops — numba runs LLVM without its SLP
+    vectorizer — this kernel reached 25 GFLOP/s on an AMD EPYC Zen 4 core pair, 16 for AVX2 code; as panels 72 and
+    65.)
     A path whose ``|u_j|`` or ``|v_j|`` is beyond ``bound`` (:func:`dyntools.engine.guard.beyond`) stops:
     ``diverged_at`` gets its step and its later recordings stay NaN (its parameters are left as they
     were; only its own rows of the block products see them).
-    The number of paths must be a multiple of ``_BLOCK`` (:func:`simulate_diag_net` pads with
-    extra paths of their own streams and drops them), which keeps one code path to compile.
+    The number of paths is a multiple of ``_BLOCK`` (:func:`simulate_diag_net` pads with extra paths of their
+    own streams and drops them), which keeps one code path to compile.
     """
-    P, d = U.shape
+    d = U.shape[1]
     n = X.shape[0]
     rec_params = u_out.shape[0] > 0
-    if P % _BLOCK != 0:
-        raise ValueError("diag_net_kernel: the number of paths must be a multiple of _BLOCK (pad)")
-    n_blocks = P // _BLOCK
     nb = _BLOCK
-    # one contiguous range of blocks per worker: numba's own split of a short prange can be
-    # uneven (e.g. 3 + 1 blocks for 4 blocks on 2 threads)
-    n_chunks = max(1, min(n_blocks, n_workers))
-    per_chunk = -(-n_blocks // n_chunks)
-    for chunk in prange(n_chunks):
-        for blk in range(chunk * per_chunk, min(n_blocks, (chunk + 1) * per_chunk)):
-            p0 = blk * _BLOCK
-            beta = np.empty((_BLOCK, d))
-            grad = np.empty((_BLOCK, d))
-            r = np.empty((_BLOCK, n))
-            z = np.empty((_BLOCK, n))
-            zeros_n = np.zeros(n)
-            zeros_d = np.zeros(d)
-            alive = np.empty(_BLOCK, dtype=np.bool_)
+    for blk in range(first, last):
+        p0 = blk * _BLOCK
+        beta = np.empty((_BLOCK, d))
+        grad = np.empty((_BLOCK, d))
+        r = np.empty((_BLOCK, n))
+        z = np.empty((_BLOCK, n))
+        zeros_n = np.zeros(n)
+        zeros_d = np.zeros(d)
+        alive = np.empty(_BLOCK, dtype=np.bool_)
+        for b in range(nb):
+            alive[b] = diverged_at[p0 + b] == guard.NEVER
+        k = 0
+        for t in range(n_steps + 1):
             for b in range(nb):
-                alive[b] = diverged_at[p0 + b] == guard.NEVER
-            k = 0
-            for t in range(n_steps + 1):
-                for b in range(nb):
-                    for j in range(d):
-                        beta[b, j] = U[p0 + b, j] * V[p0 + b, j]
-                # r = X β − y for the four paths: r = 0 + β Xᵀ as register-resident vector fma chains
-                gemm(r, zeros_n, beta, XT, _BLOCK, d, n)
-                for b in range(nb):
-                    for i in range(n):
-                        r[b, i] = r[b, i] - y[i]
-                if record.due(save_steps, k, t):
-                    for b in range(nb):
-                        if alive[b]:
-                            acc = 0.0
-                            for i in range(n):
-                                acc += r[b, i] * r[b, i]
-                            loss_out[p0 + b, k] = 0.5 * acc / n
-                            if rec_params:
-                                for j in range(d):
-                                    u_out[p0 + b, k, j] = U[p0 + b, j]
-                                    v_out[p0 + b, k, j] = V[p0 + b, j]
-                    k += 1
-                if t == n_steps:
-                    break
-                a = a_coefs[0] if a_coefs.shape[0] == 1 else a_coefs[t]
-                g = g_coefs[0] if g_coefs.shape[0] == 1 else g_coefs[t]
-                gs = g / np.sqrt(substeps)
+                for j in range(d):
+                    beta[b, j] = U[p0 + b, j] * V[p0 + b, j]
+            # r = X β − y for the four paths: r = 0 + β Xᵀ as register-resident vector fma chains
+            gemm(r, zeros_n, beta, XT, _BLOCK, d, n)
+            for b in range(nb):
+                for i in range(n):
+                    r[b, i] = r[b, i] - y[i]
+            if record.due(save_steps, k, t):
                 for b in range(nb):
                     if alive[b]:
+                        acc = 0.0
                         for i in range(n):
-                            z[b, i] = -a * r[b, i]
-                        # the path's generator state in locals for its n·substeps draws of this step
-                        q0 = state[p0 + b, 0]
-                        q1 = state[p0 + b, 1]
-                        q2 = state[p0 + b, 2]
-                        q3 = state[p0 + b, 3]
-                        for _ in range(substeps):      # fine increments: fine step outer, data inner
-                            for i in range(n):
-                                e, q0, q1, q2, q3 = normal_reg(q0, q1, q2, q3)
-                                z[b, i] += gs * e
-                        state[p0 + b, 0] = q0
-                        state[p0 + b, 1] = q1
-                        state[p0 + b, 2] = q2
-                        state[p0 + b, 3] = q3
-                # (Xᵀz)ᵀ = 0 + z X, the same way
-                gemm(grad, zeros_d, z, X, _BLOCK, n, d)
-                for b in range(nb):
-                    if not alive[b]:
-                        continue
-                    bad = False
-                    for j in range(d):
-                        u = U[p0 + b, j]
-                        U[p0 + b, j] = u + V[p0 + b, j] * grad[b, j]
-                        V[p0 + b, j] = V[p0 + b, j] + u * grad[b, j]
-                        if guard.beyond(abs(U[p0 + b, j]), bound) or guard.beyond(abs(V[p0 + b, j]), bound):
-                            bad = True
-                    if bad:
-                        alive[b] = False
-                        diverged_at[p0 + b] = t + 1
+                            acc += r[b, i] * r[b, i]
+                        loss_out[p0 + b, k] = 0.5 * acc / n
+                        if rec_params:
+                            for j in range(d):
+                                u_out[p0 + b, k, j] = U[p0 + b, j]
+                                v_out[p0 + b, k, j] = V[p0 + b, j]
+                k += 1
+            if t == n_steps:
+                break
+            a = a_coefs[0] if a_coefs.shape[0] == 1 else a_coefs[t]
+            g = g_coefs[0] if g_coefs.shape[0] == 1 else g_coefs[t]
+            gs = g / np.sqrt(substeps)
+            for b in range(nb):
+                if alive[b]:
+                    for i in range(n):
+                        z[b, i] = -a * r[b, i]
+                    # the path's generator state in locals for its n·substeps draws of this step
+                    q0 = state[p0 + b, 0]
+                    q1 = state[p0 + b, 1]
+                    q2 = state[p0 + b, 2]
+                    q3 = state[p0 + b, 3]
+                    for _ in range(substeps):      # fine increments: fine step outer, data inner
+                        for i in range(n):
+                            e, q0, q1, q2, q3 = normal_reg(q0, q1, q2, q3)
+                            z[b, i] += gs * e
+                    state[p0 + b, 0] = q0
+                    state[p0 + b, 1] = q1
+                    state[p0 + b, 2] = q2
+                    state[p0 + b, 3] = q3
+            # (Xᵀz)ᵀ = 0 + z X, the same way
+            gemm(grad, zeros_d, z, X, _BLOCK, n, d)
+            for b in range(nb):
+                if not alive[b]:
+                    continue
+                bad = False
+                for j in range(d):
+                    u = U[p0 + b, j]
+                    U[p0 + b, j] = u + V[p0 + b, j] * grad[b, j]
+                    V[p0 + b, j] = V[p0 + b, j] + u * grad[b, j]
+                    if guard.beyond(abs(U[p0 + b, j]), bound) or guard.beyond(abs(V[p0 + b, j]), bound):
+                        bad = True
+                if bad:
+                    alive[b] = False
+                    diverged_at[p0 + b] = t + 1
 
 
 #: the arguments of :func:`diag_net_kernel` and its twin :func:`diag_net_numpy`
@@ -529,10 +523,25 @@ diverged_at : ndarray of int, shape (P,)
 @with_sections(_DIAG_NET_SECTIONS)
 def diag_net_kernel(U, V, X, XT, y, a_coefs, g_coefs, n_steps, substeps, state, save_steps, bound,
                     u_out, v_out, loss_out, diverged_at):
-    r"""See :func:`_diag_net_kernel` (this passes numba's thread count; reading it inside the compiled
-    kernel would stop numba from caching the compilation)."""
-    _diag_net_kernel(U, V, X, XT, y, a_coefs, g_coefs, n_steps, substeps, state, save_steps, bound, u_out,
-                     v_out, loss_out, diverged_at, numba.get_num_threads())
+    r"""See :func:`_diag_net_blocks`: the paths' blocks in one contiguous range per thread, numba's thread count of
+    them (numba's own split of a short ``prange`` could be uneven: 3 + 1 blocks for 4 blocks on 2 threads)."""
+    P = U.shape[0]
+    if P % _BLOCK != 0:
+        raise ValueError("diag_net_kernel: the number of paths must be a multiple of _BLOCK (pad)")
+    n_blocks = P // _BLOCK
+    n_chunks = max(1, min(n_blocks, numba.get_num_threads()))
+    per_chunk = -(-n_blocks // n_chunks)
+    args = (U, V, X, XT, y, a_coefs, g_coefs, n_steps, substeps, state, save_steps, bound, u_out, v_out, loss_out,
+            diverged_at)
+    ranges = [(c * per_chunk, min(n_blocks, (c + 1) * per_chunk)) for c in range(n_chunks)]
+    if len(ranges) == 1:
+        _diag_net_blocks(*ranges[0], *args)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(len(ranges)) as pool:
+        for job in [pool.submit(_diag_net_blocks, first, last, *args) for first, last in ranges]:
+            job.result()
 
 
 @with_sections(_DIAG_NET_SECTIONS)
