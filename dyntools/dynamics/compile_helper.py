@@ -66,7 +66,8 @@ def worth_it(loop, arg_types, kernel, sig) -> bool:
     the symbolic row ~0.8 s slower)."""
     if not enabled() or arg_types in loop.overloads or on_disk(loop, arg_types) is not False:
         return False
-    return hasattr(kernel, "overloads") and sig.args not in kernel.overloads and on_disk(kernel, sig) is False
+    return (hasattr(kernel, "overloads") and sig.args not in kernel.overloads and on_disk(kernel, sig) is False
+            and on_disk(kernel, tuple(sig.args)) is False)      # (either key: path_loop.one_cache_entry)
 
 
 def start(rebuild: tuple, arg_types) -> subprocess.Popen | None:

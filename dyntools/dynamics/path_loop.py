@@ -31,6 +31,7 @@ which all use it, and imports none of them.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from typing import NamedTuple
 
 import numpy as np
@@ -408,12 +409,34 @@ class Pointer:
 
 def pointer(function, ptype: PointerType) -> Pointer:
     """The :class:`Pointer` of ``function`` (a numba dispatcher) under ``ptype``'s signature, made once per function
-    and signature (compiling it under that signature if it is not yet)."""
+    and signature (compiling it under that signature if it is not yet: :func:`one_cache_entry`)."""
     key = (function, ptype)
     found = _POINTERS.get(key)
     if found is None:
-        found = _POINTERS[key] = Pointer(function, ptype.signature)
+        with one_cache_entry(function, ptype.signature):
+            found = _POINTERS[key] = Pointer(function, ptype.signature)
     return found
+
+
+@contextmanager
+def one_cache_entry(function, signature):
+    """Around the compile of ``function`` under a first-class function's ``signature``: numba's disk cache files a
+    compile by its key, the argument types for a call from Python but the whole signature (with the return type)
+    for a function pointer, so a kernel compiled one way in a process was compiled again the other way in the next
+    (the transformer's 11–30 s kernel, twice in one run of the suite). Found on disk under its argument types only,
+    it is loaded by them; compiled here, it is filed under both keys."""
+    args = tuple(signature.args)
+    ready = not hasattr(function, "overloads") or args in function.overloads     # (not a dispatcher: nothing to file)
+    by_args = None if ready else compile_helper.on_disk(function, args)
+    by_signature = None if ready else compile_helper.on_disk(function, signature)
+    if by_args and not by_signature:
+        function.compile(args)                         # a load from the disk cache
+    yield
+    if by_args is False and by_signature is False and args in function.overloads:
+        try:
+            function._cache.save_overload(args, function.overloads[args])    # numba's private API; else skipped
+        except Exception:  # noqa: BLE001 - another numba: the next process may compile it again, no more
+            pass
 
 
 #: the :class:`Pointer` of a function under a :class:`PointerType`
