@@ -48,8 +48,9 @@ def _check_values(option: str, path, arr: np.ndarray, kind: str, ndim) -> np.nda
             beyond = np.any(arr > np.uint64(info.max))
         elif arr.dtype.kind == "i":
             beyond = False                       # every signed integer dtype fits in int64
-        else:                                    # floats (integral): int64 is [-2^63, 2^63)
-            beyond = np.any(arr >= 2.0**63) or np.any(arr < -(2.0**63))
+        else:                                    # floats (integral): int64 is [-2^63, 2^63), compared in float64
+            wide = arr.astype(np.float64)        # (exact; 2^63 cast to a float16 array's dtype overflowed, warning)
+            beyond = np.any(wide >= 2.0**63) or np.any(wide < -(2.0**63))
         if beyond:
             raise ValueError(f"Invalid {option}: {path} holds integers beyond the int64 range")
         return arr.astype(np.int64)
