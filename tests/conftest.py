@@ -167,7 +167,7 @@ def _own_temporary_folder(config):
 def _one_copy_of_dyntools():
     """Put this checkout first on ``PYTHONPATH`` for every xdist worker and child process. The workers import
     dyntools from the checkout (``python -m pytest`` puts the current folder first on ``sys.path``), but a child
-    started in another folder (``dyntools simulate ... `` run in ``tmp_path``, a notebook's kernel) imported the
+    started in another folder (``dyntools simulate …`` run in ``tmp_path``, a notebook's kernel) imported the
     copy ``pip install .`` put into site-packages: another source path, so another numba cache, and every kernel
     it met compiled a second time (67 s of compiling in eight such children of one cold run, 29 Nov 2026). That
     the installed copy is complete is tests/test_packaging.py's check, on a package built for it."""
