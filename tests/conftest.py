@@ -171,10 +171,10 @@ def _one_copy_of_dyntools():
     copy ``pip install .`` put into site-packages: another source path, so another numba cache, and every kernel
     it met compiled a second time (67 s of compiling in eight such children of one cold run, 29 Nov 2026). That
     the installed copy is complete is tests/test_packaging.py's check, on a package built for it."""
-    root = str(Path(__file__).resolve().parents[1])
-    entries = [e for e in os.environ.get("PYTHONPATH", "").split(os.pathsep) if e]
-    if entries[:1] != [root]:
-        os.environ["PYTHONPATH"] = os.pathsep.join([root, *entries])
+    from dyntools.child import environment
+
+    if os.environ.get("PYTHONPATH", "").split(os.pathsep)[0] != str(Path(__file__).resolve().parents[1]):
+        os.environ["PYTHONPATH"] = environment()["PYTHONPATH"]
 
 
 def _size(path) -> int:

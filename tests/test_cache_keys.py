@@ -9,7 +9,6 @@ compile events (the cold-start bench's listener).
 """
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -17,9 +16,8 @@ from pathlib import Path
 import pytest
 
 from dyntools.bench.cold_start import LISTENER
+from dyntools.child import environment
 from tests.conftest import HANG_GUARD
-
-ROOT = Path(__file__).resolve().parents[1]
 
 SETUP = LISTENER + """
 import json
@@ -52,9 +50,8 @@ KERNEL = "dyntools.models.least_squares.loss_grad"
 
 
 def _child(code: str, caches: Path) -> list:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    for variable in ("NUMBA_CACHE_DIR", "DYNTOOLS_LOOP_CACHE", "DYNTOOLS_SYMBOLIC_CACHE"):
-        env[variable] = str(caches / variable.lower())
+    env = environment(**{variable: str(caches / variable.lower())
+                         for variable in ("NUMBA_CACHE_DIR", "DYNTOOLS_LOOP_CACHE", "DYNTOOLS_SYMBOLIC_CACHE")})
     run = subprocess.run([sys.executable, "-c", code], cwd=caches, env=env, capture_output=True, text=True,
                          timeout=HANG_GUARD)
     assert run.returncode == 0, run.stderr[-3000:]

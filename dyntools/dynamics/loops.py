@@ -157,7 +157,7 @@ def pointer_loop(kernel, step, arrays):
     import hashlib
 
     from dyntools.codegen import cache as codecache
-    from dyntools.dynamics.path_loop import by_pointer, kernel_type, with_pointers
+    from dyntools.dynamics.path_loop import PointerType, by_pointer, kernel_type, pointer, with_pointers
     from dyntools.engine import samplers
 
     step_named = _named(step)
@@ -165,7 +165,7 @@ def pointer_loop(kernel, step, arrays):
         return by_pointer(kernel, step, arrays)
     step_module, step_name, step_stamp = step_named
     kernel_sig = kernel_type(arrays)
-    kernel.get_compile_result(kernel_sig.signature)    # under the pointer's signature: the next process loads it
+    pointer(kernel, PointerType(kernel_sig.signature))     # compiled or loaded now (path_loop.one_cache_entry)
     calls: dict = {}
 
     def call_for(kind: int, noisy: bool):

@@ -487,9 +487,7 @@ def by_pointer(kernel, step, arrays: LoopArrays, hooks=None, *, compile_kernel_n
     compiles the loop if both are cold (:mod:`dyntools.dynamics.compile_helper`)."""
     kernel_sig = kernel_type(arrays)
     if compile_kernel_now:
-        # under the pointer's signature, the key numba caches it by: a later call by argument types reuses it, and
-        # the next process finds it (compiled by argument types first, it missed and compiled)
-        kernel.get_compile_result(kernel_sig.signature)
+        pointer(kernel, PointerType(kernel_sig.signature))     # also filed for a call by argument types
     pointers = {1: kernel_sig, 2: step_type(arrays)}
     hooked = hooks is not None and any(h is not no_hook for h in hooks)
     if hooked:
