@@ -183,6 +183,39 @@ def test_collect_gathers_every_checked_figure(tmp_path, monkeypatch):
     assert len(found) == 1
 
 
+@pytest.mark.parametrize("checked", [True, False])
+def test_save_writes_every_file_with_the_layout_it_checked(tmp_path, monkeypatch, checked):
+    """savefig(bbox_inches="tight") would lay a constrained figure out again for every file (a measuring pass,
+    then the draw); save() writes each file with the layout of its last draw (the legend passes' or the check's,
+    else one pass without rendering) and the crop of that draw, and gives the figure its engine back."""
+    if checked:
+        monkeypatch.setenv(check.ENV, "strict")
+    else:
+        monkeypatch.delenv(check.ENV, raising=False)
+    fig, axes = _clean()
+    fig.colorbar(axes[0, 1].imshow(np.eye(3), extent=(0, 1, 0, 1)), ax=axes[0, 1], label="value")
+    engine = fig.get_layout_engine()
+    layouts, in_savefig = [], []
+    run = type(engine).execute
+    monkeypatch.setattr(type(engine), "execute", lambda self, f: layouts.append(1) or run(self, f))
+    original = fig.savefig
+
+    def savefig(*args, **kwargs):
+        before = (len(layouts), check.axes_positions(fig))
+        original(*args, **kwargs)
+        in_savefig.append((len(layouts) - before[0], np.array_equal(check.axes_positions(fig), before[1])))
+
+    monkeypatch.setattr(fig, "savefig", savefig)
+    paths = plots.save(fig, tmp_path, "once", ("png", "pdf"))
+    assert layouts and in_savefig == [(0, True), (0, True)]      # laid out before, never while writing
+    assert fig.get_layout_engine() is engine
+    from PIL import Image
+
+    width, height = Image.open(paths[0]).size
+    box = plots.tight_box(fig)
+    assert abs(width - box.width * 200) <= 2 and abs(height - box.height * 200) <= 2
+
+
 def test_tick_labels_beyond_a_log_axis_view_are_not_counted():
     """A log axis's locator also returns a decade beyond the view (1e-10 under a view starting at 1.5e-8);
     that label is not drawn, so it overlaps nothing. The view test runs on the axis's scale: a slack taken

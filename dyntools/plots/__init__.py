@@ -7,7 +7,7 @@ and :func:`dyntools.plugins.figures` finds them. The modules import matplotlib i
 declaring a plotter costs no matplotlib import (``dyntools --help`` stays light). Shared style lives here:
 :func:`figure` (a fresh ``Figure``, not pyplot's global state), :data:`PALETTE` (Okabe–Ito,
 colour-blind safe) and :func:`save` (PNG and PDF; a legend left at ``loc="best"`` is first moved where it
-covers no drawn pixel, :mod:`dyntools.plots.legends`).
+covers no drawn pixel, :mod:`dyntools.plots.legends`; every file is written with the layout the check read).
 
 A figure of a run that diverged says so: :func:`plot_result` finds the divergence in the result
 (:func:`divergence_note`: ``diverged_at`` per path, a ``diverged`` mask of cells, or the status) and every
@@ -147,16 +147,23 @@ def save(fig: matplotlib.figure.Figure, out_dir: Path, name: str,
     from dyntools.plots import check
     from dyntools.plots.legends import place_legends
 
-    drawn = place_legends(fig)              # legends left at loc="best" go where they cover no drawn pixel
-    check.enforce(lambda: check.figure_problems(fig, renderer=drawn), name)     # its last draw, when still true
+    drawn = [place_legends(fig)]            # legends left at loc="best" go where they cover no drawn pixel
+
+    def problems():                         # its last draw, when still true; else a draw kept for the box below
+        drawn[0] = drawn[0] or check._renderer(fig)
+        return check.figure_problems(fig, renderer=drawn[0])
+
+    check.enforce(problems, name)
     paths = []
     made = not out_dir.exists()
     with matplotlib.rc_context(RC):
+        box = tight_box(fig, drawn[0])
+    with matplotlib.rc_context(RC), layout_kept(fig):
         for fmt in dict.fromkeys(formats):
             path = out_dir / f"{name}.{fmt}"
             try:
                 out_dir.mkdir(parents=True, exist_ok=True)
-                fig.savefig(path, bbox_inches="tight")
+                fig.savefig(path, bbox_inches=box)
             except OSError as exc:          # a full disk, a quota: one line, no half-written figure left
                 path.unlink(missing_ok=True)
                 if made:
@@ -165,6 +172,36 @@ def save(fig: matplotlib.figure.Figure, out_dir: Path, name: str,
                 raise StoreError(f"Cannot write {path}: {exc.strerror or exc}") from None
             paths.append(path)
     return paths
+
+
+def tight_box(fig: matplotlib.figure.Figure, renderer=None):
+    """The box (inches) ``savefig(bbox_inches="tight")`` would crop ``fig`` to, padded by ``savefig.pad_inches``,
+    from ``renderer``: a draw of ``fig`` as it is now (else a layout pass without rendering is made here).
+
+    :func:`save` hands this box to ``savefig`` and keeps the layout of that draw (:func:`layout_kept`): with
+    ``"tight"`` matplotlib lays the figure out again for every file, at the file's resolution. The constrained
+    layout was the largest single cost of a warm ``dyntools reproduce --quick`` (59 of its 235 seconds under
+    cProfile, in one process); drawing again the figures of its 27 results, ``savefig`` took 46–53 s before and
+    31 s after (three alternated pairs, AMD EPYC Zen 4). The file shows the geometry the figure check read."""
+    import matplotlib
+
+    if renderer is None:
+        fig.draw_without_rendering()
+    return fig.get_tightbbox(renderer).padded(matplotlib.rcParams["savefig.pad_inches"])
+
+
+@contextlib.contextmanager
+def layout_kept(fig: matplotlib.figure.Figure):
+    """Inside the block, draws of ``fig`` keep the positions of its last layout (its layout engine is set aside:
+    matplotlib's ``"none"`` keeps the engine's colorbar compatibility), restored on exit."""
+    engine = fig.get_layout_engine()
+    if engine is not None:
+        fig.set_layout_engine("none")
+    try:
+        yield
+    finally:
+        if engine is not None:
+            fig.set_layout_engine(engine)
 
 
 def stamp_note(fig: matplotlib.figure.Figure, inside: bool = False) -> None:
