@@ -182,7 +182,20 @@ def tight_box(fig: matplotlib.figure.Figure, renderer=None):
     ``"tight"`` matplotlib lays the figure out again for every file, at the file's resolution. The constrained
     layout was the largest single cost of a warm ``dyntools reproduce --quick`` (59 of its 235 seconds under
     cProfile, in one process); drawing again the figures of its 27 results, ``savefig`` took 46–53 s before and
-    31 s after (three alternated pairs, AMD EPYC Zen 4). The file shows the geometry the figure check read."""
+    31 s after (three alternated pairs, AMD EPYC Zen 4). The file shows the geometry the figure check read.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+        The figure, drawn as it is now when ``renderer`` is given.
+    renderer : matplotlib renderer, optional
+        The renderer of that draw; without it a layout pass without rendering is made.
+
+    Returns
+    -------
+    matplotlib.transforms.Bbox
+        The box in inches, for ``savefig(bbox_inches=...)``.
+    """
     import matplotlib
 
     if renderer is None:
@@ -193,7 +206,13 @@ def tight_box(fig: matplotlib.figure.Figure, renderer=None):
 @contextlib.contextmanager
 def layout_kept(fig: matplotlib.figure.Figure):
     """Inside the block, draws of ``fig`` keep the positions of its last layout (its layout engine is set aside:
-    matplotlib's ``"none"`` keeps the engine's colorbar compatibility), restored on exit."""
+    matplotlib's ``"none"`` keeps the engine's colorbar compatibility), restored on exit.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+        The figure, laid out already (drawn, or ``draw_without_rendering``).
+    """
     engine = fig.get_layout_engine()
     if engine is not None:
         fig.set_layout_engine("none")

@@ -86,10 +86,14 @@ class FigureDefect(ValueError):
 
 
 def _renderer(fig):
+    """The Agg renderer of ``fig`` after a draw without rendering: the layout, ticks, legend places and text
+    extents of a real draw, no pixel painted — nothing here reads the canvas's pixels (the rasters the check
+    counts are drawn apart, :func:`_raster`). Drawing again the figures of a quick report's 27 results with the
+    check on took 76–79 s instead of 84 s (two alternated pairs, AMD EPYC Zen 4)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
-    canvas.draw()
+    fig.draw_without_rendering()
     return canvas.get_renderer()
 
 
