@@ -147,30 +147,31 @@ def save(fig: matplotlib.figure.Figure, out_dir: Path, name: str,
     from dyntools.plots import check
     from dyntools.plots.legends import place_legends
 
-    drawn = [place_legends(fig)]            # legends left at loc="best" go where they cover no drawn pixel
+    drawn = place_legends(fig)              # legends left at loc="best" go where they cover no drawn pixel
 
     def problems():                         # its last draw, when still true; else a draw kept for the box below
-        drawn[0] = drawn[0] or check._renderer(fig)
-        return check.figure_problems(fig, renderer=drawn[0])
+        nonlocal drawn
+        drawn = drawn or check._renderer(fig)
+        return check.figure_problems(fig, renderer=drawn)
 
     check.enforce(problems, name)
     paths = []
     made = not out_dir.exists()
     with matplotlib.rc_context(RC):
-        box = tight_box(fig, drawn[0])
-    with matplotlib.rc_context(RC), layout_kept(fig):
-        for fmt in dict.fromkeys(formats):
-            path = out_dir / f"{name}.{fmt}"
-            try:
-                out_dir.mkdir(parents=True, exist_ok=True)
-                fig.savefig(path, bbox_inches=box)
-            except OSError as exc:          # a full disk, a quota: one line, no half-written figure left
-                path.unlink(missing_ok=True)
-                if made:
-                    with contextlib.suppress(OSError):
-                        out_dir.rmdir()     # made here and empty: removed (rmdir never removes content)
-                raise StoreError(f"Cannot write {path}: {exc.strerror or exc}") from None
-            paths.append(path)
+        box = tight_box(fig, drawn)         # lays the figure out when nothing has drawn it yet
+        with layout_kept(fig):
+            for fmt in dict.fromkeys(formats):
+                path = out_dir / f"{name}.{fmt}"
+                try:
+                    out_dir.mkdir(parents=True, exist_ok=True)
+                    fig.savefig(path, bbox_inches=box)
+                except OSError as exc:      # a full disk, a quota: one line, no half-written figure left
+                    path.unlink(missing_ok=True)
+                    if made:
+                        with contextlib.suppress(OSError):
+                            out_dir.rmdir()     # made here and empty: removed (rmdir never removes content)
+                    raise StoreError(f"Cannot write {path}: {exc.strerror or exc}") from None
+                paths.append(path)
     return paths
 
 
@@ -206,7 +207,8 @@ def tight_box(fig: matplotlib.figure.Figure, renderer=None):
 @contextlib.contextmanager
 def layout_kept(fig: matplotlib.figure.Figure):
     """Inside the block, draws of ``fig`` keep the positions of its last layout (its layout engine is set aside:
-    matplotlib's ``"none"`` keeps the engine's colorbar compatibility), restored on exit.
+    matplotlib's ``"none"`` keeps the engine's colorbar compatibility), restored on exit (:func:`save`'s files;
+    the frames of a GIF after its first, :func:`dyntools.plots.animate.write_gif`).
 
     Parameters
     ----------

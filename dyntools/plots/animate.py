@@ -13,6 +13,7 @@ frame, then frozen: a tick label growing in a later frame would otherwise shift 
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -41,19 +42,15 @@ def write_gif(fig, draw: Callable[[int], None], frames: int, path: Path, *, fps:
     plots.stamp_note(fig, inside=True)
     looked_at = {0, frames // 2, frames - 1}
     writer = PillowWriter(fps=fps)
-    positions, engine = [], fig.get_layout_engine()
-    try:
-        with writer.saving(fig, path, dpi):
-            for i in range(frames):
-                draw(i)
-                writer.grab_frame()
-                if i == 0 and engine is not None:
-                    fig.set_layout_engine("none")       # the first frame's layout holds for every frame
-                positions.append(check.axes_positions(fig))
-                if i in looked_at:
-                    check.enforce(lambda i=i: check.frame_problems(fig, i, dpi, content=checked), path.name)
-    finally:
-        if engine is not None:
-            fig.set_layout_engine(engine)               # a still drawn after the GIF gets its own layout
+    positions = []
+    with writer.saving(fig, path, dpi), contextlib.ExitStack() as frozen:
+        for i in range(frames):
+            draw(i)
+            writer.grab_frame()
+            if i == 0:          # the first frame's layout holds for every frame; a still drawn after gets its own
+                frozen.enter_context(plots.layout_kept(fig))
+            positions.append(check.axes_positions(fig))
+            if i in looked_at:
+                check.enforce(lambda i=i: check.frame_problems(fig, i, dpi, content=checked), path.name)
     check.enforce(lambda: check.motion_problems(positions), path.name)
     return path
