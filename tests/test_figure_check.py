@@ -187,7 +187,8 @@ def test_collect_gathers_every_checked_figure(tmp_path, monkeypatch):
 def test_save_writes_every_file_with_the_layout_it_checked(tmp_path, monkeypatch, checked):
     """savefig(bbox_inches="tight") would lay a constrained figure out again for every file (a measuring pass,
     then the draw); save() writes each file with the layout of its last draw (the legend passes' or the check's,
-    else one pass without rendering) and the crop of that draw, and gives the figure its engine back."""
+    else one pass without rendering) and the crop of that draw, and gives the figure its engine back. Each file is
+    one draw: savefig draws a figure that has a layout engine (the "none" placeholder too) once more first."""
     if checked:
         monkeypatch.setenv(check.ENV, "strict")
     else:
@@ -200,14 +201,19 @@ def test_save_writes_every_file_with_the_layout_it_checked(tmp_path, monkeypatch
     monkeypatch.setattr(type(engine), "execute", lambda self, f: layouts.append(1) or run(self, f))
     original = fig.savefig
 
+    draws = []
+    draw = type(fig).draw
+    monkeypatch.setattr(type(fig), "draw", lambda self, renderer: draws.append(1) or draw(self, renderer))
+
     def savefig(*args, **kwargs):
-        before = (len(layouts), check.axes_positions(fig))
+        before = (len(layouts), check.axes_positions(fig), len(draws))
         original(*args, **kwargs)
-        in_savefig.append((len(layouts) - before[0], np.array_equal(check.axes_positions(fig), before[1])))
+        in_savefig.append((len(layouts) - before[0], np.array_equal(check.axes_positions(fig), before[1]),
+                           len(draws) - before[2]))
 
     monkeypatch.setattr(fig, "savefig", savefig)
     paths = plots.save(fig, tmp_path, "once", ("png", "pdf"))
-    assert layouts and in_savefig == [(0, True), (0, True)]      # laid out before, never while writing
+    assert layouts and in_savefig == [(0, True, 1), (0, True, 1)]      # laid out before, one draw per file
     assert fig.get_layout_engine() is engine
     from PIL import Image
 

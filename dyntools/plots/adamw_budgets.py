@@ -37,6 +37,7 @@ def plot_result(result, out_dir: Path, formats=("png", "pdf")) -> list[Path]:
             ax.set_yscale("log")
             ax.set_xlim(_edges(wds)[0], _edges(wds)[-1])
             ax.set_ylim(_edges(lrs)[0], _edges(lrs)[-1])
+            plots.cell_grid_ticks(ax)
             ax.set_xlabel(label)
             ax.set_ylabel("learning rate")
             ax.set_title(f"{budgets[k]:g} epochs: best {result['best_wd'][a, k]:.2g}")

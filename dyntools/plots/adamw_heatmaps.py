@@ -49,7 +49,7 @@ def _panel_row(fig, axes, result, key, title, norm, cmap, colorbar_label):
     cells (edges halfway between grid points in log space, so the first and last columns are whole), the
     best cell's star is not clipped at the border, the cells reaching the accuracy threshold are outlined
     along their edges (:func:`cell_outline`), and the legend (best cell, the outline,
-    diverged cells) sits under the panel, where it covers no cell."""
+    diverged cells) sits under the panel, where it covers no cell. Ticks: :func:`dyntools.plots.cell_grid_ticks`."""
     from matplotlib.lines import Line2D
 
     wds = result["wds"]
@@ -83,6 +83,7 @@ def _panel_row(fig, axes, result, key, title, norm, cmap, colorbar_label):
             handles += ax.plot(wds[div[:, 1]], lrs[div[:, 0]], "x", color="black", ms=4, label="diverged")
         ax.set_xlim(x_edges[0], x_edges[-1])
         ax.set_ylim(y_edges[0], y_edges[-1])
+        plots.cell_grid_ticks(ax)
         ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False, fontsize=7)
         ax.grid(False)
     fig.colorbar(mesh, ax=list(axes), label=colorbar_label, shrink=0.9)

@@ -179,7 +179,7 @@ def _freeze(fig, ax, moving, dpi: float) -> None:
     canvas = FigureCanvasAgg(fig)
     canvas.draw()
     picture = np.asarray(canvas.buffer_rgba()).copy()
-    fig.set_layout_engine("none")
+    plots.drop_layout_engine(fig)
     keep = {id(a) for a in moving}
     for child in ax.get_children():
         if id(child) not in keep:
