@@ -75,7 +75,7 @@ def network(p):
     from dyntools.models.mlp import MLP
 
     return MLP((2 * p.p, p.width, p.p), biases=False, head="cross-entropy", init="gaussian",
-               init_scales=[np.sqrt(0.5), np.sqrt(1.0 / p.width)])
+               init_scales=[np.sqrt(0.5), np.sqrt(1.0 / p.width)], sparse_inputs=True)
 
 
 def decay_mask(model) -> np.ndarray:

@@ -9,8 +9,8 @@ from dyntools.bench import Benchmark, BenchReport, Target, isa_environment
 from tests.conftest import HANG_GUARD, assert_usage_error, run_cli
 
 #: every ``dyntools bench --json`` name: readers key on them, so a rename is a visible change of this list
-BENCH_NAMES = {"deep-nets", "diag-net", "gallery", "image-epoch", "relu", "sde", "stabilization", "sweep",
-               "symbolic-model", "voronoi", "cold-start", "optimizer-chain"}
+BENCH_NAMES = {"deep-nets", "diag-net", "gallery", "grokking-step", "image-epoch", "relu", "sde", "stabilization",
+               "sweep", "symbolic-model", "voronoi", "cold-start", "optimizer-chain"}
 
 
 def test_the_benchmarks_are_found_by_their_declarations():

@@ -229,6 +229,18 @@ def loss_grad_cross_entropy(theta, X, y, idx, b, noise, grad, ws, iargs, fargs):
                                           mlp_gemm.views(borrowed(ws), L, maxw, b))
 
 
+@njit(cache=True, error_model="numpy", fastmath=mlp_gemm.FMA)
+def loss_grad_cross_entropy_sparse_inputs(theta, X, y, idx, b, noise, grad, ws, iargs, fargs):
+    """:func:`loss_grad_cross_entropy` for inputs that are mostly zeros (``MLP(…, sparse_inputs=True)``: one-hot
+    codes): a batch whose inputs have at most the fraction :data:`~dyntools.models.mlp_gemm.SPARSE_INPUT` nonzero
+    runs its first layer's two products over those entries only
+    (:func:`~dyntools.models.mlp_gemm.forward_backward_body_sparse_inputs`) — the same chains without their zero
+    terms, so the same loss and gradient to the bit; other batches run as in :func:`loss_grad_cross_entropy`."""
+    L, widths, w_off, b_off, maxw = unpack_iargs(iargs)
+    return mlp_gemm.forward_backward_body_sparse_inputs(theta, widths, w_off, b_off, X, y, borrowed(idx)[:b], grad,
+                                                        mlp_gemm.views(borrowed(ws), L, maxw, b))
+
+
 @njit(cache=True)
 def jacobian_kernel(theta, X, widths, w_off, b_off):
     """``φ_θ(X) = [∇_θ h_θ(x_i)]_i`` (n, p) of the first output."""
@@ -360,6 +372,10 @@ class MLP(Model):
     batch_norm : bool   batch normalization between every hidden layer's product and its ReLU
         (``Linear → BatchNorm1d → ReLU → Dropout``, PyTorch's usual order; γ, β appended to θ)
     bn_momentum, bn_eps : PyTorch's ``BatchNorm1d`` momentum (0.1) and ε (1e-5)
+    sparse_inputs : bool   the inputs are mostly zeros (one-hot codes; cross-entropy head without dropout or batch
+        norm): the kernel :func:`loss_grad_cross_entropy_sparse_inputs`, whose first layer skips the zero inputs of
+        a batch — the same bits as the dense kernel, in less time (the grokking MLP 46-128-23 on 370 one-hot pairs:
+        0.53 → 0.34 ms per full-batch step, AMD EPYC Zen 4)
 
     With dropout or batch norm the network is *regularized* (:mod:`dyntools.models.mlp_regularized`: its
     own kernel, float64 only; the plain kernels are untouched): it has a training mode (masks from the
@@ -374,7 +390,8 @@ class MLP(Model):
     def __init__(self, widths, *, biases: bool | tuple = True, head: str = "regression", init: str = "gaussian",
                  init_scales=1.0, init_stream: str | None = None, init_key: tuple[int, ...] = (),
                  sampling_stream: str = "mlp.sampling", dtype: str = "float64", dropout: float = 0.0,
-                 batch_norm: bool = False, bn_momentum: float = 0.1, bn_eps: float = 1e-5):
+                 batch_norm: bool = False, bn_momentum: float = 0.1, bn_eps: float = 1e-5,
+                 sparse_inputs: bool = False):
         widths = tuple(int(w) if isinstance(w, int | np.integer) else w for w in widths)
         if len(widths) < 2:
             raise ValueError("Invalid widths: need at least an input and an output width")
@@ -435,6 +452,14 @@ class MLP(Model):
             self.loss_grad, self.loss_grad_np = loss_grad_regression, loss_grad_regression_np
         else:
             self.loss_grad, self.loss_grad_np = loss_grad_cross_entropy, loss_grad_cross_entropy_np
+        if not isinstance(sparse_inputs, bool | np.bool_):
+            raise TypeError(f"Invalid sparse_inputs: {sparse_inputs!r} (expected True or False)")
+        self.sparse_inputs = bool(sparse_inputs)
+        if self.sparse_inputs:
+            if self.loss_grad is not loss_grad_cross_entropy:
+                raise ValueError("Invalid sparse_inputs: only the cross-entropy head without dropout or batch norm "
+                                 "has the sparse first layer")
+            self.loss_grad = loss_grad_cross_entropy_sparse_inputs
 
     # ---------------------------------------------------------------- layout
     @property
@@ -680,7 +705,7 @@ class MLP(Model):
         total, correct = 0.0, 0
         for start in range(0, n, chunk):           # the training kernel without a gradient: no compile of its own
             idx = np.arange(start, min(n, start + chunk))
-            total += len(idx) * loss_grad_cross_entropy(theta, X, y, idx, len(idx), empty, empty, ws, iargs, fargs)
+            total += len(idx) * self.loss_grad(theta, X, y, idx, len(idx), empty, empty, ws, iargs, fargs)
             logits = mlp_gemm.logits(ws, self._widths, len(idx))
             correct += int(np.sum(np.argmax(logits, axis=1) == y[idx]))
         return total / n, correct / n

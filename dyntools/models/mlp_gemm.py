@@ -24,12 +24,19 @@ hidden layer and the mask ``1[A > 0]`` of its error as they store; ``W_lᵀ`` is
 (:mod:`dyntools.lowlevel.vector_transpose`); logits of fewer classes than a vector holds are computed as
 ``Z_Lᵀ = W_L A_{L−1}ᵀ + b 1ᵀ`` (the same chains, vectorized along the batch); the scratch is taken as
 borrowed matrix views (:mod:`dyntools.lowlevel.flat_views`: no runtime call, no reference counting); the
-maximum's term of the softmax is exp(0) = 1 without a call. On the heatmap's 2 → 32 → 32 → 32 → 2 cell
-this took a float32 forward/backward pass from 0.039 to 0.015–0.017 s per 2000 steps (float64: 0.057 to
-0.025–0.030; one thread, CPU time).
+maximum's term of the softmax is exp(0) = 1 without a call. In the kernel of sparse inputs
+(:func:`forward_backward_body_sparse_inputs`), a batch with at most the fraction :data:`SPARSE_INPUT` of its
+inputs nonzero (one-hot codes: the grokking MLP's pairs) has its first layer's two products taken over the
+nonzero entries only (:func:`sparse_forward`, :func:`sparse_gradient`): a zero term ``fma(0, w, acc)`` leaves its
+chain as it was (``w`` finite), so the chains without them are the dense chains.
+
+On the heatmap's 2 → 32 → 32 → 32 → 2 cell this took a float32 forward/backward pass from 0.039 to
+0.015–0.017 s per 2000 steps (float64: 0.057 to 0.025–0.030; one thread, CPU time).
 """
 
 from __future__ import annotations
+
+import types as pytypes
 
 import numpy as np
 from numba import njit
@@ -247,6 +254,45 @@ def logits(ws, widths, batch: int) -> np.ndarray:
     return ws[start:start + batch * int(widths[-1])].reshape(batch, int(widths[-1]))
 
 
+#: a batch whose inputs have at most this fraction of nonzero entries runs its first layer sparse (the crossover of
+#: the two, per nonzero product: the register-blocked panels run ~3× the rate of the sparse rows)
+SPARSE_INPUT = 0.25
+
+
+@njit(inline="always")
+def sparse_forward(Z, bias, A, WT, B, nin, nout, relu):
+    """``Z[b, j] = bias[j] + Σ_{k: A[b, k] ≠ 0} A[b, k] · WT[k, j]`` for ``b < B``, ``j < nout`` (ReLU'd with
+    ``relu``): the chain of :func:`product` for ``Z = A WT + 1 biasᵀ`` without its zero terms (``WT`` = ``Wᵀ``,
+    nin × nout), one row of ``WT`` per nonzero input."""
+    for b in range(B):
+        for j in range(nout):
+            Z[b, j] = bias[j]
+        for k in range(nin):
+            x = A[b, k]
+            if x != 0.0:
+                for j in range(nout):
+                    Z[b, j] = Z[b, j] + x * WT[k, j]
+        if relu:
+            for j in range(nout):
+                z = Z[b, j]
+                Z[b, j] = z if z > 0.0 else 0.0
+
+
+@njit(inline="always")
+def sparse_gradient(G, A, delta, B, nin, nout):
+    """``G[k, j] = Σ_{b: A[b, k] ≠ 0} A[b, k] · delta[b, j]`` in the order of ``b``, starting at 0: ``(Aᵀ Δ)`` of
+    :func:`product` without its zero terms (``G`` nin × nout, the transpose of ``∂ℓ/∂W``)."""
+    for k in range(nin):
+        for j in range(nout):
+            G[k, j] = 0.0
+    for b in range(B):
+        for k in range(nin):
+            x = A[b, k]
+            if x != 0.0:
+                for j in range(nout):
+                    G[k, j] = G[k, j] + x * delta[b, j]
+
+
 @njit(inline="always")
 def softmax_cross_entropy(Z, delta, y, idx, B, K, inv_b):
     """``Σ_b (log Σ_k exp Z_bk − Z_b,y_b)`` over the rows ``b < B`` of the logits ``Z`` (labels ``y[idx[b]]``),
@@ -281,6 +327,12 @@ def forward_backward(theta, widths, w_off, b_off, X, y, idx, grad, bufs):
     return forward_backward_body(theta, widths, w_off, b_off, X, y, idx, grad, bufs)
 
 
+#: whether :func:`forward_backward_body` has the sparse first layer: False in this module's copy (numba prunes the
+#: branches on it before typing them, so a dense kernel compiles none of that code), True in
+#: :func:`forward_backward_body_sparse_inputs`'s
+SPARSE_CODE = False
+
+
 @njit(inline="always")
 def forward_backward_body(theta, widths, w_off, b_off, X, y, idx, grad, bufs):
     """The body of :func:`forward_backward`, inlined into its caller (which must be compiled with
@@ -302,9 +354,14 @@ def forward_backward_body(theta, widths, w_off, b_off, X, y, idx, grad, bufs):
     per_column = bool(B < 0)                         # False, as a run-time flag (see strided)
     start = 0                                        # where A_l begins in ``acts`` (layer after layer)
     A0 = matrix(acts, 0, B, widths[0])
+    nonzero = 0
     for b in range(B):
         for k in range(widths[0]):
-            A0[b, k] = X[idx[b], k]
+            x = X[idx[b], k]
+            A0[b, k] = x
+            if SPARSE_CODE and x != 0.0:
+                nonzero += 1
+    sparse = nonzero <= SPARSE_INPUT * (B * widths[0])     # (read only with SPARSE_CODE)
     for l in range(L):                               # Z = A W_lᵀ + 1 bᵀ, then ReLU on hidden layers
         nin, nout = widths[l], widths[l + 1]
         wo, bo = w_off[l], b_off[l]
@@ -313,7 +370,11 @@ def forward_backward_body(theta, widths, w_off, b_off, X, y, idx, grad, bufs):
         Z = matrix(acts, start, B, nout)
         W = matrix(theta, wo, nout, nin)
         bias = theta[bo:bo + nout] if bo >= 0 else zeros[:nout]
-        if nout < narrow and B >= narrow and nout * B <= half and nin * B <= half:
+        if SPARSE_CODE and l == 0 and sparse:         # the first layer over the nonzero inputs
+            WT = matrix(Wt, 0, nin, nout)
+            transpose(WT, W, nout, nin)
+            sparse_forward(Z, bias, A, WT, B, nin, nout, l < L - 1)
+        elif nout < narrow and B >= narrow and nout * B <= half and nin * B <= half:
             # few outputs (the logits of a few classes): Zᵀ = W Aᵀ + b 1ᵀ, vectorized along the batch
             AT = matrix(deltas, half, nin, B)
             transpose(AT, A, B, nin)
@@ -348,7 +409,11 @@ def forward_backward_body(theta, widths, w_off, b_off, X, y, idx, grad, bufs):
         start -= B * nin                             # back to A_{l−1}
         A = matrix(acts, start, B, nin)
         gW = matrix(grad, wo, nout, nin)
-        if nin >= 8 or nin >= nout:                  # ∂ℓ/∂W = Δᵀ A, rows of length m_{l−1}
+        if SPARSE_CODE and l == 0 and sparse:        # (Aᵀ Δ)ᵀ over the nonzero inputs
+            G = matrix(Gt, 0, nin, nout)
+            sparse_gradient(G, A, delta, B, nin, nout)
+            transpose(gW, G, nin, nout)
+        elif nin >= 8 or nin >= nout:                # ∂ℓ/∂W = Δᵀ A, rows of length m_{l−1}
             gemm(gW, zeros, strided(delta.T), A, nout, B, nin, per_column)
         else:                                        # (Aᵀ Δ)ᵀ: rows of length m_l, then transposed
             G = matrix(Gt, 0, nin, nout)
@@ -362,3 +427,9 @@ def forward_backward_body(theta, widths, w_off, b_off, X, y, idx, grad, bufs):
             gemm_masked(nxt, zeros, strided(delta), W, B, nout, nin, A)   # A = A_{l−1}: the mask as stored
             cur = 1 - cur
     return loss
+
+
+#: :func:`forward_backward_body` with its sparse first layer (:data:`SPARSE_CODE` True): the same code in a copy of
+#: this module's names, inlined into :func:`dyntools.models.mlp.loss_grad_cross_entropy_sparse_inputs`
+forward_backward_body_sparse_inputs = njit(inline="always")(pytypes.FunctionType(
+    forward_backward_body.py_func.__code__, dict(globals(), SPARSE_CODE=True), "forward_backward_body_sparse_inputs"))

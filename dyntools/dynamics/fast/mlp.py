@@ -215,7 +215,21 @@ def cross_entropy_loop(arrays: LoopArrays, step, t0, t1, record_steps, theta_rec
     Why: a loop that names the kernel links the kernel's machine code into its own and optimizes it again — the
     matrix products' panels, a second time and larger (the MLP's first ``dt.train`` with empty caches). A step of
     this kernel takes microseconds (tens on the heatmap's cell), so the two indirect calls per step are not seen."""
-    loop = by_pointer(mlp_model.loss_grad_cross_entropy, step, arrays, compile_kernel_now=False)
+    _by_pointer(mlp_model.loss_grad_cross_entropy, arrays, step, t0, t1, record_steps, theta_rec, bound, diverged_at,
+                record_final, workers)
+
+
+def cross_entropy_loop_sparse_inputs(arrays: LoopArrays, step, t0, t1, record_steps, theta_rec, bound, diverged_at,
+                                     record_final, workers=None):
+    """:func:`cross_entropy_loop` with the kernel of ``MLP(…, sparse_inputs=True)``
+    (:func:`dyntools.models.mlp.loss_grad_cross_entropy_sparse_inputs`), in either precision (float32 without the
+    flush of :func:`cross_entropy_loop_flushed`: the generic loop's bits)."""
+    _by_pointer(mlp_model.loss_grad_cross_entropy_sparse_inputs, arrays, step, t0, t1, record_steps, theta_rec, bound,
+                diverged_at, record_final, workers)
+
+
+def _by_pointer(kernel, arrays, step, t0, t1, record_steps, theta_rec, bound, diverged_at, record_final, workers):
+    loop = by_pointer(kernel, step, arrays, compile_kernel_now=False)
     drive.on_threads(loop, arrays.thetas.shape[0], workers, arrays, t0, t1, record_steps, theta_rec, float(bound),
                      diverged_at, record_final)
 
@@ -223,7 +237,7 @@ def cross_entropy_loop(arrays: LoopArrays, step, t0, t1, record_steps, theta_rec
 #: the loops that take the optimizer step through a function pointer: the trainer hands them the run set's own
 #: step structures (:attr:`dyntools.optim.compiled.CompiledRuns.own_step`: the same code and bits, one structure
 #: compiled instead of fifteen in a process with empty caches); read into :data:`dyntools.dynamics.fast.STEP_BY_POINTER`
-STEP_BY_POINTER = (regression_loop, cross_entropy_loop_flushed, cross_entropy_loop)
+STEP_BY_POINTER = (regression_loop, cross_entropy_loop_flushed, cross_entropy_loop, cross_entropy_loop_sparse_inputs)
 #: the loops that leave a run of fewer path-steps than their figure to the pointer loop
 #: (:func:`dyntools.dynamics.path_loop.by_pointer`, the same bits: tested), read into
 #: :data:`dyntools.dynamics.fast.SHORT_RUNS_BY_POINTER`. The regression loop saves 0.02–0.18 µs per path-step
@@ -245,7 +259,8 @@ def select(model, setting: dict):
     """The tuned loop for ``setting`` with the compiled kernel, or None: the per-example loop for the
     regression head with a sampler of :data:`REGRESSION_SAMPLERS` (any batch); for the float32 cross-entropy head on
     x86, the engine's cached generic loop with subnormals flushed; in float64 :func:`cross_entropy_loop` (the generic
-    loop with kernel and step through function pointers); none with dropout or batch norm (the generic loop runs
+    loop with kernel and step through function pointers), with sparse inputs :func:`cross_entropy_loop_sparse_inputs`;
+    none with dropout or batch norm (the generic loop runs
     their step hooks, :meth:`dyntools.models.mlp.MLP.hooks`, which these loops do not call)."""
     if model.regularized:           # dropout / batch norm: the generic loop calls their hooks
         return None
@@ -253,6 +268,8 @@ def select(model, setting: dict):
         return None
     if model.head == "regression" and setting.get("sampler") in REGRESSION_SAMPLERS:
         return regression_loop
+    if model.loss_grad is mlp_model.loss_grad_cross_entropy_sparse_inputs:
+        return cross_entropy_loop_sparse_inputs
     if model.head == "cross-entropy" and model.dtype == np.float32 and X86:
         return cross_entropy_loop_flushed
     if model.head == "cross-entropy" and model.dtype == np.float64:
