@@ -146,6 +146,9 @@ def save(fig: matplotlib.figure.Figure, out_dir: Path, name: str,
     stamp_note(fig)
     from dyntools.plots import check
     from dyntools.plots.legends import place_legends
+    from dyntools.plots.log_labels import plain_log_labels
+
+    plain_log_labels(fig)                   # log-axis labels as text, not mathtext (the same labels, faster drawn)
 
     drawn = place_legends(fig)              # legends left at loc="best" go where they cover no drawn pixel
 

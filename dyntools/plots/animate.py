@@ -34,6 +34,8 @@ def write_gif(fig, draw: Callable[[int], None], frames: int, path: Path, *, fps:
     figures whose frames are pre-rendered pictures (the check then only measures the width)."""
     from matplotlib.animation import PillowWriter
 
+    from dyntools.plots.log_labels import plain_log_labels
+
     if frames < 2:
         raise ValueError(f"Invalid frames: {frames} (an animation needs >= 2)")
     dpi = gif_dpi(fig) if dpi is None else float(dpi)
@@ -46,6 +48,7 @@ def write_gif(fig, draw: Callable[[int], None], frames: int, path: Path, *, fps:
     with writer.saving(fig, path, dpi), contextlib.ExitStack() as frozen:
         for i in range(frames):
             draw(i)
+            plain_log_labels(fig)       # log-axis labels as text (a frame may set its scales anew)
             writer.grab_frame()
             if i == 0:          # the first frame's layout holds for every frame; a still drawn after gets its own
                 frozen.enter_context(plots.layout_kept(fig))
