@@ -375,7 +375,7 @@ class MLP(Model):
     sparse_inputs : bool   the inputs are mostly zeros (one-hot codes; cross-entropy head without dropout or batch
         norm): the kernel :func:`loss_grad_cross_entropy_sparse_inputs`, whose first layer skips the zero inputs of
         a batch — the same bits as the dense kernel, in less time (the grokking MLP 46-128-23 on 370 one-hot pairs:
-        0.53 → 0.34 ms per full-batch step, AMD EPYC Zen 4)
+        0.52–0.54 → 0.34 ms per full-batch step, ``dyntools bench grokking-step``, AMD EPYC Zen 4)
 
     With dropout or batch norm the network is *regularized* (:mod:`dyntools.models.mlp_regularized`: its
     own kernel, float64 only; the plain kernels are untouched): it has a training mode (masks from the
