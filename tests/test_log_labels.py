@@ -10,8 +10,9 @@ from dyntools.plots.log_labels import PlainLogFormatter, plain, plain_log_labels
 
 @pytest.mark.parametrize(("label", "text"), [
     (r"$\mathdefault{10^{-3}}$", "10⁻³"), (r"$\mathdefault{10^{12}}$", "10¹²"), (r"$\mathdefault{10^{0}}$", "10⁰"),
-    (r"$\mathdefault{2\times10^{-3}}$", "2×10⁻³"), (r"$\mathdefault{-10^{2}}$", "-10²"),
+    (r"$\mathdefault{2\times10^{-3}}$", "2×10⁻³"), (r"$\mathdefault{-10^{2}}$", "−10²"),
     (r"$\mathdefault{5.5\times10^{4}}$", "5.5×10⁴"), (r"$\mathdefault{0.5}$", "0.5"), (r"$\mathdefault{0}$", "0"),
+    (r"$\mathdefault{-0.5}$", "−0.5"),
     ("", ""), (r"$\alpha$", r"$\alpha$"), ("10", "10")])
 def test_a_mathtext_label_reads_the_same_in_plain_text(label, text):
     assert plain(label) == text

@@ -25,8 +25,8 @@ _NUMBER = re.compile(r"\$\\mathdefault\{(-?[0-9.]+(?:e[-+]?[0-9]+)?)\}\$")
 
 def plain(label: str) -> str:
     """``label`` of :class:`matplotlib.ticker.LogFormatterSciNotation` as plain text: ``$\\mathdefault{10^{-3}}$`` →
-    ``10⁻³``, ``$\\mathdefault{2\\times10^{4}}$`` → ``2×10⁴``, ``$\\mathdefault{0.5}$`` → ``0.5``; an empty label or
-    one of another form unchanged.
+    ``10⁻³``, ``$\\mathdefault{2\\times10^{4}}$`` → ``2×10⁴``, ``$\\mathdefault{0.5}$`` → ``0.5`` (a negative one
+    with the minus sign U+2212, as matplotlib writes text); an empty label or one of another form unchanged.
 
     Parameters
     ----------
@@ -40,9 +40,10 @@ def plain(label: str) -> str:
     found = _POWER.fullmatch(label)
     if found:
         sign, coefficient, base, exponent = found.groups()
+        sign = "\u2212" if sign else ""         # the minus sign matplotlib's text uses (axes.unicode_minus)
         return f"{sign}{coefficient + '×' if coefficient else ''}{base}{exponent.translate(_SUPERSCRIPTS)}"
     found = _NUMBER.fullmatch(label)
-    return found.group(1) if found else label
+    return found.group(1).replace("-", "\u2212", 1) if found else label
 
 
 class PlainLogFormatter(ticker.LogFormatterSciNotation):
