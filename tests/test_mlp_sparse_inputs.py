@@ -8,17 +8,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dyntools.data import modular
 from dyntools.models import mlp_gemm
 from dyntools.models.mlp import MLP, loss_grad_cross_entropy, loss_grad_cross_entropy_sparse_inputs
 
 
 def one_hot_pairs(p: int):
     """The grokking task's inputs: one-hot ``a`` then one-hot ``b`` for every pair, label ``(a + b) mod p``."""
-    a, b = np.divmod(np.arange(p * p), p)
-    X = np.zeros((p * p, 2 * p))
-    X[np.arange(p * p), a] = 1.0
-    X[np.arange(p * p), p + b] = 1.0
-    return X, (a + b) % p
+    a, b, c = modular.table(p, "+")
+    return modular.encode(a, b, p, "one-hot"), c
 
 
 def kernel_pass(model, kernel, theta, X, y, idx):

@@ -22,12 +22,12 @@ P, WIDTH, FRACTION = 23, 128, 0.7
 
 
 def workload():
-    """``(X, y, n)``: the one-hot pairs of the whole table and the size of the training split (its first rows)."""
-    a, b = np.divmod(np.arange(P * P), P)
-    X = np.zeros((P * P, 2 * P))
-    X[np.arange(P * P), a] = 1.0
-    X[np.arange(P * P), P + b] = 1.0
-    return X, (a + b) % P, int(round(FRACTION * P * P))
+    """``(X, y, n)``: the one-hot pairs of the whole ``a + b mod p`` table (:mod:`dyntools.data.modular`) and the
+    size of the training split (its first rows)."""
+    from dyntools.data import modular
+
+    a, b, y = modular.table(P, "+")
+    return modular.encode(a, b, P, "one-hot"), y, int(round(FRACTION * P * P))
 
 
 def run(quick: bool = False) -> BenchReport:
