@@ -379,11 +379,15 @@ def test_a_compiled_chain_takes_only_the_arguments_its_body_reads():
     from tests.byo_lion import lion
 
     def unread(source):
+        """Per generated module of ``source`` (source_of's "# ---- module" parts) holding a chain function (the
+        ``chain`` of a chain structure's own module), the arguments it takes but does not read."""
         found = {}
-        for fn in ast.parse(source).body:
-            if isinstance(fn, ast.FunctionDef) and fn.name.startswith("_chain_"):
-                names = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
-                found[fn.name] = [a.arg for a in fn.args.args if a.arg not in names]
+        for part in source.split("# ---- module ")[1:]:
+            name, text = part.split("\n", 1)
+            for fn in ast.parse(text).body:
+                if isinstance(fn, ast.FunctionDef) and fn.name == "chain":
+                    names = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
+                    found[name.split()[0]] = [a.arg for a in fn.args.args if a.arg not in names]
         return found
 
     opts = [O.sgd(0.1), O.sgd(0.1, momentum=0.9, weight_decay=0.1), O.adamw(0.01), O.adagrad(0.1),
@@ -393,8 +397,29 @@ def test_a_compiled_chain_takes_only_the_arguments_its_body_reads():
     assert len(chains) >= len(opts) and all(not args for args in chains.values()), chains
     sgd = source_of([O.sgd(0.1)])
     assert "_chain_0(theta, grad, lr_t)" in sgd and "h = hps[run]" not in sgd
-    assert unread(sgd.replace("def _chain_0(theta, grad, lr_t)", "def _chain_0(theta, grad, lr_t, state)")) \
-        == {"_chain_0": ["state"]}
+    assert list(unread(sgd.replace("def chain(theta, grad, lr_t)", "def chain(theta, grad, lr_t, state)")).values()) \
+        == [["state"]]
     # the twin: every chain keeps the full signature and the same bits (held by the tests above)
     twin = Path(sys.modules[compile_runs([O.sgd(0.1)]).step_np.__module__].__file__).read_text()
     assert "def _chain_0(theta, grad, state, t, lr_t, h)" in twin
+
+
+def test_a_chain_structure_is_one_compiled_function_whatever_step_module_holds_it():
+    """Each chain structure lives in a generated module of its own, keyed by its text (ChainModule): the full step of
+    a run set, its ``own_step`` and the step of another run set holding the same structure call the same compiled
+    function, so it compiles once (before: once per step module holding it; the suite compiled 196 chain functions
+    for 45 distinct structures)."""
+    from tests.byo_lion import lion
+
+    def chain_of(module_name, runs, g):
+        return getattr(sys.modules[module_name], f"_chain_{int(runs.hps[g, 0])}")
+
+    builtins = compile_runs([O.adamw(0.01), O.sgd(0.1)])             # the built-ins' fifteen structures
+    mixed = compile_runs([O.sgd(0.1), lion(0.01, compiled="element"), O.adamw(0.02, weight_decay=0.5)])
+    assert builtins.module != mixed.module and len(mixed.structures) == 3
+    own = builtins.own_step.py_func.__module__
+    for (a, ga), (b, gb) in (((builtins, 0), (mixed, 2)), ((builtins, 1), (mixed, 0))):
+        shared = chain_of(a.module, a, ga)
+        assert shared is chain_of(b.module, b, gb) is chain_of(own, a, ga)
+        assert shared.__module__.startswith("dyntools_generated_optimchain_")
+    assert chain_of(mixed.module, mixed, 1) is not chain_of(mixed.module, mixed, 0)
