@@ -105,12 +105,18 @@ def pytest_xdist_make_scheduler(config, log):
 #: 4-10 from other sessions: wall time of each unit's tests on its worker; 2703 s in all): they go to the workers
 #: longest first, so that neither worker ends alone on a long one while the other has finished (the
 #: longest-processing-time-first rule)
-UNIT_SECONDS = {"tests/test_report_figures.py": 529, "adamw-grid-kernels": 513, "tests/test_transformer.py": 502,
+UNIT_SECONDS = {"adamw-grid-kernels": 513, "tests/test_transformer.py": 502,
                 "tests/test_lowlevel.py": 421, "tests/test_reproducibility.py": 378,
                 "tests/test_memory_estimates.py": 325, "tests/test_trajectories.py": 286,
                 "tests/test_grokking_sweep.py": 263, "tests/test_sweep_cluster.py": 241,
                 "tests/test_products.py": 177, "tests/test_symbolic_model.py": 143, "tests/test_voronoi_cli.py": 132,
                 "tests/test_bench_isa.py": 99}
+
+#: units run after every other (but the docs): the whole quick report, which compiles little once the other tests
+#: have filled numba's cache with the kernels its entries share with them, and runs its two lanes on both processors
+#: at the end. First (the longest unit, cold) it took 179.5 s of the suite's 778.3; last 72.6 s of 760.1 (one run
+#: each of 6dd6e70's suite, fresh clones and caches, AMD EPYC Zen 4, 30 Nov 2026)
+LAST_UNITS = ("tests/test_report_figures.py",)
 
 
 def _unit_seconds(item) -> float:
@@ -121,11 +127,12 @@ def _unit_seconds(item) -> float:
 def pytest_collection_modifyitems(config, items):
     """The costliest units first, longest first (:data:`UNIT_SECONDS`), then the other files holding a long
     check (marked ``slow``), each file's long checks first, so that the two workers of ``-n 2`` do not end on
-    one of them alone; tests/test_docs.py last, after the notebooks it renders. A stable sort keeps every other
-    order."""
+    one of them alone; then :data:`LAST_UNITS`; tests/test_docs.py last, after the notebooks it renders. A stable
+    sort keeps every other order."""
     slow_files = {item.path for item in items if item.get_closest_marker("slow") is not None}
-    items.sort(key=lambda item: (item.path.name == "test_docs.py", -_unit_seconds(item),
-                                 item.path not in slow_files, item.get_closest_marker("slow") is None))
+    items.sort(key=lambda item: (item.path.name == "test_docs.py", work_unit(item.nodeid) in LAST_UNITS,
+                                 -_unit_seconds(item), item.path not in slow_files,
+                                 item.get_closest_marker("slow") is None))
 
 
 #: ``DYNTOOLS_OWN_DEPRECATIONS_AS_ERRORS=1`` (set by .ci/run for its run under the newest Python with the newest

@@ -10,7 +10,7 @@ import textwrap
 import tomllib
 from pathlib import Path
 
-from tests.conftest import HANG_GUARD, SHARED_KERNELS, UNIT_SECONDS, work_unit
+from tests.conftest import HANG_GUARD, LAST_UNITS, SHARED_KERNELS, UNIT_SECONDS, work_unit
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -40,7 +40,7 @@ def test_files_compiling_the_same_kernels_are_one_unit_and_the_costs_name_real_u
     units = {work_unit(f"tests/{name}::test_x") for name in SHARED_KERNELS}
     assert units == {"adamw-grid-kernels"}
     assert work_unit("tests/test_adamw_grid_cli.py::t") != work_unit("tests/test_adamw.py::t")
-    for unit in UNIT_SECONDS:
+    for unit in (*UNIT_SECONDS, *LAST_UNITS):
         assert unit in SHARED_KERNELS.values() or (ROOT / unit).is_file(), unit
     assert all((ROOT / "tests" / name).is_file() for name in SHARED_KERNELS)
 
@@ -65,3 +65,25 @@ def test_two_workers_run_each_file_whole_and_the_docs_after_the_notebooks(tmp_pa
     assert workers["test_notebooks"] == workers["test_docs"], workers
     order = [n for _, n, _ in rows if n in ("test_notebooks", "test_docs")]
     assert order == ["test_notebooks"] * 4 + ["test_docs"] * 4, order
+
+
+def test_the_last_units_run_after_every_other_unit_but_the_docs():
+    """The quick report's unit (:data:`tests.conftest.LAST_UNITS`) is sorted after the costliest units and the
+    other files, before tests/test_docs.py only: by then the other tests have compiled the kernels it shares
+    with them."""
+    from tests.conftest import pytest_collection_modifyitems
+
+    class Item:
+        def __init__(self, nodeid, slow=False):
+            self.nodeid, self.path, self.slow = nodeid, ROOT / nodeid.split("::")[0], slow
+
+        def get_closest_marker(self, name):
+            return object() if name == "slow" and self.slow else None
+
+    names = [f"{LAST_UNITS[0]}::test_q", "tests/test_docs.py::test_d", "tests/test_transformer.py::test_u",
+             "tests/test_mlp.py::test_m", "tests/test_notebooks.py::test_n", "tests/test_lowlevel.py::test_s"]
+    items = [Item(n, slow=n.endswith("test_s") or n.endswith("test_q")) for n in names]
+    pytest_collection_modifyitems(None, items)
+    order = [item.nodeid for item in items]
+    assert order[-2:] == [names[0], names[1]], order
+    assert order[0] == names[2], order
