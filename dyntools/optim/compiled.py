@@ -390,8 +390,8 @@ def compile_runs(opts: Sequence) -> CompiledRuns:
 
 def _load_module(structures: list, indices: list):
     """The compiled and NumPy step modules of ``structures`` (under ``indices``), from the generated-code cache
-    (written first when absent), keyed by their text and their users' kernels' code; the compiled one's
-    :class:`ChainModule` s are loaded first (it imports them by name)."""
+    (written first when absent), keyed by their text and their users' kernels' code; the chain modules
+    (:class:`ChainModule`) the compiled one imports by name are loaded first."""
     from dyntools.codegen import cache
 
     _, namespace, stamp = _imports(structures, [f"_chain_{k}" for k in indices])
