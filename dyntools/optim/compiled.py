@@ -249,17 +249,18 @@ def _chain_module(parts) -> ChainModule:
     return ChainModule(f"dyntools_generated_optimchain_{key}", key, source, args, namespace)
 
 
-def _module_source(structures: list, indices: list | None = None) -> tuple[str, str]:
+def _module_source(structures: list, indices: list | None = None, chains: list | None = None) -> tuple[str, str]:
     """The compiled step module and the NumPy module for the distinct chain structures (index = position, or
     ``indices[position]``: the structure's index in the full list, which ``hps[run, 0]`` names). The compiled
     module imports each structure's function from its :class:`ChainModule` as ``_chain_<index>`` (loaded first:
-    :func:`_load_module`); the NumPy module holds its functions itself."""
+    :func:`_load_module`; ``chains``: those modules when the caller made them); the NumPy module holds its
+    functions itself."""
     indices = list(range(len(structures))) if indices is None else indices
+    chains = [_chain_module(parts) for parts in structures] if chains is None else chains
     np_kernels = _imports(structures, [f"_chain_{k}" for k in indices])[0]
     jit_parts, np_parts = [_HEAD], [_HEAD + np_kernels + "\n" + HELPERS_NP]
     jit_calls, np_calls = [], []
-    for k, parts in zip(indices, structures):
-        chain = _chain_module(parts)
+    for k, parts, chain in zip(indices, structures, chains):
         jit_parts.append(f"from {chain.name} import chain as _chain_{k}")
         np_source, np_args = _chain_source(f"_chain_{k}", parts, True)
         np_parts.append("\n" + np_source)
@@ -398,10 +399,10 @@ def _load_module(structures: list, indices: list):
     memo = (tuple(_structure(parts) for parts in structures), tuple(indices), stamp)
     loaded = _LOADED.get(memo)
     if loaded is None or any(sys.modules.get(m.__name__) is not m for m in loaded):   # writing them takes ~2 ms
-        for parts in structures:
-            chain = _chain_module(parts)
+        chains = [_chain_module(parts) for parts in structures]
+        for chain in chains:
             cache.load("optimchain", chain.key, lambda chain=chain: chain.source, chain.namespace)
-        jit_src, np_src = _module_source(structures, indices)
+        jit_src, np_src = _module_source(structures, indices, chains)
         key = hashlib.sha256((GENERATOR_VERSION + jit_src + np_src + stamp + cache.package_stamp()).encode()
                              ).hexdigest()[:24]
         loaded = _LOADED[memo] = (cache.load("optim", key, lambda: jit_src),
@@ -413,8 +414,9 @@ def source_of(opts: Sequence) -> str:
     """The generated compiled source for ``opts`` (for reading and the docs): the step module, then each chain
     structure's module (:class:`ChainModule`), each after a comment line naming it."""
     structures = _distinct(_updates(o) for o in opts)
-    texts = [("dyntools_generated_optim (the step)", _module_source(structures)[0])]
-    texts += [(f"{c.name} (structure {k})", c.source) for k, c in enumerate(map(_chain_module, structures))]
+    chains = [_chain_module(parts) for parts in structures]
+    texts = [("dyntools_generated_optim (the step)", _module_source(structures, None, chains)[0])]
+    texts += [(f"{c.name} (structure {k})", c.source) for k, c in enumerate(chains)]
     return "\n".join(f"# ---- module {name}\n{text}" for name, text in texts)
 
 
